@@ -1,0 +1,55 @@
+"""run-aborted: the run ended abnormally, with an exception or killed.
+
+What it detects
+    A run whose metadata records an exception raised inside the recorded training loop, or a run
+    left in the "running" state whose writer is gone (killed by the OOM killer, a scheduler, a
+    SIGKILL, a crashed node).
+
+Why it matters
+    The runs that died are the ones a post-mortem starts from. The other findings describe the
+    run up to its last recorded step; this one says where and how it stopped.
+
+Example
+    ``RuntimeError: CUDA out of memory`` raised at step 1840; or a run killed at step 912 with no
+    exception recorded.
+
+How to fix
+    For an exception, read its message and traceback in the report. For a killed run, look at the
+    scheduler or kernel logs (``dmesg`` for the OOM killer) around the run's last wall-clock time.
+
+False positives
+    A run still being written by a live process is reported as running, not killed. A run whose
+    writer went silent for over a minute while its process lives on another host counts as killed.
+"""
+from __future__ import annotations
+
+from tracelab.findings import ERROR, Finding
+from tracelab.rules import rule
+from tracelab.run import Run
+
+
+@rule(name="run-aborted", code="TL107")
+def run_aborted(run: Run) -> list[Finding]:
+    status = run.status
+    state = status.get("state")
+    last = run.last_step
+    steps = (last, last) if last is not None else None
+    if state == "failed":
+        exc_type = status.get("exception_type", "an exception")
+        text = status.get("exception_message", "")
+        at = status.get("step", last)
+        return [run_aborted.finding(
+            ERROR, "run", steps,
+            f"The run failed at step {at} with {exc_type}: {text}".rstrip(": "),
+            {"step": at, "last_recorded_step": last},
+            "Read the recorded traceback; the other findings show the run's state before it "
+            "failed.")]
+    if state == "killed":
+        return [run_aborted.finding(
+            ERROR, "run", steps,
+            f"The run was killed without an exception after step {last}; its writer stopped "
+            "without closing the run.",
+            {"last_recorded_step": last},
+            "Check the scheduler's or the kernel's logs (OOM killer, time limit, preemption) "
+            "at the run's last wall-clock time.")]
+    return []

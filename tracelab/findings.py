@@ -1,0 +1,127 @@
+"""Finding: what a rule reports. Diagnosis: everything one analysis returns."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any, Mapping, Optional
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        """0 for the worst."""
+        return _RANK[self]
+
+    @classmethod
+    def parse(cls, value: "str | Severity") -> "Severity":
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(f"unknown severity {value!r}; expected error, warning or info") from None
+
+
+_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    code: str
+    severity: Severity
+    subject: str
+    steps: Optional[tuple[int, int]]
+    message: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    fix: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "severity", Severity.parse(self.severity))
+        if self.steps is not None:
+            object.__setattr__(self, "steps", (int(self.steps[0]), int(self.steps[1])))
+        object.__setattr__(self, "evidence", {k: _plain(v) for k, v in self.evidence.items()})
+
+    @property
+    def sort_key(self) -> tuple:
+        first = self.steps[0] if self.steps else -1
+        return (self.severity.rank, first, self.rule, self.subject)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["severity"] = self.severity.value
+        d["steps"] = list(self.steps) if self.steps else None
+        return d
+
+
+def _plain(value: Any) -> Any:
+    """Numpy scalars and the like to plain JSON-able Python values."""
+    if hasattr(value, "item") and callable(value.item):
+        try:
+            value = value.item()
+        except (ValueError, TypeError):
+            pass
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+@dataclass
+class RuleError:
+    """A rule that broke on this run's data: reported, never fatal to the analysis."""
+    rule: str
+    code: str
+    error: str
+
+
+@dataclass
+class Skipped:
+    rule: str
+    code: str
+    reason: str
+
+
+@dataclass
+class Diagnosis:
+    run: Any  # tracelab.run.Run; Any keeps this module free of the reader's imports
+    findings: list[Finding]
+    skipped: list[Skipped]
+    errors: list[RuleError]
+    baseline: Any = None
+    rules_run: list[str] = field(default_factory=list)
+
+    @property
+    def worst(self) -> Optional[Severity]:
+        return min((f.severity for f in self.findings), key=lambda s: s.rank, default=None)
+
+    def counts(self) -> dict[str, int]:
+        return {s.value: sum(f.severity is s for f in self.findings) for s in Severity}
+
+    def verdict(self) -> str:
+        c = self.counts()
+        if not self.findings:
+            return "no problems found"
+        parts = [f"{c[s.value]} {s.value}{'s' if c[s.value] != 1 else ''}" for s in Severity
+                 if c[s.value]]
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        from tracelab._version import __version__
+        return {
+            "tracelab_version": __version__,
+            "run": self.run.summary(),
+            "baseline": self.baseline.summary() if self.baseline is not None else None,
+            "verdict": {"worst": self.worst.value if self.worst else None,
+                        "counts": self.counts(), "text": self.verdict()},
+            "findings": [f.to_dict() for f in self.findings],
+            "skipped": [asdict(s) for s in self.skipped],
+            "errors": [asdict(e) for e in self.errors],
+            "rules_run": list(self.rules_run),
+        }

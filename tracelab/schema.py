@@ -1,0 +1,91 @@
+"""The trace format: table names, column schemas, tensor kinds and the data requirements rules name.
+
+A run is a directory::
+
+    meta.json                 run metadata (see docs/trace-format.md)
+    meta.rank<N>.json         per-rank metadata of ranks other than 0 (distributed runs)
+    scalars/  tensors/  inputs/  samples/
+        r<rank>-<seq>.parquet  closed part files
+        r<rank>-<seq>.arrows   the open tail of a live (or killed) writer: an Arrow IPC stream
+
+Every table is in long format. Bump SCHEMA_VERSION on any change a reader of an older version
+could misread; readers refuse versions newer than their own.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+META_FILE = "meta.json"
+HEARTBEAT_FILE = "heartbeat"
+
+SCALARS = "scalars"
+TENSORS = "tensors"
+INPUTS = "inputs"
+SAMPLES = "samples"
+TABLES = (SCALARS, TENSORS, INPUTS, SAMPLES)
+
+# tensors.kind
+WEIGHT = "weight"
+GRAD = "grad"
+UPDATE = "update"
+ACTIVATION = "activation"
+KINDS = (WEIGHT, GRAD, UPDATE, ACTIVATION)
+
+# Splits and scalar names the recorder writes itself.
+TRAIN = "train"
+LOSS_NAME = "loss"
+STEP_TIME = "step_time"
+DATA_TIME = "data_time"
+LR_PREFIX = "lr/"
+
+TENSOR_STATS = ("numel", "mean", "std", "min", "max", "abs_mean", "norm", "zero_frac",
+                "nan_count", "inf_count")
+ACTIVATION_STATS = ("dead_frac", "saturated_frac")
+INPUT_STATS = ("count", "mean", "std", "min", "max", "n_unique", "int_frac", "nan_count",
+               "inf_count")
+
+_f64, _i64, _str = pa.float64(), pa.int64(), pa.string()
+
+ARROW_SCHEMAS: dict[str, pa.Schema] = {
+    SCALARS: pa.schema([("step", _i64), ("split", _str), ("name", _str), ("value", _f64),
+                        ("wall_time", _f64)]),
+    TENSORS: pa.schema([("step", _i64), ("kind", _str), ("name", _str), ("numel", _i64),
+                        ("mean", _f64), ("std", _f64), ("min", _f64), ("max", _f64),
+                        ("abs_mean", _f64), ("norm", _f64), ("zero_frac", _f64),
+                        ("nan_count", _i64), ("inf_count", _i64),
+                        ("dead_frac", _f64), ("saturated_frac", _f64)]),
+    INPUTS: pa.schema([("step", _i64), ("split", _str), ("feature", _str), ("dtype", _str),
+                       ("count", _i64), ("mean", _f64), ("std", _f64), ("min", _f64),
+                       ("max", _f64), ("n_unique", _i64), ("int_frac", _f64),
+                       ("nan_count", _i64), ("inf_count", _i64), ("resolution", _str),
+                       ("time_min", pa.timestamp("ns")), ("time_max", pa.timestamp("ns"))]),
+    SAMPLES: pa.schema([("split", _str), ("feature", _str), ("step", _i64), ("value", _f64)]),
+}
+
+# Datetime resolutions, finest first, with their length in nanoseconds.
+RESOLUTIONS = (("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000),
+               ("min", 60_000_000_000), ("h", 3_600_000_000_000), ("D", 86_400_000_000_000))
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A kind of recorded data a rule needs. `label` completes "not recorded: ..."."""
+    key: str
+    label: str
+
+
+LOSS = Requirement("loss", "train loss")
+EVAL = Requirement("eval", "a validation split in scalars")
+WEIGHTS = Requirement("weights", "weight stats")
+GRADS = Requirement("grads", "gradient stats")
+UPDATES = Requirement("updates", "update stats")
+ACTIVATIONS = Requirement("activations", "activations")
+INPUTS_REQ = Requirement("inputs", "input stats")
+SAMPLES_REQ = Requirement("samples", "input samples")
+ENVIRONMENT = Requirement("environment", "environment metadata")
+MODEL = Requirement("model", "model summary")
+REQUIREMENTS = (LOSS, EVAL, WEIGHTS, GRADS, UPDATES, ACTIVATIONS, INPUTS_REQ, SAMPLES_REQ,
+                ENVIRONMENT, MODEL)

@@ -1,0 +1,253 @@
+"""RunWriter: the crash-safe, append-only writer of a run directory.
+
+Rows reach the writer as column dicts, or as callables that produce them. Callables run on the
+writer's background thread, so the training thread never waits on a device-to-host copy. Every
+`flush_interval` seconds the pending rows are appended to each table's tail, an Arrow IPC stream
+that stays readable when the process is killed mid-write. When a tail holds `part_rows` rows,
+and at close, it is rewritten as a Parquet part (atomically) and removed.
+
+Any error of the writer (a full disk, a read-only mount) is warned about once; recording then
+stops and training goes on.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import queue
+import socket
+import threading
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Union
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tracelab._version import __version__
+from tracelab.errors import RunExistsError
+from tracelab.schema import (ARROW_SCHEMAS, HEARTBEAT_FILE, META_FILE, SAMPLES, SCHEMA_VERSION,
+                             TABLES)
+
+Columns = Mapping[str, Any]
+Rows = Iterable[tuple[str, Columns]]
+Item = Union[tuple[str, Columns], Callable[[], Rows]]
+
+_CLOSE = object()
+
+
+def meta_filename(rank: int) -> str:
+    return META_FILE if rank == 0 else f"meta.rank{rank}.json"
+
+
+def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, default=str)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def to_batch(table: str, columns: Columns) -> pa.RecordBatch:
+    """Columns to a record batch of the table's schema; absent columns become nulls."""
+    schema = ARROW_SCHEMAS[table]
+    n = len(next(iter(columns.values())))
+    arrays = [pa.array(columns[f.name], type=f.type, from_pandas=True) if f.name in columns
+              else pa.nulls(n, f.type) for f in schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+class _Table:
+    """One table's tail stream and the batches of the part being built."""
+
+    def __init__(self, directory: Path, name: str, rank: int):
+        self.directory, self.name, self.rank = directory, name, rank
+        self.seq = 0
+        self.pending: list[pa.RecordBatch] = []
+        self.part: list[pa.RecordBatch] = []
+        self.part_rows = 0
+        self.sink = None
+        self.stream = None
+
+    def _stem(self) -> Path:
+        return self.directory / f"r{self.rank}-{self.seq:06d}"
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        batch = pa.Table.from_batches(self.pending).combine_chunks().to_batches()[0]
+        self.pending.clear()
+        if self.stream is None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self.sink = open(self._stem().with_suffix(".arrows"), "wb")
+            self.stream = pa.ipc.new_stream(self.sink, batch.schema)
+        self.stream.write_batch(batch)
+        self.sink.flush()
+        self.part.append(batch)
+        self.part_rows += batch.num_rows
+
+    def roll(self) -> None:
+        """Rewrite the tail as a Parquet part: write a temporary file, rename, drop the tail."""
+        if not self.part:
+            return
+        stem = self._stem()
+        tmp = stem.with_suffix(".parquet.tmp")
+        pq.write_table(pa.Table.from_batches(self.part), tmp, compression="zstd")
+        os.replace(tmp, stem.with_suffix(".parquet"))
+        self.stream.close()
+        self.sink.close()
+        os.remove(stem.with_suffix(".arrows"))
+        self.stream = self.sink = None
+        self.part, self.part_rows = [], 0
+        self.seq += 1
+
+
+class RunWriter:
+    """Writes one process's share (one rank) of a run directory."""
+
+    def __init__(self, path: str | os.PathLike, meta: Mapping[str, Any] | None = None, *,
+                 rank: int = 0, flush_interval: float = 1.0, part_rows: int = 200_000):
+        self.path = Path(path)
+        self.rank = rank
+        self.flush_interval = flush_interval
+        self.part_rows = part_rows
+        self.failed = False
+        self.closed = False
+        self._meta_path = self.path / meta_filename(rank)
+        if self._meta_path.exists():
+            raise RunExistsError(f"{self.path}: already holds a run ({self._meta_path.name}); "
+                                 "tracelab never overwrites one, choose a new directory")
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._meta: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "tracelab_version": __version__,
+            "rank": rank,
+            "start_time": time.time(),
+            "end_time": None,
+            "status": {"state": "running"},
+            "writer": {"pid": os.getpid(), "hostname": socket.gethostname(),
+                       "flush_interval": flush_interval},
+            **(meta or {}),
+        }
+        self._meta_lock = threading.Lock()
+        write_json_atomic(self._meta_path, self._meta)
+        self._heartbeat = self.path / f"{HEARTBEAT_FILE}.r{rank}"
+        self._heartbeat.touch()
+        self._tables = {t: _Table(self.path / t, t, rank) for t in TABLES}
+        self._samples: Columns | None = None
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=f"tracelab-writer-r{rank}",
+                                        daemon=True)
+        self._thread.start()
+        atexit.register(self._at_exit)
+
+    # -- training-thread side ------------------------------------------------------------------
+    def write(self, item: Item) -> None:
+        """Queue rows: `(table, columns)` or a callable returning `[(table, columns), ...]`."""
+        if not self.failed and not self.closed:
+            self._queue.put(item)
+
+    def set_samples(self, columns: Columns) -> None:
+        """Replace the samples snapshot (a bounded reservoir kept by the caller)."""
+        if not self.failed and not self.closed:
+            self._queue.put(("__samples__", columns))
+
+    def update_meta(self, **fields: Any) -> None:
+        with self._meta_lock:
+            self._meta.update(fields)
+            if not self.failed:
+                try:
+                    write_json_atomic(self._meta_path, self._meta)
+                except OSError as exc:
+                    self._fail(exc)
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return self._meta
+
+    def close(self, status: Mapping[str, Any] | None = None) -> None:
+        """Drain the queue, turn every tail into Parquet and record the end status."""
+        if self.closed:
+            return
+        self.closed = True
+        self._queue.put(_CLOSE)
+        self._thread.join()
+        atexit.unregister(self._at_exit)
+        self.update_meta(end_time=time.time(), status=dict(status or {"state": "completed"}))
+
+    def _at_exit(self) -> None:
+        # The interpreter is exiting without close(): keep the data, and say so in the status.
+        self.close({"state": "completed", "note": "closed at interpreter exit"})
+
+    # -- writer thread --------------------------------------------------------------------------
+    def _run(self) -> None:
+        next_flush = time.monotonic() + self.flush_interval
+        while True:
+            try:
+                item = self._queue.get(timeout=max(0.0, next_flush - time.monotonic()))
+            except queue.Empty:
+                item = None
+            if item is _CLOSE:
+                self._guard(self._finish)
+                return
+            if item is not None and not self.failed:
+                self._guard(self._accept, item)
+            if time.monotonic() >= next_flush:
+                if not self.failed:
+                    self._guard(self._flush)
+                next_flush = time.monotonic() + self.flush_interval
+
+    def _accept(self, item: Item) -> None:
+        if callable(item):
+            rows = item()
+        else:
+            rows = [item]
+        for table, columns in rows:
+            if table == "__samples__":
+                self._samples = columns
+            elif len(next(iter(columns.values()), ())):
+                self._tables[table].pending.append(to_batch(table, columns))
+
+    def _flush(self) -> None:
+        for table in self._tables.values():
+            table.flush()
+            if table.part_rows >= self.part_rows:
+                table.roll()
+        if self._samples is not None:
+            self._write_samples()
+        os.utime(self._heartbeat)
+
+    def _write_samples(self) -> None:
+        directory = self.path / SAMPLES
+        directory.mkdir(exist_ok=True)
+        target = directory / f"r{self.rank}-reservoir.parquet"
+        tmp = target.with_suffix(".parquet.tmp")
+        pq.write_table(pa.Table.from_batches([to_batch(SAMPLES, self._samples)]), tmp)
+        os.replace(tmp, target)
+        self._samples = None
+
+    def _finish(self) -> None:
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not _CLOSE and not self.failed:
+                self._guard(self._accept, item)
+        if not self.failed:
+            self._flush()
+            for table in self._tables.values():
+                table.roll()
+
+    def _guard(self, fn: Callable, *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:  # never let recording break training
+            self._fail(exc)
+
+    def _fail(self, exc: BaseException) -> None:
+        if not self.failed:
+            self.failed = True
+            warnings.warn(f"tracelab: writing {self.path} failed ({type(exc).__name__}: {exc}); "
+                          "recording stopped, training continues", RuntimeWarning, stacklevel=2)
