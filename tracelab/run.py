@@ -27,8 +27,11 @@ from tracelab.schema import (ACTIVATION, ARROW_SCHEMAS, EVAL, GRAD, HEARTBEAT_FI
                              ENVIRONMENT, GRADS, MODEL, UPDATES, WEIGHTS, Requirement)
 
 _PART = re.compile(r"^r(\d+)-(.+)\.(parquet|arrows)$")
+_RANK_META = re.compile(r"^meta\.rank(\d+)\.json$")
 # A live writer touches its heartbeat every flush; this much silence means it is gone.
 KILLED_AFTER_S = 60.0
+# The order in which a rank's state decides a distributed run's status: the worst first.
+_STATE_ORDER = {"failed": 0, "killed": 1, "running": 2, "completed": 3, "unknown": 4}
 
 
 def open_run(path: str | os.PathLike) -> "Run":
@@ -38,15 +41,37 @@ def open_run(path: str | os.PathLike) -> "Run":
         raise TraceError(f"{path}: no such directory")
     if not path.is_dir():
         raise TraceError(f"{path}: not a directory; expected a tracelab run directory")
-    meta_path = path / META_FILE
-    if not meta_path.exists():
+    # Each rank of a distributed run writes its own meta file; any readable one opens the run,
+    # so the ranks that survived stay readable when another rank died or lost its file.
+    files = {0: path / META_FILE} if (path / META_FILE).exists() else {}
+    for extra in path.glob("meta.rank*.json"):
+        match = _RANK_META.match(extra.name)
+        if match:
+            files[int(match.group(1))] = extra
+    if not files:
         raise TraceError(f"{path}: not a tracelab run (no {META_FILE})")
-    meta = _read_meta(meta_path)
-    ranks = {0: meta}
-    for extra in sorted(path.glob("meta.rank*.json")):
-        rank = int(re.sub(r"\D", "", extra.name.split(".")[1]) or 0)
-        ranks[rank] = _read_meta(extra)
-    return Run(path, meta, rank_meta=ranks)
+    ranks: dict[int, dict[str, Any]] = {}
+    problems: list[str] = []
+    failure: TraceError | None = None
+    for rank, file in sorted(files.items()):
+        try:
+            ranks[rank] = _read_meta(file)
+        except TraceError as exc:
+            if isinstance(exc, _UnsupportedVersion):  # reading on would misread the run
+                raise
+            failure = failure or exc
+            problems.append(f"{file.name}: unreadable, rank {rank} metadata skipped")
+    if not ranks:
+        raise failure  # type: ignore[misc]
+    if 0 not in files:
+        problems.append(f"{META_FILE}: missing; run metadata taken from rank {min(ranks)}")
+    run = Run(path, ranks[min(ranks)], rank_meta=ranks)
+    run.problems.extend(problems)
+    return run
+
+
+class _UnsupportedVersion(TraceError):
+    pass
 
 
 def _read_meta(meta_path: Path) -> dict[str, Any]:
@@ -61,8 +86,8 @@ def _read_meta(meta_path: Path) -> dict[str, Any]:
     if not isinstance(version, int):
         raise TraceError(f"{meta_path}: field 'schema_version' missing or not an integer")
     if version > SCHEMA_VERSION or version < 1:
-        raise TraceError(f"{meta_path}: schema version {version} is not supported by this "
-                         f"tracelab (reads 1..{SCHEMA_VERSION}); upgrade tracelab")
+        raise _UnsupportedVersion(f"{meta_path}: schema version {version} is not supported by "
+                                  f"this tracelab (reads 1..{SCHEMA_VERSION}); upgrade tracelab")
     return meta
 
 
@@ -92,7 +117,8 @@ class Run:
                  frames: Mapping[str, pd.DataFrame] | None = None):
         self.path = path
         self.meta = dict(meta)
-        self.rank_meta = dict(rank_meta or {0: self.meta})
+        self.rank_meta = {r: self.meta if m is meta else dict(m)
+                          for r, m in (rank_meta or {0: meta}).items()}
         self.problems: list[str] = []
         self._frames = dict(frames or {})
 
@@ -108,7 +134,15 @@ class Run:
                 if col not in df:
                     df[col] = pd.NA if col not in ("nan_count", "inf_count") else 0
             full[table] = df
-        return cls(None, {**base, **(meta or {})}, frames=full)
+        # Frames with a `rank` column make a distributed run; every table then gets one.
+        ranks = sorted({int(r) for df in full.values() if "rank" in df for r in df["rank"]})
+        for df in full.values():
+            if ranks and "rank" not in df:
+                df["rank"] = ranks[0]
+        meta = {**base, **(meta or {})}
+        return cls(None, meta, frames=full,
+                   rank_meta={r: meta if r == ranks[0] else {**meta, "rank": r} for r in ranks}
+                   or None)
 
     @property
     def name(self) -> str:
@@ -138,14 +172,34 @@ class Run:
                 ranks.append(int(_PART.match(name).group(1)))
             except Exception as exc:  # a corrupt part must not hide the rest of the run
                 self.problems.append(f"{table}/{name}: unreadable ({type(exc).__name__})")
-        if not tables:
-            return schema.empty_table().to_pandas()
-        if len(set(ranks)) > 1:
+        if len(self.ranks) > 1:
             tables = [t.append_column("rank", pa.array([r] * t.num_rows, pa.int32()))
                       for t, r in zip(tables, ranks)]
+            schema = schema.append(pa.field("rank", pa.int32()))
+        if not tables:
+            return schema.empty_table().to_pandas()
         df = pa.concat_tables(tables).to_pandas()
-        sort = ["step"] if "step" in df else []
+        sort = [c for c in ("step", "rank") if c in df]
         return df.sort_values(sort, kind="stable", ignore_index=True) if sort else df
+
+    @cached_property
+    def ranks(self) -> list[int]:
+        """The ranks that left metadata or data; `[0]` for a single-process run.
+
+        With several ranks every table has a `rank` column (int32).
+        """
+        found = set(self.rank_meta)
+        if self.path is None:
+            in_data = {int(r) for t in ARROW_SCHEMAS if t in self._frames
+                       and "rank" in self._frames[t] for r in self._frames[t]["rank"].dropna()}
+            found = in_data or found
+        else:
+            for table in ARROW_SCHEMAS:
+                directory = self.path / table
+                if directory.is_dir():
+                    found.update(int(m.group(1)) for m in map(_PART.match, (
+                        f.name for f in directory.iterdir())) if m)
+        return sorted(found)
 
     @property
     def scalars(self) -> pd.DataFrame:
@@ -171,17 +225,37 @@ class Run:
     # -- status ---------------------------------------------------------------------------------
     @property
     def status(self) -> dict[str, Any]:
-        """`{"state": "completed"|"failed"|"killed"|"running", ...}`; a dead writer means killed."""
-        status = dict(self.meta.get("status") or {"state": "running"})
-        if status.get("state") == "running" and self._writer_gone():
+        """`{"state": "completed"|"failed"|"killed"|"running", ...}`; a dead writer means killed.
+
+        With several ranks it is the worst rank's status (failed, then killed, then running),
+        plus `rank` (that rank) and `ranks` (every rank's state; "unknown" for a rank that left
+        data but no metadata). A failed rank's exception is the usual root cause: the others
+        then stop or hang at their next collective.
+        """
+        if len(self.ranks) <= 1:
+            return self.rank_status(min(self.rank_meta))
+        states = {r: self.rank_status(r) if r in self.rank_meta else {"state": "unknown"}
+                  for r in self.ranks}
+        worst = min(states, key=lambda r: _STATE_ORDER.get(states[r]["state"], 0))
+        return {**states[worst], "rank": worst,
+                "ranks": {r: st["state"] for r, st in states.items()}}
+
+    def rank_status(self, rank: int) -> dict[str, Any]:
+        """One rank's status, from its own metadata and its own writer's liveness."""
+        meta = self.rank_meta[rank]
+        status = dict(meta.get("status") or {"state": "running"})
+        if status.get("state") == "running" and self._writer_gone(meta, rank):
             status["state"] = "killed"
-            status["last_step"] = self.last_step
+            status["last_step"] = self._last_step_of(rank)
         return status
 
-    def _writer_gone(self) -> bool:
+    def _last_step_of(self, rank: int) -> int | None:
+        return self._rank_steps(rank)[1] if len(self.ranks) > 1 else self.last_step
+
+    def _writer_gone(self, meta: Mapping[str, Any], rank: int) -> bool:
         if self.path is None:
             return False
-        writer = self.meta.get("writer") or {}
+        writer = meta.get("writer") or {}
         if writer.get("hostname") == socket.gethostname() and isinstance(writer.get("pid"), int):
             try:
                 os.kill(writer["pid"], 0)
@@ -189,9 +263,11 @@ class Run:
                 return True
             except PermissionError:
                 pass
-        beats = list(self.path.glob(f"{HEARTBEAT_FILE}.r*"))
-        newest = max((b.stat().st_mtime for b in beats), default=0.0)
-        return time.time() - newest > KILLED_AFTER_S
+        try:
+            beat = (self.path / f"{HEARTBEAT_FILE}.r{rank}").stat().st_mtime
+        except OSError:
+            beat = 0.0
+        return time.time() - beat > KILLED_AFTER_S
 
     @cached_property
     def step_range(self) -> tuple[int, int] | None:
@@ -236,13 +312,24 @@ class Run:
         return frozenset(have)
 
     # -- views rules share (cached: several rules read the same ones) -----------------------------
+    # A distributed run's views merge its ranks the way a single process training on the global
+    # batch would see them. Scalars: the mean over the ranks that logged the step, which is the
+    # global-batch loss or metric for mean-reduced values and equal per-rank batches (lr is the
+    # same on every rank). Tensor stats: the lowest rank that recorded the step; weights, grads
+    # and updates are identical on every rank after DDP's all-reduce, and activations are that
+    # rank's own batch. The raw tables keep every rank's rows; rank-divergence compares them.
     def scalar(self, name: str, split: str = TRAIN) -> pd.Series:
-        """One scalar over steps (float Series indexed by step; the last value per step wins)."""
+        """One scalar over steps (float Series indexed by step; the last value per step wins;
+        several ranks: the mean over ranks of each rank's last value)."""
         key = ("scalar", name, split)
         if key not in self._frames:
             sc = self.scalars
             rows = sc[(sc["name"] == name) & (sc["split"] == split)]
-            series = rows.groupby("step", sort=True)["value"].last().astype(float)
+            if "rank" in rows and len(self.ranks) > 1:
+                rows = rows.groupby(["step", "rank"], sort=True)["value"].last().reset_index()
+                series = rows.groupby("step", sort=True)["value"].mean().astype(float)
+            else:
+                series = rows.groupby("step", sort=True)["value"].last().astype(float)
             series.name = name
             self._frames[key] = series
         return self._frames[key]
@@ -256,11 +343,15 @@ class Run:
         return sorted(found, key=lambda s: (s != TRAIN, s))
 
     def stat(self, kind: str, stat: str) -> pd.DataFrame:
-        """One tensor statistic as a step × name frame, columns in recording (model) order."""
+        """One tensor statistic as a step × name frame, columns in recording (model) order
+        (several ranks: each step's lowest recording rank)."""
         key = ("stat", kind, stat)
         if key not in self._frames:
             tn = self.tensors
             rows = tn[tn["kind"] == kind]
+            if "rank" in rows and len(self.ranks) > 1:
+                lowest = rows.groupby(["step", "name"])["rank"].transform("min")
+                rows = rows[rows["rank"] == lowest]
             order = list(dict.fromkeys(rows["name"]))
             wide = rows.pivot_table(index="step", columns="name", values=stat,
                                     aggfunc="last", dropna=False)
@@ -291,4 +382,13 @@ class Run:
             "duration_s": (end - start) if start and end else None,
             "recorded": sorted(r.key for r in self.available),
             "problems": list(self.problems),
+            **({"ranks": [{"rank": r, "status": status["ranks"].get(r),
+                           "steps": self._rank_steps(r)} for r in self.ranks]}
+               if len(self.ranks) > 1 else {}),
         }
+
+    def _rank_steps(self, rank: int) -> list[int | None]:
+        steps = pd.concat([df.loc[df["rank"] == rank, "step"]
+                           for df in (self.scalars, self.tensors, self.inputs) if len(df)]
+                          or [pd.Series([], dtype="int64")])
+        return [int(steps.min()), int(steps.max())] if len(steps) else [None, None]

@@ -148,8 +148,12 @@ class RunWriter:
         if not self.failed and not self.closed:
             self._queue.put(item)
 
-    def set_samples(self, columns: Columns) -> None:
-        """Replace the samples snapshot (a bounded reservoir kept by the caller)."""
+    def set_samples(self, columns: Columns | Callable[[], Columns]) -> None:
+        """Replace the samples snapshot: columns, or a callable giving them at the next flush.
+
+        The caller keeps the bounded reservoir; the writer rewrites one file with its latest
+        state at each flush, so the file never grows with the run.
+        """
         if not self.failed and not self.closed:
             self._queue.put(("__samples__", columns))
 
@@ -215,15 +219,15 @@ class RunWriter:
             if table.part_rows >= self.part_rows:
                 table.roll()
         if self._samples is not None:
-            self._write_samples()
+            self._write_samples(self._samples() if callable(self._samples) else self._samples)
         os.utime(self._heartbeat)
 
-    def _write_samples(self) -> None:
+    def _write_samples(self, columns: Columns) -> None:
         directory = self.path / SAMPLES
         directory.mkdir(exist_ok=True)
         target = directory / f"r{self.rank}-reservoir.parquet"
         tmp = target.with_suffix(".parquet.tmp")
-        pq.write_table(pa.Table.from_batches([to_batch(SAMPLES, self._samples)]), tmp)
+        pq.write_table(pa.Table.from_batches([to_batch(SAMPLES, columns)]), tmp)
         os.replace(tmp, target)
         self._samples = None
 

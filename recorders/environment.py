@@ -1,0 +1,93 @@
+"""What a run needs to be reproduced: versions, devices, numerics flags, seeds, model, optimizer."""
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import subprocess
+import sys
+from typing import Any
+
+import torch
+
+# torch seeds itself from /dev/urandom with a 64-bit value; manual_seed(n) with a
+# human-chosen n is almost always below 2**32.
+_HUMAN_SEED_LIMIT = 2 ** 32
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=2, cwd=os.getcwd())
+        return out.stdout.strip() or None if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def environment() -> dict[str, Any]:
+    cuda = torch.cuda.is_available()
+    backends = torch.backends
+    seed = torch.initial_seed()
+    env: dict[str, Any] = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "cuda_available": cuda,
+        "cuda": torch.version.cuda,
+        "cudnn": backends.cudnn.version() if backends.cudnn.is_available() else None,
+        "devices": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        if cuda else [],
+        "cudnn_benchmark": bool(backends.cudnn.benchmark),
+        "cudnn_deterministic": bool(backends.cudnn.deterministic),
+        "tf32_matmul": bool(backends.cuda.matmul.allow_tf32),
+        "tf32_cudnn": bool(backends.cudnn.allow_tf32),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "seed": seed,
+        "seed_set": seed < _HUMAN_SEED_LIMIT,
+        "pythonhashseed": os.environ.get("PYTHONHASHSEED"),
+        "hostname": socket.gethostname(),
+        "git_commit": _git_commit(),
+        "argv": list(sys.argv),
+    }
+    return env
+
+
+def unwrap(model: torch.nn.Module) -> torch.nn.Module:
+    """The user's module inside DataParallel/DDP/torch.compile wrappers."""
+    while True:
+        inner = getattr(model, "module", None) or getattr(model, "_orig_mod", None)
+        if not isinstance(inner, torch.nn.Module):
+            return model
+        model = inner
+
+
+def model_summary(model: torch.nn.Module, optimizer: Any | None) -> dict[str, Any]:
+    in_opt = {id(p) for g in optimizer.param_groups for p in g["params"]} if optimizer else set()
+    return {
+        "type": type(model).__name__,
+        "modules": [{"path": path or "", "type": type(m).__name__}
+                    for path, m in model.named_modules()],
+        "parameters": [{"name": name, "shape": list(p.shape), "dtype": str(p.dtype).replace(
+            "torch.", ""), "device": str(p.device), "requires_grad": p.requires_grad,
+            "in_optimizer": id(p) in in_opt if optimizer else None}
+            for name, p in model.named_parameters()],
+    }
+
+
+def optimizer_summary(optimizer: Any) -> dict[str, Any]:
+    groups = []
+    for group in optimizer.param_groups:
+        groups.append({k: _plain(v) for k, v in group.items() if k != "params"}
+                      | {"n_params": len(group["params"])})
+    return {"type": type(optimizer).__name__, "groups": groups}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.item() if value.numel() == 1 else value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return repr(value)

@@ -1,0 +1,236 @@
+"""What the importers of other loggers' files share: tag mapping, and writing or opening the result.
+
+Other loggers name their series freely (`train/loss`, `loss/train`, `Loss/train`, `train_loss`,
+`val_acc_epoch`, `lr-Adam/pg1`); the trace names a scalar by split and name, and a tensor by kind
+and parameter name. `TagMap` does that translation: user rules first (a regular expression that
+must match the whole tag, and a target), then the defaults below.
+
+Scalar targets are `SPLIT/NAME` (the name may use the pattern's groups, `\\1` or `\\g<name>`) or
+`skip`. Histogram targets are a kind (`weight`, `grad`, `update`, `activation`), optionally
+`KIND:NAME`, or `skip`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
+
+import pandas as pd
+import pyarrow as pa
+
+from tracelab.errors import ConfigError
+from tracelab.schema import (ACTIVATION, ARROW_SCHEMAS, GRAD, KINDS, LOSS_NAME, LR_PREFIX, TRAIN,
+                             UPDATE, WEIGHT)
+
+SKIP = "skip"
+_SPLITS = {"train": TRAIN, "training": TRAIN, "val": "val", "valid": "val", "validation": "val",
+           "eval": "val", "evaluation": "val", "dev": "val", "test": "test", "testing": "test"}
+# Bookkeeping columns and tags, not metrics.
+_IGNORED = {"epoch", "step", "global_step", "created_at", "time", "timestamp", "wall_time"}
+_GRANULARITY = ("step", "epoch", "batch")
+_LR = re.compile(r"^(?:lr|learning[_-]rate)(?:-[A-Za-z]\w*)?(?:/pg(\d+))?$", re.I)
+_KIND_MARKERS = {"grad": GRAD, "grads": GRAD, "gradient": GRAD, "gradients": GRAD,
+                 "weights": WEIGHT, "params": WEIGHT, "param": WEIGHT, "parameters": WEIGHT,
+                 "update": UPDATE, "updates": UPDATE,
+                 "activation": ACTIVATION, "activations": ACTIVATION, "acts": ACTIVATION}
+_GRAD_SUFFIX = re.compile(r"^(.+?)[._-](grad|gradient)$", re.I)
+
+
+@dataclass(frozen=True)
+class ScalarKey:
+    split: str
+    name: str
+    granularity: Optional[str] = None  # "step"/"epoch" of Lightning's `_step`/`_epoch` pairs
+
+
+def _parse_rules(rules: Sequence[str], what: str) -> list[tuple[re.Pattern, str]]:
+    parsed = []
+    for text in rules:
+        pattern, sep, target = text.rpartition("=")
+        if not sep or not pattern or not target:
+            raise ConfigError(f"{what} rule {text!r}: expected REGEX=TARGET")
+        try:
+            parsed.append((re.compile(pattern), target.strip()))
+        except re.error as exc:
+            raise ConfigError(f"{what} rule {text!r}: invalid regular expression ({exc})") from None
+    return parsed
+
+
+@dataclass
+class TagMap:
+    """Tag → trace series. `scalars`/`histograms`: rules `"REGEX=TARGET"`, tried in order."""
+    scalars: Sequence[str] = ()
+    histograms: Sequence[str] = ()
+    _scalar_rules: list = field(init=False, repr=False)
+    _hist_rules: list = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._scalar_rules = _parse_rules(self.scalars, "scalar tag")
+        self._hist_rules = _parse_rules(self.histograms, "histogram tag")
+        for pattern, target in self._scalar_rules:
+            if target != SKIP and "/" not in target:
+                raise ConfigError(f"scalar tag rule for {pattern.pattern!r}: target {target!r}; "
+                                  "expected SPLIT/NAME or skip")
+        for pattern, target in self._hist_rules:
+            if target != SKIP and target.split(":", 1)[0] not in KINDS:
+                raise ConfigError(f"histogram tag rule for {pattern.pattern!r}: target "
+                                  f"{target!r}; expected one of {', '.join(KINDS)} (or KIND:NAME)"
+                                  " or skip")
+
+    def scalar(self, tag: str) -> Optional[ScalarKey]:
+        """The split and name of a scalar tag; None to leave it out."""
+        for pattern, target in self._scalar_rules:
+            match = pattern.fullmatch(tag)
+            if match:
+                if target == SKIP:
+                    return None
+                split, name = match.expand(target).split("/", 1)
+                return ScalarKey(split, name)
+        return default_scalar(tag)
+
+    def histogram(self, tag: str) -> Optional[tuple[str, str]]:
+        """(kind, name) of a histogram tag; None to leave it out."""
+        for pattern, target in self._hist_rules:
+            match = pattern.fullmatch(tag)
+            if match:
+                if target == SKIP:
+                    return None
+                kind, _, name = target.partition(":")
+                return kind, match.expand(name) if name else default_histogram(tag)[1]
+        return default_histogram(tag)
+
+
+def _lr(name: str) -> Optional[str]:
+    match = _LR.match(name)
+    if not match:
+        return None
+    group = int(match.group(1)) - 1 if match.group(1) else 0  # Lightning counts groups from 1
+    return f"{LR_PREFIX}{max(group, 0)}"
+
+
+def _normal_name(name: str) -> str:
+    return LOSS_NAME if name.lower() in ("loss", "losses", "total_loss") else name
+
+
+def default_scalar(tag: str) -> Optional[ScalarKey]:
+    """`train/loss`, `loss/train`, `Loss/train`, `train_loss`, `val_acc_epoch`, `lr-Adam/pg1`..."""
+    if tag.lower() in _IGNORED or tag.startswith("_hparams_"):
+        return None
+    lr = _lr(tag)
+    if lr:
+        return ScalarKey(TRAIN, lr)
+    parts = [p for p in tag.split("/") if p]
+    split = None
+    for i, part in enumerate(parts):
+        if part.lower() in _SPLITS:
+            split = _SPLITS[part.lower()]
+            parts = parts[:i] + parts[i + 1:]
+            break
+    if split is None and len(parts) == 1:
+        # Underscore forms: train_loss, loss_train, val_acc_epoch, train_loss_step.
+        words = parts[0].split("_")
+        if len(words) > 1 and words[0].lower() in _SPLITS:
+            split, parts = _SPLITS[words[0].lower()], ["_".join(words[1:])]
+        elif len(words) > 1 and words[-1].lower() in _SPLITS:
+            split, parts = _SPLITS[words[-1].lower()], ["_".join(words[:-1])]
+        elif len(words) > 2 and words[-1] in _GRANULARITY and words[-2].lower() in _SPLITS:
+            split, parts = _SPLITS[words[-2].lower()], ["_".join(words[:-2] + words[-1:])]
+    if not parts:
+        return ScalarKey(split or TRAIN, LOSS_NAME)  # a bare `train` tag: its loss
+    name, granularity = "/".join(parts), None
+    words = name.split("_")
+    if len(words) > 1 and words[-1] in _GRANULARITY:
+        name, granularity = "_".join(words[:-1]), words[-1]
+    elif len(words) > 1 and words[0] in _GRANULARITY:  # Keras: epoch_loss, batch_accuracy
+        name, granularity = "_".join(words[1:]), words[0]
+    lr = _lr(name)
+    if lr:
+        return ScalarKey(TRAIN, lr, granularity)
+    return ScalarKey(split or TRAIN, _normal_name(name), granularity)
+
+
+def default_histogram(tag: str) -> tuple[str, str]:
+    """`fc.weight` and `weights/fc.weight` are weights; `fc.weight.grad`, `fc.weight/grad`,
+    `grads/fc.weight` gradients. An unmarked histogram is a parameter's weights, the usual
+    `add_histogram(name, param)` loop."""
+    parts = [p for p in tag.split("/") if p]
+    kind = None
+    for i, part in enumerate(parts):
+        if part.lower() in _KIND_MARKERS and len(parts) > 1:
+            kind = _KIND_MARKERS[part.lower()]
+            parts = parts[:i] + parts[i + 1:]
+            break
+    name = "/".join(parts) or tag
+    if kind is None:
+        match = _GRAD_SUFFIX.match(name)
+        if match:
+            kind, name = GRAD, match.group(1)
+    return kind or WEIGHT, name
+
+
+def pick_granularity(keys: Mapping[str, ScalarKey]) -> dict[str, ScalarKey]:
+    """Where one series is logged per step and per epoch (`train_loss_step`/`_epoch`), keep the
+    finest; the epoch means would double-count the same values."""
+    order = {None: 0, "step": 1, "batch": 1, "epoch": 2}
+    best: dict[tuple[str, str], int] = {}
+    for key in keys.values():
+        slot = (key.split, key.name)
+        best[slot] = min(best.get(slot, 9), order[key.granularity])
+    return {tag: key for tag, key in keys.items()
+            if order[key.granularity] == best[(key.split, key.name)]}
+
+
+# -- the result of an import --------------------------------------------------------------------
+@dataclass
+class Imported:
+    """An imported log: trace metadata and tables (Arrow, in the trace's schemas)."""
+    meta: dict[str, Any]
+    tables: dict[str, pa.Table]
+
+    @classmethod
+    def from_columns(cls, meta: Mapping[str, Any], columns: Mapping[str, Mapping[str, Any]],
+                     ) -> "Imported":
+        tables = {}
+        for table, schema in ARROW_SCHEMAS.items():
+            cols = columns.get(table) or {}
+            n = len(next(iter(cols.values()), ()))
+            tables[table] = pa.table(
+                [pa.array(cols[f.name], type=f.type, from_pandas=True) if f.name in cols
+                 else pa.nulls(n, f.type) for f in schema], schema=schema)
+        return cls(dict(meta), tables)
+
+    def as_run(self, path: Path):
+        """An in-memory Run, named after the imported log; nothing is written anywhere."""
+        from tracelab.run import Run
+        frames = {}
+        for table, data in self.tables.items():
+            df = data.to_pandas()
+            sort = ["step"] if "step" in df and len(df) else []
+            frames[table] = df.sort_values(sort, kind="stable", ignore_index=True) if sort else df
+        return Run(Path(path), self.meta, frames=frames)
+
+    def write(self, run_dir: Path) -> Path:
+        """Write as a tracelab run through RunWriter; refuses an existing run."""
+        from tracelab.writer import RunWriter
+        meta = {k: v for k, v in self.meta.items() if k not in ("status", "end_time")}
+        writer = RunWriter(run_dir, meta, flush_interval=3600.0)
+        for table, data in self.tables.items():
+            if data.num_rows:
+                writer.write((table, {c: data.column(c) for c in data.column_names}))
+        writer.close({"state": "completed"})
+        if self.meta.get("end_time") is not None:
+            writer.update_meta(end_time=self.meta["end_time"])
+        return Path(run_dir)
+
+
+def base_meta(fmt: str, path: Path, wall_times: pd.Series, **extra: Any) -> dict[str, Any]:
+    from tracelab._version import __version__
+    from tracelab.schema import SCHEMA_VERSION
+    walls = pd.to_numeric(wall_times, errors="coerce").dropna()
+    start = float(walls.min()) if len(walls) else None
+    end = float(walls.max()) if len(walls) else None
+    return {"schema_version": SCHEMA_VERSION, "tracelab_version": __version__,
+            "name": Path(path).name, "start_time": start, "end_time": end,
+            "status": {"state": "completed"},
+            "source": {"format": fmt, "path": str(Path(path).resolve())}, **extra}

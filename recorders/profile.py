@@ -1,0 +1,169 @@
+"""Per-feature profiles of input batches, and the bounded reservoir of sampled values.
+
+Tensors are profiled on their own device in a handful of batched ops (one sort gives the exact
+per-batch distinct count of every feature at once); pandas DataFrames keep their column names
+and dtypes, and datetime columns get their range and resolution.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from tracelab.schema import RESOLUTIONS
+
+N_UNIQUE_CAP = 10_000
+SAMPLES_PER_BATCH = 64
+# Columns of the packed per-feature tensor profile.
+PACKED = ("mean", "std", "min", "max", "n_unique", "int_frac", "nan_count", "inf_count")
+
+
+def feature_matrix(x: torch.Tensor) -> torch.Tensor:
+    """[features, values]: dim 1 holds the features (2-D) or channels (3-D and up)."""
+    x = x.detach()
+    if x.dim() == 0:
+        return x.reshape(1, 1)
+    if x.dim() == 1:
+        return x.reshape(1, -1)
+    return x.transpose(0, 1).reshape(x.shape[1], -1)
+
+
+def tensor_profile(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(packed [F, len(PACKED)] float64, samples [F, k]) on x's device, with no host sync."""
+    m = feature_matrix(x)
+    if m.dtype == torch.bool:
+        m = m.to(torch.uint8)
+    work = m.double() if not m.is_floating_point() or m.dtype == torch.float64 else m.float()
+    std, mean = torch.std_mean(work, dim=1) if work.shape[1] > 1 else (
+        torch.full_like(work[:, 0], float("nan")), work[:, 0])
+    mn, mx = torch.aminmax(work, dim=1)
+    ordered = torch.sort(work, dim=1).values
+    n_unique = ((ordered[:, 1:] != ordered[:, :-1]).sum(dim=1) + 1).clamp(max=N_UNIQUE_CAP)
+    if m.is_floating_point():
+        int_frac = (work == work.round()).double().mean(dim=1)
+        nan = torch.isnan(work).sum(dim=1)
+        inf = torch.isinf(work).sum(dim=1)
+    else:
+        int_frac = torch.ones_like(mean, dtype=torch.float64)
+        nan = inf = torch.zeros_like(n_unique)
+    packed = torch.stack([mean.double(), std.double(), mn.double(), mx.double(),
+                          n_unique.double(), int_frac, nan.double(), inf.double()], dim=1)
+    k = min(SAMPLES_PER_BATCH, m.shape[1])
+    idx = torch.randint(m.shape[1], (k,), device=m.device)
+    return packed, work[:, idx].double()
+
+
+def feature_names(prefix: str, n: int, names: Sequence[str] | None, ndim: int = 2) -> list[str]:
+    """`names` when they fit; else `prefix` alone for one feature, `prefix[i]` for several."""
+    if names is not None and len(names) == n:
+        return [str(v) for v in names]
+    if n == 1 and prefix:
+        return [prefix]
+    base = prefix or ("channel" if ndim >= 3 else "feature")
+    return [f"{base}[{i}]" for i in range(n)]
+
+
+def dtype_name(x: Any) -> str:
+    return str(x.dtype).replace("torch.", "")
+
+
+# -- DataFrames (host side) ----------------------------------------------------------------------
+def datetime_resolution(ns: np.ndarray) -> str | None:
+    """The coarsest unit among ns..D that divides every value (epoch nanoseconds)."""
+    if not len(ns):
+        return None
+    for unit, length in reversed(RESOLUTIONS):
+        if not np.any(ns % length):
+            return unit
+    return "ns"
+
+
+def frame_profile(df, rng: np.random.Generator) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
+    """One row per column of a pandas DataFrame, plus sampled values per numeric column."""
+    import pandas as pd
+
+    rows, samples = [], {}
+    for name in df.columns:
+        col = df[name]
+        row: dict[str, Any] = {"feature": str(name), "dtype": str(col.dtype),
+                               "count": int(len(col))}
+        if pd.api.types.is_datetime64_any_dtype(col):
+            values = col.dropna()
+            if getattr(values.dt, "tz", None) is not None:
+                values = values.dt.tz_convert("UTC").dt.tz_localize(None)
+            ns = values.to_numpy(dtype="datetime64[ns]").astype(np.int64)
+            seconds = ns / 1e9
+            row.update(_numeric(seconds), nan_count=int(col.isna().sum()), inf_count=0,
+                       int_frac=None, resolution=datetime_resolution(ns),
+                       time_min=values.min() if len(values) else None,
+                       time_max=values.max() if len(values) else None)
+            samples[str(name)] = seconds
+        elif pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+            values = col.to_numpy(dtype=np.float64, na_value=np.nan)
+            finite = values[np.isfinite(values)]
+            row.update(_numeric(finite), nan_count=int(np.isnan(values).sum()),
+                       inf_count=int(np.isinf(values).sum()),
+                       int_frac=float(np.mean(finite == np.round(finite))) if len(finite) else None)
+            samples[str(name)] = finite
+        else:
+            row.update(n_unique=min(int(col.nunique(dropna=True)), N_UNIQUE_CAP),
+                       nan_count=int(col.isna().sum()), inf_count=0)
+        rows.append(row)
+    return rows, {k: _subsample(v, rng) for k, v in samples.items()}
+
+
+def _numeric(values: np.ndarray) -> dict[str, Any]:
+    if not len(values):
+        return {"n_unique": 0}
+    return {"mean": float(values.mean()), "std": float(values.std(ddof=1)) if len(values) > 1
+            else float("nan"), "min": float(values.min()), "max": float(values.max()),
+            "n_unique": min(int(len(np.unique(values))), N_UNIQUE_CAP)}
+
+
+def _subsample(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    if len(values) <= SAMPLES_PER_BATCH:
+        return values
+    return values[rng.integers(0, len(values), SAMPLES_PER_BATCH)]
+
+
+class Reservoir:
+    """A uniform sample of at most `size` values per (split, feature), over the whole run.
+
+    Algorithm R, vectorized per batch. Used only on the writer thread.
+    """
+
+    def __init__(self, size: int = 2_000, seed: int = 0):
+        self.size = size
+        self.rng = np.random.default_rng(seed)
+        self._values: dict[tuple[str, str], np.ndarray] = {}
+        self._steps: dict[tuple[str, str], np.ndarray] = {}
+        self._seen: dict[tuple[str, str], int] = {}
+
+    def add(self, split: str, feature: str, step: int, values: np.ndarray) -> None:
+        key = (split, feature)
+        values = np.asarray(values, dtype=np.float64)
+        seen = self._seen.get(key, 0)
+        kept = self._values.get(key, np.empty(0))
+        steps = self._steps.get(key, np.empty(0, dtype=np.int64))
+        room = max(0, self.size - len(kept))
+        head, tail = values[:room], values[room:]
+        kept = np.concatenate([kept, head])
+        steps = np.concatenate([steps, np.full(len(head), step, dtype=np.int64)])
+        if len(tail):
+            index = seen + room + np.arange(len(tail))
+            slot = (self.rng.random(len(tail)) * (index + 1)).astype(np.int64)
+            take = slot < self.size
+            kept[slot[take]] = tail[take]
+            steps[slot[take]] = step
+        self._values[key], self._steps[key] = kept, steps
+        self._seen[key] = seen + len(values)
+
+    def columns(self) -> dict[str, Any]:
+        keys = list(self._values)
+        return {
+            "split": [k[0] for k in keys for _ in range(len(self._values[k]))],
+            "feature": [k[1] for k in keys for _ in range(len(self._values[k]))],
+            "step": np.concatenate([self._steps[k] for k in keys]) if keys else [],
+            "value": np.concatenate([self._values[k] for k in keys]) if keys else [],
+        }

@@ -1,0 +1,411 @@
+"""Recorder: attaches to a PyTorch training loop and writes its trace.
+
+    with tracelab.Recorder("runs/exp1", model=model, optimizer=opt, config=hparams) as rec:
+        for x, y in rec.iterate(loader):
+            opt.zero_grad(); loss = loss_fn(model(x), y); loss.backward(); opt.step()
+            rec.step(loss=loss, inputs=x, metrics={"acc": acc})
+        rec.log("val", metrics={"loss": val_loss, "acc": val_acc}, inputs=x_val)
+
+Cost model. On the training thread a step only launches device work: the statistics of all
+weights, grads and updates come from a few fused foreach reductions, and everything a step
+produced is packed into one tensor per device and copied once (non-blocking into pinned memory
+on CUDA). Reading the copy, building rows and writing Parquet happen on the writer thread. A
+step that records nothing beyond its scalars launches one tiny copy and never syncs the host.
+"""
+from __future__ import annotations
+
+import math
+import time
+import traceback
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from tracelab.recorders import environment as env
+from tracelab.recorders.profile import (PACKED, Reservoir, dtype_name, feature_matrix,
+                                        feature_names, frame_profile, tensor_profile)
+from tracelab.recorders.stats import activation_extra, finish, raw_stats
+from tracelab.schema import (ACTIVATION, DATA_TIME, GRAD, INPUTS, LOSS_NAME, LR_PREFIX,
+                             SCALARS, STEP_TIME, TENSORS, TRAIN, UPDATE, WEIGHT)
+from tracelab.writer import RunWriter
+
+Number = (int, float)
+
+
+class _Packed:
+    """Tensors from any devices, gathered into one host copy per device."""
+
+    def __init__(self, parts: Sequence[torch.Tensor]):
+        self.sizes = [p.numel() for p in parts]
+        self.groups: list[tuple[list[int], torch.Tensor, Any]] = []
+        by_device: dict[torch.device, list[int]] = {}
+        for i, p in enumerate(parts):
+            by_device.setdefault(p.device, []).append(i)
+        for device, idx in by_device.items():
+            flat = torch.cat([parts[i].detach().reshape(-1).to(torch.float64) for i in idx])
+            event = None
+            if device.type == "cuda":
+                flat = flat.to("cpu", non_blocking=True)  # lands in pinned memory
+                event = torch.cuda.Event()
+                event.record()
+            elif device.type != "cpu":
+                flat = flat.cpu()
+            self.groups.append((idx, flat, event))
+
+    def resolve(self) -> list[np.ndarray]:
+        """On the writer thread: wait for the copies, then split them back into parts."""
+        out: list[np.ndarray] = [None] * len(self.sizes)  # type: ignore[list-item]
+        for idx, flat, event in self.groups:
+            if event is not None:
+                event.synchronize()
+            values = flat.numpy()
+            offset = 0
+            for i in idx:
+                out[i] = values[offset:offset + self.sizes[i]]
+                offset += self.sizes[i]
+        return out
+
+
+class Recorder:
+    """Record a training run into `run_dir` (see the module docstring).
+
+    every: weight, grad and update statistics every `every` optimizer steps.
+    activation_every: activation statistics (forward hooks on leaf modules) cadence.
+    input_every: input-batch profile cadence for `step(inputs=...)`; `log()` always profiles.
+    feature_names: names of the input features (dim 1), or a dict of them per input key.
+    sample_size: values kept per (split, feature) in the uniform reservoir (the samples table).
+    rank: the process's rank; None takes torch.distributed's rank when it is initialized.
+    """
+
+    def __init__(self, run_dir: str, model: torch.nn.Module | None = None,
+                 optimizer: torch.optim.Optimizer | None = None, *,
+                 config: Mapping[str, Any] | None = None, every: int = 1,
+                 activation_every: int = 10, input_every: int = 10,
+                 feature_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
+                 sample_size: int = 2_000, flush_interval: float = 1.0,
+                 rank: int | None = None):
+        for name, value in (("every", every), ("activation_every", activation_every),
+                            ("input_every", input_every), ("sample_size", sample_size)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"Recorder: {name} must be a positive integer, got {value!r}")
+        if rank is None:
+            dist = torch.distributed
+            rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+        self.every, self.activation_every, self.input_every = every, activation_every, input_every
+        self.feature_names = feature_names
+        meta = {"config": dict(config or {}), "environment": env.environment(),
+                "recorder": {"every": every, "activation_every": activation_every,
+                             "input_every": input_every, "sample_size": sample_size}}
+        if rank != 0 or (torch.distributed.is_available() and torch.distributed.is_initialized()):
+            meta["world_size"] = torch.distributed.get_world_size() \
+                if torch.distributed.is_initialized() else None
+        self.writer = RunWriter(run_dir, meta, rank=rank, flush_interval=flush_interval)
+        self.rank = rank
+        self._reservoir = Reservoir(sample_size, seed=rank)
+        self._frame_rng = np.random.default_rng(rank)
+        self._step = 0
+        self._last_step_end: float | None = None
+        self._data_time: float | None = None
+        self.model: torch.nn.Module | None = None
+        self.optimizer: torch.optim.Optimizer | None = None
+        self._tracked: list[tuple[str, torch.nn.Parameter]] = []
+        self._snapshot: list[torch.Tensor] | None = None
+        self._snapshot_taken = False
+        self._handles: list[Any] = []
+        self._activations: list[tuple[str, int, torch.Tensor, torch.Tensor]] = []
+        self._captured: set[int] = set()
+        self._module_names: dict[int, tuple[str, str]] = {}
+        if model is not None or optimizer is not None:
+            self.watch(model, optimizer)
+
+    # -- attaching ----------------------------------------------------------------------------
+    def watch(self, model: torch.nn.Module | None = None,
+              optimizer: torch.optim.Optimizer | None = None) -> "Recorder":
+        """Attach a model and/or optimizer (frameworks create them after the recorder)."""
+        if model is not None:
+            for handle in [h for h in self._handles if getattr(h, "_tracelab_kind", "") == "fwd"]:
+                handle.remove()
+            self.model = env.unwrap(model)
+            self._tracked = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
+            self._snapshot = None
+            for path, module in self.model.named_modules():
+                if next(module.children(), None) is None:  # leaf modules
+                    self._module_names[id(module)] = (path or type(module).__name__,
+                                                      type(module).__name__)
+                    handle = module.register_forward_hook(self._forward_hook)
+                    handle._tracelab_kind = "fwd"
+                    self._handles.append(handle)
+        if optimizer is not None:
+            self.optimizer = optimizer
+            self._handles.append(optimizer.register_step_pre_hook(self._before_optimizer_step))
+            self.writer.update_meta(optimizer=env.optimizer_summary(optimizer))
+        if self.model is not None:
+            self.writer.update_meta(model=env.model_summary(self.model, self.optimizer))
+        return self
+
+    # -- hooks (training thread) ----------------------------------------------------------------
+    def _records_tensors(self, step: int) -> bool:
+        return step % self.every == 0
+
+    def _before_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if self.writer.failed or self._snapshot_taken or not self._records_tensors(self._step):
+            return
+        params = [p.detach() for _, p in self._tracked]
+        if self._snapshot is None:
+            self._snapshot = [torch.empty_like(p) for p in params]
+        if params:
+            torch._foreach_copy_(self._snapshot, params)
+        self._snapshot_taken = True
+
+    def _forward_hook(self, module: torch.nn.Module, args: Any, output: Any) -> None:
+        if (self._step % self.activation_every or not module.training
+                or id(module) in self._captured or self.writer.failed):
+            return
+        out = output[0] if isinstance(output, (tuple, list)) and output else output
+        if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.numel() == 0:
+            return
+        self._captured.add(id(module))
+        name, mtype = self._module_names[id(module)]
+        with torch.no_grad():
+            self._activations.append((name, out.numel(), raw_stats([out])[0],
+                                      activation_extra(out, mtype)))
+
+    # -- the loop -------------------------------------------------------------------------------
+    def iterate(self, iterable: Iterable) -> Iterator:
+        """Yield from `iterable`, timing each wait for the next batch (the data_time scalar)."""
+        iterator = iter(iterable)
+        while True:
+            start = time.perf_counter()
+            try:
+                batch = next(iterator)
+            except StopIteration:
+                return
+            self._data_time = time.perf_counter() - start
+            yield batch
+
+    def step(self, loss: Any = None, inputs: Any = None,
+             metrics: Mapping[str, Any] | None = None) -> None:
+        """Record one optimizer step. Call it once per step, after `optimizer.step()`."""
+        step = self._step
+        self._step += 1
+        now = time.perf_counter()
+        activations, self._activations = self._activations, []
+        self._captured.clear()
+        snapshot_taken, self._snapshot_taken = self._snapshot_taken, False
+        if self.writer.failed or self.writer.closed:
+            return
+        scalars = _Scalars(step, TRAIN)
+        if loss is not None:
+            scalars.add(LOSS_NAME, loss)
+        for key, value in (metrics or {}).items():
+            scalars.add(str(key), value)
+        if self.optimizer is not None:
+            for i, group in enumerate(self.optimizer.param_groups):
+                scalars.add(f"{LR_PREFIX}{i}", group.get("lr", math.nan))
+        if self._last_step_end is not None:
+            scalars.add(STEP_TIME, now - self._last_step_end)
+        if self._data_time is not None:
+            scalars.add(DATA_TIME, self._data_time)
+            self._data_time = None
+        self._last_step_end = now
+
+        parts: list[torch.Tensor] = list(scalars.tensors)
+        producers = [scalars.rows]
+        with torch.no_grad():
+            if self.model is not None and self._records_tensors(step):
+                producers.append(self._tensor_rows(step, parts, snapshot_taken))
+            if activations:
+                producers.append(self._activation_rows(step, parts, activations))
+            if inputs is not None and step % self.input_every == 0:
+                producers.append(self._input_rows(step, TRAIN, inputs, parts))
+        self._emit(parts, producers)
+
+    def log(self, split: str, metrics: Mapping[str, Any] | None = None,
+            inputs: Any = None) -> None:
+        """Record another split (val, test, ...) at the current step."""
+        if self.writer.failed or self.writer.closed:
+            return
+        step = max(self._step - 1, 0)
+        scalars = _Scalars(step, str(split))
+        for key, value in (metrics or {}).items():
+            scalars.add(str(key), value)
+        parts, producers = list(scalars.tensors), [scalars.rows]
+        if inputs is not None:
+            with torch.no_grad():
+                producers.append(self._input_rows(step, str(split), inputs, parts))
+        self._emit(parts, producers)
+
+    def _emit(self, parts: list[torch.Tensor], producers: list) -> None:
+        packed = _Packed(parts) if parts else None
+
+        def rows() -> list[tuple[str, dict]]:
+            values = packed.resolve() if packed is not None else []
+            out: list[tuple[str, dict]] = []
+            for produce in producers:
+                out.extend(produce(values))
+            return out
+        self.writer.write(rows)
+
+    # -- row producers: the device work happens now, the host work later on the writer thread --
+    def _tensor_rows(self, step: int, parts: list[torch.Tensor], snapshot_taken: bool):
+        names, tensors, kinds = [], [], []
+        params = [(n, p.detach()) for n, p in self._tracked]
+        for n, p in params:
+            names.append(n); tensors.append(p); kinds.append(WEIGHT)
+        for n, p in self._tracked:
+            if p.grad is not None:
+                names.append(n); tensors.append(p.grad.detach()); kinds.append(GRAD)
+        if snapshot_taken and self._snapshot is not None and params:
+            # snapshot := before - after, i.e. minus the update; finish() flips the signs back.
+            torch._foreach_sub_(self._snapshot, [p for _, p in params])
+            for (n, _), delta in zip(params, self._snapshot):
+                names.append(n); tensors.append(delta); kinds.append(UPDATE)
+        if not tensors:
+            return lambda values: []
+        at = len(parts)
+        parts.append(raw_stats(tensors))
+        numel = np.array([t.numel() for t in tensors], dtype=np.int64)
+        flip = np.array([k == UPDATE for k in kinds])
+
+        def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
+            raw = values[at].reshape(len(tensors), -1).copy()
+            raw[flip, 0] *= -1
+            raw[flip, 4], raw[flip, 5] = raw[flip, 5].copy(), raw[flip, 4].copy()
+            cols = finish(raw, numel)
+            cols.update(step=np.full(len(names), step, dtype=np.int64), kind=kinds, name=names)
+            return [(TENSORS, cols)]
+        return rows
+
+    def _activation_rows(self, step: int, parts: list[torch.Tensor], activations: list):
+        names = [a[0] for a in activations]
+        numel = np.array([a[1] for a in activations], dtype=np.int64)
+        device = activations[0][2].device
+        at = len(parts)
+        parts.append(torch.stack([a[2].to(device) for a in activations]))
+        parts.append(torch.stack([a[3].to(device) for a in activations]))
+
+        def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
+            raw = values[at].reshape(len(names), -1)
+            extra = values[at + 1].reshape(len(names), 2)
+            cols = finish(raw, numel)
+            cols.update(step=np.full(len(names), step, dtype=np.int64),
+                        kind=[ACTIVATION] * len(names), name=names,
+                        dead_frac=extra[:, 0], saturated_frac=extra[:, 1])
+            return [(TENSORS, cols)]
+        return rows
+
+    def _input_rows(self, step: int, split: str, inputs: Any, parts: list[torch.Tensor]):
+        if _is_frame(inputs):
+            profile, samples = frame_profile(inputs, self._frame_rng)
+            return self._frame_rows(step, split, profile, samples)
+        named = self._named_inputs(inputs)
+        layout = []
+        for prefix, x, names in named:
+            if not isinstance(x, torch.Tensor) or x.numel() == 0:
+                continue
+            packed, sample = tensor_profile(x)
+            n_feat = packed.shape[0]
+            layout.append((feature_names(prefix, n_feat, names, x.dim()), dtype_name(x),
+                           feature_matrix(x).shape[1], len(parts), sample.shape[1]))
+            parts.extend([packed, sample])
+        reservoir = self._reservoir
+
+        def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
+            out = []
+            for feats, dtype, count, at, k in layout:
+                packed = values[at].reshape(len(feats), len(PACKED))
+                cols = {c: packed[:, i] for i, c in enumerate(PACKED)}
+                for c in ("n_unique", "nan_count", "inf_count"):
+                    cols[c] = cols[c].astype(np.int64)
+                cols.update(step=np.full(len(feats), step, dtype=np.int64), split=[split] * len(
+                    feats), feature=feats, dtype=[dtype] * len(feats),
+                    count=np.full(len(feats), count, dtype=np.int64))
+                out.append((INPUTS, cols))
+                sample = values[at + 1].reshape(len(feats), k)
+                for f, vals in zip(feats, sample):
+                    reservoir.add(split, f, step, vals[np.isfinite(vals)])
+            out.append(("__samples__", reservoir.columns))
+            return out
+        return rows
+
+    def _frame_rows(self, step: int, split: str, profile: list[dict], samples: dict):
+        reservoir = self._reservoir
+
+        def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
+            cols = {key: [row.get(key) for row in profile] for key in
+                    ("feature", "dtype", "count", "mean", "std", "min", "max", "n_unique",
+                     "int_frac", "nan_count", "inf_count", "resolution", "time_min",
+                     "time_max")}
+            cols.update(step=[step] * len(profile), split=[split] * len(profile))
+            for feature, vals in samples.items():
+                reservoir.add(split, feature, step, vals)
+            return [(INPUTS, cols), ("__samples__", reservoir.columns)]
+        return rows
+
+    def _named_inputs(self, inputs: Any) -> list[tuple[str, Any, Sequence[str] | None]]:
+        names = self.feature_names
+        if isinstance(inputs, Mapping):
+            per_key = names if isinstance(names, Mapping) else {}
+            return [(str(k), v, per_key.get(k)) for k, v in inputs.items()]
+        if isinstance(inputs, (tuple, list)):
+            return [(f"input{i}", v, None) for i, v in enumerate(inputs)]
+        return [("", inputs, names if not isinstance(names, Mapping) else None)]
+
+    # -- ending ---------------------------------------------------------------------------------
+    def close(self, status: Mapping[str, Any] | None = None) -> None:
+        """Flush everything and mark the run completed (or with the given status)."""
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        self.writer.close(status)
+
+    def __enter__(self) -> "Recorder":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            self.close()
+        else:
+            self.close({"state": "failed", "exception_type": exc_type.__name__,
+                        "exception_message": str(exc),
+                        "traceback": "".join(traceback.format_exception(exc_type, exc, tb)),
+                        "step": max(self._step - 1, 0)})
+        return False
+
+
+class _Scalars:
+    """One step's scalars: plain numbers stay on the host, tensors join the packed copy."""
+
+    def __init__(self, step: int, split: str):
+        self.step, self.split = step, split
+        self.names: list[str] = []
+        self.values: list[float] = []
+        self.tensor_names: list[str] = []
+        self.tensors: list[torch.Tensor] = []
+        self.wall_time = time.time()
+
+    def add(self, name: str, value: Any) -> None:
+        if isinstance(value, torch.Tensor):
+            if value.numel() != 1:
+                value = value.detach().float().mean()
+            self.tensor_names.append(name)
+            self.tensors.append(value.detach().reshape(1))
+        elif isinstance(value, Number) or isinstance(value, np.number):
+            self.names.append(name)
+            self.values.append(float(value))
+
+    def rows(self, values: list[np.ndarray]) -> list[tuple[str, dict]]:
+        tensor_values = [float(v[0]) for v in values[:len(self.tensors)]]
+        names = self.names + self.tensor_names
+        if not names:
+            return []
+        n = len(names)
+        return [(SCALARS, {"step": np.full(n, self.step, dtype=np.int64),
+                           "split": [self.split] * n, "name": names,
+                           "value": np.array(self.values + tensor_values, dtype=np.float64),
+                           "wall_time": np.full(n, self.wall_time)})]
+
+
+def _is_frame(obj: Any) -> bool:
+    return type(obj).__name__ == "DataFrame" and hasattr(obj, "dtypes")
