@@ -157,6 +157,14 @@ class RunWriter:
         if not self.failed and not self.closed:
             self._queue.put(("__samples__", columns))
 
+    def flush(self, timeout: float | None = 30.0) -> bool:
+        """Block until everything queued so far is on disk; False on timeout or failure."""
+        if self.failed or self.closed:
+            return False
+        done = threading.Event()
+        self._queue.put(done)
+        return done.wait(timeout) and not self.failed
+
     def update_meta(self, **fields: Any) -> None:
         with self._meta_lock:
             self._meta.update(fields)
@@ -195,6 +203,11 @@ class RunWriter:
             if item is _CLOSE:
                 self._guard(self._finish)
                 return
+            if isinstance(item, threading.Event):
+                if not self.failed:
+                    self._guard(self._flush)
+                item.set()
+                continue
             if item is not None and not self.failed:
                 self._guard(self._accept, item)
             if time.monotonic() >= next_flush:
@@ -237,7 +250,9 @@ class RunWriter:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 break
-            if item is not _CLOSE and not self.failed:
+            if isinstance(item, threading.Event):
+                item.set()
+            elif item is not _CLOSE and not self.failed:
                 self._guard(self._accept, item)
         if not self.failed:
             self._flush()

@@ -1,0 +1,176 @@
+"""Crash safety, exceptions, odd models and values: recording never breaks training."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+
+import pyarrow.dataset as ds
+import pytest
+import torch
+
+import tracelab
+from tracelab.errors import RunExistsError
+
+
+def _tiny():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    return model, torch.optim.SGD(model.parameters(), lr=0.05)
+
+
+def _fit(rec, model, opt, steps, x=None):
+    x = torch.randn(8, 4) if x is None else x
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        rec.step(loss=loss, inputs=x)
+
+
+HANG = textwrap.dedent("""
+    import sys, time, torch, tracelab
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    rec = tracelab.Recorder(sys.argv[1], model, opt, flush_interval=0.2)
+    for step in range(int(sys.argv[2])):
+        opt.zero_grad(); loss = model(torch.randn(8, 4)).pow(2).mean(); loss.backward(); opt.step()
+        rec.step(loss=loss)
+        if step == 10:
+            print("RUNNING", flush=True)
+    print("HANG", flush=True)
+    time.sleep(600)  # the loop hangs: step() is never called again
+""")
+
+
+def test_sigkill_while_hung_leaves_every_step_readable(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-c", HANG, str(run_dir), "150"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "RUNNING"
+        assert proc.stdout.readline().strip() == "HANG"
+        time.sleep(1.0)  # several flush intervals; far less than the 5 s guarantee
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    run = tracelab.open_run(run_dir)
+    assert run.status["state"] == "killed"
+    assert run.status["last_step"] == 149
+    assert list(run.loss().index) == list(range(150))
+    assert len(run.tensors[run.tensors.kind == "weight"]) == 150 * 2
+    diagnosis = tracelab.analyze(run, select=["run-aborted"])
+    assert diagnosis.findings and "killed" in diagnosis.findings[0].message
+
+
+def test_killed_mid_write_is_readable(tmp_path):
+    """Killed at an arbitrary moment: whatever was flushed reads back, nothing raises."""
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-c", HANG, str(run_dir), "100000"],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "RUNNING"
+    time.sleep(1.5)  # mid-run: the writer is somewhere between flushes and part rolls
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    run = tracelab.open_run(run_dir)
+    assert run.status["state"] == "killed"
+    loss = run.loss()
+    assert len(loss) > 0 and list(loss.index) == list(range(len(loss)))
+    assert run.problems == []
+
+
+def test_exception_is_recorded_then_reraised(tmp_path):
+    model, opt = _tiny()
+    with pytest.raises(FloatingPointError, match="loss diverged"):
+        with tracelab.Recorder(tmp_path / "run", model, opt) as rec:
+            _fit(rec, model, opt, 5)
+            raise FloatingPointError("loss diverged")
+    status = tracelab.open_run(tmp_path / "run").status
+    assert status["state"] == "failed"
+    assert status["exception_type"] == "FloatingPointError"
+    assert status["exception_message"] == "loss diverged"
+    assert status["step"] == 4 and "raise FloatingPointError" in status["traceback"]
+
+
+def test_existing_run_is_never_overwritten(tmp_path):
+    with tracelab.Recorder(tmp_path / "run") as rec:
+        rec.step(loss=1.0)
+    before = (tmp_path / "run" / "meta.json").read_bytes()
+    with pytest.raises(RunExistsError, match="already holds a run"):
+        tracelab.Recorder(tmp_path / "run")
+    assert (tmp_path / "run" / "meta.json").read_bytes() == before
+
+
+def test_nan_and_inf_are_counted_never_raised(tmp_path):
+    model, opt = _tiny()
+    with tracelab.Recorder(tmp_path / "run", model, opt, activation_every=1, input_every=1) as rec:
+        _fit(rec, model, opt, 2)
+        with torch.no_grad():
+            model[0].weight[0, 0] = float("nan")
+        x = torch.randn(8, 4)
+        x[0, 1] = float("inf")
+        _fit(rec, model, opt, 2, x)
+    run = tracelab.open_run(tmp_path / "run")
+    tn = run.tensors
+    w = tn[(tn.kind == "weight") & (tn.name == "0.weight")].set_index("step")
+    assert w.loc[2, "nan_count"] >= 1 and w.loc[0, "nan_count"] == 0
+    assert run.inputs.set_index(["step", "feature"]).loc[(2, "feature[1]"), "inf_count"] == 1
+    assert run.loss().isna().iloc[-1]
+
+
+def test_wrapped_models_frozen_and_gradless_parameters(tmp_path):
+    torch.manual_seed(0)
+    inner = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+    unused = torch.nn.Linear(4, 4)  # in the model, never used in forward: grad stays None
+    inner.add_module("unused", unused)
+    inner[0].bias.requires_grad_(False)
+    model = torch.nn.DataParallel(inner)
+    opt = torch.optim.Adam([p for p in inner.parameters() if p.requires_grad], lr=0.01)
+    with tracelab.Recorder(tmp_path / "run", model, opt) as rec:
+        for _ in range(3):
+            opt.zero_grad()
+            loss = inner[2](inner[1](inner[0](torch.randn(8, 4)))).pow(2).mean()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss)
+    run = tracelab.open_run(tmp_path / "run")
+    names = set(run.tensors["name"])
+    assert "0.weight" in names and not any(n.startswith("module.") for n in names)
+    assert "0.bias" not in names  # requires_grad=False is intentional: not tracked
+    grads = set(run.tensors.loc[run.tensors.kind == "grad", "name"])
+    assert "unused.weight" not in grads
+    params = {p["name"]: p for p in run.meta["model"]["parameters"]}
+    assert params["0.bias"]["requires_grad"] is False
+    assert params["unused.weight"]["in_optimizer"] is True
+
+
+def test_disk_error_warns_once_and_training_continues(tmp_path, monkeypatch):
+    model, opt = _tiny()
+    rec = tracelab.Recorder(tmp_path / "run", model, opt, flush_interval=0.05)
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(rec.writer, "_flush", broken)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(5):
+            _fit(rec, model, opt, 4)
+            time.sleep(0.06)
+        rec.close()
+    messages = [str(w.message) for w in caught if "tracelab" in str(w.message)]
+    assert len(messages) == 1 and "No space left" in messages[0]
+    assert rec.writer.failed
+
+
+def test_run_reads_without_tracelab_through_pyarrow_dataset(tmp_path):
+    model, opt = _tiny()
+    with tracelab.Recorder(tmp_path / "run", model, opt) as rec:
+        _fit(rec, model, opt, 10)
+    scalars = ds.dataset(tmp_path / "run" / "scalars", format="parquet").to_table().to_pandas()
+    assert len(scalars[scalars.name == "loss"]) == 10
+    tensors = ds.dataset(tmp_path / "run" / "tensors", format="parquet").to_table()
+    assert tensors.num_rows == len(tracelab.open_run(tmp_path / "run").tensors)
