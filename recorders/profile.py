@@ -6,7 +6,8 @@ and dtypes, and datetime columns get their range and resolution.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+import math
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -14,6 +15,7 @@ import torch
 from tracelab.schema import RESOLUTIONS
 
 N_UNIQUE_CAP = 10_000
+UNIQUE_EXACT = 1 << 14
 SAMPLES_PER_BATCH = 64
 # Columns of the packed per-feature tensor profile.
 PACKED = ("mean", "std", "min", "max", "n_unique", "int_frac", "nan_count", "inf_count")
@@ -30,27 +32,42 @@ def feature_matrix(x: torch.Tensor) -> torch.Tensor:
 
 
 def tensor_profile(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(packed [F, len(PACKED)] float64, samples [F, k]) on x's device, with no host sync."""
+    """(packed [F, len(PACKED)] float64, samples [F, k]) on x's device, with no host sync.
+
+    Moments and ranges are exact. n_unique and int_frac are exact when a feature has at most
+    UNIQUE_EXACT values in the batch (tabular batches), else counted on a strided subsample of
+    that many (image channels), where n_unique is then a lower bound.
+    """
     m = feature_matrix(x)
     if m.dtype == torch.bool:
         m = m.to(torch.uint8)
     work = m.double() if not m.is_floating_point() or m.dtype == torch.float64 else m.float()
-    std, mean = torch.std_mean(work, dim=1) if work.shape[1] > 1 else (
-        torch.full_like(work[:, 0], float("nan")), work[:, 0])
+    count = work.shape[1]
+    # Moments around each feature's first value: no cancellation for offset data (years, ids).
+    shift = work[:, :1]
+    centered = work - shift
+    total = centered.sum(dim=1).double()
+    squares = torch.linalg.vector_norm(centered, dim=1).double() ** 2
+    mean = shift[:, 0].double() + total / count
+    var = (squares - total * total / count) / (count - 1) if count > 1 else total * math.nan
+    std = var.clamp(min=0).sqrt()
     mn, mx = torch.aminmax(work, dim=1)
-    ordered = torch.sort(work, dim=1).values
+    sub = work[:, ::-(-count // UNIQUE_EXACT)]
+    ordered = torch.sort(sub, dim=1).values
     n_unique = ((ordered[:, 1:] != ordered[:, :-1]).sum(dim=1) + 1).clamp(max=N_UNIQUE_CAP)
+    zeros = torch.zeros_like(mean)
     if m.is_floating_point():
-        int_frac = (work == work.round()).double().mean(dim=1)
-        nan = torch.isnan(work).sum(dim=1)
-        inf = torch.isinf(work).sum(dim=1)
+        int_frac = (sub == sub.round()).double().mean(dim=1)
+        if work.device.type == "cpu" and bool(torch.isfinite(total).all()):
+            nan = inf = zeros
+        else:
+            nan, inf = torch.isnan(work).sum(dim=1), torch.isinf(work).sum(dim=1)
     else:
-        int_frac = torch.ones_like(mean, dtype=torch.float64)
-        nan = inf = torch.zeros_like(n_unique)
-    packed = torch.stack([mean.double(), std.double(), mn.double(), mx.double(),
-                          n_unique.double(), int_frac, nan.double(), inf.double()], dim=1)
-    k = min(SAMPLES_PER_BATCH, m.shape[1])
-    idx = torch.randint(m.shape[1], (k,), device=m.device)
+        int_frac, nan, inf = torch.ones_like(mean), zeros, zeros
+    packed = torch.stack([mean, std, mn.double(), mx.double(), n_unique.double(), int_frac,
+                          nan.double(), inf.double()], dim=1)
+    k = min(SAMPLES_PER_BATCH, count)
+    idx = torch.randint(count, (k,), device=m.device)
     return packed, work[:, idx].double()
 
 

@@ -25,7 +25,7 @@ import torch
 from tracelab.recorders import environment as env
 from tracelab.recorders.profile import (PACKED, Reservoir, dtype_name, feature_matrix,
                                         feature_names, frame_profile, tensor_profile)
-from tracelab.recorders.stats import activation_extra, finish, raw_stats
+from tracelab.recorders.stats import activation_stats, finish, raw_stats
 from tracelab.schema import (ACTIVATION, DATA_TIME, GRAD, INPUTS, LOSS_NAME, LR_PREFIX,
                              SCALARS, STEP_TIME, TENSORS, TRAIN, UPDATE, WEIGHT)
 from tracelab.writer import RunWriter
@@ -113,7 +113,7 @@ class Recorder:
         self._snapshot: list[torch.Tensor] | None = None
         self._snapshot_taken = False
         self._handles: list[Any] = []
-        self._activations: list[tuple[str, int, torch.Tensor, torch.Tensor]] = []
+        self._activations: list[tuple[str, int, torch.Tensor]] = []
         self._captured: set[int] = set()
         self._module_names: dict[int, tuple[str, str]] = {}
         if model is not None or optimizer is not None:
@@ -168,8 +168,7 @@ class Recorder:
         self._captured.add(id(module))
         name, mtype = self._module_names[id(module)]
         with torch.no_grad():
-            self._activations.append((name, out.numel(), raw_stats([out])[0],
-                                      activation_extra(out, mtype)))
+            self._activations.append((name, out.numel(), activation_stats(out, mtype)))
 
     # -- the loop -------------------------------------------------------------------------------
     def iterate(self, iterable: Iterable) -> Iterator:
@@ -283,12 +282,11 @@ class Recorder:
         device = activations[0][2].device
         at = len(parts)
         parts.append(torch.stack([a[2].to(device) for a in activations]))
-        parts.append(torch.stack([a[3].to(device) for a in activations]))
 
         def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
             raw = values[at].reshape(len(names), -1)
-            extra = values[at + 1].reshape(len(names), 2)
-            cols = finish(raw, numel)
+            extra = raw[:, -2:]
+            cols = finish(raw[:, :-2], numel)
             cols.update(step=np.full(len(names), step, dtype=np.int64),
                         kind=[ACTIVATION] * len(names), name=names,
                         dead_frac=extra[:, 0], saturated_frac=extra[:, 1])

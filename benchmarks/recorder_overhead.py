@@ -1,0 +1,126 @@
+"""Recorder overhead on a small CNN, measured as ratios within one process.
+
+Variants train identical copies of the same CNN on the same batches, in alternating blocks
+(baseline, recorder default, recorder everything-every-step, TensorBoard histograms), so that
+machine noise hits every variant alike. Each block's time is divided by the baseline block of
+the same round; the figure reported is the median of those ratios.
+
+    python benchmarks/recorder_overhead.py [--rounds 10] [--block 20] [--threads N]
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib.util
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+import tracelab
+
+
+def small_cnn() -> torch.nn.Module:
+    """A CIFAR-sized CNN of the usual modern shape: conv-BN-ReLU blocks, global pooling."""
+    def block(cin: int, cout: int) -> list[torch.nn.Module]:
+        return [torch.nn.Conv2d(cin, cout, 3, padding=1), torch.nn.BatchNorm2d(cout),
+                torch.nn.ReLU()]
+    return torch.nn.Sequential(
+        *block(3, 32), torch.nn.MaxPool2d(2), *block(32, 64), torch.nn.MaxPool2d(2),
+        *block(64, 128), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+        torch.nn.Linear(128, 10))
+
+
+class Variant:
+    def __init__(self, name: str, model: torch.nn.Module, workdir: Path):
+        self.name = name
+        self.model = copy.deepcopy(model)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
+        self.rec = None
+        self.tb = None
+        self.step_index = 0
+        if name == "recorder-default":
+            self.rec = tracelab.Recorder(workdir / name, self.model, self.opt)
+        elif name == "recorder-everything":
+            self.rec = tracelab.Recorder(workdir / name, self.model, self.opt, every=1,
+                                         activation_every=1, input_every=1)
+        elif name == "tensorboard-histograms":
+            from torch.utils.tensorboard import SummaryWriter
+            self.tb = SummaryWriter(str(workdir / name))
+
+    def train(self, batches) -> float:
+        start = time.perf_counter()
+        for x, y in batches:
+            self.opt.zero_grad()
+            out = self.model(x)
+            loss = torch.nn.functional.cross_entropy(out, y)
+            loss.backward()
+            self.opt.step()
+            if self.rec is not None:
+                self.rec.step(loss=loss, inputs=x)
+            if self.tb is not None:
+                self.tb.add_scalar("train/loss", loss.item(), self.step_index)
+                for name, p in self.model.named_parameters():
+                    self.tb.add_histogram(f"weight/{name}", p, self.step_index)
+                    self.tb.add_histogram(f"grad/{name}", p.grad, self.step_index)
+            self.step_index += 1
+        return time.perf_counter() - start
+
+    def close(self) -> None:
+        if self.rec is not None:
+            self.rec.close()
+        if self.tb is not None:
+            self.tb.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--block", type=int, default=20, help="steps per block")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    model = small_cnn()
+    batches = [(torch.randn(args.batch, 3, 32, 32), torch.randint(0, 10, (args.batch,)))
+               for _ in range(args.block)]
+    names = ["baseline", "recorder-default", "recorder-everything"]
+    if importlib.util.find_spec("tensorboard") is not None:
+        names.append("tensorboard-histograms")
+    else:
+        print("tensorboard not installed: skipping the add_histogram reference")
+    with tempfile.TemporaryDirectory() as tmp:
+        variants = [Variant(n, model, Path(tmp)) for n in names]
+        for v in variants:  # warm-up: allocator, hooks, first Parquet writes
+            v.train(batches[:3])
+        ratios: dict[str, list[float]] = {n: [] for n in names[1:]}
+        base_times = []
+        for _ in range(args.rounds):
+            times = {v.name: v.train(batches) for v in variants}
+            base_times.append(times["baseline"])
+            for n in names[1:]:
+                ratios[n].append(times[n] / times["baseline"])
+        for v in variants:
+            v.close()
+    step_ms = statistics.median(base_times) / args.block * 1e3
+    print(f"small CNN, batch {args.batch}, {torch.get_num_threads()} threads: baseline "
+          f"{step_ms:.1f} ms/step; {args.rounds} rounds x {args.block} steps")
+    results = {"baseline_ms_per_step": step_ms}
+    for n, rs in ratios.items():
+        med = statistics.median(rs)
+        q = statistics.quantiles(rs, n=4) if len(rs) > 1 else [med, med, med]
+        results[n] = {"median_ratio": med, "q1": q[0], "q3": q[2]}
+        print(f"  {n:<24} x{med:.3f}  ({(med - 1) * 100:+.1f} %; quartiles "
+              f"{(q[0] - 1) * 100:+.1f} % .. {(q[2] - 1) * 100:+.1f} %)")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""The demo scenarios, end to end: each planted defect is found, the healthy run stays clean."""
+import pytest
+
+import tracelab
+from tracelab.demo import SCENARIOS, run_demo
+from tracelab.findings import Severity
+
+
+@pytest.fixture(scope="module")
+def diagnoses(tmp_path_factory):
+    out = {}
+    for name, scenario in SCENARIOS.items():
+        run_dir = tmp_path_factory.mktemp("demo") / name
+        scenario.train(run_dir)
+        out[name] = tracelab.analyze(run_dir)
+    return out
+
+
+def test_healthy_run_has_no_warning_or_error(diagnoses):
+    alarming = [f for f in diagnoses["healthy"].findings if f.severity is not Severity.INFO]
+    assert alarming == []
+    assert diagnoses["healthy"].errors == []
+
+
+@pytest.mark.parametrize("name", [n for n, s in SCENARIOS.items() if s.expect])
+def test_planted_defect_is_found(diagnoses, name):
+    diagnosis = diagnoses[name]
+    rules = {f.rule for f in diagnosis.findings if f.severity is not Severity.INFO}
+    assert SCENARIOS[name].expect in rules, [f.message for f in diagnosis.findings]
+    assert diagnosis.errors == []
+
+
+def test_demo_command_writes_reports_and_an_index(tmp_path, capsys):
+    assert run_demo(tmp_path, only=["healthy"]) == 0
+    printed = capsys.readouterr().out
+    index = tmp_path / "index.html"
+    assert index.exists() and f"Demo reports: {index.resolve()}" in printed
+    reports = list(tmp_path.glob("healthy-*/report.html"))
+    assert len(reports) == 1 and reports[0].parent.name in index.read_text()
