@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 # Extras the development environment installs; the library itself needs only the core list.
-EXTRAS ?= torch,test
+EXTRAS ?= torch,test,tensorboard,dask
 STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 comma  := ,
 
@@ -26,6 +26,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/recorder_overhead.py
 	$(BIN)/python benchmarks/analyze_scale.py
+	$(BIN)/python benchmarks/batch_scale.py
 
 clean:
 	rm -rf $(VENV) tracelab-demo build *.egg-info

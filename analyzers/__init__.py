@@ -1,6 +1,46 @@
 """The rules. Registration is this explicit list: adding a rule is one file plus one line here."""
+from tracelab.analyzers.loss_oscillation import loss_oscillation
+from tracelab.analyzers.loss_spike import loss_spike
+from tracelab.analyzers.loss_plateau import loss_plateau
+from tracelab.analyzers.nonfinite_values import nonfinite_values
+from tracelab.analyzers.overfitting import overfitting
+from tracelab.analyzers.metric_stagnation import metric_stagnation
 from tracelab.analyzers.run_aborted import run_aborted
+from tracelab.analyzers.vanishing_gradients import vanishing_gradients
+from tracelab.analyzers.exploding_gradients import exploding_gradients
+from tracelab.analyzers.dead_units import dead_units
+from tracelab.analyzers.saturated_activations import saturated_activations
+from tracelab.analyzers.frozen_parameters import frozen_parameters
+from tracelab.analyzers.update_ratio import update_ratio
+from tracelab.analyzers.collapsed_outputs import collapsed_outputs
+from tracelab.analyzers.train_val_mismatch import train_val_mismatch
+from tracelab.analyzers.input_collapse import input_collapse
+from tracelab.analyzers.unnormalized_inputs import unnormalized_inputs
+from tracelab.analyzers.nondeterminism_risk import nondeterminism_risk
+from tracelab.analyzers.gpu_unused import gpu_unused
+from tracelab.analyzers.input_pipeline_bound import input_pipeline_bound
+from tracelab.analyzers.rank_divergence import rank_divergence
 
 RULES = [
+    loss_oscillation,
+    loss_spike,
+    loss_plateau,
+    nonfinite_values,
+    overfitting,
+    metric_stagnation,
     run_aborted,
+    vanishing_gradients,
+    exploding_gradients,
+    dead_units,
+    saturated_activations,
+    frozen_parameters,
+    update_ratio,
+    collapsed_outputs,
+    train_val_mismatch,
+    input_collapse,
+    unnormalized_inputs,
+    nondeterminism_risk,
+    gpu_unused,
+    input_pipeline_bound,
+    rank_divergence,
 ]

@@ -32,7 +32,10 @@ from tracelab.run import Run
 def run_aborted(run: Run) -> list[Finding]:
     status = run.status
     state = status.get("state")
-    last = run.last_step
+    last = status.get("last_step", run.last_step)
+    # A distributed run's status names the rank that stopped it.
+    where = f" on rank {status['rank']}" if "rank" in status else ""
+    ranked = {"rank": status["rank"]} if "rank" in status else {}
     steps = (last, last) if last is not None else None
     if state == "failed":
         exc_type = status.get("exception_type", "an exception")
@@ -40,16 +43,16 @@ def run_aborted(run: Run) -> list[Finding]:
         at = status.get("step", last)
         return [run_aborted.finding(
             ERROR, "run", steps,
-            f"The run failed at step {at} with {exc_type}: {text}".rstrip(": "),
-            {"step": at, "last_recorded_step": last},
+            f"The run failed at step {at}{where} with {exc_type}: {text}".rstrip(": "),
+            {"step": at, "last_recorded_step": last, **ranked},
             "Read the recorded traceback; the other findings show the run's state before it "
             "failed.")]
     if state == "killed":
         return [run_aborted.finding(
             ERROR, "run", steps,
-            f"The run was killed without an exception after step {last}; its writer stopped "
-            "without closing the run.",
-            {"last_recorded_step": last},
+            f"The run was killed{where} without an exception after step {last}; its writer "
+            "stopped without closing the run.",
+            {"last_recorded_step": last, **ranked},
             "Check the scheduler's or the kernel's logs (OOM killer, time limit, preemption) "
             "at the run's last wall-clock time.")]
     return []

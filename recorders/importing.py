@@ -224,13 +224,14 @@ class Imported:
         return Path(run_dir)
 
 
-def base_meta(fmt: str, path: Path, wall_times: pd.Series, **extra: Any) -> dict[str, Any]:
+def base_meta(fmt: str, path: Path, wall_times: pd.Series, *, name: Optional[str] = None,
+              **extra: Any) -> dict[str, Any]:
     from tracelab._version import __version__
     from tracelab.schema import SCHEMA_VERSION
     walls = pd.to_numeric(wall_times, errors="coerce").dropna()
     start = float(walls.min()) if len(walls) else None
     end = float(walls.max()) if len(walls) else None
     return {"schema_version": SCHEMA_VERSION, "tracelab_version": __version__,
-            "name": Path(path).name, "start_time": start, "end_time": end,
+            "name": name or Path(path).name, "start_time": start, "end_time": end,
             "status": {"state": "completed"},
             "source": {"format": fmt, "path": str(Path(path).resolve())}, **extra}

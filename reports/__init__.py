@@ -1,11 +1,21 @@
-"""Renderers of a Diagnosis: HTML (one self-contained file), Markdown and JSON."""
+"""Renderers of a Diagnosis: HTML (one self-contained file), Markdown and JSON.
+
+    context.py        the report's content as plain data (what the renderers draw)
+    plots.py          overview figures and drawing helpers (matplotlib, no pyplot)
+    finding_plots.py  one plot per finding, keyed by rule name
+    html.py           the HTML report and the demo's index page (Jinja2, autoescaped)
+    markdown.py       the ticket summary with its key plots as PNG files
+"""
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 
 from tracelab.findings import Diagnosis
+from tracelab.reports.html import write_html, write_index
+from tracelab.reports.markdown import write_markdown
+
+__all__ = ["write_html", "write_markdown", "write_json", "json_text", "write_index"]
 
 
 def json_text(diagnosis: Diagnosis) -> str:
@@ -16,29 +26,4 @@ def write_json(diagnosis: Diagnosis, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json_text(diagnosis), encoding="utf-8")
-    return path
-
-
-def write_markdown(diagnosis: Diagnosis, path: Path) -> Path:
-    path = Path(path)
-    rows = ["| severity | rule | subject | steps | message | fix |", "|---|---|---|---|---|---|"]
-    for f in diagnosis.findings:
-        steps = f"{f.steps[0]}–{f.steps[1]}" if f.steps else ""
-        cells = [f.severity.value, f.rule, f.subject, steps, f.message, f.fix]
-        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"# tracelab: {diagnosis.run.name}\n\n**{diagnosis.verdict()}**\n\n"
-                    + "\n".join(rows) + "\n", encoding="utf-8")
-    return path
-
-
-def write_html(diagnosis: Diagnosis, path: Path) -> Path:
-    path = Path(path)
-    items = "".join(f"<li><b>{html.escape(f.severity.value)}</b> {html.escape(f.rule)} "
-                    f"[{html.escape(f.subject)}]: {html.escape(f.message)}</li>"
-                    for f in diagnosis.findings)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"<!doctype html><meta charset=utf-8><title>tracelab</title>"
-                    f"<h1>{html.escape(diagnosis.run.name)}</h1><p>{diagnosis.verdict()}</p>"
-                    f"<ul>{items}</ul>", encoding="utf-8")
     return path

@@ -5,6 +5,7 @@ Every user error (bad path, corrupt run, bad config) ends as one line on stderr 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 import textwrap
@@ -33,7 +34,9 @@ def _add_analyze(sub) -> None:
     p = sub.add_parser("analyze", help="analyze a run and write its report",
                        description="Analyze a recorded run; print one line per finding and "
                                    "write the HTML report (RUN/report.html by default).")
-    p.add_argument("run", help="run directory")
+    p.add_argument("run", help="run directory (or a TensorBoard log directory or CSV metrics "
+                               "log, imported on the fly; its report then goes to "
+                               "./NAME-report.html)")
     html = p.add_mutually_exclusive_group()
     html.add_argument("--html", metavar="PATH", help="write the HTML report here")
     html.add_argument("--no-html", action="store_true", help="write no HTML report")
@@ -79,35 +82,56 @@ def exit_code(diagnosis: Diagnosis, fail_on: str) -> int:
     return EXIT_FINDINGS if any(f.severity.rank <= limit for f in diagnosis.findings) else EXIT_OK
 
 
+def _write_output(kind: str, target: Path, write: Callable[[], object], hint: str) -> None:
+    """Run a writer; an unwritable place becomes one line naming it, never a traceback."""
+    try:
+        write()
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).lower()
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise TracelabError(f"{target.parent}: not writable ({reason}); {hint}") from None
+        raise TracelabError(f"{target}: cannot write the {kind} ({reason}); {hint}") from None
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     from tracelab.config import load_config
     from tracelab.engine import analyze
     from tracelab import reports
+    from tracelab.sources import default_report_path, open_any
 
     config = load_config(args.config)
-    diagnosis = analyze(args.run, config=config, baseline=args.baseline,
+    run = open_any(args.run)
+    diagnosis = analyze(run, config=config,
+                        baseline=open_any(args.baseline) if args.baseline else None,
                         select=args.select, ignore=args.ignore)
     to_stdout = args.json == "-"
     out = sys.stderr if to_stdout else sys.stdout
     print_diagnosis(diagnosis, out)
     written = []
+    html_path = None
     if not args.no_html:
-        target = Path(args.html) if args.html else Path(args.run) / "report.html"
-        try:
-            reports.write_html(diagnosis, target)
-        except PermissionError:
-            raise TracelabError(f"{target.parent}: not writable; pass --html PATH to write the "
-                                "report elsewhere") from None
+        target = Path(args.html) if args.html else default_report_path(run)
+        hint = ("choose another --html PATH" if args.html else
+                "pass --html PATH to write the report elsewhere, or --no-html")
+        _write_output("report", target, lambda: reports.write_html(diagnosis, target), hint)
         written.append(("report", target))
+        html_path = target
     if args.json:
         if to_stdout:
             sys.stdout.write(reports.json_text(diagnosis))
         else:
-            reports.write_json(diagnosis, Path(args.json))
+            _write_output("JSON", Path(args.json),
+                          lambda: reports.write_json(diagnosis, Path(args.json)),
+                          "choose another --json PATH")
             written.append(("json", Path(args.json)))
     if args.markdown:
-        reports.write_markdown(diagnosis, Path(args.markdown))
-        written.append(("markdown", Path(args.markdown)))
+        md = Path(args.markdown)
+        # The ticket summary names the full report relative to itself, when there is one.
+        html_name = os.path.relpath(html_path, md.resolve().parent) if html_path else None
+        _write_output("Markdown", md,
+                      lambda: reports.write_markdown(diagnosis, md, html_name=html_name),
+                      "choose another --markdown PATH")
+        written.append(("markdown", md))
     fail_on = args.fail_on or config.fail_on or "error"
     if fail_on not in FAIL_ON:
         raise TracelabError(f"{config.source}: fail-on = {fail_on!r}; expected one of "
@@ -166,7 +190,116 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(Path(args.dir), only=args.only)
 
 
-COMMANDS: list[Callable] = [_add_analyze, _add_rules, _add_demo]
+# -- batch / diff / import ----------------------------------------------------------------------
+def _add_batch(sub) -> None:
+    p = sub.add_parser("batch", help="analyze every run under an archive into one index",
+                       description="Find every run under ARCHIVE (tracelab runs, TensorBoard "
+                                   "logs, metrics.csv logs) and analyze each; write "
+                                   "OUT/index.html, OUT/runs.parquet and OUT/findings.parquet. "
+                                   "Runs unchanged since the last batch are not analyzed again.")
+    p.add_argument("archive", help="directory holding the runs (searched recursively)")
+    p.add_argument("-o", "--out", default="tracelab-batch", metavar="OUT",
+                   help="output directory (default: ./tracelab-batch)")
+    p.add_argument("--jobs", "-j", type=int, metavar="N",
+                   help="worker processes (default: the number of cores)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run on a Dask cluster, e.g. tcp://host:8786 (needs tracelab[dask])")
+    p.add_argument("--reports", choices=("all", "findings", "none"), default="all",
+                   help="per-run HTML reports: for every run (default), only for runs with a "
+                        "finding or that died, or none; a report costs 10x its analysis")
+    p.add_argument("--force", action="store_true", help="analyze every run again")
+    p.add_argument("--config", metavar="FILE", help="tracelab.toml or pyproject.toml to use")
+    p.set_defaults(handler=cmd_batch)
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    from tracelab.batch import run_batch
+    from tracelab.config import load_config
+    if args.jobs is not None and args.jobs < 1:
+        raise TracelabError(f"--jobs {args.jobs}: expected a positive number of processes")
+    result = run_batch(args.archive, args.out, jobs=args.jobs, scheduler=args.scheduler,
+                       config=load_config(args.config), reports=args.reports,
+                       force=args.force, progress=True)
+    states = ", ".join(f"{n} {s}" for s, n in sorted(result.by_status.items()))
+    worst = ", ".join(f"{result.by_worst[w]} {w if w != 'none' else 'clean'}"
+                      for w in ("error", "warning", "info", "none") if w in result.by_worst)
+    print(f"{result.total} runs ({states}); analyzed {result.analyzed}, unchanged "
+          f"{result.cached}; worst finding per run: {worst or '-'}; {result.seconds:.1f} s")
+    print(f"index: {result.index}")
+    return EXIT_OK
+
+
+def _add_diff(sub) -> None:
+    p = sub.add_parser("diff", help="compare a reference run with another",
+                       description="Compare run B with the reference run A: setup differences "
+                                   "(config, flags, versions, devices), where their series "
+                                   "part, per-layer gradient norms, input drift and the "
+                                   "findings of only one run.")
+    p.add_argument("run_a", metavar="RUN_A", help="the reference (good) run")
+    p.add_argument("run_b", metavar="RUN_B", help="the run to explain")
+    p.add_argument("--html", metavar="PATH", help="also write the comparison as an HTML page")
+    p.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
+    p.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance (default 1e-4)")
+    p.add_argument("--atol", type=float, default=1e-8, help="absolute tolerance (default 1e-8)")
+    p.add_argument("--config", metavar="FILE", help="tracelab.toml or pyproject.toml to use")
+    p.set_defaults(handler=cmd_diff)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    import json
+    from tracelab.config import load_config
+    from tracelab.diff import diff_runs, format_text, open_pair
+    a, b = open_pair(args.run_a, args.run_b)
+    result = diff_runs(a, b, config=load_config(args.config), rtol=args.rtol, atol=args.atol)
+    sys.stdout.write(format_text(result))
+    if args.html:
+        from tracelab.reports.diff_report import write_diff_html
+        print(f"html: {write_diff_html(result, a, b, Path(args.html))}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n",
+                                   encoding="utf-8")
+        print(f"json: {args.json}")
+    return EXIT_OK
+
+
+def _add_import(sub) -> None:
+    p = sub.add_parser("import", help="import another logger's files as a tracelab run")
+    kinds = p.add_subparsers(dest="format", metavar="FORMAT", parser_class=_Parser)
+    kinds.required = True
+    tb = kinds.add_parser("tensorboard", help="a TensorBoard log directory (needs tensorboard)")
+    tb.add_argument("source", metavar="LOGDIR")
+    csv = kinds.add_parser("csv", help="a CSV metrics log (Lightning's metrics.csv)")
+    csv.add_argument("source", metavar="FILE")
+    csv.add_argument("--step-column", metavar="NAME", help="the step column (default: step)")
+    for q in (tb, csv):
+        q.add_argument("run", metavar="RUN", help="the tracelab run directory to create")
+        q.add_argument("--map", action="append", default=[], metavar="REGEX=SPLIT/NAME",
+                       help="map matching scalar tags (or columns) to a split and name, or "
+                            "'skip'; repeatable, tried before the defaults")
+        q.set_defaults(handler=cmd_import)
+    tb.add_argument("--hist-map", action="append", default=[], metavar="REGEX=KIND[:NAME]",
+                    help="map matching histogram tags to weight, grad, update or activation, "
+                         "or 'skip'; repeatable")
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from tracelab.recorders.importing import TagMap
+    tags = TagMap(scalars=args.map, histograms=getattr(args, "hist_map", []))
+    if args.format == "tensorboard":
+        from tracelab.recorders.tensorboard_import import read_tensorboard
+        imported = read_tensorboard(args.source, tags)
+    else:
+        from tracelab.recorders.csv_import import read_csv_log
+        imported = read_csv_log(args.source, tags, step_column=args.step_column)
+    run_dir = imported.write(Path(args.run))
+    counts = {t: imported.tables[t].num_rows for t in imported.tables}
+    print(f"{run_dir}: imported {counts['scalars']} scalar and {counts['tensors']} tensor rows "
+          f"from {args.source}; next: tracelab analyze {run_dir}")
+    return EXIT_OK
+
+
+COMMANDS: list[Callable] = [_add_analyze, _add_rules, _add_demo, _add_batch, _add_diff,
+                            _add_import]
 
 
 def build_parser() -> argparse.ArgumentParser:
