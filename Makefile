@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 # Extras the development environment installs; the library itself needs only the core list.
-EXTRAS ?= torch,test,tensorboard,dask
+EXTRAS ?= torch,test,tensorboard,dask,lightning,hf
 STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 comma  := ,
 

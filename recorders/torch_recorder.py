@@ -116,6 +116,7 @@ class Recorder:
         self._activations: list[tuple[str, int, torch.Tensor]] = []
         self._captured: set[int] = set()
         self._module_names: dict[int, tuple[str, str]] = {}
+        self._input_devices: dict[str, str] = {}
         if model is not None or optimizer is not None:
             self.watch(model, optimizer)
 
@@ -302,6 +303,10 @@ class Recorder:
         for prefix, x, names in named:
             if not isinstance(x, torch.Tensor) or x.numel() == 0:
                 continue
+            key = f"{split}:{prefix or 'input'}"
+            if self._input_devices.get(key) != str(x.device):
+                self._input_devices[key] = str(x.device)
+                self.writer.update_meta(input_devices=dict(self._input_devices))
             packed, sample = tensor_profile(x)
             n_feat = packed.shape[0]
             layout.append((feature_names(prefix, n_feat, names, x.dim()), dtype_name(x),

@@ -8,7 +8,6 @@ import argparse
 import errno
 import os
 import sys
-import textwrap
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 

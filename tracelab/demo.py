@@ -157,7 +157,7 @@ def time_features(frame) -> np.ndarray:
     ts = frame["timestamp"]
     hour = ts.dt.hour + ts.dt.minute / 60
     angle = 2 * np.pi * hour / 24
-    return np.stack([np.sin(angle), np.cos(angle), ts.dt.dayofweek / 6.0,
+    return np.stack([np.sin(angle), np.cos(angle), ts.dt.weekday / 6.0,
                      np.log(frame["amount"]) / 5], axis=1).astype(np.float32)
 
 
@@ -191,13 +191,14 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
 )}
 
 
-def run_demo(out: Path, only: list[str] | None = None, stream=sys.stdout) -> int:
+def run_demo(out: Path, only: list[str] | None = None, stream=None) -> int:
     """Train, analyze and report each scenario; print where everything is. Returns exit code."""
     import tracelab
     from tracelab import reports
     from tracelab.cli import format_finding
     from tracelab.errors import TracelabError
 
+    stream = stream or sys.stdout
     names = only or list(SCENARIOS)
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:

@@ -23,10 +23,11 @@ import pyarrow.ipc
 import pyarrow.parquet as pq
 
 from tracelab.errors import TraceError
-from tracelab.schema import (ACTIVATION, ARROW_SCHEMAS, EVAL, GRAD, HEARTBEAT_FILE, INPUTS,
-                             INPUTS_REQ, LOSS, LOSS_NAME, META_FILE, SAMPLES, SAMPLES_REQ,
-                             SCALARS, SCHEMA_VERSION, TENSORS, TRAIN, UPDATE, WEIGHT, ACTIVATIONS,
-                             ENVIRONMENT, GRADS, MODEL, UPDATES, WEIGHTS, Requirement)
+from tracelab.schema import (ACTIVATION, ACTIVATIONS, ARROW_SCHEMAS, DATA_TIME, DATA_TIMING,
+                             ENVIRONMENT, EVAL, GRAD, GRADS, HEARTBEAT_FILE, INPUTS, INPUTS_REQ,
+                             LOSS, LOSS_NAME, META_FILE, MODEL, SAMPLES, SAMPLES_REQ, SCALARS,
+                             SCHEMA_VERSION, TENSORS, TRAIN, UPDATE, UPDATES, WEIGHT, WEIGHTS,
+                             Requirement)
 
 _PART = re.compile(r"^r(\d+)-(.+)\.(parquet|arrows)$")
 _RANK_META = re.compile(r"^meta\.rank(\d+)\.json$")
@@ -322,6 +323,8 @@ class Run:
             names = sc.loc[sc["split"] == TRAIN, "name"]
             if (names == LOSS_NAME).any():
                 have.add(LOSS)
+            if (names == DATA_TIME).any():
+                have.add(DATA_TIMING)
             if (sc["split"] != TRAIN).any():
                 have.add(EVAL)
         if len(tn):

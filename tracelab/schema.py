@@ -87,5 +87,6 @@ INPUTS_REQ = Requirement("inputs", "input stats")
 SAMPLES_REQ = Requirement("samples", "input samples")
 ENVIRONMENT = Requirement("environment", "environment metadata")
 MODEL = Requirement("model", "model summary")
+DATA_TIMING = Requirement("data_time", "data-loading time (Recorder.iterate)")
 REQUIREMENTS = (LOSS, EVAL, WEIGHTS, GRADS, UPDATES, ACTIVATIONS, INPUTS_REQ, SAMPLES_REQ,
-                ENVIRONMENT, MODEL)
+                ENVIRONMENT, MODEL, DATA_TIMING)

@@ -1,0 +1,138 @@
+"""Helpers the training-dynamics rules share: windows, robust statistics, parameter names.
+
+Pure functions over pandas/numpy values; no rule lives here.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from tracelab.run import Run
+from tracelab.schema import TRAIN, UPDATE, WEIGHT
+
+# Names a validation split usually goes by, most likely first.
+EVAL_SPLITS = ("val", "valid", "validation", "eval", "dev", "test")
+# 1.4826 * MAD estimates the standard deviation of normal data.
+MAD_TO_STD = 1.4826
+
+
+def fmt(x: float) -> str:
+    """A number for a message: 3 significant digits, scientific when tiny or huge."""
+    x = float(x)
+    if x != x or x in (float("inf"), float("-inf")):
+        return str(x)
+    if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e5):
+        return f"{x:.2e}"
+    return f"{x:.3g}"
+
+
+def finite(series: pd.Series) -> pd.Series:
+    return series[np.isfinite(series.to_numpy(dtype=float, na_value=np.nan))]
+
+
+def initial(values: np.ndarray) -> float:
+    """The loss a run starts from: its first recorded value (the model before any update), or
+    the median of the first five when that is lower (an unlucky first batch)."""
+    return float(min(values[0], np.median(values[:5])))
+
+
+def edge_len(n: int, *, frac: float = 0.1, lo: int = 5, hi: int = 100) -> int:
+    """Length of the head or tail window of an n-point series."""
+    return int(min(max(lo, n * frac), hi, n))
+
+
+def rolling_previous(values: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """Median and MAD of the `window` values before each point (NaN where too few precede)."""
+    n = len(values)
+    med = np.full(n, np.nan)
+    mad = np.full(n, np.nan)
+    if n <= window:
+        return med, mad
+    views = np.lib.stride_tricks.sliding_window_view(values[:-1], window)
+    m = np.median(views, axis=1)
+    med[window:] = m
+    mad[window:] = np.median(np.abs(views - m[:, None]), axis=1)
+    return med, mad
+
+
+def finite_stat(run: Run, kind: str, stat: str) -> pd.DataFrame:
+    """`run.stat(kind, stat)` with the recordings of tensors holding NaN/Inf blanked out:
+    once a NaN spreads, every other statistic of that tensor is meaningless."""
+    frame = run.stat(kind, stat)
+    bad = run.stat(kind, "nan_count").fillna(0) + run.stat(kind, "inf_count").fillna(0)
+    return frame.where(bad.reindex_like(frame).fillna(0) == 0)
+
+
+def param_shapes(run: Run) -> dict[str, tuple[int, ...]]:
+    params = (run.meta.get("model") or {}).get("parameters") or []
+    return {p["name"]: tuple(p.get("shape") or ()) for p in params if "name" in p}
+
+
+def param_info(run: Run) -> dict[str, dict[str, Any]]:
+    params = (run.meta.get("model") or {}).get("parameters") or []
+    return {p["name"]: p for p in params if "name" in p}
+
+
+def matrix_params(run: Run, names: Iterable[str]) -> list[str]:
+    """The weight matrices and kernels among `names`: biases and norm scales scale differently."""
+    shapes = param_shapes(run)
+    out = []
+    for name in names:
+        shape = shapes.get(name)
+        if shape is not None:
+            if len(shape) >= 2:
+                out.append(name)
+        elif not name.endswith("bias"):
+            out.append(name)
+    return out
+
+
+def update_ratios(run: Run, frac: float = 1.0) -> pd.Series:
+    """Per weight matrix, the median ||update|| / ||weight|| over the last `frac` of the
+    recorded steps (empty when updates or weights were not recorded)."""
+    upd, w = run.stat(UPDATE, "norm"), run.stat(WEIGHT, "norm")
+    names = matrix_params(run, [n for n in upd.columns if n in w.columns])
+    if not names or upd.empty:
+        return pd.Series(dtype=float)
+    upd = tail(upd[names], frac)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = upd / w[names].reindex(upd.index)
+    return ratio.replace([np.inf, -np.inf], np.nan).median().dropna()
+
+
+def layer_of(param: str) -> str:
+    """Module path of a parameter name: "encoder.0.weight" -> "encoder.0"."""
+    return param.rsplit(".", 1)[0] if "." in param else param
+
+
+def name_list(names: Sequence[str], limit: int = 3) -> str:
+    names = list(names)
+    if len(names) <= limit:
+        return ", ".join(names)
+    return f"{', '.join(names[:limit])} and {len(names) - limit} more"
+
+
+def subject_of(names: Sequence[str]) -> str:
+    """A finding's subject for one or several layers."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1} more)"
+
+
+def eval_split(run: Run, metric: str | None = None) -> str | None:
+    """The validation split: a conventional name first, else the first non-train split."""
+    sc = run.scalars
+    rows = sc if metric is None else sc[sc["name"] == metric]
+    found = [str(s) for s in pd.unique(rows["split"].dropna()) if s != TRAIN]
+    for name in EVAL_SPLITS:
+        if name in found:
+            return name
+    return sorted(found)[0] if found else None
+
+
+def tail(frame: pd.DataFrame | pd.Series, frac: float, minimum: int = 1):
+    """The last `frac` of the rows (at least `minimum`)."""
+    n = len(frame)
+    k = min(n, max(minimum, int(np.ceil(n * frac))))
+    return frame.iloc[n - k:]

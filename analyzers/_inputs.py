@@ -1,0 +1,344 @@
+"""Helpers the data rules share: per-feature profiles pooled over batches, sampled values,
+descriptions of value ranges, and the expected distinct count of a smaller batch.
+
+Pure functions over the `inputs` and `samples` tables; no rule lives here.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+
+from tracelab.run import Run
+from tracelab.schema import RESOLUTIONS, TRAIN
+
+RES_RANK = {unit: i for i, (unit, _) in enumerate(RESOLUTIONS)}
+RES_NS = dict(RESOLUTIONS)
+# n_unique is counted on at most this many values of a batch (docs/trace-format.md): the
+# batch size that distinct counts compare at.
+UNIQUE_EXACT = 1 << 14
+RES_WORDS = {"ns": "nanosecond", "us": "microsecond", "ms": "millisecond", "s": "second",
+             "min": "minute", "h": "hour", "D": "day"}
+
+
+def fmt(x: float) -> str:
+    """A number for a message: 3 significant digits, scientific when tiny or huge."""
+    x = float(x)
+    if x != x or math.isinf(x):
+        return str(x)
+    if abs(x) < 1e-12:  # floating-point noise around zero, e.g. the mean of z-scored data
+        return "0"
+    if x == int(x) and abs(x) < 1e6:
+        return str(int(x))
+    if abs(x) < 1e-3 or abs(x) >= 1e5:
+        return f"{x:.2e}"
+    return f"{x:.3g}"
+
+
+def dtype_kind(dtype: str) -> str:
+    """One letter like numpy's: f float, i int, u unsigned, b bool, M datetime, O other."""
+    d = str(dtype).replace("torch.", "").lower()
+    if d.startswith("datetime") or d.startswith("timestamp"):
+        return "M"
+    if "float" in d or d in ("half", "double"):
+        return "f"
+    if d.startswith("uint"):
+        return "u"
+    if d.startswith("int"):
+        return "i"
+    if d.startswith("bool"):
+        return "b"
+    return "O"
+
+
+def float_bits(dtype: str) -> int:
+    digits = "".join(ch for ch in str(dtype) if ch.isdigit())
+    return int(digits) if digits else 64
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One feature of one split (or one period of it), pooled over its batches."""
+    dtypes: tuple[str, ...]
+    batches: int
+    count: int
+    mean: float
+    std: float
+    min: float
+    max: float
+    int_frac: float
+    resolution: str | None
+    time_min: object
+    time_max: object
+    first_step: int
+    last_step: int
+    batch_unique: float
+    batch_count: float
+
+    @property
+    def dtype(self) -> str:
+        return self.dtypes[-1] if self.dtypes else "?"
+
+    @property
+    def kind(self) -> str:
+        return dtype_kind(self.dtype)
+
+    @property
+    def constant(self) -> bool:
+        return self.batch_unique <= 1 and (self.min == self.max or self.min != self.min)
+
+
+def profile(rows: pd.DataFrame) -> Profile:
+    """Pool a feature's batch rows: exact count, mean, std (ddof=1), range and typical batch."""
+    c = rows["count"].to_numpy(dtype=float)
+    bad = rows["nan_count"].to_numpy(dtype=float) + rows["inf_count"].to_numpy(dtype=float)
+    m = rows["mean"].to_numpy(dtype=float, na_value=np.nan)
+    s = rows["std"].to_numpy(dtype=float, na_value=np.nan)
+    w = np.clip(c - bad, 0, None)
+    ok = np.isfinite(m) & (w > 0)
+    n = w[ok].sum()
+    mean = std = float("nan")
+    if n > 0:
+        mean = float((w[ok] * m[ok]).sum() / n)
+        within = ((w[ok] - 1) * np.nan_to_num(s[ok]) ** 2).sum()
+        between = (w[ok] * (m[ok] - mean) ** 2).sum()
+        std = float(math.sqrt(max(within + between, 0.0) / max(n - 1, 1)))
+    mins = rows["min"].to_numpy(dtype=float, na_value=np.nan)
+    maxs = rows["max"].to_numpy(dtype=float, na_value=np.nan)
+    frac = rows["int_frac"].to_numpy(dtype=float, na_value=np.nan)
+    fok = np.isfinite(frac) & (w > 0)
+    res = [r for r in rows["resolution"].dropna().unique() if r in RES_RANK]
+    u = rows["n_unique"].to_numpy(dtype=float, na_value=np.nan)
+    cu = np.minimum(c, UNIQUE_EXACT)
+    full = c >= min(4.0, float(np.nanmax(c)) if len(c) else 0.0)
+    return Profile(
+        dtypes=tuple(str(d) for d in rows["dtype"].unique()),
+        batches=len(rows), count=int(c.sum()), mean=mean, std=std,
+        min=float(np.nanmin(mins)) if np.isfinite(mins).any() else float("nan"),
+        max=float(np.nanmax(maxs)) if np.isfinite(maxs).any() else float("nan"),
+        int_frac=float((frac[fok] * w[fok]).sum() / w[fok].sum()) if fok.any() else float("nan"),
+        resolution=min(res, key=RES_RANK.get) if res else None,
+        time_min=rows["time_min"].min() if rows["time_min"].notna().any() else None,
+        time_max=rows["time_max"].max() if rows["time_max"].notna().any() else None,
+        first_step=int(rows["step"].min()), last_step=int(rows["step"].max()),
+        batch_unique=float(np.nanmedian(u[full])) if np.isfinite(u[full]).any() else float("nan"),
+        batch_count=float(np.median(cu[full])) if full.any() else 0.0)
+
+
+def feature_rows(inputs: pd.DataFrame) -> Iterator[tuple[str, dict[str, pd.DataFrame]]]:
+    """(feature, {split: its batch rows sorted by step}) in recording order, train first."""
+    if not len(inputs):
+        return
+    for feature, rows in inputs.groupby("feature", sort=False):
+        by_split = {str(s): r.sort_values("step", kind="stable")
+                    for s, r in rows.groupby("split", sort=False)}
+        order = sorted(by_split, key=lambda s: (s != TRAIN, s))
+        yield str(feature), {s: by_split[s] for s in order}
+
+
+def samples_of(run: Run) -> dict[tuple[str, str], pd.DataFrame]:
+    """(split, feature) → its reservoir rows (step, value), finite values only."""
+    sm = run.samples
+    if not len(sm):
+        return {}
+    values = sm["value"].to_numpy(dtype=float, na_value=np.nan)
+    sm = sm[np.isfinite(values)]
+    return {(str(s), str(f)): g[["step", "value"]]
+            for (s, f), g in sm.groupby(["split", "feature"])}
+
+
+def range_label(p: Profile) -> tuple[str | None, str]:
+    """A recognisable preprocessing (a key, or None) and a short description of the values."""
+    lo, hi, mean, std = p.min, p.max, p.mean, p.std
+    if not all(np.isfinite([lo, hi, mean])):
+        return None, "no finite values"
+    if lo == hi:
+        return "constant", f"constant {fmt(lo)}"
+    if abs(mean) <= 0.25 and 0.7 <= std <= 1.4:
+        return "zscore", "mean≈0 std≈1 (z-scored?)"
+    if lo >= -0.01 and hi <= 1.01 and hi - lo >= 0.5:
+        return "minmax", "in [0, 1] (min-max scaled?)"
+    if lo >= -1.01 and hi <= 1.01 and lo < -0.5 and hi > 0.5:
+        return "pm1", "in [-1, 1]"
+    if lo >= 0 and 100 < hi <= 255 and p.int_frac >= 0.99:
+        return "pixels", "in [0, 255] (raw pixel values?)"
+    return None, f"mean {fmt(mean)} std {fmt(std)} in [{fmt(lo)}, {fmt(hi)}]"
+
+
+def stats_text(p: Profile) -> str:
+    # A mean within float32 rounding of 0 (z-scored data) reads as 0, not as -1.17e-09.
+    mean = 0.0 if abs(p.mean) < 1e-6 * max(abs(p.std), abs(p.min), abs(p.max)) else p.mean
+    return f"mean {fmt(mean)} std {fmt(p.std)} in [{fmt(p.min)}, {fmt(p.max)}]"
+
+
+def expected_unique(u: float, c: float, m: float) -> float:
+    """Distinct values a batch of m would show, for a feature showing u distinct in batches of c.
+
+    Fits K equally likely values (u = K(1 - (1 - 1/K)^c)) and evaluates the same at m. Never
+    extrapolates upwards: at m >= c it returns u, the only safe bound.
+    """
+    if not (u > 0 and c > 0 and m > 0):
+        return 0.0
+    if m >= c:
+        return u
+    if u >= c - 0.5:
+        return m
+    lo, hi = math.log(max(u, 1.0)), math.log(u) + 30.0
+    for _ in range(60):
+        k = math.exp((lo + hi) / 2)
+        if k * (1 - (1 - 1 / k) ** c) < u:
+            lo = math.log(k)
+        else:
+            hi = math.log(k)
+    k = math.exp(hi)
+    return k * (1 - (1 - 1 / k) ** m)
+
+
+def expected_distinct(reference: np.ndarray, m: int) -> float:
+    """Distinct values expected in m draws from a reference sample's value frequencies."""
+    _, freq = np.unique(reference, return_counts=True)
+    p = freq / freq.sum()
+    return float(np.sum(1 - (1 - p) ** m))
+
+
+# -- collapse checks (input-collapse) ------------------------------------------------------------
+class Side:
+    """One side of a comparison: a named set of batch rows, with its sampled values if any."""
+
+    def __init__(self, name: str, rows: pd.DataFrame, samples: pd.DataFrame | None = None):
+        self.name, self.rows, self.raw_samples = name, rows, samples
+        self.samples = samples["value"].to_numpy() if samples is not None else None
+        self.p = profile(rows)
+
+
+def _precision(dtype: str) -> float:
+    kind = dtype_kind(dtype)
+    if kind == "f":
+        return 4 + float_bits(dtype) / 100
+    return {"M": 5.0, "i": 3.0, "u": 3.0, "b": 1.0}.get(kind, 0.0)
+
+
+def _lossy_dtype(a: str, b: str) -> bool:
+    """Whether going from dtype a to dtype b loses information that matters."""
+    pa, pb = _precision(a), _precision(b)
+    if pb >= pa or int(pa) == int(pb) == 3:
+        return False
+    # float64 → float32 is routine; float32 → float16/bfloat16 is not.
+    return not (int(pa) == int(pb) == 4 and float_bits(b) > 16)
+
+
+def check_pair(a: Side, b: Side, *, factor: float, min_distinct: float, max_int_frac: float,
+               chance: float) -> list[dict]:
+    """How b lost information that a has: dtype, resolution, fractional parts, cardinality."""
+    pa, pb, out = a.p, b.p, []
+    n_b = int((b.rows["count"] - b.rows["nan_count"]).sum())
+    if _lossy_dtype(pa.dtype, pb.dtype):
+        out.append({"kind": "dtype", "text": f"dtype {pa.dtype} → {pb.dtype}",
+                    "evidence": {"dtype_before": pa.dtype, "dtype_after": pb.dtype}})
+    if pa.resolution and pb.resolution and RES_RANK[pb.resolution] > RES_RANK[pa.resolution]:
+        odds = (RES_NS[pa.resolution] / RES_NS[pb.resolution]) ** max(n_b, 1)
+        ranks = a.rows["resolution"].map(RES_RANK)
+        common = (ranks >= RES_RANK[pb.resolution]).mean()
+        if odds < chance and common <= 0.05:
+            notes = ["every value at midnight"] if pb.resolution == "D" else []
+            if pb.time_min is not None:
+                notes.append(f"values from {_when(pb.time_min)} to {_when(pb.time_max)}")
+            out.append({"kind": "resolution", "evidence": {
+                "resolution_before": pa.resolution, "resolution_after": pb.resolution},
+                "text": f"timestamp resolution {RES_WORDS[pa.resolution]} → "
+                        f"{RES_WORDS[pb.resolution]}"
+                        + (f" ({'; '.join(notes)})" if notes else "")})
+    fb = b.rows["int_frac"].to_numpy(dtype=float, na_value=np.nan)
+    # A constant is trivially whole; that collapse is reported as cardinality instead.
+    if (pb.kind != "M" and not pb.constant and pa.int_frac <= max_int_frac and len(fb)
+            and np.isfinite(fb).all() and (fb >= 1 - 1e-9).all()
+            and pa.int_frac ** n_b < chance):
+        out.append({"kind": "int_frac", "evidence": {"int_frac_before": pa.int_frac,
+                                                     "int_frac_after": 1.0, "values_after": n_b},
+                    "text": f"share of whole numbers {pa.int_frac:.0%} → 100% of {n_b} values "
+                            f"(fractional parts dropped: cast to int or rounded?)"})
+    card = _cardinality(a, b, factor=factor, min_distinct=min_distinct)
+    if card:
+        out.append(card)
+    return out
+
+
+def _cardinality(a: Side, b: Side, *, factor: float, min_distinct: float) -> dict | None:
+    pa, pb = a.p, b.p
+    u = b.rows["n_unique"].to_numpy(dtype=float, na_value=np.nan)
+    c = np.minimum(b.rows["count"].to_numpy(dtype=float), UNIQUE_EXACT)
+    expect = np.array([expected_unique(pa.batch_unique, pa.batch_count, m) for m in c])
+    judged = np.isfinite(u) & (expect >= min_distinct)
+    if judged.sum() < max(1, len(u) / 2):
+        return None
+    ratio = float(np.median(u[judged] / expect[judged]))
+    if ratio > 1 / factor:
+        return None
+    text = (f"distinct values per batch ~{fmt(pa.batch_unique)} of {fmt(pa.batch_count)} → "
+            f"~{fmt(np.median(u[judged]))} of {fmt(np.median(c[judged]))}")
+    evidence = {"distinct_per_batch_before": pa.batch_unique, "batch_size_before": pa.batch_count,
+                "distinct_per_batch_after": float(np.median(u[judged])),
+                "batch_size_after": float(np.median(c[judged]))}
+    if (a.samples is not None and b.samples is not None
+            and min(len(a.samples), len(b.samples)) >= 50):
+        expected = expected_distinct(a.samples, len(b.samples))
+        seen = len(np.unique(b.samples))
+        if expected < min_distinct or seen > expected / factor:
+            return None  # the split as a whole is not collapsed: batches differ only in order
+        text += (f" ({seen} distinct among {len(b.samples)} sampled values, ~{fmt(expected)} "
+                 f"expected)")
+        evidence.update(sampled_distinct_after=seen, sampled_distinct_expected=expected)
+    constant = pb.constant
+    if constant:
+        text += f", always {fmt(pb.min)}" if np.isfinite(pb.min) else ", a single value"
+    return {"kind": "cardinality", "text": text, "evidence": evidence, "constant": constant}
+
+
+def _when(t) -> str:
+    t = pd.Timestamp(t)
+    return str(t.date()) if t == t.normalize() else str(t)
+
+
+def time_changes(rows: pd.DataFrame, *, min_batches: int, factor: float, min_distinct: float,
+                 max_int_frac: float, chance: float) -> list[int]:
+    """Row positions from which on every batch looks collapsed compared with the batches before.
+
+    Candidates only, earliest first; `check_pair` on the two periods decides.
+    """
+    n = len(rows)
+    if n < min_batches + 1:
+        return []
+    found = set()
+    dtypes = rows["dtype"].astype(str).to_numpy()
+    found.add(_final_run(dtypes == dtypes[-1]))
+    frac = rows["int_frac"].to_numpy(dtype=float, na_value=np.nan)
+    found.add(_final_run(np.nan_to_num(frac) >= 1 - 1e-9))
+    ranks = rows["resolution"].map(RES_RANK).to_numpy(dtype=float, na_value=np.nan)
+    if np.isfinite(ranks).all():
+        pre = np.minimum.accumulate(ranks)
+        post = np.minimum.accumulate(ranks[::-1])[::-1]
+        hit = np.flatnonzero(pre[:-1] < post[1:])
+        if len(hit):
+            found.add(int(hit[0]) + 1)
+    c = np.minimum(rows["count"].to_numpy(dtype=float), UNIQUE_EXACT)
+    u = rows["n_unique"].to_numpy(dtype=float, na_value=np.nan)
+    full = np.flatnonzero((c >= max(4.0, 0.5 * float(np.median(c)))) & np.isfinite(u))
+    if len(full) > min_batches:
+        q = u[full] / c[full]
+        pre_med = pd.Series(q).expanding().median().to_numpy()
+        post_max = np.maximum.accumulate(q[::-1])[::-1]
+        ok = (post_max[1:] <= pre_med[:-1] / factor) & (
+            pre_med[:-1] * np.median(c[full]) >= min_distinct)
+        hit = np.flatnonzero(ok)
+        if len(hit):
+            found.add(int(full[hit[0] + 1]))
+    return sorted(i for i in found if 0 < i <= n - min_batches)
+
+
+def _final_run(flags: np.ndarray) -> int:
+    """Start of the trailing run of True values (len(flags) when the last is False)."""
+    false = np.flatnonzero(~flags)
+    return int(false[-1]) + 1 if len(false) else 0

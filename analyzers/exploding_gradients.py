@@ -1,0 +1,78 @@
+"""exploding-gradients: some layers' gradient norms grow huge.
+
+What it detects
+    For each weight matrix or kernel, its gradient norm smoothed over a few recorded steps
+    (rolling median, so a single bad batch does not count). A layer is flagged when that
+    sustained norm reaches `max_norm`, or grows to `growth` times its level at the start while
+    exceeding `min_norm`. The finding names the layers, with the peak's ratio to the median of
+    the other layers at the same step. Non-finite gradients are left to nonfinite-values.
+
+Why it matters
+    Exploding gradients make each update overshoot: the loss jumps, weights blow up, and the
+    run usually ends in NaN a few steps later. One layer far above the rest points to a bad
+    initialization or an unbalanced architecture.
+
+Example
+    `0.weight`'s gradient norm grows from 0.13 to 2.1e+03 by step 40, 85x the median of the
+    other layers, and the loss turns NaN at step 47.
+
+How to fix
+    Clip gradients (`clip_grad_norm_`, max_norm about 1), lower the learning rate, normalize
+    the inputs, use a fitting initialization (Kaiming/Xavier), and add normalization layers or
+    residual connections.
+
+False positives
+    Losses summed (not averaged) over large batches or sequences have proportionally larger
+    gradients by design; raise `max_norm` for them. A gradient that grows from a tiny start
+    (a zero-initialized layer) must still exceed `min_norm` to count.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tracelab.analyzers._dynamics import edge_len, fmt, matrix_params, name_list, subject_of
+from tracelab.findings import WARNING, Finding
+from tracelab.rules import rule
+from tracelab.run import Run
+from tracelab.schema import GRAD, GRADS
+
+
+@rule(name="exploding-gradients", code="TL202", requires=(GRADS,))
+def exploding_gradients(run: Run, *, max_norm: float = 100.0, growth: float = 100.0,
+                        min_norm: float = 1.0, smooth: int = 5,
+                        min_steps: int = 10) -> list[Finding]:
+    norms = run.stat(GRAD, "norm")
+    names = matrix_params(run, norms.columns)
+    if len(norms) < min_steps or not names:
+        return []
+    norms = norms[names].where(np.isfinite(norms[names]))
+    sustained = norms.rolling(smooth, min_periods=smooth).median()
+    start = norms.iloc[:edge_len(len(norms), lo=smooth, hi=50)].median()
+    peak = sustained.max()
+    grew = peak / start.where(start > 0)
+    hot = [n for n in names if peak[n] >= max_norm or (peak[n] >= min_norm and grew[n] >= growth)]
+    if not hot:
+        return []
+    worst = max(hot, key=lambda n: peak[n])
+    at = sustained[worst].idxmax()
+    others = sustained.loc[at, [n for n in names if n != worst]].median()
+    ratio = float(peak[worst] / others) if others > 0 else float("nan")
+    first = min(_onset(sustained[n], max_norm, max(min_norm, growth * start[n])) for n in hot)
+    rise = f", {fmt(grew[worst])}x its start ({fmt(start[worst])})" if grew[worst] > 0 else ""
+    rel = f", {fmt(ratio)}x the median of the other layers" if ratio == ratio else ""
+    return [exploding_gradients.finding(
+        WARNING, subject_of(hot), (first, int(at)),
+        f"Gradients explode in {len(hot)} of {len(names)} layers ({name_list(hot)}): "
+        f"'{worst}' reaches a sustained norm of {fmt(peak[worst])} at step {int(at)}"
+        f"{rise}{rel}.",
+        {"layers": len(hot), "of_layers": len(names), "peak_norm": float(peak[worst]),
+         "start_norm": float(start[worst]), "growth": float(grew[worst]),
+         "ratio_to_other_layers": ratio, "peak_step": int(at)},
+        "Clip gradients (clip_grad_norm_ with max_norm about 1), lower the learning rate and "
+        "normalize the inputs; check the named layers' initialization.")]
+
+
+def _onset(series, max_norm: float, grown: float) -> int:
+    """First step at which a layer's sustained norm crossed either threshold."""
+    limit = min(max_norm, grown) if grown == grown else max_norm
+    return int(series.index[(series >= limit).to_numpy()][0])

@@ -1,0 +1,134 @@
+"""input-collapse: a feature loses its information between splits, over time, or against a baseline.
+
+What it detects
+    Four ways a feature silently stops carrying what it used to:
+    (a) a datetime's resolution drops (seconds to days: every value at midnight);
+    (b) its cardinality collapses: many distinct values per batch in one split or period, few or
+    one in another (compared at equal batch size, and on the sampled values when recorded);
+    (c) its dtype changes (float to int, datetime to object, float32 to float16);
+    (d) its fractional parts vanish (the share of whole numbers jumps to 100%).
+    Each is checked between the training split and every other split, within each split from
+    some step on, and, with ``--baseline``, against the same split of the baseline run. A feature
+    constant everywhere is reported at info severity.
+
+Why it matters
+    Nothing raises an error: an ETL step that casts a timestamp to a date turns hour-of-day
+    features into constants, the loss still falls, and the model is useless where the time of day
+    matters. Only the recorded profiles of the inputs show it.
+
+Example
+    ``Feature 'ts' collapsed in val (steps 400-460) compared with train: timestamps lost their
+    time of day: resolution s in train, D in val (every value at midnight).``
+
+How to fix
+    Find the step that truncates or casts the feature for the collapsed split or period
+    (``.dt.floor("D")``, ``.dt.date``, ``astype(int)``, ``round``, a failed join filling a
+    default) and keep full precision; assert dtypes and resolutions at pipeline boundaries.
+
+False positives
+    Each check asks for odds below `chance` that the collapse happened by luck, and cardinality
+    must drop by `factor` at equal batch size in both the per-batch counts and the samples, so
+    unshuffled validation loaders and small validation sets stay quiet. A split that really covers
+    less (a validation month during which a month feature is constant) is still reported.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tracelab.analyzers._inputs import (Side, check_pair, feature_rows, fmt, profile,
+                                        samples_of, time_changes)
+from tracelab.findings import ERROR, INFO, WARNING, Finding
+from tracelab.rules import rule
+from tracelab.run import Run
+from tracelab.schema import INPUTS_REQ, TRAIN
+
+_FIX = {
+    "resolution": "Find the step that truncates this timestamp ({where}): .dt.floor('D'), "
+                  ".dt.date, astype('datetime64[D]'), a date-only file format or database "
+                  "column; keep full resolution and assert it where the data enters the "
+                  "pipeline.",
+    "dtype": "Find the cast applied to this feature ({where}) — astype(int), .long(), "
+             ".half(), a CSV round trip — and keep the original dtype; assert dtypes at the "
+             "pipeline's boundaries.",
+    "int_frac": "Find where this feature is rounded or cast to integers ({where}) and keep it "
+                "floating point; assert dtypes at the pipeline's boundaries.",
+    "cardinality": "Check how this feature is computed ({where}): a truncated timestamp (for "
+                   "time-of-day features), a failed join or a fill value leaves it (nearly) "
+                   "constant; build it exactly as for the healthy data.",
+}
+
+
+@rule(name="input-collapse", code="TL302", requires=(INPUTS_REQ,))
+def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
+                   max_int_frac: float = 0.9, chance: float = 1e-6, min_batches: int = 3,
+                   baseline: Run | None = None) -> list[Finding]:
+    limits = dict(factor=factor, min_distinct=min_distinct, max_int_frac=max_int_frac,
+                  chance=chance)
+    samples = samples_of(run)
+    base = dict(feature_rows(baseline.inputs)) if baseline is not None else {}
+    base_samples = samples_of(baseline) if baseline is not None else {}
+    findings: list[Finding] = []
+    for feature, by_split in feature_rows(run.inputs):
+        sides = {s: Side(s, rows, samples.get((s, feature))) for s, rows in by_split.items()}
+        reported: set[tuple[str, str]] = set()  # (collapsed split, kind): each told once
+
+        def report(split: str, a: Side, b: Side) -> bool:
+            # One dtype change explains itself wherever it shows: told once per feature.
+            key = lambda s: ("*" if s["kind"] == "dtype" else split, s["kind"])  # noqa: E731
+            sym = [s for s in check_pair(a, b, **limits) if key(s) not in reported]
+            reported.update(key(s) for s in sym)
+            if sym:
+                findings.append(_finding(feature, b.name, a.name, b.rows, sym))
+            return bool(sym)
+
+        # Over time within a split first: the step it started at is the most useful fact.
+        for split, rows in by_split.items():
+            for i in time_changes(rows, min_batches=min_batches, **limits):
+                before, after = rows.iloc[:i], rows.iloc[i:]
+                if report(split, Side(f"steps {before['step'].min()}-{before['step'].max()} of "
+                                      f"{split}", before),
+                          Side(f"{split} from step {after['step'].min()} on", after)):
+                    break
+        train = sides.get(TRAIN)
+        for split, side in sides.items():
+            if train is not None and split != TRAIN:
+                report(split, train, side)
+                report(TRAIN, side, train)
+        for split, side in sides.items():
+            ref = base.get(feature, {}).get(split)
+            if ref is not None:
+                report(split, Side(f"the baseline's {split}", ref,
+                                   base_samples.get((split, feature))),
+                       Side(f"this run's {split}", side.rows, side.raw_samples))
+        if not reported and all(profile(r).constant for r in by_split.values()):
+            values = {profile(r).min for r in by_split.values()}
+            if len(values) == 1:
+                findings.append(_constant(feature, pd.concat(list(by_split.values())),
+                                          values.pop()))
+    return findings
+
+
+def _finding(feature: str, where: str, ref: str, rows: pd.DataFrame, symptoms: list[dict]):
+    kinds = [s["kind"] for s in symptoms]
+    # A lost time of day is unambiguous; fewer distinct values can also mean a split that
+    # covers less by design (a validation month), so it stays a warning.
+    severe = "resolution" in kinds
+    evidence = {"where": where, "compared_with": ref}
+    for s in symptoms:
+        evidence.update(s["evidence"])
+    return input_collapse.finding(
+        ERROR if severe else WARNING, feature, (int(rows["step"].min()), int(rows["step"].max())),
+        f"Feature '{feature}' collapsed in {where}, compared with {ref}: "
+        + "; ".join(s["text"] for s in symptoms) + ".",
+        evidence, _FIX[kinds[0]].format(where=where))
+
+
+def _constant(feature: str, rows: pd.DataFrame, value: float) -> Finding:
+    return input_collapse.finding(
+        INFO, feature, (int(rows["step"].min()), int(rows["step"].max())),
+        f"Feature '{feature}' is constant{f' ({fmt(value)})' if value == value else ''} in every "
+        "recorded batch of every split: it carries no information.",
+        {"value": value, "batches": len(rows)},
+        "Drop the feature, or check how it is computed if it should vary (a fill value, a failed "
+        "join, a truncated timestamp).")

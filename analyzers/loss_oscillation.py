@@ -1,0 +1,89 @@
+"""loss-oscillation: the loss keeps swinging up and down without a downward trend.
+
+What it detects
+    A training loss whose last third swings widely (its 10th-90th percentile spread is at least
+    `min_swing` of its median) while the run is not getting anywhere: that median is no more
+    than `max_progress` below the loss at the start, or it bounced back to `rebound` times the
+    best level the run had reached (the lowest rolling median over a tenth of the run), by at
+    least `min_bounce` of the starting loss.
+
+Why it matters
+    A learning rate that is too high makes every step overshoot: the loss jumps between high and
+    low values and never settles, or it falls at first and is then thrown back up. The run
+    burns its budget without converging.
+
+Example
+    SGD with lr=1.0 on a small tanh MLP: the loss starts at 1.39 and swings between 6.1 and 15
+    over the last 100 steps.
+
+How to fix
+    Lower the learning rate (3-10x is a common first step), add warm-up and a decay schedule,
+    and clip gradients (`clip_grad_norm_`, max_norm about 1).
+
+False positives
+    The ordinary minibatch noise of a converging run stays quiet: its level is well below the
+    start and near its best. When updates are recorded and no weight matrix moves by
+    `min_update_ratio` of its norm per step any more, the swing is sampling noise around a
+    model that stopped learning (dead or frozen), not oscillation, and the rule stays quiet.
+    A task the model cannot learn from its inputs, with very noisy per-batch losses (noisy
+    regression targets, tiny batches), can look like oscillation; raise `min_swing` there.
+    Adversarial (GAN) and reinforcement-learning objectives are not meant to decrease
+    steadily; ignore the rule there. Losses that can be negative are not judged.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tracelab.analyzers._dynamics import finite, fmt, initial, update_ratios
+from tracelab.findings import WARNING, Finding
+from tracelab.rules import rule
+from tracelab.run import Run
+from tracelab.schema import LOSS
+
+
+@rule(name="loss-oscillation", code="TL101", requires=(LOSS,))
+def loss_oscillation(run: Run, *, min_steps: int = 50, min_swing: float = 0.25,
+                     max_progress: float = 0.1, rebound: float = 1.75,
+                     min_bounce: float = 0.15, min_update_ratio: float = 1e-6) -> list[Finding]:
+    loss = finite(run.loss())
+    n = len(loss)
+    if n < min_steps:
+        return []
+    values = loss.to_numpy(dtype=float)
+    if np.any(values < 0):
+        return []
+    start = initial(values)
+    recent = values[n - max(n // 3, 10):]
+    level = float(np.median(recent))
+    if level <= 0 or start <= 0:
+        return []
+    low, high = np.quantile(recent, [0.1, 0.9])
+    swing = (high - low) / level
+    width = max(10, n // 10)
+    rolling = pd.Series(values).rolling(width).median().to_numpy()[width - 1:]
+    best_i = int(np.argmin(rolling))
+    best = float(rolling[best_i])
+    progress = (start - level) / start
+    # A bounce must be large against the run's own scale, not only against a low best.
+    stalled = progress < max_progress
+    bounced = level >= rebound * best and level - best >= min_bounce * start
+    if swing < min_swing or not (stalled or bounced):
+        return []
+    # Weights that no longer move cannot make the loss swing: that is batch-to-batch sampling
+    # noise around a model that stopped learning (dead or frozen; other rules say which).
+    moving = update_ratios(run, 1 / 3)
+    if len(moving) and moving.max() < min_update_ratio:
+        return []
+    first = int(loss.index[n - len(recent)])
+    trend = (f"{fmt(start)} at the start" if stalled else
+             f"{fmt(best)} at its best near step {int(loss.index[best_i + width // 2])}")
+    return [loss_oscillation.finding(
+        WARNING, "loss", (first, int(loss.index[-1])),
+        f"Train loss keeps swinging between {fmt(low)} and {fmt(high)} (10th-90th percentile "
+        f"over the last {len(recent)} steps, {fmt(100 * swing)}% of its median {fmt(level)}) "
+        f"without a downward trend (against {trend}).",
+        {"median": level, "p10": float(low), "p90": float(high), "swing": float(swing),
+         "start_loss": start, "best_level": best, "progress": float(progress)},
+        "Lower the learning rate (3-10x), add warm-up and a decay schedule, and clip gradients "
+        "(clip_grad_norm_ with max_norm about 1).")]

@@ -1,0 +1,161 @@
+"""loss-plateau: the training loss never decreases, with a hint at why.
+
+What it detects
+    A run whose training loss at the end (median of the last steps) is not at least `min_drop`
+    below its loss at the start (median of the first steps), nor more than `max_rise` above it
+    (a rising loss is left to loss-oscillation and exploding-gradients). It then reads the
+    gradients and updates to say why: gradients never computed or all zero mean `backward()`
+    was never called (or never reaches the parameters); weights that never move mean
+    `optimizer.step()` never ran; most weight matrices with zero gradients point to dead
+    units; early layers with vanishing gradients point to the architecture; updates tiny
+    against the weights mean the learning rate is far too low, large ones that it is too high.
+
+Why it matters
+    A flat loss is the most common "nothing happens" failure, and its causes are cheap to fix
+    once named. Without gradient and update data the loss alone cannot tell them apart.
+
+Example
+    Loss 2.303 at the start and 2.301 at the end over 300 steps; every recorded gradient norm
+    is 0, so `loss.backward()` is missing from the loop.
+
+How to fix
+    Call `loss.backward()` and `optimizer.step()` every step (after `zero_grad()`); pass
+    `model.parameters()` to the optimizer; raise the learning rate when updates are tiny;
+    check the label format against the loss and normalize inputs.
+
+False positives
+    A run resumed from an already converged checkpoint, a fine-tuning run meant to move
+    little, or an adversarial (GAN) objective has a flat loss by design; ignore the rule there.
+    Runs shorter than `min_steps` recorded losses are not judged.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tracelab.analyzers._dynamics import (edge_len, finite, finite_stat, fmt, matrix_params,
+                                          name_list, update_ratios)
+from tracelab.analyzers.dead_units import RELU_TYPES
+from tracelab.findings import ERROR, WARNING, Finding
+from tracelab.rules import rule
+from tracelab.run import Run
+from tracelab.schema import (ACTIVATION, ACTIVATIONS, GRAD, GRADS, LOSS, UPDATE, WEIGHT,
+                             WEIGHTS)
+
+
+@rule(name="loss-plateau", code="TL103", requires=(LOSS,))
+def loss_plateau(run: Run, *, min_steps: int = 30, min_drop: float = 0.03,
+                 max_rise: float = 0.25, low_update_ratio: float = 1e-5) -> list[Finding]:
+    loss = finite(run.loss())
+    if len(loss) < min_steps:
+        return []
+    values = loss.to_numpy(dtype=float)
+    k = edge_len(len(values))
+    start, end = float(np.median(values[:k])), float(np.median(values[-k:]))
+    scale = max(abs(start), 1e-12)
+    drop = (start - end) / scale
+    if drop >= min_drop or drop < -max_rise:  # a rising loss is not a plateau
+        return []
+    severity, hint, evidence, fix = _hint(run, low_update_ratio)
+    first, last = int(loss.index[0]), int(loss.index[-1])
+    evidence.update(start_loss=start, end_loss=end, relative_drop=drop, steps=len(values))
+    return [loss_plateau.finding(
+        severity, "loss", (first, last),
+        f"Train loss did not decrease over {len(values)} steps: {fmt(start)} at the start, "
+        f"{fmt(end)} at the end ({_change(drop)}); {hint}.", evidence, fix)]
+
+
+def _hint(run: Run, low_update_ratio: float, high_update_ratio: float = 0.1) -> tuple:
+    have = run.available
+    grads = run.stat(GRAD, "norm") if GRADS in have else None
+    if WEIGHTS in have and (grads is None or grads.empty or _all_zero(grads)):
+        what = "none were recorded" if grads is None or grads.empty else "all are zero"
+        return (ERROR, f"gradients: {what}, so loss.backward() was never called or never "
+                "reaches the parameters", {"grad_norm_max": _max(grads)},
+                "Call loss.backward() before optimizer.step() in every training step.")
+    if grads is None or grads.empty:
+        return (WARNING, "no gradients or weights were recorded to say why", {},
+                "Record gradients and weights (Recorder with a model) to diagnose the plateau.")
+    if _all_zero(run.stat(UPDATE, "norm")) and _weights_still(run):
+        return (ERROR, "gradients are non-zero but the weights never change, so "
+                "optimizer.step() never ran or the optimizer holds other parameters",
+                {"grad_norm_max": _max(grads)},
+                "Call optimizer.step() every step, on an optimizer built from "
+                "model.parameters().")
+    matrices = matrix_params(run, grads.columns)
+    peaks = grads[matrices].iloc[len(grads) // 2:].max()  # the second half: after a collapse
+    zero = [n for n in matrices if peaks[n] == 0]
+    if matrices and len(zero) * 2 >= len(matrices):
+        return (WARNING, f"{len(zero)} of {len(matrices)} weight matrices get exactly zero "
+                "gradients, as when dead ReLUs block them (see dead-units)",
+                {"zero_grad_layers": len(zero)},
+                "Lower the learning rate, fix the bias initialization or use LeakyReLU so "
+                "units stay alive.")
+    dead = _dead_layers(run)
+    if dead:
+        return (WARNING, f"most units of {name_list([repr(m) for m in dead])} are dead "
+                "(see dead-units)",
+                {"dead_layers": len(dead)},
+                "Lower the learning rate, fix the bias initialization or use LeakyReLU so "
+                "units stay alive.")
+    rms = (grads[matrices] / np.sqrt(run.stat(GRAD, "numel")[matrices])).median()
+    rms = rms[rms > 0]
+    if len(rms) > 1 and rms.min() < 1e-3 * rms.max():
+        return (WARNING, f"gradients vanish: the smallest layer gets {fmt(rms.min() / rms.max())}"
+                "x the gradient of the largest (see vanishing-gradients)",
+                {"grad_ratio": float(rms.min() / rms.max())},
+                "Use ReLU-family activations, normalization layers or residual connections.")
+    ratio = _update_ratio(run)
+    if ratio is not None and ratio < low_update_ratio:
+        return (WARNING, f"even the fastest layer's updates are only {fmt(ratio)} of its "
+                "weights' norm per step, so the learning rate is far too low",
+                {"update_ratio": ratio},
+                "Raise the learning rate (an LR range test finds a good one).")
+    if ratio is not None and ratio > high_update_ratio:
+        return (WARNING, f"updates reach {fmt(ratio)} of the weights' norm per step, so the "
+                "learning rate is too high to settle (see loss-oscillation)",
+                {"update_ratio": ratio},
+                "Lower the learning rate (3-10x) and add warm-up.")
+    return (WARNING, "gradients and updates look ordinary, so check the labels' format "
+            "against the loss and the inputs' scaling", {},
+            "Check that labels match the loss (class indices vs one-hot) and normalize inputs.")
+
+
+def _dead_layers(run: Run) -> list[str]:
+    """ReLU modules whose units are mostly dead over the second half of the run."""
+    if ACTIVATIONS not in run.available:
+        return []
+    types = run.module_types()
+    dead = finite_stat(run, ACTIVATION, "dead_frac")
+    late = dead.iloc[len(dead) // 2:].median()
+    return [m for m in dead.columns if types.get(m) in RELU_TYPES and late[m] >= 0.5]
+
+
+def _change(drop: float) -> str:
+    return f"{fmt(100 * drop)}% lower" if drop >= 0 else f"{fmt(-100 * drop)}% higher"
+
+
+def _all_zero(frame) -> bool:
+    values = frame.to_numpy(dtype=float)
+    values = values[np.isfinite(values)]
+    return values.size == 0 or bool(np.all(values == 0))
+
+
+def _max(frame) -> float:
+    if frame is None or frame.empty:
+        return float("nan")
+    values = frame.to_numpy(dtype=float)
+    values = values[np.isfinite(values)]
+    return float(values.max()) if values.size else float("nan")
+
+
+def _weights_still(run: Run) -> bool:
+    norms = run.stat(WEIGHT, "norm")
+    if len(norms) < 2:
+        return False
+    return bool(np.allclose(norms.iloc[0], norms.iloc[-1], rtol=1e-7, atol=0, equal_nan=True))
+
+
+def _update_ratio(run: Run) -> float | None:
+    """The fastest weight matrix's median update ratio over the second half of the run."""
+    ratios = update_ratios(run, 0.5)
+    return float(ratios.max()) if len(ratios) else None

@@ -1,0 +1,190 @@
+"""loss-spike: the training loss jumps suddenly, and what else happened at that step.
+
+What it detects
+    A step whose training loss stands far above the rolling median of the `window` steps before
+    it (robust z-score >= `z` against their median absolute deviation), or a sudden level shift
+    (the median of the next `shift` steps at z >= `z_shift`). The jump must also be large
+    relative to the recent level (`min_jump`, `min_shift`: 1.0 is a doubling) and to the run's
+    initial loss (`min_jump_of_start`). For each spike it looks at what else was recorded
+    around that step and names the likely cause, in this order: an input batch holding NaN/Inf
+    or outlier values (`input_ratio` times the feature's usual largest magnitude), a learning
+    rate raised `lr_increase`-fold within the 10 steps before, or a gradient-norm spike
+    (`grad_ratio` times its recent median) in a named parameter.
+
+Why it matters
+    A good run that suddenly jumps (by +0.3 at epoch 83, say) usually has one of two causes: the
+    data pipeline let a bad batch through, or the learning-rate schedule changed at that step.
+    The loss curve alone cannot tell them apart; the other recorded signals can.
+
+Example
+    Train loss 2.4 at step 830 against a rolling median of 0.31, while the input batch of step
+    830 holds a feature whose largest value is 40x its usual maximum.
+
+How to fix
+    For a bad batch: validate or clean the data (drop NaN rows, clip or filter outliers). For an
+    LR increase: check the schedule (restarts, warm-up applied twice, a wrong step unit). For a
+    gradient spike: clip gradients (`clip_grad_norm_`, max_norm about 1) or lower the LR.
+
+False positives
+    Runs with heavy-tailed per-batch losses (rare hard examples near convergence) could look
+    spiky; the jump must also exceed `min_jump_of_start` of the starting loss, which keeps
+    small absolute jumps near zero loss quiet, and a bump must last `shift` steps to count as
+    a level shift. Inputs are profiled every few steps (the Recorder's `input_every`), so an
+    input cause is only seen when that step's batch was profiled. At most `max_reported`
+    spikes are reported, the largest first.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tracelab.analyzers._dynamics import MAD_TO_STD, finite, fmt, initial, rolling_previous
+from tracelab.findings import WARNING, Finding
+from tracelab.rules import rule
+from tracelab.run import Run
+from tracelab.schema import GRAD, LOSS, LR_PREFIX, TRAIN
+
+
+@rule(name="loss-spike", code="TL102", requires=(LOSS,))
+def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float = 1.0,
+               shift: int = 10, z_shift: float = 3.0, min_shift: float = 0.5,
+               min_jump_of_start: float = 0.1, max_reported: int = 3, lr_increase: float = 1.5,
+               input_ratio: float = 4.0, grad_ratio: float = 5.0) -> list[Finding]:
+    loss = finite(run.loss())
+    if len(loss) <= window + shift:
+        return []
+    values = loss.to_numpy(dtype=float)
+    steps = loss.index.to_numpy()
+    med, mad = rolling_previous(values, window)
+    start = initial(values)
+    # A level shift: the median of the next `shift` steps jumps, e.g. when the LR rises.
+    ahead = np.full(len(values), np.nan)
+    ahead[:len(values) - shift + 1] = np.median(
+        np.lib.stride_tricks.sliding_window_view(values, shift), axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sigma = MAD_TO_STD * mad + 1e-12 * np.abs(med)
+
+        def jumped(level: np.ndarray, threshold: float, relative: float) -> np.ndarray:
+            rise = level - med
+            return ((rise / sigma >= threshold) & (rise >= relative * np.abs(med))
+                    & (rise >= min_jump_of_start * abs(start)))
+        single = jumped(values, z, min_jump)
+        sustained = jumped(ahead, z_shift, min_shift)
+        onset_ok = jumped(values, z_shift, min_shift)
+    idx = np.flatnonzero(single | sustained)
+    if not len(idx):
+        return []
+    # Spiking steps close together are one episode, reported at its first high step.
+    episodes = np.split(idx, np.flatnonzero(np.diff(idx) > window) + 1)
+    found = []
+    for ep in episodes:
+        later = np.flatnonzero(onset_ok[ep[0]:ep[-1] + shift])
+        i = int(ep[0] + later[0]) if len(later) else int(ep[0])
+        end = min(int(ep[-1]) + shift, len(values))
+        found.append((i, i + int(np.argmax(values[i:end]))))
+    found.sort(key=lambda f: -values[f[1]] / abs(med[f[0]]))
+    findings = []
+    for i, peak in found[:max_reported]:
+        step = int(steps[i])
+        cause, kind, evidence = _cause(run, step, int(steps[max(i - window, 0)]),
+                                       lr_increase=lr_increase, input_ratio=input_ratio,
+                                       grad_ratio=grad_ratio)
+        score = (values[i] - med[i]) / sigma[i]
+        evidence.update(step=step, loss=values[i], rolling_median=med[i], peak_loss=values[peak],
+                        z_score=score, spikes_total=len(found))
+        findings.append(loss_spike.finding(
+            WARNING, "loss", (step, int(steps[peak])),
+            f"Train loss jumped to {fmt(values[i])} at step {step} (peak {fmt(values[peak])}), "
+            f"{fmt(values[i] / med[i])}x its rolling median {fmt(med[i])} "
+            f"(z = {fmt(score)}); {cause}.",
+            evidence, _FIX[kind]))
+    return findings
+
+
+_FIX = {
+    "input_nonfinite": "Validate the data pipeline: drop or impute NaN/Inf rows before batching.",
+    "input_outlier": "Filter or clip outlier samples, or normalize the feature robustly.",
+    "lr_increase": "Check the learning-rate schedule at that step (restarts, double warm-up).",
+    "grad_spike": "Clip gradients (clip_grad_norm_ with max_norm about 1) or lower the LR.",
+    "unknown": "Inspect the batch and the optimizer state at that step; consider gradient "
+               "clipping.",
+}
+
+
+def _cause(run: Run, step: int, since: int, *, lr_increase: float, input_ratio: float,
+           grad_ratio: float) -> tuple[str, str, dict]:
+    """The likely cause of a spike at `step`, judged against the steps since `since`."""
+    inp = run.inputs
+    batch = inp[(inp["step"] == step) & (inp["split"] == TRAIN)]
+    bad = batch[(batch["nan_count"].fillna(0) + batch["inf_count"].fillna(0)) > 0]
+    if len(bad):
+        row = bad.iloc[0]
+        n = int(row["nan_count"] or 0) + int(row["inf_count"] or 0)
+        return (f"likely cause: the input batch of that step holds {n} NaN/Inf values in "
+                f"'{row['feature']}'"), "input_nonfinite", {"nonfinite_inputs": n}
+    outlier = _input_outlier(inp, batch, step, since, input_ratio)
+    if outlier:
+        feature, ratio = outlier
+        return (f"likely cause: an outlier input batch, '{feature}' reaching {fmt(ratio)}x its "
+                f"usual largest magnitude"), "input_outlier", {"input_ratio": ratio}
+    lr = _lr_change(run, step)
+    if lr and lr >= lr_increase:
+        return (f"likely cause: the learning rate rose {fmt(lr)}x just before"
+                ), "lr_increase", {"lr_ratio": lr}
+    grad = _grad_spike(run, step, since)
+    if grad and grad[1] >= grad_ratio:
+        name, ratio = grad
+        return (f"likely cause: a gradient-norm spike in '{name}', {fmt(ratio)}x its recent "
+                f"median"), "grad_spike", {"grad_ratio": ratio}
+    unseen = "" if len(batch) else " (its input batch was not profiled)"
+    return ("no input anomaly, LR change or gradient spike was recorded at that step" + unseen
+            ), "unknown", {}
+
+
+def _input_outlier(inp: pd.DataFrame, batch: pd.DataFrame, step: int, since: int,
+                   ratio: float) -> tuple[str, float] | None:
+    if not len(batch):
+        return None
+    before = inp[(inp["step"] >= since) & (inp["step"] < step) & (inp["split"] == TRAIN)]
+    best = None
+    for _, row in batch.iterrows():
+        prior = before[before["feature"] == row["feature"]]
+        if len(prior) < 3:
+            continue
+        usual = np.maximum(prior["max"].abs(), prior["min"].abs()).astype(float).median()
+        now = max(abs(float(row["max"])), abs(float(row["min"])))
+        if usual > 0 and now / usual >= ratio and (best is None or now / usual > best[1]):
+            best = (str(row["feature"]), now / usual)
+    return best
+
+
+def _lr_change(run: Run, step: int, lookback: int = 10) -> float | None:
+    """The largest LR increase factor between consecutive recorded steps near `step`."""
+    sc = run.scalars
+    names = [n for n in sc.loc[sc["split"] == TRAIN, "name"].unique()
+             if str(n).startswith(LR_PREFIX)]
+    best = None
+    for name in names:
+        lr = run.scalar(name)
+        near = lr[(lr.index >= step - lookback - 1) & (lr.index <= step)]
+        prev, cur = near.to_numpy()[:-1], near.to_numpy()[1:]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratios = cur[prev > 0] / prev[prev > 0]
+        if len(ratios) and np.isfinite(ratios).any():
+            r = float(np.nanmax(ratios))
+            best = r if best is None else max(best, r)
+    return best
+
+
+def _grad_spike(run: Run, step: int, since: int) -> tuple[str, float] | None:
+    norms = run.stat(GRAD, "norm")
+    if norms.empty:
+        return None
+    near = norms.loc[(norms.index >= step - 1) & (norms.index <= step)]
+    before = norms.loc[(norms.index >= since) & (norms.index < step - 1)]
+    if near.empty or len(before) < 3:
+        return None
+    ratio = (near.max() / before.median()).replace([np.inf], np.nan).dropna()
+    if ratio.empty:
+        return None
+    return str(ratio.idxmax()), float(ratio.max())

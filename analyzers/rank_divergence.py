@@ -1,0 +1,129 @@
+"""rank-divergence: one rank of a distributed run drifts away from the others.
+
+What it detects
+    In a run recorded by several ranks (torch.distributed), a rank whose train loss sits
+    consistently above or below the other ranks' (a data-skewed rank), or whose gradient norm
+    differs from theirs (desynchronized replicas). The loss is compared step by step with the
+    median of the other ranks, over the whole run and over its second half; the gradient norm is
+    the total over the parameters every rank recorded.
+
+Why it matters
+    Data-parallel ranks train one model on shards of the same data: their losses differ only by
+    sampling noise, and after DDP's all-reduce their gradients are identical. A rank whose loss is
+    persistently off reads different data (an unshuffled or wrong shard, a preprocessing step that
+    runs on one rank only); gradients that differ mean the replicas are not averaged at all, so
+    each rank trains its own model and the checkpoint of rank 0 is not the model of the run.
+
+Example
+    Rank 1's train loss sits 48% above the other ranks' on 97% of 60 steps; or rank 1's gradient
+    norm differs from rank 0's by a median 31% when the model was never wrapped in
+    ``DistributedDataParallel``.
+
+How to fix
+    For a loss gap, check the sampler (``DistributedSampler`` with ``set_epoch`` each epoch) and
+    that every rank runs the same preprocessing on the same kind of data. For a gradient gap, wrap
+    the model in ``DistributedDataParallel`` (or all-reduce the gradients) and make sure
+    ``no_sync`` is left before the optimizer step.
+
+False positives
+    Ranks that hold deliberately different data (one language per rank) differ in loss by design.
+    Recording every micro-batch inside ``no_sync`` during gradient accumulation, or sharded data
+    parallelism (FSDP, ZeRO) whose ranks hold different gradient shards, makes gradient norms differ
+    legitimately: record only optimizer steps, or set ``grad_rtol = inf``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tracelab.findings import ERROR, WARNING, Finding
+from tracelab.rules import rule
+from tracelab.run import Run
+from tracelab.schema import GRAD, LOSS, LOSS_NAME, TRAIN
+
+
+def _by_rank(rows: pd.DataFrame, value: str) -> pd.DataFrame:
+    """Step × rank, keeping the steps every rank recorded with finite values."""
+    wide = rows.pivot_table(index="step", columns="rank", values=value, aggfunc="last")
+    wide = wide.astype(float)
+    return wide[np.isfinite(wide).all(axis=1)]
+
+
+def _loss_gap(wide: pd.DataFrame, rank: int, floor: float) -> tuple[float, float]:
+    """(mean gap to the other ranks' median relative to the loss level, share of steps on the
+    side of that gap)."""
+    diff = wide[rank] - wide.drop(columns=rank).median(axis=1)
+    level = max(float(wide.median(axis=1).abs().median()), floor)
+    gap = float(diff.mean()) / level
+    return gap, float((np.sign(diff) == np.sign(gap)).mean())
+
+
+@rule(name="rank-divergence", code="TL501", requires=(LOSS,))
+def rank_divergence(run: Run, *, min_steps: int = 30, loss_gap: float = 0.1,
+                    consistency: float = 0.8, grad_rtol: float = 0.01,
+                    min_grad_steps: int = 3) -> list[Finding]:
+    if len(run.ranks) < 2:
+        return []
+    return (_loss_drift(run, min_steps, loss_gap, consistency)
+            + _grad_desync(run, grad_rtol, min_grad_steps))
+
+
+def _loss_drift(run: Run, min_steps: int, loss_gap: float, consistency: float) -> list[Finding]:
+    sc = run.scalars
+    loss = _by_rank(sc[(sc["split"] == TRAIN) & (sc["name"] == LOSS_NAME)], "value")
+    if len(loss) < min_steps or loss.shape[1] < 2:
+        return []
+    # A gap that is tiny next to the starting loss is not worth a look, however steady.
+    floor = 0.05 * float(loss.iloc[: max(len(loss) // 10, 1)].median(axis=1).abs().median())
+    # The whole run, then its second half if long enough: a drift may start mid-run.
+    half = loss.iloc[len(loss) // 2:]
+    windows = (loss, half) if len(half) >= min_steps else (loss,)
+    findings = []
+    for rank in loss.columns:
+        for window in windows:
+            gap, share = _loss_gap(window, rank, floor)
+            if abs(gap) >= loss_gap and share >= consistency:
+                break
+        else:
+            continue
+        if loss.shape[1] == 2 and gap < 0:
+            continue  # with two ranks each differs from "the other": name the higher loss
+        mine = float(window[rank].mean())
+        others = float(window.drop(columns=rank).median(axis=1).mean())
+        findings.append(rank_divergence.finding(
+            WARNING, f"rank {rank}", (window.index[0], window.index[-1]),
+            f"Rank {rank}'s train loss sits {abs(gap):.0%} {'above' if gap > 0 else 'below'} "
+            f"the other ranks' on {share:.0%} of {len(window)} steps "
+            f"(mean {mine:.3g} vs {others:.3g}).",
+            {"rank": rank, "relative_gap": gap, "consistent_share": share,
+             "rank_mean_loss": mine, "others_mean_loss": others, "steps": len(window)},
+            "Check that every rank gets a shuffled shard of the same data (DistributedSampler, "
+            "set_epoch each epoch) and runs the same preprocessing."))
+    return findings
+
+
+def _grad_desync(run: Run, grad_rtol: float, min_grad_steps: int) -> list[Finding]:
+    tn = run.tensors
+    grads = tn[(tn["kind"] == GRAD)]
+    # Only parameters every rank recorded: pipeline or model parallel ranks hold other layers.
+    ranks_per_name = grads.groupby("name")["rank"].nunique()
+    common = ranks_per_name.index[ranks_per_name == grads["rank"].nunique()]
+    grads = grads[grads["name"].isin(common)].assign(sq=lambda d: d["norm"].astype(float) ** 2)
+    totals = grads.groupby(["step", "rank"])["sq"].sum(min_count=1) ** 0.5
+    norms = _by_rank(totals.rename("norm").reset_index(), "norm")
+    if len(norms) < min_grad_steps or norms.shape[1] < 2:
+        return []
+    findings = []
+    for rank in norms.columns[1:] if norms.shape[1] == 2 else norms.columns:
+        others = norms.drop(columns=rank).median(axis=1)
+        rel = ((norms[rank] - others).abs() / others.abs().clip(lower=1e-12)).median()
+        if rel > grad_rtol:
+            findings.append(rank_divergence.finding(
+                ERROR, f"rank {rank}", (norms.index[0], norms.index[-1]),
+                f"Rank {rank}'s total gradient norm differs from the other ranks' by a median "
+                f"{rel:.1%} over {len(norms)} steps; all-reduced gradients would be identical, "
+                "so the replicas are training different models.",
+                {"rank": rank, "median_relative_difference": rel, "steps": len(norms)},
+                "Wrap the model in DistributedDataParallel (or all-reduce the gradients) and "
+                "leave no_sync before each optimizer step."))
+    return findings

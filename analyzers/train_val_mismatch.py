@@ -1,0 +1,167 @@
+"""train-val-mismatch: a split's inputs are distributed differently from the training inputs.
+
+What it detects
+    For every feature, the values of each non-training split (val, test, serve, ...) are compared
+    with the training values: a two-sample Kolmogorov-Smirnov statistic D (largest gap between
+    the two cumulative distributions) and the Wasserstein distance divided by the training
+    standard deviation (W/σ: how far, in training stds, values must move to match). A feature
+    differs when both effect sizes pass their floor and the gap is beyond sampling noise. A split
+    is reported when at least half of its features differ, or when one differs strongly. With
+    ``--baseline``, each split is also compared with the same split of the baseline run.
+
+Why it matters
+    A model evaluated on inputs prepared differently from its training inputs gives validation
+    numbers that mean nothing, and no error is ever raised. The classic case is a scaler fitted
+    separately per split: training data min-max scaled to [0, 1], validation data z-scored.
+
+Example
+    ``val inputs differ from train in 30 of 30 features: train in [0, 1] (min-max scaled?), val
+    mean≈0 std≈1 (z-scored?)``, followed by the worst features with their D, W/σ and ranges.
+
+How to fix
+    Fit one preprocessor on the training split and apply that same fitted object to every
+    split (``scaler.fit(X_train)``, then ``scaler.transform(X_val)``); never fit per split.
+
+False positives
+    Effect sizes, not p-values alone, decide: large samples make tiny, harmless differences
+    "significant". Ordinary augmentation (noise, flips, crops, jitter) moves a feature by far
+    less than `strong_wasserstein` and stays quiet. Datetime and text features are skipped: a
+    time-based split differs in time by design. A genuine covariate shift between splits is
+    reported too; it is worth knowing, but not a pipeline bug.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+from scipy import stats
+
+from tracelab.analyzers._inputs import (Profile, feature_rows, fmt, profile, range_label,
+                                        samples_of, stats_text)
+from tracelab.findings import ERROR, WARNING, Finding
+from tracelab.rules import rule
+from tracelab.run import Run
+from tracelab.schema import INPUTS_REQ, TRAIN
+
+
+@rule(name="train-val-mismatch", code="TL301", requires=(INPUTS_REQ,))
+def train_val_mismatch(run: Run, *, min_ks: float = 0.15, min_wasserstein: float = 0.3,
+                       strong_ks: float = 0.4, strong_wasserstein: float = 1.0,
+                       alpha: float = 1e-4, share: float = 0.5, min_samples: int = 20,
+                       max_listed: int = 5, baseline: Run | None = None) -> list[Finding]:
+    limits = dict(min_ks=min_ks, min_w=min_wasserstein, strong_ks=strong_ks,
+                  strong_w=strong_wasserstein, alpha=alpha, min_samples=min_samples)
+    mine, mine_s = _profiles(run), samples_of(run)
+    pairs = [(TRAIN, mine, mine_s, s, "train", s) for s in _splits(mine) if s != TRAIN]
+    if baseline is not None:
+        base, base_s = _profiles(baseline), samples_of(baseline)
+        pairs += [(s, base, base_s, s, f"the baseline's {s}", f"{s} (vs baseline)")
+                  for s in _splits(mine) if s in _splits(base)]
+    findings = []
+    for ref_split, ref, ref_s, split, ref_name, subject in pairs:
+        results = []
+        for feature, by_split in mine.items():
+            a, b = ref.get(feature, {}).get(ref_split), by_split.get(split)
+            if a is None or b is None or a.kind in "MO" or b.kind in "MO":
+                continue
+            r = _compare(a, b, ref_s.get((ref_split, feature)), mine_s.get((split, feature)),
+                         **limits)
+            if r is not None:
+                results.append({"feature": feature, **r, "ref": a, "other": b})
+        differ = [r for r in results if r["differs"]]
+        strong = [r for r in differ if r["strong"]]
+        if not results or not (strong or len(differ) >= share * len(results)):
+            continue
+        differ.sort(key=lambda r: (-r["w"], -(r["ks"] or 0)))
+        sev = ERROR if len(strong) >= share * len(results) else WARNING
+        steps = (min(r["other"].first_step for r in results),
+                 max(r["other"].last_step for r in results))
+        worst = differ[:max_listed]
+        listed = "; ".join(
+            f"'{r['feature']}' {_effect(r)}: {ref_name} {stats_text(r['ref'])}, "
+            f"{split} {stats_text(r['other'])}" for r in worst)
+        findings.append(train_val_mismatch.finding(
+            sev, subject, steps,
+            f"{split} inputs differ from {ref_name} in {len(differ)} of {len(results)} features "
+            f"({len(strong)} strongly): {_headline(differ, ref_name, split)}. Worst (KS "
+            f"statistic, Wasserstein distance W in {ref_name} stds σ): {listed}.",
+            {"split": split, "reference": ref_name, "features_compared": len(results),
+             "features_differing": len(differ), "features_strong": len(strong),
+             "worst": [{"feature": r["feature"], "ks": r["ks"], "w_over_std": r["w"],
+                        "p_value": r["p"], "method": r["method"]} for r in worst]},
+            f"Diff this run's data pipeline and source against the baseline run's: the same "
+            f"features now arrive with different values in {split}." if ref_split == split else
+            f"Apply the exact preprocessing fitted on {ref_name} to {split}: fit scalers and "
+            f"encoders once (scaler.fit(X_train)) and call .transform() on every split; then "
+            f"compare how {split} is loaded with how {ref_name} is."))
+    return findings
+
+
+def _profiles(run: Run) -> dict[str, dict[str, Profile]]:
+    return {f: {s: profile(rows) for s, rows in by.items()} for f, by in feature_rows(run.inputs)}
+
+
+def _splits(profiles: dict[str, dict[str, Profile]]) -> list[str]:
+    return list(dict.fromkeys(s for by in profiles.values() for s in by))
+
+
+def _compare(a: Profile, b: Profile, sa, sb, *, min_ks, min_w, strong_ks, strong_w, alpha,
+             min_samples) -> dict | None:
+    scale = a.std if a.std > 0 else b.std
+    if sa is not None and sb is not None and min(len(sa), len(sb)) >= min_samples:
+        x, y = sa["value"].to_numpy(), sb["value"].to_numpy()
+        ks = float(stats.ks_2samp(x, y, method="asymp").statistic)
+        na, nb = _n_eff(x), _n_eff(y)
+        p = float(stats.kstwobign.sf(ks * np.sqrt(na * nb / (na + nb))))
+        w = float(stats.wasserstein_distance(x, y))
+        method = "samples"
+    elif np.isfinite([a.mean, b.mean]).all() and a.count > 1 and b.count > 1:
+        # Summary statistics only: the W distance of two normals is at least the larger of
+        # |Δmean| and 0.8·|Δstd|; a z-test on the means stands in for KS's noise check.
+        ks, method = None, "batch stats"
+        w = max(abs(a.mean - b.mean), 0.8 * abs(np.nan_to_num(a.std) - np.nan_to_num(b.std)))
+        se = np.sqrt(np.nan_to_num(a.std) ** 2 / a.count + np.nan_to_num(b.std) ** 2 / b.count)
+        p = float(stats.norm.sf(abs(a.mean - b.mean) / se) * 2) if se > 0 else float(w == 0)
+    else:
+        return None
+    if not scale > 0:
+        w = 0.0 if w == 0 else float("inf")
+    else:
+        w /= scale
+    significant = p < alpha
+    ks_ok = lambda floor: ks is None or ks >= floor  # noqa: E731
+    return {"ks": ks, "w": w, "p": p, "method": method,
+            "differs": significant and w >= min_w and ks_ok(min_ks),
+            "strong": significant and w >= strong_w and ks_ok(strong_ks)}
+
+
+def _n_eff(x: np.ndarray) -> int:
+    """Sampled values repeat rows seen in several epochs; distinct values bound the information."""
+    distinct = len(np.unique(x))
+    return min(len(x), distinct) if distinct > 20 else len(x)
+
+
+def _effect(r: dict) -> str:
+    ks = f"KS {r['ks']:.2f}, " if r["ks"] is not None else ""
+    return f"({ks}W/σ {fmt(r['w'])})"
+
+
+def _headline(differ: list[dict], ref_name: str, split: str) -> str:
+    """The preprocessing each side looks like, when most differing features agree on one."""
+    sides = []
+    for key in ("ref", "other"):
+        labels = Counter(range_label(r[key]) for r in differ)
+        (label, text), n = labels.most_common(1)[0]
+        sides.append((label, text) if label and n >= len(differ) / 2 else (None, None))
+    (la, ta), (lb, tb) = sides
+    if la != lb and (la or lb):
+        top = differ[0]
+        return (f"{ref_name} {ta or stats_text(top['ref'])}, "
+                f"{split} {tb or stats_text(top['other'])}")
+    top = differ[0]
+    a, b = top["ref"], top["other"]
+    shift = (b.mean - a.mean) / a.std if a.std > 0 else float("nan")
+    ratio = b.std / a.std if a.std > 0 else float("nan")
+    return (f"e.g. '{top['feature']}' has its {split} mean {fmt(abs(shift))} {ref_name} stds "
+            f"{'above' if shift > 0 else 'below'} the {ref_name} mean, and {fmt(ratio)}x its "
+            f"spread")

@@ -1,0 +1,78 @@
+"""update-ratio: parameter updates far too large or far too small against the weights.
+
+What it detects
+    For each weight matrix or kernel, the ratio ||update|| / ||weight|| per step, where the
+    update is the change the optimizer applied. A healthy ratio is around 1e-3 (1e-4 to 1e-2 is
+    common). Layers whose median ratio exceeds `high` are flagged as learning too fast; layers
+    whose ratio stays below `low` even at its 90th percentile are flagged as barely learning.
+    Layers that never change are left to frozen-parameters.
+
+Why it matters
+    The update ratio is the most direct reading of the effective learning rate per layer. Far
+    above 1e-3, each step rewrites a large part of the weights and training is unstable; far
+    below, the layer effectively does not train within the run's budget.
+
+Example
+    Every layer's median update ratio is 2e-07 (SGD with lr=1e-6): the learning rate is about
+    a thousand times too low.
+
+How to fix
+    Scale the learning rate by the ratio's distance from 1e-3 (or run an LR range test), and
+    use warm-up for the first steps; for a single outlying layer, give it its own param group.
+
+False positives
+    The first steps of Adam-type optimizers and of warm-up schedules are uneven, hence the
+    median; a converged run's updates shrink at the end, hence the 90th percentile for the low
+    side. Biases and normalization scales are not judged.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tracelab.analyzers._dynamics import fmt, matrix_params, name_list, subject_of
+from tracelab.findings import WARNING, Finding
+from tracelab.rules import rule
+from tracelab.run import Run
+from tracelab.schema import UPDATE, UPDATES, WEIGHT, WEIGHTS
+
+
+@rule(name="update-ratio", code="TL206", requires=(UPDATES, WEIGHTS))
+def update_ratio(run: Run, *, high: float = 0.1, low: float = 1e-5,
+                 min_steps: int = 5) -> list[Finding]:
+    upd, w = run.stat(UPDATE, "norm"), run.stat(WEIGHT, "norm")
+    names = matrix_params(run, [n for n in upd.columns if n in w.columns])
+    if len(upd) < min_steps or not names:
+        return []
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = (upd[names] / w[names].reindex(upd.index)).replace([np.inf, -np.inf], np.nan)
+    moving = [n for n in names if (ratio[n].dropna() > 0).any()]
+    if not moving:
+        return []
+    ratio = ratio[moving]
+    median, upper = ratio.median(), ratio.quantile(0.9)
+    steps = (int(upd.index[0]), int(upd.index[-1]))
+    findings = []
+    for side, layers in (("high", median[median > high]), ("low", upper[upper < low])):
+        if layers.empty:
+            continue
+        worst = str(layers.idxmax() if side == "high" else layers.idxmin())
+        flagged = list(layers.index)
+        which = f"all {len(flagged)} layers" if len(flagged) == len(moving) else \
+            f"{len(flagged)} of {len(moving)} layers ({name_list(flagged)})"
+        if side == "high":
+            text = (f"Updates are too large in {which}: '{worst}' changes by "
+                    f"{fmt(layers[worst])} of its norm per step (median), "
+                    f"{fmt(layers[worst] / 1e-3)}x the usual 1e-3.")
+            fix = ("Lower the learning rate until the ratio nears 1e-3, or add warm-up; give an "
+                   "outlying layer its own param group.")
+        else:
+            text = (f"Updates are too small in {which}: '{worst}' changes by at most "
+                    f"{fmt(layers[worst])} of its norm per step (90th percentile), "
+                    f"{fmt(1e-3 / max(layers[worst], 1e-30))}x below the usual 1e-3.")
+            fix = "Raise the learning rate of these layers; an LR range test finds a good one."
+        findings.append(update_ratio.finding(
+            WARNING, subject_of(flagged), steps, text,
+            {"layers": len(flagged), "of_layers": len(moving),
+             "worst_ratio": float(layers[worst]), "median_ratio_all": float(median.median())},
+            fix))
+    return findings

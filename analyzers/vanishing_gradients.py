@@ -1,0 +1,76 @@
+"""vanishing-gradients: some layers receive orders of magnitude less gradient than the rest.
+
+What it detects
+    For each weight matrix or kernel, the typical gradient size per element (gradient norm /
+    sqrt(numel), median over the recorded steps). A layer is flagged when that is below `ratio`
+    times the largest layer's value, or below the absolute `floor`. Layers whose gradients are
+    exactly zero are left to frozen-parameters. The finding names the layers and gives their
+    ratio to the largest and to the median layer.
+
+Why it matters
+    Layers that get almost no gradient barely learn: in deep sigmoid/tanh stacks or badly
+    initialized nets the first layers stay near their random initialization while the last
+    layer does all the work, and the model underfits.
+
+Example
+    In a 10-layer sigmoid MLP, `layers.0.weight` receives 3e-09 per element against 0.004 for
+    `layers.9.weight` (ratio 7e-07).
+
+How to fix
+    Use ReLU-family activations, add BatchNorm/LayerNorm or residual connections, and use a
+    fitting initialization (Kaiming for ReLU, Xavier for tanh).
+
+False positives
+    Embeddings and other sparsely used parameters receive small gradients per element by
+    design; their ratio is rarely below 1e-3. Biases and normalization scales are not judged.
+    A diverging run is judged only up to its first non-finite gradient, and not at all when a
+    layer's median gradient norm exceeds `max_reference`: the gap then comes from an exploding
+    layer, which exploding-gradients reports.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tracelab.analyzers._dynamics import fmt, matrix_params, name_list, subject_of
+from tracelab.findings import WARNING, Finding
+from tracelab.rules import rule
+from tracelab.run import Run
+from tracelab.schema import GRAD, GRADS
+
+
+@rule(name="vanishing-gradients", code="TL201", requires=(GRADS,))
+def vanishing_gradients(run: Run, *, ratio: float = 1e-3, floor: float = 1e-9,
+                        max_reference: float = 100.0, min_steps: int = 3) -> list[Finding]:
+    norms = run.stat(GRAD, "norm")
+    numel = run.stat(GRAD, "numel")
+    names = matrix_params(run, norms.columns)
+    if len(norms) < min_steps or not names:
+        return []
+    # A diverged run is judged up to its first non-finite gradient: after that it is garbage.
+    broken = ~np.isfinite(norms[names].to_numpy()).all(axis=1)
+    if broken.any():
+        norms = norms.iloc[:int(np.argmax(broken))]
+    if len(norms) < min_steps:
+        return []
+    rms = (norms[names] / np.sqrt(numel[names].reindex(norms.index))).median()
+    rms = rms[np.isfinite(rms) & (rms > 0)]
+    if rms.empty or float(norms[names].median().max()) > max_reference:
+        return []  # the gap comes from an exploding layer: exploding-gradients reports it
+    top = float(rms.max())
+    middle = float(rms.median())
+    low = rms[(rms < ratio * top) | (rms < floor)]
+    if low.empty:
+        return []
+    worst = str(low.idxmin())
+    steps = (int(norms.index[0]), int(norms.index[-1]))
+    return [vanishing_gradients.finding(
+        WARNING, subject_of(list(low.index)), steps,
+        f"{len(low)} of {len(rms)} layers get vanishing gradients ({name_list(list(low.index))})"
+        f": '{worst}' receives {fmt(low[worst])} per element, {fmt(low[worst] / top)}x the "
+        f"largest layer '{rms.idxmax()}' ({fmt(top)}) and {fmt(low[worst] / middle)}x the "
+        f"median layer.",
+        {"layers": len(low), "of_layers": len(rms), "worst_grad_rms": float(low[worst]),
+         "largest_grad_rms": top, "median_grad_rms": middle,
+         "ratio_to_largest": float(low[worst] / top)},
+        "Use ReLU-family activations, BatchNorm or residual connections, and Kaiming/Xavier "
+        "initialization for the named layers.")]

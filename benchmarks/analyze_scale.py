@@ -1,0 +1,199 @@
+"""Analyze a large run: 1,000,000 tensor-stat rows, timed and measured for peak memory.
+
+Generates a run with the trace writer: 32 parameters x (weight, grad, update) every step for
+10,000 steps, plus 20 activation modules every 5 steps (1,000,000 tensor rows), per-step
+scalars (loss, lr, acc, step and data time), a validation split every 100 steps and input
+profiles of 16 features every 10 steps. Then, in a fresh subprocess each, it measures:
+
+- read:    opening the run and loading every table (the floor any analysis pays),
+- analyze: `tracelab.analyze(run)` with every rule: tables loaded and rule modules imported
+           inside it,
+
+each with wall time and peak RSS (resource.getrusage), best of `--repeat`, and prints the
+ratio. The time to import tracelab itself (pandas, pyarrow) is printed apart. The target is
+analyze under 5 s and under 1 GB.
+
+    python benchmarks/analyze_scale.py [--steps N] [--keep DIR] [--repeat K]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+PARAMS = 32
+ACT_MODULES = 20
+ACT_EVERY = 5
+FEATURES = 16
+CHUNK = 500  # steps per write call
+
+_MEASURE = r"""
+import json, resource, sys, time
+t0 = time.perf_counter()
+import tracelab
+from tracelab.run import open_run
+t1 = time.perf_counter()
+mode, path = sys.argv[1], sys.argv[2]
+if mode == "read":
+    run = open_run(path).load_all()
+    rows = len(run.tensors)
+    result = {"rows": rows}
+else:
+    diagnosis = tracelab.analyze(path)
+    result = {"findings": [f"{f.code}:{f.subject}" for f in diagnosis.findings],
+              "errors": [f"{e.rule}: {e.error}" for e in diagnosis.errors],
+              "rules": len(diagnosis.rules_run), "skipped": len(diagnosis.skipped)}
+t2 = time.perf_counter()
+result.update(import_s=t1 - t0, wall_s=t2 - t1,
+              peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+print(json.dumps(result))
+"""
+
+
+def generate(path: Path, steps: int, seed: int = 0) -> int:
+    """Write a healthy-looking run of `steps` steps; returns the number of tensor rows."""
+    from tracelab.schema import ACTIVATION, GRAD, INPUTS, SCALARS, TENSORS, UPDATE, WEIGHT
+    from tracelab.writer import RunWriter
+
+    rng = np.random.default_rng(seed)
+    names = [f"blocks.{i // 2}.{'weight' if i % 2 == 0 else 'bias'}" for i in range(PARAMS)]
+    shapes = [[256, 256] if n.endswith("weight") else [256] for n in names]
+    numel = np.array([int(np.prod(s)) for s in shapes])
+    modules = [{"path": f"blocks.{i // 2}" if i % 2 == 0 else f"act.{i // 2}",
+                "type": "Linear" if i % 2 == 0 else "ReLU"} for i in range(ACT_MODULES)]
+    meta = {"config": {"num_classes": 10, "lr": 1e-3},
+            "model": {"type": "Net", "modules": modules, "parameters": [
+                {"name": n, "shape": s, "dtype": "float32", "device": "cpu",
+                 "requires_grad": True, "in_optimizer": True} for n, s in zip(names, shapes)]}}
+    writer = RunWriter(path, meta, flush_interval=60.0, part_rows=250_000)
+    w_norm = 10 + rng.random(PARAMS)
+    rows = 0
+    for begin in range(0, steps, CHUNK):
+        st = np.arange(begin, min(begin + CHUNK, steps))
+        k = len(st)
+        # Tensors: every parameter, every kind, every step.
+        drift = np.cumsum(1e-3 * rng.standard_normal((k, PARAMS)), axis=0)
+        cols = {}
+        for kind, level in ((WEIGHT, w_norm + drift), (GRAD, 0.5 * np.exp(
+                0.3 * rng.standard_normal((k, PARAMS)))), (UPDATE, 1e-3 * w_norm * np.exp(
+                0.3 * rng.standard_normal((k, PARAMS))))):
+            cols.setdefault("step", []).append(np.repeat(st, PARAMS))
+            cols.setdefault("kind", []).extend([kind] * (k * PARAMS))
+            cols.setdefault("name", []).extend(names * k)
+            cols.setdefault("numel", []).append(np.tile(numel, k))
+            norm = level.reshape(-1)
+            per = norm / np.sqrt(np.tile(numel, k))
+            cols.setdefault("norm", []).append(norm)
+            cols.setdefault("mean", []).append(0.1 * per * rng.standard_normal(k * PARAMS))
+            cols.setdefault("std", []).append(per)
+            cols.setdefault("min", []).append(-3 * per)
+            cols.setdefault("max", []).append(3 * per)
+            cols.setdefault("abs_mean", []).append(0.8 * per)
+            cols.setdefault("zero_frac", []).append(np.zeros(k * PARAMS))
+            cols.setdefault("nan_count", []).append(np.zeros(k * PARAMS, dtype=np.int64))
+            cols.setdefault("inf_count", []).append(np.zeros(k * PARAMS, dtype=np.int64))
+        act_steps = st[st % ACT_EVERY == 0]
+        a = len(act_steps) * ACT_MODULES
+        is_relu = np.tile([m["type"] == "ReLU" for m in modules], len(act_steps))
+        cols["step"].append(np.repeat(act_steps, ACT_MODULES))
+        cols["kind"].extend([ACTIVATION] * a)
+        cols["name"].extend([m["path"] for m in modules] * len(act_steps))
+        cols["numel"].append(np.full(a, 256 * 64))
+        spread = 1 + 0.1 * rng.standard_normal(a)
+        for c, v in (("norm", 128 * spread), ("mean", 0.3 * spread), ("std", spread),
+                     ("min", np.where(is_relu, 0.0, -3 * spread)), ("max", 3 * spread),
+                     ("abs_mean", 0.7 * spread), ("zero_frac", np.where(is_relu, 0.5, 0.0))):
+            cols[c].append(v)
+        cols["nan_count"].append(np.zeros(a, dtype=np.int64))
+        cols["inf_count"].append(np.zeros(a, dtype=np.int64))
+        cols["dead_frac"] = np.concatenate([np.full(k * PARAMS * 3, np.nan),
+                                            np.where(is_relu, 0.05, 0.0)])
+        cols["saturated_frac"] = np.full(k * PARAMS * 3 + a, np.nan)
+        columns = {c: (np.concatenate(v) if isinstance(v, list) and v and isinstance(
+            v[0], np.ndarray) else np.asarray(v)) for c, v in cols.items()}
+        order = np.argsort(columns["step"], kind="stable")  # a recorder writes step by step
+        writer.write((TENSORS, {c: v[order] for c, v in columns.items()}))
+        rows += len(columns["step"])
+        # Scalars: a healthy converging loss, lr, metrics, timings.
+        loss = (0.3 + 2.0 * np.exp(-st / 2000)) * np.exp(0.2 * rng.standard_normal(k))
+        names_s = ["loss", "lr/0", "acc", "step_time", "data_time"]
+        values = np.stack([loss, np.full(k, 1e-3), 1 - loss / 3, 0.01 + 0 * loss,
+                           0.002 + 0 * loss], axis=1).reshape(-1)
+        val = st[st % 100 == 99]
+        writer.write((SCALARS, {
+            "step": np.concatenate([np.repeat(st, 5), np.repeat(val, 2)]),
+            "split": ["train"] * (5 * k) + ["val"] * (2 * len(val)),
+            "name": names_s * k + ["loss", "acc"] * len(val),
+            "value": np.concatenate([values, np.stack([0.3 + 2.0 * np.exp(-val / 2000),
+                                                       0.8 + 0 * val], axis=1).reshape(-1)]),
+            "wall_time": np.concatenate([np.repeat(st * 0.01, 5), np.repeat(val * 0.01, 2)])}))
+        inp = st[st % 10 == 0]
+        f = len(inp) * FEATURES
+        writer.write((INPUTS, {
+            "step": np.repeat(inp, FEATURES), "split": ["train"] * f,
+            "feature": [f"feature[{i}]" for i in range(FEATURES)] * len(inp),
+            "dtype": ["float32"] * f, "count": np.full(f, 64),
+            "mean": 0.01 * rng.standard_normal(f), "std": 1 + 0.01 * rng.standard_normal(f),
+            "min": np.full(f, -3.0), "max": np.full(f, 3.0), "n_unique": np.full(f, 64),
+            "int_frac": np.zeros(f), "nan_count": np.zeros(f, dtype=np.int64),
+            "inf_count": np.zeros(f, dtype=np.int64)}))
+    writer.close()
+    return rows
+
+
+def measure(mode: str, path: Path) -> dict:
+    out = subprocess.run([sys.executable, "-c", _MEASURE, mode, str(path)], check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=10_000)
+    parser.add_argument("--keep", metavar="DIR", help="write (or reuse) the run here")
+    parser.add_argument("--repeat", type=int, default=3, help="measurements of each side")
+    args = parser.parse_args(argv)
+    root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="tracelab-scale-"))
+    path = root / "run"
+    if not (path / "meta.json").exists():
+        t0 = time.perf_counter()
+        rows = generate(path, args.steps)
+        print(f"generated {rows:,} tensor rows ({args.steps:,} steps) in "
+              f"{time.perf_counter() - t0:.1f} s: {path}")
+    size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    print(f"run on disk: {size / 2**20:.1f} MiB; load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} CPUs")
+    try:
+        results = {}
+        for mode in ("read", "analyze"):
+            runs = [measure(mode, path) for _ in range(args.repeat)]
+            best = min(runs, key=lambda r: r["wall_s"])
+            results[mode] = best
+            walls = ", ".join(f"{r['wall_s']:.2f}" for r in runs)
+            print(f"{mode:<8} wall {best['wall_s']:.2f} s (runs: {walls}), peak RSS "
+                  f"{best['peak_rss_mb']:.0f} MB; importing tracelab before it "
+                  f"{best['import_s']:.2f} s")
+        a, r = results["analyze"], results["read"]
+        print(f"analyze / read: {a['wall_s'] / r['wall_s']:.2f}x wall, "
+              f"{a['peak_rss_mb'] / r['peak_rss_mb']:.2f}x peak RSS; {a['rules']} rules ran, "
+              f"{a['skipped']} skipped, findings: {a['findings'] or 'none'}")
+        for error in a["errors"]:
+            print(f"internal error: {error}")
+        ok = a["wall_s"] < 5.0 and a["peak_rss_mb"] < 1024 and not a["errors"]
+        print(f"target (< 5 s, < 1 GB): {'met' if ok else 'MISSED'}")
+        return 0 if ok else 1
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

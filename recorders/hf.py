@@ -1,0 +1,152 @@
+"""TracelabCallback for Hugging Face transformers' Trainer: records `Trainer.train()`.
+
+    from tracelab.recorders.hf import TracelabCallback
+
+    trainer = Trainer(model=model, args=args, train_dataset=ds, eval_dataset=ev,
+                      callbacks=[TracelabCallback("runs/exp1")])
+
+Per optimizer step (after clipping, before the gradients are zeroed): the loss the model
+returned (over the step's micro-batches), lr, weight/grad/update statistics, activations and
+the batch the model received (`input_ids`, `attention_mask`, `labels`, ...; integer tensors
+such as token ids are profiled as one feature each) at the Recorder's cadences. After each
+evaluation: the `eval_` metrics as the "val" split, with the first evaluation batch's profile.
+Each process writes its own rank's shard. An exception that ends the script marks the run
+failed. Needs the `hf` extra.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Mapping
+
+try:
+    from transformers import TrainerCallback
+except ModuleNotFoundError:
+    raise ModuleNotFoundError("tracelab.recorders.hf needs transformers; install it with "
+                              "pip install 'tracelab[hf]'") from None
+import torch
+
+from tracelab.recorders._callbacks import Guard, guarded, loss_value, metrics_for
+from tracelab.recorders.torch_recorder import Recorder
+
+# TrainingArguments worth keeping with the run (the full set has over a hundred fields).
+ARGS_KEPT = ("learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps",
+             "num_train_epochs", "max_steps", "weight_decay", "adam_beta1", "adam_beta2",
+             "adam_epsilon", "max_grad_norm", "lr_scheduler_type", "warmup_ratio",
+             "warmup_steps", "optim", "seed", "data_seed", "fp16", "bf16", "tf32",
+             "world_size")
+
+
+# Arguments the Trainer passes to the model that are bookkeeping, not data.
+NOT_INPUTS = ("num_items_in_batch",)
+
+
+def batch_inputs(kwargs: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+    """The tensors a model was called with; integer ones (token ids, masks) as one feature."""
+    out = {}
+    for key, value in kwargs.items():
+        if key in NOT_INPUTS or not isinstance(value, torch.Tensor) or value.numel() == 0:
+            continue
+        if not value.is_floating_point() and value.dim() >= 2:
+            value = value.reshape(-1, 1)
+        out[key] = value
+    return out
+
+
+class TracelabCallback(Guard, TrainerCallback):
+    """Record a Trainer run into `run_dir`.
+
+    config: hyperparameters to store besides the main TrainingArguments.
+    recorder_options: passed to Recorder (every, activation_every, input_every, feature_names,
+    sample_size, flush_interval).
+    """
+
+    framework = "transformers Trainer"
+
+    def __init__(self, run_dir: str, *, config: Mapping[str, Any] | None = None,
+                 **recorder_options: Any):
+        Guard.__init__(self)
+        self.run_dir = run_dir
+        self.config = dict(config or {})
+        self.options = recorder_options
+        self._handles: list[Any] = []
+        self._losses: list[torch.Tensor] = []
+        self._summed = False
+        self._train_batch: Any = None
+        self._eval_batch: Any = None
+        self._excepthook = None
+
+    @guarded
+    def on_train_begin(self, args, state, control, model=None, optimizer=None, **kwargs):
+        if self.recorder is not None or model is None:
+            return
+        kept = {k: v for k, v in args.to_dict().items() if k in ARGS_KEPT}
+        self.recorder = Recorder(self.run_dir, config={**kept, **self.config},
+                                 rank=args.process_index, **self.options)
+        # accelerate wraps the torch optimizer; the Recorder hooks the one that steps.
+        inner = getattr(optimizer, "optimizer", optimizer)
+        self.recorder.watch(model, inner if isinstance(inner, torch.optim.Optimizer) else None)
+        self._handles = [model.register_forward_pre_hook(self._before_forward, with_kwargs=True),
+                         model.register_forward_hook(self._after_forward)]
+        # The Trainer has no exception hook: mark the run failed if an exception ends the script.
+        self._excepthook, sys.excepthook = sys.excepthook, self._on_uncaught
+
+    def _before_forward(self, module, args, kwargs) -> None:
+        if self.disabled or self.recorder is None:
+            return
+        if module.training:
+            self._mark_data_ready()
+            self._summed = "num_items_in_batch" in kwargs
+            if self.recorder._step % self.recorder.input_every == 0:
+                self._train_batch = kwargs
+        elif self._eval_batch is None:
+            self._eval_batch = kwargs
+
+    def _after_forward(self, module, args, output) -> None:
+        if self.disabled or self.recorder is None or not module.training:
+            return
+        loss = loss_value(output)
+        if isinstance(loss, torch.Tensor) and loss.numel() == 1:
+            self._losses.append(loss.detach().float().reshape(()))
+
+    @guarded
+    def on_optimizer_step(self, args, state, control, **kwargs):
+        if self.recorder is None:
+            return
+        losses, self._losses = self._losses, []
+        loss = None
+        if losses:
+            # A model given num_items_in_batch already divides by the whole step's token count.
+            loss = torch.stack(losses).sum() if self._summed else torch.stack(losses).mean()
+        batch, self._train_batch = self._train_batch, None
+        self.recorder.step(loss=loss, inputs=batch_inputs(batch) if batch else None)
+        self._mark_step_end()
+
+    @guarded
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        batch, self._eval_batch = self._eval_batch, None
+        if self.recorder is None or not metrics:
+            return
+        self.recorder.log("val", metrics=metrics_for(metrics, "val", unprefixed=False),
+                          inputs=batch_inputs(batch) if batch else None)
+
+    @guarded
+    def on_train_end(self, args, state, control, **kwargs):
+        self._detach()
+        self._close()
+
+    def _detach(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        if self._excepthook is not None and sys.excepthook == self._on_uncaught:
+            sys.excepthook = self._excepthook
+        self._excepthook = None
+
+    def _on_uncaught(self, exc_type, exc, tb) -> None:
+        previous = self._excepthook or sys.__excepthook__
+        try:
+            self._detach()
+            self._close(exc.with_traceback(tb) if exc is not None else exc_type())
+        except Exception:
+            pass
+        previous(exc_type, exc, tb)

@@ -1,0 +1,122 @@
+"""TracelabCallback for PyTorch Lightning: records `Trainer.fit()` as the Recorder would.
+
+    import lightning as L
+    from tracelab.recorders.lightning import TracelabCallback
+
+    trainer = L.Trainer(callbacks=[TracelabCallback("runs/exp1")])
+    trainer.fit(model, train_loader, val_loader)
+
+Per optimizer step: the training step's loss, the metrics logged in `training_step` (names
+without a `train_` prefix), lr, weight/grad/update statistics, activations and the input batch
+at the Recorder's cadences. After each validation: the metrics with a `val_` (or `valid_`,
+`validation_`) prefix, as the "val" split, and the first validation batch's profile. Each rank of
+a multi-process run writes its own shard. Needs the `lightning` extra.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+try:
+    import lightning.pytorch as pl
+except ModuleNotFoundError:  # the standalone package of the same framework
+    try:
+        import pytorch_lightning as pl  # type: ignore[no-redef]
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError(
+            "tracelab.recorders.lightning needs PyTorch Lightning; install it with "
+            "pip install 'tracelab[lightning]'") from None
+import torch
+
+from tracelab.recorders._callbacks import Guard, guarded, loss_value, metrics_for
+from tracelab.recorders.torch_recorder import Recorder
+from tracelab.schema import TRAIN
+
+
+def first_tensor(batch: Any) -> Any:
+    """The inputs of a batch: `x` of `(x, y, ...)`, a dict or a tensor as it is."""
+    if isinstance(batch, (tuple, list)) and batch:
+        return batch[0]
+    return batch if isinstance(batch, (torch.Tensor, Mapping)) else None
+
+
+class TracelabCallback(Guard, pl.Callback):
+    """Record a Lightning run into `run_dir`.
+
+    config: hyperparameters to store besides the module's `hparams`.
+    inputs: the batch → what to profile as inputs (default: `x` of an `(x, y)` batch, a dict
+    or a tensor as it is; None from it skips the batch).
+    recorder_options: passed to Recorder (every, activation_every, input_every, feature_names,
+    sample_size, flush_interval).
+    """
+
+    framework = "Lightning"
+
+    def __init__(self, run_dir: str, *, config: Mapping[str, Any] | None = None,
+                 inputs: Callable[[Any], Any] = first_tensor, **recorder_options: Any):
+        Guard.__init__(self)
+        self.run_dir = run_dir
+        self.config = dict(config or {})
+        self.inputs = inputs
+        self.options = recorder_options
+        self._steps_seen = 0
+        self._losses: list[Any] = []
+        self._val_batch: Any = None
+
+    @guarded
+    def on_fit_start(self, trainer: "pl.Trainer", pl_module: "pl.LightningModule") -> None:
+        hparams = {str(k): v for k, v in dict(getattr(pl_module, "hparams", {}) or {}).items()}
+        self.recorder = Recorder(self.run_dir, config={**hparams, **self.config},
+                                 rank=trainer.global_rank, **self.options)
+        optimizers: Sequence[Any] = trainer.optimizers
+        # Several optimizers (GANs): the first one's lr and updates are recorded.
+        self.recorder.watch(pl_module, optimizers[0] if optimizers else None)
+        self._steps_seen = trainer.global_step
+
+    @guarded
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        self._mark_data_ready()
+
+    @guarded
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if self.recorder is None:
+            return
+        loss = loss_value(outputs)
+        if isinstance(loss, torch.Tensor):
+            # Automatic optimization hands over the loss divided for gradient accumulation.
+            scale = trainer.accumulate_grad_batches if pl_module.automatic_optimization else 1
+            self._losses.append(loss.detach() * scale)
+        # Accumulating gradients: record once the optimizer has stepped.
+        if trainer.global_step == self._steps_seen:
+            self._mark_step_end()
+            return
+        self._steps_seen = trainer.global_step
+        losses, self._losses = self._losses, []
+        loss = torch.stack([v.float().reshape(()) for v in losses]).mean() if losses else None
+        metrics = metrics_for(trainer.callback_metrics, TRAIN, unprefixed=True)
+        metrics.pop("loss", None)  # the step's own loss is recorded as such
+        self.recorder.step(loss=loss, inputs=self.inputs(batch), metrics=metrics)
+        self._mark_step_end()
+
+    @guarded
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx,
+                                dataloader_idx=0) -> None:
+        if self._val_batch is None and not trainer.sanity_checking:
+            self._val_batch = self.inputs(batch)
+
+    @guarded
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if self.recorder is None or trainer.sanity_checking:
+            return
+        batch, self._val_batch = self._val_batch, None
+        self.recorder.log("val", metrics=metrics_for(trainer.callback_metrics, "val",
+                                                     unprefixed=False), inputs=batch)
+
+    @guarded
+    def on_fit_end(self, trainer, pl_module) -> None:
+        self._close()
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        try:
+            self._close(exception)
+        except Exception:  # the user's exception is the one to see
+            pass

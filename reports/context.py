@@ -1,0 +1,353 @@
+"""The report's content as plain data: what the HTML template and the Markdown writer render.
+
+`build_context(diagnosis)` returns dicts, lists, strings and numbers only. Run-derived strings
+stay raw here; escaping is the renderer's job (Jinja2 autoescape for HTML), so the context can
+be checked as data in tests. Plots are data URIs, or None with `plots=False`.
+"""
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from tracelab._version import __version__
+from tracelab.findings import Diagnosis, Finding, Severity
+from tracelab.reports import fmt
+from tracelab.reports.finding_plots import FINDING_PLOTS, finding_figure, mentioned
+from tracelab.reports.overview import OVERVIEW
+from tracelab.reports.plots import style, to_uri, unique
+from tracelab.schema import ACTIVATION, GRAD, REQUIREMENTS, UPDATE, WEIGHT
+
+SEVERITY_LABELS = {"error": "Error", "warning": "Warning", "info": "Info", None: "OK"}
+MAX_FEATURES = 40
+# Findings' plots share this many bytes of the report's 1.5 MB; the overview takes the rest.
+MAX_FINDING_PLOTS = 12
+FINDING_PLOT_BYTES = 800_000
+# Environment keys that decide whether a run can be reproduced, in reading order.
+REPRO_KEYS = ("seed_set", "seed", "pythonhashseed", "deterministic_algorithms",
+              "cudnn_deterministic", "cudnn_benchmark", "tf32_matmul", "tf32_cudnn",
+              "float32_matmul_precision", "git_commit")
+
+
+def build_context(diagnosis: Diagnosis, *, plots: bool = True) -> dict[str, Any]:
+    run = diagnosis.run
+    return {
+        "tracelab_version": __version__,
+        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "run": run_header(run),
+        "verdict": verdict(diagnosis),
+        "severities": [{"key": s.value, "label": SEVERITY_LABELS[s.value],
+                        "count": diagnosis.counts()[s.value]} for s in Severity],
+        "findings": findings_context(diagnosis, plots=plots),
+        "overview": {"plots": overview_plots(diagnosis, plots=plots),
+                     "inputs": input_tables(run)},
+        "environment": environment(run.meta.get("environment") or {}),
+        "config": fmt.flatten(run.meta.get("config") or {}),  # values as given, no grouping
+        "recorded": recorded(run),
+        "model": model_summary(run.meta),
+        "skipped": [{"rule": s.rule, "code": s.code, "reason": s.reason}
+                    for s in diagnosis.skipped],
+        "problems": list(run.problems),
+        "errors": [{"rule": e.rule, "code": e.code, "error": e.error} for e in diagnosis.errors],
+        "rules_run": list(diagnosis.rules_run),
+        "baseline": diagnosis.baseline.name if diagnosis.baseline is not None else None,
+    }
+
+
+# -- header ---------------------------------------------------------------------------------------
+def run_header(run) -> dict[str, Any]:
+    summary = run.summary()
+    status = summary["status_detail"]
+    state = status.get("state") or "unknown"
+    first, last = summary["steps"]
+    detail, trace = "", None
+    if state == "failed":
+        exc = status.get("exception_type") or "an exception"
+        msg = status.get("exception_message") or ""
+        at = status.get("step", last)
+        detail = f"at step {fmt.number(at)} with {exc}" + (f": {msg}" if msg else "")
+        trace = status.get("traceback") or None
+    elif state == "killed":
+        detail = f"killed after step {fmt.number(status.get('last_step', last))}, no exception " \
+                 "recorded"
+    elif state == "running":
+        detail = "still being written, or its writer stopped less than a minute ago"
+    n_steps = int(run.scalars["step"].nunique()) if len(run.scalars) else None
+    end = summary["end_time"]
+    duration, approx = summary["duration_s"], False
+    if duration is None and summary["start_time"] and len(run.scalars):
+        wall = pd.to_numeric(run.scalars["wall_time"], errors="coerce").max()
+        if isinstance(wall, float) and math.isfinite(wall):
+            duration, approx = wall - summary["start_time"], True
+    return {
+        "name": run.name,
+        "path": summary["path"],
+        "state": state,
+        "ok": state == "completed",
+        "detail": detail,
+        "traceback": trace,
+        "first_step": first,
+        "last_step": last,
+        "steps_text": f"{fmt.number(first)}–{fmt.number(last)}" if first is not None else "—",
+        "logged_steps": n_steps,
+        "started": fmt.timestamp(summary["start_time"]) if summary["start_time"] else "—",
+        "ended": fmt.timestamp(end) if end else "—",
+        "duration": ("≥ " if approx else "") + fmt.duration(duration),
+        "highlights": highlights(run.meta),
+    }
+
+
+def highlights(meta: dict[str, Any]) -> list[tuple[str, str]]:
+    env = meta.get("environment") or {}
+    out = []
+    if env.get("python") or env.get("torch"):
+        out.append(("software", " · ".join(p for p in (
+            f"Python {env['python']}" if env.get("python") else "",
+            f"torch {env['torch']}" if env.get("torch") else "") if p)))
+    devices = env.get("devices")
+    if env.get("cuda_available"):
+        names = ", ".join(str(d.get("name", d)) if isinstance(d, dict) else str(d)
+                          for d in (devices or [])) or "CUDA"
+        out.append(("device", f"{names} (CUDA {env.get('cuda') or '?'})"))
+    elif env:
+        out.append(("device", "CPU only" + (" (CUDA unavailable)" if "cuda_available" in env
+                                           else "")))
+    if "seed_set" in env:
+        out.append(("seed", f"set ({fmt.plain(env.get('seed'))})" if env["seed_set"]
+                    else "not set by the script"))
+    model = meta.get("model") or {}
+    if model.get("type"):
+        n = _param_count(model)
+        out.append(("model", model["type"] + (f", {fmt.number(n)} parameters" if n else "")))
+    opt = meta.get("optimizer") or {}
+    if opt.get("type"):
+        lrs = [g.get("lr") for g in opt.get("groups", []) if isinstance(g, dict)]
+        lr = fmt.value(lrs[0] if len(lrs) == 1 else lrs) if lrs else None
+        out.append(("optimizer", opt["type"] + (f", lr {lr}" if lr else "")))
+    if env.get("git_commit"):
+        out.append(("commit", str(env["git_commit"])[:12]))
+    if env.get("hostname"):
+        out.append(("host", str(env["hostname"])))
+    return out
+
+
+def _param_count(model: dict[str, Any]) -> Optional[int]:
+    total = 0
+    for p in model.get("parameters", []):
+        shape = p.get("shape") if isinstance(p, dict) else None
+        if isinstance(shape, (list, tuple)) and all(isinstance(x, int) for x in shape):
+            total += int(np.prod(shape)) if shape else 1
+    return total or None
+
+
+def verdict(d: Diagnosis) -> dict[str, Any]:
+    worst = d.worst.value if d.worst else None
+    return {"worst": worst, "label": SEVERITY_LABELS[worst], "text": d.verdict(),
+            "counts": d.counts(), "errors": len(d.errors)}
+
+
+# -- findings -------------------------------------------------------------------------------------
+def findings_context(d: Diagnosis, *, plots: bool = True) -> list[dict[str, Any]]:
+    """Every finding; the worst ones get plots until the plot budget is spent, so a run with
+    hundreds of findings still gives a file small enough to attach."""
+    out, spent, drawn = [], 0, 0
+    for i, f in enumerate(d.findings, 1):
+        room = plots and drawn < MAX_FINDING_PLOTS and spent < FINDING_PLOT_BYTES
+        ctx = finding_context(d, f, i, plots=room)
+        if plots and not room and ctx["plot"]["function"]:
+            ctx["plot"]["note"] = (f"Plot left out to keep this file small; the first {drawn} "
+                                   "findings have theirs.")
+        spent += len(ctx["plot"]["uri"] or "")
+        drawn += ctx["plot"]["uri"] is not None
+        out.append(ctx)
+    return out
+
+
+def finding_context(d: Diagnosis, f: Finding, index: int, *, plots: bool = True) -> dict[str, Any]:
+    from tracelab.engine import find_rule
+    spec = find_rule(f.rule)
+    doc = fmt.parse_doc(spec.doc) if spec else {"summary": "", "sections": []}
+    plot_fn = FINDING_PLOTS.get(f.rule, "generic")
+    plot = {"function": getattr(plot_fn, "__name__", str(plot_fn)) if plot_fn else None,
+            "uri": None, "note": "", "alt": f"plot for {f.rule} on {f.subject}"}
+    if plots and plot_fn is not None:
+        with style():
+            fig, plot["note"] = finding_figure(d, f)
+            if fig is not None:
+                plot["uri"] = to_uri(fig)
+    return {
+        "id": f"finding-{index}",
+        "rule": f.rule,
+        "code": f.code,
+        "severity": f.severity.value,
+        "label": SEVERITY_LABELS[f.severity.value],
+        "subject": f.subject,
+        "steps": list(f.steps) if f.steps else None,
+        "steps_text": fmt.steps(f.steps),
+        "message": f.message,
+        "fix": f.fix,
+        "evidence": [evidence_row(k, v) for k, v in f.evidence.items()],
+        "doc": doc,
+        "plot": plot,
+    }
+
+
+def evidence_row(key: str, value: Any) -> dict[str, Any]:
+    """One evidence entry: text, or a small table when the value is a list of records."""
+    row = {"key": fmt.humanize(key), "text": "", "table": None}
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, dict) for v in value):
+        columns = list(dict.fromkeys(k for v in value for k in v))
+        row["table"] = {"columns": [fmt.humanize(c) for c in columns],
+                        "rows": [[fmt.value(v.get(c)) for c in columns] for v in value[:20]]}
+        row["text"] = f"{len(value)} entries" + (", first 20 shown" if len(value) > 20 else "")
+    else:
+        row["text"] = fmt.value(value)
+    return row
+
+
+def overview_plots(d: Diagnosis, *, plots: bool = True) -> list[dict[str, Any]]:
+    out = []
+    names = unique(d.run.tensors["name"])
+    # Only subjects and evidence: messages also name the healthy layers they compare with.
+    marked = {m for f in d.findings if f.severity is not Severity.INFO
+              for m in mentioned(f, names, message=False)}
+    for title, fn, caption in OVERVIEW:
+        entry = {"title": title, "caption": caption, "function": fn.__name__, "uri": None,
+                 "note": ""}
+        if plots:
+            with style():
+                try:
+                    fig = fn(d.run, marked)
+                except Exception as exc:  # odd data costs a plot, never the report
+                    entry["note"] = f"plot unavailable ({type(exc).__name__}: {exc})"
+                    fig = None
+                if fig is None and not entry["note"]:
+                    continue
+                entry["uri"] = to_uri(fig) if fig is not None else None
+        out.append(entry)
+    return out
+
+
+# -- inputs ---------------------------------------------------------------------------------------
+def input_tables(run) -> list[dict[str, Any]]:
+    """One table per split: each feature's dtype, range and cardinality over the whole run."""
+    inp = run.inputs
+    if not len(inp):
+        return []
+    tables = []
+    for split in run.splits():
+        rows = inp[inp["split"] == split]
+        if not len(rows):
+            continue
+        g = rows.groupby("feature", sort=False)
+        agg = g.agg(dtype=("dtype", _mode), batches=("step", "nunique"), count=("count", "sum"),
+                    mean=("mean", "mean"), std=("std", "mean"), min=("min", "min"),
+                    max=("max", "max"), distinct=("n_unique", "median"),
+                    distinct_max=("n_unique", "max"), nan=("nan_count", "sum"),
+                    inf=("inf_count", "sum"), resolution=("resolution", _mode))
+        table = [_feature_row(name, r) for name, r in agg.head(MAX_FEATURES).iterrows()]
+        tables.append({"split": split, "rows": table,
+                       "more": max(0, len(agg) - MAX_FEATURES)})
+    return tables
+
+
+def _feature_row(name: Any, r: pd.Series) -> dict[str, str]:
+    dtype = str(r["dtype"] or "—")
+    # Datetime stats are epoch seconds: show them as dates and the spread as a duration.
+    when = fmt.moment if dtype.startswith("datetime") else (lambda v: fmt.number(_f(v)))
+    spread = (lambda v: fmt.duration(_f(v))) if dtype.startswith("datetime") else \
+        (lambda v: fmt.number(_f(v)))
+    return {"feature": str(name), "dtype": dtype,
+            "batches": fmt.number(_int(r["batches"])), "mean": when(r["mean"]),
+            "std": spread(r["std"]), "min": when(r["min"]), "max": when(r["max"]),
+            "distinct": f"{fmt.number(_f(r['distinct']))} "
+                        f"(max {fmt.number(_int(r['distinct_max']))})",
+            "nonfinite": fmt.number(_int(r["nan"] + r["inf"])),
+            "resolution": r["resolution"] if isinstance(r["resolution"], str) else ""}
+
+
+def _mode(s: pd.Series) -> Optional[str]:
+    s = s.dropna()
+    return str(s.mode().iloc[0]) if len(s) else None
+
+
+def _f(v: Any) -> Optional[float]:
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return None
+    return v if not math.isnan(v) else None
+
+
+def _int(v: Any) -> Optional[int]:
+    v = _f(v)
+    return int(v) if v is not None and math.isfinite(v) else None
+
+
+# -- sections -------------------------------------------------------------------------------------
+def environment(env: dict[str, Any]) -> dict[str, list[tuple[str, str, str]]]:
+    """(key, value, note) rows: reproducibility first, then software and hardware."""
+    notes = {
+        ("seed_set", False): "the script did not seed torch; runs will differ",
+        ("deterministic_algorithms", False): "torch.use_deterministic_algorithms is off",
+    }
+    if env.get("cuda_available"):  # cuDNN and TF32 flags do nothing on a CPU-only run
+        notes.update({
+            ("cudnn_benchmark", True): "cuDNN picks algorithms by timing: results may vary",
+            ("cudnn_deterministic", False): "cuDNN may use non-deterministic kernels",
+            ("tf32_matmul", True): "matmuls run in TF32 (lower precision than FP32)",
+            ("tf32_cudnn", True): "convolutions run in TF32",
+        })
+    repro = [(k, fmt.plain(env[k]), notes.get((k, env[k]), "") if isinstance(env[k], bool)
+              else "") for k in REPRO_KEYS if k in env]
+    rest = [(k, fmt.plain(v), "") for k, v in env.items() if k not in REPRO_KEYS]
+    return {"reproducibility": repro, "system": rest}
+
+
+def recorded(run) -> dict[str, Any]:
+    tn, sc, inp = run.tensors, run.scalars, run.inputs
+    rows = []
+
+    def counted(frame, by, what):
+        return frame.groupby(by, sort=False).agg(n=(what, "nunique"), steps=("step", "nunique"))
+
+    scal = counted(sc, "split", "name") if len(sc) else None
+    for split in run.splits():
+        if scal is not None and split in scal.index:
+            names = sorted(unique(sc.loc[sc["split"] == split, "name"]))
+            steps = fmt.number(int(scal.at[split, "steps"]))
+            rows.append((f"scalars ({split})", f"{fmt.value(names)} at {steps} steps"))
+    kinds = counted(tn, "kind", "name") if len(tn) else None
+    for kind, what in ((WEIGHT, "weight stats"), (GRAD, "gradient stats"),
+                       (UPDATE, "update stats"), (ACTIVATION, "activation stats")):
+        if kinds is not None and kind in kinds.index:
+            rows.append((what, f"{int(kinds.at[kind, 'n'])} tensors at "
+                               f"{fmt.number(int(kinds.at[kind, 'steps']))} steps"))
+    feats = counted(inp, "split", "feature") if len(inp) else None
+    for split in run.splits():
+        if feats is not None and split in feats.index:
+            rows.append((f"inputs ({split})", f"{int(feats.at[split, 'n'])} features at "
+                                              f"{fmt.number(int(feats.at[split, 'steps']))} steps"))
+    if len(run.samples):
+        rows.append(("input samples", f"{fmt.number(len(run.samples))} values"))
+    have = run.available
+    return {"rows": rows,
+            "missing": [r.label for r in REQUIREMENTS if r not in have]}
+
+
+def model_summary(meta: dict[str, Any]) -> dict[str, Any]:
+    model = meta.get("model") or {}
+    params = [p for p in model.get("parameters", []) if isinstance(p, dict)]
+    frozen = [p.get("name") for p in params if p.get("requires_grad") is False]
+    outside = [p.get("name") for p in params
+               if p.get("requires_grad") is not False and p.get("in_optimizer") is False]
+    opt = meta.get("optimizer") or {}
+    groups = [fmt.flatten({k: v for k, v in g.items() if k != "params"})
+              for g in opt.get("groups", []) if isinstance(g, dict)]
+    return {"type": model.get("type"), "parameters": _param_count(model),
+            "tensors": len(params), "modules": len(model.get("modules", [])),
+            "frozen": frozen, "not_in_optimizer": outside, "optimizer": opt.get("type"),
+            "groups": groups}

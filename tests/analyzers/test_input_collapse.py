@@ -1,0 +1,136 @@
+"""input-collapse (TL302): resolution, cardinality, dtype and fractional-part collapses between
+splits, over time and against a baseline; honest temporal splits and odd batch sizes stay quiet."""
+import numpy as np
+import pandas as pd
+import pytest
+from _data_frames import input_frames
+
+from tracelab.analyzers.input_collapse import input_collapse
+from tracelab.run import Run
+
+RNG = np.random.default_rng(0)
+N = 3000
+TS = pd.Series(pd.date_range("2023-01-01", periods=N, freq="17min")) + pd.to_timedelta(
+    RNG.integers(0, 60, N), unit="s")
+TABLE = pd.DataFrame({"ts": TS, "amount": RNG.lognormal(3, 1, N),
+                      "hour": TS.dt.hour.astype("int64"), "store": RNG.integers(0, 40, N)})
+TRAIN = TABLE.iloc[:2500].sample(frac=1, random_state=0)   # shuffled loader
+VAL = TABLE.iloc[2500:]                                     # later period, in order
+
+
+def _features(frame):
+    """What a tensor-only pipeline feeds the model: cyclic hour, day of week, log amount."""
+    h = frame["ts"].dt.hour.to_numpy()
+    return np.stack([np.sin(2 * np.pi * h / 24), np.cos(2 * np.pi * h / 24),
+                     frame["ts"].dt.day_of_week.to_numpy(), np.log(frame["amount"])], 1)
+
+
+NAMES = ["hour_sin", "hour_cos", "dow", "log_amount"]
+
+
+def _run(train, val, **kw):
+    kw.setdefault("batch", {"train": 64, "val": 128})
+    return Run.from_frames(**input_frames({"train": train, "val": val}, **kw))
+
+
+def _floor(frame):
+    return frame.assign(ts=frame["ts"].dt.floor("D"), hour=0)
+
+
+def test_a_timestamp_truncated_to_days_in_val_is_an_error():
+    found = {f.subject: f for f in input_collapse(_run(TRAIN, _floor(VAL)))}
+    ts = found["ts"]
+    assert ts.code == "TL302" and ts.severity.value == "error"
+    assert "collapsed in val, compared with train" in ts.message
+    assert "resolution second → day (every value at midnight" in ts.message
+    assert ts.evidence["resolution_before"] == "s" and ts.evidence["resolution_after"] == "D"
+    assert ".dt.floor('D')" in ts.fix
+    hour = found["hour"]  # the derived column shows it as cardinality
+    assert hour.severity.value == "warning" and "always 0" in hour.message
+    assert set(found) == {"ts", "hour"}
+
+
+def test_derived_hour_features_of_tensor_inputs_collapse_to_constants():
+    found = input_collapse(_run(_features(TRAIN), _features(_floor(VAL)), names=NAMES))
+    assert {f.subject for f in found} == {"hour_sin", "hour_cos"}
+    cos = next(f for f in found if f.subject == "hour_cos")
+    assert "always 1" in cos.message and cos.evidence["distinct_per_batch_after"] == 1
+    assert cos.evidence["distinct_per_batch_before"] > 15
+
+
+def test_a_mid_run_cast_to_integers_names_the_step():
+    batches = [TRAIN.iloc[i:i + 64] for i in range(0, len(TRAIN), 64)]
+    cast = [b if k < 20 else b.assign(amount=b["amount"].astype("int64"))
+            for k, b in enumerate(batches)]
+    [f] = input_collapse(_run(cast, VAL))
+    assert f.subject == "amount" and f.steps == (20, len(batches) - 1)
+    assert "train from step 20 on, compared with steps 0-19 of train" in f.message
+    assert "dtype float64 → int64" in f.message and "0% → 100%" in f.message
+    assert "astype(int)" in f.fix
+
+
+def test_mid_run_rounding_of_float_tensors_shows_as_vanished_fractions():
+    x = _features(TRAIN)
+    batches = [x[i:i + 64] for i in range(0, len(x), 64)]
+    batches = [b if k < 25 else np.trunc(b) for k, b in enumerate(batches)]
+    found = {f.subject: f for f in input_collapse(_run(batches, _features(VAL), names=NAMES))}
+    assert {"hour_sin", "hour_cos", "log_amount"} <= set(found) and "dow" not in found
+    f = found["log_amount"]
+    assert f.steps[0] == 25 and f.evidence["int_frac_before"] < 0.01
+    assert f.evidence["int_frac_after"] == 1.0
+
+
+def test_timestamp_resolution_drop_from_a_step_on():
+    batches = [TRAIN.iloc[i:i + 64] for i in range(0, len(TRAIN), 64)]
+    floored = [b if k < 30 else b.assign(ts=b["ts"].dt.floor("D")) for k, b in enumerate(batches)]
+    [f] = [f for f in input_collapse(_run(floored, VAL)) if f.subject == "ts"]
+    assert f.severity.value == "error" and f.steps[0] == 30
+
+
+def test_a_float16_cast_between_splits():
+    run = _run(RNG.normal(size=(600, 2)), RNG.normal(size=(200, 2)))
+    run.inputs.loc[run.inputs["split"] == "val", "dtype"] = "float16"
+    found = input_collapse(run)
+    assert len(found) == 2 and all("dtype float32 → float16" in f.message for f in found)
+
+
+def test_collapse_against_the_baseline_run():
+    baseline = _run(TRAIN, VAL)
+    # Both splits lost the hour: only the archived good run can show it.
+    run = _run(TRAIN.assign(hour=0), VAL.assign(hour=0), seed=1)
+    found = input_collapse(run, baseline=baseline)
+    assert [f.subject for f in found] == ["hour", "hour"]
+    assert "collapsed in this run's train, compared with the baseline's train" in found[0].message
+    assert "this run's val" in found[1].message and "always 0" in found[1].message
+    assert input_collapse(_run(TRAIN, VAL, seed=2), baseline=baseline) == []
+
+
+def test_a_feature_constant_everywhere_is_info():
+    x = np.c_[RNG.normal(size=(500, 2)), np.ones(500)]
+    [f] = input_collapse(_run(x[:400], x[400:]))
+    assert f.severity.value == "info" and f.subject == "x/2" and "constant (1)" in f.message
+
+
+@pytest.mark.parametrize("batch", [{"train": 64, "val": 128}, {"train": 8, "val": 500},
+                                   {"train": 500, "val": 4}])
+def test_quiet_on_an_honest_temporal_split_at_any_batch_sizes(batch):
+    assert input_collapse(_run(TRAIN, VAL, batch=batch)) == []
+    assert input_collapse(_run(_features(TRAIN), _features(VAL), batch=batch, names=NAMES)) == []
+
+
+def test_quiet_on_a_small_validation_set_seen_many_times():
+    # Five rows evaluated 30 times: few distinct values, but every batch is fully distinct.
+    assert input_collapse(_run(TRAIN, [VAL.iloc[:5]] * 30)) == []
+
+
+def test_quiet_when_validation_batches_come_in_time_order():
+    # An unshuffled loader over hourly data: a slow feature has one value per batch.
+    hourly = pd.DataFrame({"ts": pd.date_range("2022-01-01", periods=9000, freq="h")})
+    hourly["month"] = hourly["ts"].dt.month.astype("int64")
+    run = _run(hourly.iloc[:8000].sample(frac=1, random_state=0), hourly.iloc[8000:],
+               batch={"train": 64, "val": 32})
+    assert input_collapse(run) == []
+
+
+def test_empty_run():
+    assert input_collapse(Run.from_frames()) == []

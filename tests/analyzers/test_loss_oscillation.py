@@ -1,0 +1,82 @@
+"""loss-oscillation: a swinging loss with no downward trend fires; minibatch noise does not."""
+import numpy as np
+import pytest
+from dynamics_frames import make_run, model_meta, noisy_decay, scalar_rows, tensor_rows
+
+from tracelab.analyzers.loss_oscillation import loss_oscillation
+
+
+def _run(values):
+    return make_run(scalars=[scalar_rows("loss", values)])
+
+
+def test_fires_when_the_loss_swings_above_its_start():
+    rng = np.random.default_rng(0)
+    values = np.concatenate([[1.4] * 5, rng.uniform(3.0, 15.0, 295)])  # lr far too high
+    [f] = loss_oscillation(_run(values))
+    assert f.code == "TL101" and f.severity.value == "warning" and f.subject == "loss"
+    assert f.evidence["swing"] > 0.25 and f.evidence["progress"] < 0
+    assert f.steps == (200, 299)
+    assert "without a downward trend (against 1.4 at the start)" in f.message
+
+
+def test_fires_when_the_loss_bounces_back_far_above_its_best():
+    rng = np.random.default_rng(1)
+    down = np.linspace(2.3, 0.3, 100) * np.exp(0.1 * rng.standard_normal(100))
+    values = np.concatenate([down, rng.uniform(0.6, 1.6, 200)])
+    [f] = loss_oscillation(_run(values))
+    assert "at its best near step" in f.message
+    assert f.evidence["median"] > 1.75 * f.evidence["best_level"]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_quiet_on_the_minibatch_noise_of_a_converging_run(seed):
+    values = noisy_decay(400, noise=0.35, seed=seed)
+    assert loss_oscillation(_run(values)) == []
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_quiet_on_heavy_noise_at_a_low_level(seed):
+    # A small GRU with SGD: 0.69 down to about 0.15, batch losses from 0.04 to 0.6.
+    values = noisy_decay(300, start=0.69, floor=0.15, tau=40, noise=0.6, seed=seed)
+    assert loss_oscillation(_run(values)) == []
+
+
+def test_quiet_on_a_converged_run_with_noise_near_zero():
+    values = noisy_decay(600, start=2.3, floor=0.02, tau=30, noise=0.6, seed=3)
+    assert loss_oscillation(_run(values)) == []
+
+
+def test_quiet_on_a_flat_loss_with_small_noise():
+    rng = np.random.default_rng(2)
+    values = 1.386 + 0.03 * rng.standard_normal(300)  # a plateau, not an oscillation
+    assert loss_oscillation(_run(values)) == []
+
+
+def test_quiet_on_short_or_negative_losses():
+    rng = np.random.default_rng(3)
+    assert loss_oscillation(_run(rng.uniform(3, 15, 30))) == []
+    assert loss_oscillation(_run(rng.uniform(-5, 5, 300))) == []
+
+
+def _swinging_with_updates(ratio):
+    rng = np.random.default_rng(0)
+    values = np.concatenate([[1.4] * 5, rng.uniform(1.0, 3.0, 295)])
+    n = len(values)
+    tensors = [tensor_rows("weight", {"fc.weight": {"norm": [2.0] * n}}),
+               tensor_rows("update", {"fc.weight": {"norm": [2.0 * ratio] * n}})]
+    return make_run(model_meta([("fc.weight", (4, 8))]), scalars=[scalar_rows("loss", values)],
+                    tensors=tensors)
+
+
+def test_quiet_when_the_weights_no_longer_move():
+    # A dead network: batch-to-batch sampling noise, not an optimizer overshooting.
+    assert loss_oscillation(_swinging_with_updates(0.0)) == []
+    [f] = loss_oscillation(_swinging_with_updates(0.05))
+    assert f.code == "TL101"
+
+
+def test_threshold_can_be_raised():
+    rng = np.random.default_rng(0)
+    values = np.concatenate([[1.4] * 5, rng.uniform(3.0, 15.0, 295)])
+    assert loss_oscillation(_run(values), min_swing=5.0) == []

@@ -1,0 +1,121 @@
+"""loss-spike: a sudden jump fires and names its likely cause; minibatch noise stays quiet."""
+import numpy as np
+import pandas as pd
+import pytest
+from dynamics_frames import make_run, noisy_decay, scalar_rows, tensor_rows
+
+from tracelab.analyzers.loss_spike import loss_spike
+
+N, AT = 300, 200
+
+
+def _loss(jump_at=AT, factor=5.0, seed=0):
+    values = noisy_decay(N, noise=0.2, seed=seed)
+    values[jump_at] *= factor
+    return values
+
+
+def _inputs(bad_step=None, *, outlier=1.0, nan=0):
+    rows = []
+    rng = np.random.default_rng(0)
+    for step in range(N):
+        for feature in ("x0", "x1"):
+            hi = abs(rng.normal(2.5, 0.2))
+            scale = outlier if step == bad_step and feature == "x1" else 1.0
+            rows.append({"step": step, "split": "train", "feature": feature, "dtype": "float32",
+                         "count": 32, "mean": 0.0, "std": 1.0, "min": -hi, "max": hi * scale,
+                         "nan_count": nan if step == bad_step and feature == "x1" else 0,
+                         "inf_count": 0})
+    return pd.DataFrame(rows)
+
+
+def _grads(spike_layer=None, at=AT, factor=20.0):
+    rng = np.random.default_rng(1)
+    per = {}
+    for name in ("fc1.weight", "fc2.weight"):
+        norms = 0.5 * np.exp(0.2 * rng.standard_normal(N))
+        if name == spike_layer:
+            norms[at] *= factor
+        per[name] = {"norm": norms, "numel": [64] * N}
+    return tensor_rows("grad", per)
+
+
+def test_names_an_outlier_input_batch():
+    run = make_run(scalars=[scalar_rows("loss", _loss())], inputs=_inputs(AT, outlier=40.0),
+                   tensors=[_grads("fc2.weight")])
+    [f] = loss_spike(run)
+    assert f.code == "TL102" and f.severity.value == "warning" and f.steps == (AT, AT)
+    assert "outlier input batch" in f.message and "'x1'" in f.message
+    assert f.evidence["input_ratio"] == pytest.approx(40.0, rel=0.3)
+    assert f.evidence["loss"] / f.evidence["rolling_median"] > 3
+
+
+def test_names_an_input_batch_with_nan_before_anything_else():
+    run = make_run(scalars=[scalar_rows("loss", _loss())], inputs=_inputs(AT, nan=3))
+    [f] = loss_spike(run)
+    assert "3 NaN/Inf values in 'x1'" in f.message and f.evidence["nonfinite_inputs"] == 3
+    assert "NaN" in f.fix
+
+
+def test_names_a_learning_rate_increase():
+    lr = np.full(N, 0.01)
+    lr[AT - 1:] = 0.1  # a restart just before the spike
+    run = make_run(scalars=[scalar_rows("loss", _loss()), scalar_rows("lr/0", lr)],
+                   inputs=_inputs())
+    [f] = loss_spike(run)
+    assert "learning rate rose 10x" in f.message and f.evidence["lr_ratio"] == pytest.approx(10)
+
+
+def test_a_learning_rate_decay_is_not_blamed():
+    lr = np.full(N, 0.1)
+    lr[AT - 1:] = 0.01
+    run = make_run(scalars=[scalar_rows("loss", _loss()), scalar_rows("lr/0", lr)])
+    [f] = loss_spike(run)
+    assert "learning rate" not in f.message
+
+
+def test_names_the_layer_of_a_gradient_spike():
+    run = make_run(scalars=[scalar_rows("loss", _loss())], inputs=_inputs(),
+                   tensors=[_grads("fc2.weight")])
+    [f] = loss_spike(run)
+    assert "gradient-norm spike in 'fc2.weight'" in f.message
+    assert f.evidence["grad_ratio"] > 10
+
+
+def test_says_when_nothing_explains_the_spike():
+    [f] = loss_spike(make_run(scalars=[scalar_rows("loss", _loss())]))
+    assert "no input anomaly" in f.message and "not profiled" in f.message
+
+
+def test_detects_a_sustained_level_shift():
+    values = noisy_decay(N, noise=0.2, seed=4)
+    values[AT:] *= 2.2  # e.g. the LR was raised and the loss stays up
+    [f] = loss_spike(make_run(scalars=[scalar_rows("loss", values)]))
+    assert AT <= f.steps[0] <= AT + 2
+
+
+def test_reports_at_most_max_reported_spikes_largest_first():
+    values = noisy_decay(N, noise=0.1, tau=10, seed=5)
+    for at, factor in ((100, 3), (160, 5), (220, 8), (280, 14)):
+        values[at] *= factor
+    found = loss_spike(make_run(scalars=[scalar_rows("loss", values)]), max_reported=2)
+    assert [f.steps[0] for f in found] == [280, 220]
+    assert found[0].evidence["spikes_total"] == 4
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_quiet_on_minibatch_noise(seed):
+    values = noisy_decay(1000, noise=0.3, seed=seed)
+    assert loss_spike(make_run(scalars=[scalar_rows("loss", values)])) == []
+
+
+def test_quiet_on_small_absolute_jumps_near_zero_loss():
+    rng = np.random.default_rng(7)
+    values = noisy_decay(600, start=2.3, floor=0.01, tau=20, noise=0.2, seed=7)
+    hard = rng.choice(np.arange(200, 600), 10, replace=False)
+    values[hard] *= 8  # rare hard batches once converged: 0.01 -> 0.08
+    assert loss_spike(make_run(scalars=[scalar_rows("loss", values)])) == []
+
+
+def test_quiet_on_a_too_short_run():
+    assert loss_spike(make_run(scalars=[scalar_rows("loss", _loss(jump_at=30)[:40])])) == []

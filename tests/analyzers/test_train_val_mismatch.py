@@ -1,0 +1,105 @@
+"""train-val-mismatch (TL301): preprocessing mismatches fire; honest splits and ordinary
+augmentation stay quiet."""
+import numpy as np
+import pandas as pd
+import pytest
+from _data_frames import input_frames
+from sklearn.datasets import load_breast_cancer, load_wine
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import MinMaxScaler, StandardScaler
+
+from tracelab.analyzers.train_val_mismatch import train_val_mismatch
+from tracelab.run import Run
+
+
+def _run(train, val, *, epochs=3, samples=True, seed=0, **kw):
+    rng = np.random.default_rng(seed)
+    tr = np.concatenate([train[rng.permutation(len(train))] for _ in range(epochs)])
+    frames = input_frames({"train": tr, "val": np.concatenate([val] * epochs)},
+                          batch={"train": 32, "val": 64}, seed=seed, **kw)
+    if not samples:
+        frames["samples"] = None
+    return Run.from_frames(**frames)
+
+
+def _wine(seed=0):
+    x, _ = load_wine(return_X_y=True)
+    return train_test_split(x, test_size=0.25, random_state=seed)
+
+
+def test_fires_on_train_min_max_scaled_and_val_z_scored():
+    xtr, xva = _wine()
+    [f] = train_val_mismatch(_run(MinMaxScaler().fit_transform(xtr),
+                                  StandardScaler().fit_transform(xva)))
+    assert f.code == "TL301" and f.severity.value == "error" and f.subject == "val"
+    assert "train in [0, 1] (min-max scaled?)" in f.message
+    assert "val mean≈0 std≈1 (z-scored?)" in f.message
+    assert f.evidence["features_strong"] >= f.evidence["features_compared"] / 2
+    worst = f.evidence["worst"][0]
+    assert worst["ks"] > 0.4 and worst["w_over_std"] > 2 and worst["feature"] in f.message
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_quiet_on_an_honest_random_split(seed):
+    x, _ = load_breast_cancer(return_X_y=True)
+    xtr, xva = train_test_split(x, test_size=0.2, random_state=seed)
+    scaler = StandardScaler().fit(xtr)
+    assert train_val_mismatch(_run(scaler.transform(xtr), scaler.transform(xva), seed=seed)) == []
+    assert train_val_mismatch(_run(xtr, xva, seed=seed, samples=False)) == []
+
+
+def test_quiet_on_ordinary_training_augmentation():
+    xtr, xva = _wine(1)
+    scaler = StandardScaler().fit(xtr)
+    rng = np.random.default_rng(0)
+    tr = scaler.transform(xtr)
+    # Gaussian noise, random per-row scaling and 20% feature dropout, applied anew each epoch.
+    epochs = [(tr + 0.3 * rng.standard_normal(tr.shape)) * rng.uniform(0.8, 1.2, (len(tr), 1))
+              * (rng.random(tr.shape) > 0.2) for _ in range(5)]
+    run = Run.from_frames(**input_frames({"train": np.concatenate(epochs),
+                                          "val": np.concatenate([scaler.transform(xva)] * 5)}))
+    assert train_val_mismatch(run) == []
+
+
+def test_one_strongly_shifted_feature_is_a_warning_naming_it():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(3000, 10))
+    tr, va = x[:2400], x[2400:].copy()
+    va[:, 4] = va[:, 4] * 3 + 2   # one column went through a different transform
+    [f] = train_val_mismatch(_run(tr, va, epochs=1))
+    assert f.severity.value == "warning" and f.evidence["features_differing"] == 1
+    assert f.evidence["worst"][0]["feature"] == "x/4" and "'x/4'" in f.message
+    assert "val mean 2" in f.message  # the numbers of both sides are in the message
+
+
+def test_batch_statistics_alone_still_catch_the_mismatch():
+    xtr, xva = _wine()
+    [f] = train_val_mismatch(_run(MinMaxScaler().fit_transform(xtr),
+                                  StandardScaler().fit_transform(xva), samples=False))
+    worst = f.evidence["worst"][0]
+    assert worst["method"] == "batch stats" and worst["ks"] is None
+
+
+def test_compares_each_split_with_the_baseline_run():
+    xtr, xva = _wine()
+    scaler = StandardScaler().fit(xtr)
+    good = _run(scaler.transform(xtr), scaler.transform(xva))
+    # This run's training data skipped the scaler altogether.
+    bad = _run(xtr, scaler.transform(xva), seed=1)
+    findings = train_val_mismatch(bad, baseline=good)
+    subjects = {f.subject for f in findings}
+    assert "train (vs baseline)" in subjects and "val (vs baseline)" not in subjects
+    same = _run(scaler.transform(xtr), scaler.transform(xva), seed=2)
+    assert train_val_mismatch(same, baseline=good) == []
+
+
+def test_datetime_features_are_not_compared():
+    # A time-based split differs in time by design.
+    ts = pd.date_range("2024-01-01", periods=2000, freq="h")
+    df = pd.DataFrame({"ts": ts, "v": np.random.default_rng(0).normal(size=2000)})
+    run = Run.from_frames(**input_frames({"train": df.iloc[:1600], "val": df.iloc[1600:]}))
+    assert train_val_mismatch(run) == []
+
+
+def test_empty_run():
+    assert train_val_mismatch(Run.from_frames()) == []

@@ -1,0 +1,232 @@
+"""`tracelab batch` over a mixed archive: native, crashed, killed, TensorBoard, CSV, corrupt."""
+import json
+import os
+import re
+import shutil
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tracelab.batch import run_batch, safe_name
+from tracelab.cli import main
+from tracelab.config import Config
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _archive_runs import csv_log, killed_run, tensorboard_log, train_run, tree_state  # noqa
+
+EXPECTED = {
+    "team-a/ok-1": "completed", "team-a/ok-2": "completed", "team-a/crashed": "failed",
+    "team-a/bad-part": "completed", "team-b/killed": "killed", "team-b/tb/exp1": "completed",
+    "team-b/lightning_logs/version_0": "completed", "broken/corrupt": "unreadable",
+    "broken/no-meta": "unreadable",
+}
+VOLATILE = ["analyzed_at", "analysis_s", "cached"]
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    root = tmp_path_factory.mktemp("archive")
+    train_run(root / "team-a" / "ok-1", seed=0)
+    shutil.copytree(root / "team-a" / "ok-1", root / "team-a" / "ok-2")
+    train_run(root / "team-a" / "crashed", seed=2, fail_at=15)
+    shutil.copytree(root / "team-a" / "ok-1", root / "team-a" / "bad-part")
+    (root / "team-a" / "bad-part" / "scalars" / "r0-000099.parquet").write_bytes(b"PAR1 junk")
+    killed_run(root / "team-b" / "killed")
+    tensorboard_log(root / "team-b" / "tb" / "exp1", steps=12)
+    csv_log(root / "team-b" / "lightning_logs" / "version_0")
+    (root / "broken" / "corrupt").mkdir(parents=True)
+    (root / "broken" / "corrupt" / "meta.json").write_text("{not json")
+    shutil.copytree(root / "team-a" / "ok-1" / "scalars", root / "broken" / "no-meta" / "scalars")
+    (root / "notes").mkdir()
+    (root / "notes" / "README.txt").write_text("not a run")
+    shutil.copytree(root / "team-a" / "ok-1", root / ".trash" / "old")  # hidden: skipped
+    return root
+
+
+@pytest.fixture(scope="module")
+def batch(archive, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out") / "triage"
+    before = tree_state(archive)
+    # Reports only where a triage looks first: they cost 10x their analysis.
+    result = run_batch(archive, out, jobs=2, reports="findings", progress=False)
+    return {"out": out, "result": result, "before": before}
+
+
+def _runs(out):
+    return pd.read_parquet(out / "runs.parquet").set_index("run")
+
+
+def test_every_run_is_accounted_for(batch):
+    runs = _runs(batch["out"])
+    assert runs["status"].to_dict() == EXPECTED
+    assert batch["result"].total == len(EXPECTED) == batch["result"].analyzed
+    assert runs.loc["team-b/tb/exp1", "format"] == "tensorboard"
+    assert runs.loc["team-b/lightning_logs/version_0", "format"] == "csv"
+    assert "meta.json: unreadable" in runs.loc["broken/corrupt", "detail"]
+    assert "no meta.json" in runs.loc["broken/no-meta", "detail"]
+    assert "RuntimeError: CUDA out of memory" in runs.loc["team-a/crashed", "detail"]
+    assert runs.loc["team-b/killed", "detail"] == "killed after step 19"
+    assert list(runs.loc["team-a/bad-part", "problems"]) == [
+        "scalars/r0-000099.parquet: unreadable (ArrowInvalid)"]
+    assert runs.loc["team-a/ok-1", "last_step"] == 39
+
+
+def test_findings_and_reports(batch):
+    out = batch["out"]
+    findings = pd.read_parquet(out / "findings.parquet")
+    aborted = findings[findings["code"] == "TL107"]
+    assert sorted(aborted["run"]) == ["team-a/crashed", "team-b/killed"]
+    assert set(aborted["severity"]) == {"error"}
+    assert all(isinstance(json.loads(e), dict) for e in findings["evidence"])
+    runs = _runs(out)
+    assert runs.loc["team-a/crashed", "worst"] == "error"
+    assert runs.loc["team-a/crashed", "rule_counts"] == [("TL107", 1)]
+    reported = runs["report"].dropna()
+    assert sorted(reported.index) == ["team-a/crashed", "team-b/killed"]
+    assert all((out / report).is_file() for report in reported)
+    assert runs.loc["team-b/tb/exp1", "n_skipped"] > 0  # rules the import cannot feed
+
+
+def test_the_archive_is_never_written(archive, batch):
+    assert tree_state(archive) == batch["before"]
+
+
+class _Rows(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.rows, self.links, self.scripts = 0, [], 0
+        self._body = False
+
+    def handle_starttag(self, tag, attrs):
+        self._body |= tag == "tbody"
+        self.rows += tag == "tr" and self._body
+        self.scripts += tag == "script"
+        if tag == "a" and self._body:
+            self.links.append(dict(attrs)["href"])
+        if tag == "script":
+            assert "src" not in dict(attrs)  # no external script
+
+
+def test_index_lists_and_links_every_run(batch):
+    out = batch["out"]
+    page = (out / "index.html").read_text()
+    parser = _Rows()
+    parser.feed(page)
+    assert parser.rows == len(EXPECTED)
+    for run in EXPECTED:
+        assert run in page
+    assert len(parser.links) == 2  # the runs with a report
+    assert all((out / link).is_file() for link in parser.links)
+    assert parser.scripts == 1 and "aria-sort" in page
+    assert 'title="run-aborted">TL107' in page
+
+
+def test_reruns_are_incremental(archive, batch, tmp_path):
+    out = tmp_path / "triage"
+    shutil.copytree(batch["out"], out)
+    again = run_batch(archive, out, jobs=1, reports="findings", progress=False)
+    assert (again.analyzed, again.cached) == (0, len(EXPECTED))
+    assert _runs(out)["cached"].all()
+    assert _runs(out).drop(columns=["cached"]).equals(_runs(batch["out"]).drop(columns=["cached"]))
+    # The rest on one team's folder, without reports, to stay quick.
+    team, out = archive / "team-a", tmp_path / "team-a"
+    assert run_batch(team, out, jobs=1, reports="none", progress=False).analyzed == 4
+    meta = team / "ok-2" / "meta.json"
+    stat = meta.stat()
+    os.utime(meta, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    try:
+        assert run_batch(team, out, jobs=1, reports="none", progress=False).analyzed == 1
+        assert _runs(out)["cached"].to_dict() == {
+            "ok-1": True, "ok-2": False, "crashed": True, "bad-part": True}
+    finally:
+        os.utime(meta, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    ignore = Config(ignore=["TL107"])
+    changed = run_batch(team, out, jobs=1, reports="none", progress=False, config=ignore)
+    assert changed.analyzed == 4
+    assert "TL107" not in set(pd.read_parquet(out / "findings.parquet")["code"])
+    assert run_batch(team, out, jobs=1, reports="none", progress=False,
+                     config=ignore).analyzed == 0
+    quick = archive / "broken"
+    assert run_batch(quick, tmp_path / "q", jobs=1, reports="none", progress=False).analyzed == 2
+    assert run_batch(quick, tmp_path / "q", jobs=1, reports="none", progress=False,
+                     force=True).analyzed == 2
+    assert run_batch(quick, tmp_path / "q", jobs=1, reports="findings",
+                     progress=False).analyzed == 2  # another report mode
+
+
+def test_dask_cluster_gives_the_local_results(archive, batch, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    team = archive / "team-b"  # killed, TensorBoard and CSV runs: reports travel back too
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        remote = run_batch(team, tmp_path / "remote", scheduler=cluster.scheduler_address,
+                           reports="findings", progress=False)
+    assert remote.analyzed == 3
+    by_path = lambda df: df.reset_index().drop(columns=VOLATILE + ["run", "name", "report"]) \
+        .set_index("path").sort_index()  # noqa: E731
+    local = _runs(batch["out"])
+    local = local[local["path"].str.startswith(str(team))]
+    remote_runs = _runs(tmp_path / "remote")
+    pd.testing.assert_frame_equal(by_path(local), by_path(remote_runs), check_dtype=False)
+    findings = [pd.read_parquet(o / "findings.parquet").drop(columns=["run", "name"])
+                for o in (batch["out"], tmp_path / "remote")]
+    findings[0] = findings[0][findings[0]["message"].isin(findings[1]["message"])]
+    pd.testing.assert_frame_equal(findings[0].reset_index(drop=True), findings[1])
+    assert len(findings[1]) >= 1  # the killed run's run-aborted finding at least
+    for report in remote_runs["report"].dropna():
+        assert (tmp_path / "remote" / report).is_file()
+
+
+def test_documented_duckdb_query(batch):
+    duckdb = pytest.importorskip("duckdb")
+    doc = (Path(__file__).parents[2] / "docs" / "archive.md").read_text()
+    query = re.search(r"```sql\n(.*?)```", doc, re.S).group(1)
+    rows = duckdb.sql(query.replace("triage/", f"{batch['out']}/")).fetchall()
+    by_code = {code: (rule, findings, runs, errors) for code, rule, findings, runs, errors in rows}
+    assert by_code["TL107"] == ("run-aborted", 2, 2, 2)
+    spark_style = duckdb.sql(f"SELECT run, rule_counts['TL107'] AS n FROM "
+                             f"'{batch['out']}/runs.parquet' WHERE status = 'failed'").fetchall()
+    assert spark_style == [("team-a/crashed", 1)]
+
+
+def test_cli_batch_reports_every_run_by_default(archive, tmp_path, capsys):
+    out = tmp_path / "cli-out"
+    assert main(["batch", str(archive / "team-b"), "-o", str(out), "--jobs", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "3 runs (2 completed, 1 killed)" in text and "1 error, 2 clean" in text
+    assert f"index: {out / 'index.html'}" in text
+    runs = _runs(out)
+    assert all((out / report).is_file() for report in runs["report"]) and len(runs) == 3
+    parser = _Rows()
+    parser.feed((out / "index.html").read_text())
+    assert sorted(parser.links) == sorted(runs["report"])
+    assert main(["batch", str(tmp_path / "nowhere")]) == 2
+    assert "no such directory" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["batch", str(tmp_path / "empty"), "-o", str(tmp_path / "o2")]) == 2
+    assert "no runs found" in capsys.readouterr().err
+    assert main(["batch", str(archive), "--jobs", "0"]) == 2
+
+
+def test_safe_names_are_unique_and_readable():
+    assert safe_name("exp1") == "exp1"
+    names = {safe_name(p) for p in ("a/b", "a__b", "a b", "a_b", "a/b/", "../x")}
+    assert len(names) == 6
+    assert all(re.fullmatch(r"[A-Za-z0-9._-]+", n) for n in names)
+
+
+def test_a_dying_worker_costs_only_its_own_run(archive, tmp_path):
+    from _dying_worker import die_on_ok2
+    from tracelab.batch import plan, process_pool
+    quick = {"team-a/ok-2", "broken/corrupt", "broken/no-meta",
+             "team-b/lightning_logs/version_0"}
+    tasks = [t for t in plan(archive, tmp_path, Config(), reports="none") if t.rel in quick]
+    results = {}
+    process_pool(2, die_on_ok2, reports=False)(tasks, lambda task, result: results.update({task.rel: result}))
+    statuses = {rel: r["run"]["status"] for rel, r in results.items()}
+    assert statuses == {**{r: EXPECTED[r] for r in quick}, "team-a/ok-2": "unreadable"}
+    assert "the analysis process died" in results["team-a/ok-2"]["run"]["detail"]
+    assert not results["team-a/ok-2"]["cacheable"]

@@ -1,0 +1,160 @@
+"""TracelabCallback for transformers' Trainer, on a tiny BERT built from a config (no download)."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+transformers = pytest.importorskip("transformers", reason="transformers is not installed "
+                                                          "(extra 'hf')")
+pytest.importorskip("accelerate", reason="the Trainer needs accelerate (extra 'hf')")
+
+import tracelab  # noqa: E402
+from tracelab import open_run  # noqa: E402
+from tracelab.recorders.hf import TracelabCallback, batch_inputs  # noqa: E402
+
+from _equivalence import assert_equivalent  # noqa: E402
+
+VOCAB, LENGTH, STEPS, EVAL_EVERY, BATCH = 50, 12, 30, 10, 16
+CADENCE = {"activation_every": 5, "input_every": 5}
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    # Tiny models train faster on one thread than with OpenMP workers fighting for 2 cores.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+class Tokens(torch.utils.data.Dataset):
+    """Sequences labelled by whether they hold token 7."""
+
+    def __init__(self, n: int, seed: int):
+        g = torch.Generator().manual_seed(seed)
+        self.ids = torch.randint(1, VOCAB, (n, LENGTH), generator=g)
+        self.labels = (self.ids == 7).any(dim=1).long()
+
+    def __len__(self):
+        return len(self.ids)
+
+    def __getitem__(self, i):
+        return {"input_ids": self.ids[i], "attention_mask": torch.ones(LENGTH, dtype=torch.long),
+                "labels": self.labels[i]}
+
+
+def _model():
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=VOCAB, hidden_size=16, num_hidden_layers=1,
+                                     num_attention_heads=2, intermediate_size=32,
+                                     max_position_embeddings=LENGTH, num_labels=2)
+    return transformers.BertForSequenceClassification(config)
+
+
+def _args(tmp_path, **extra):
+    options = dict(output_dir=str(tmp_path / "trainer"), per_device_train_batch_size=BATCH,
+                   per_device_eval_batch_size=32, max_steps=STEPS, learning_rate=1e-3,
+                   eval_strategy="steps", eval_steps=EVAL_EVERY, save_strategy="no",
+                   report_to=[], use_cpu=True, disable_tqdm=True, dataloader_num_workers=0,
+                   logging_strategy="no")
+    return transformers.TrainingArguments(**{**options, **extra})
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    for key, value in OFFLINE.items():
+        monkeypatch.setenv(key, value)
+
+
+def _train(tmp_path, run_dir, **extra):
+    trainer = transformers.Trainer(model=_model(), args=_args(tmp_path, **extra),
+                                   train_dataset=Tokens(320, 1), eval_dataset=Tokens(64, 2),
+                                   callbacks=[TracelabCallback(str(run_dir), **CADENCE)])
+    trainer.train()
+    return trainer
+
+
+def _plain(run_dir):
+    """The same model, data and cadences, recorded by a hand-written loop."""
+    model = _model()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    train = torch.utils.data.DataLoader(Tokens(320, 1), batch_size=BATCH, shuffle=True,
+                                        generator=torch.Generator().manual_seed(0))
+    val = next(iter(torch.utils.data.DataLoader(Tokens(64, 2), batch_size=64)))
+    with tracelab.Recorder(str(run_dir), model=model, optimizer=opt, **CADENCE) as rec:
+        step = 0
+        while step < STEPS:
+            for batch in rec.iterate(train):
+                opt.zero_grad()
+                out = model(**batch)
+                out.loss.backward()
+                opt.step()
+                rec.step(loss=out.loss, inputs=batch_inputs(batch))
+                step += 1
+                if step % EVAL_EVERY == 0:
+                    model.eval()
+                    with torch.no_grad():
+                        rec.log("val", metrics={"loss": model(**val).loss},
+                                inputs=batch_inputs(val))
+                    model.train()
+                if step == STEPS:
+                    break
+
+
+def test_trainer_run_reads_like_the_plain_recorder(tmp_path):
+    _train(tmp_path, tmp_path / "hf")
+    _plain(tmp_path / "plain")
+    assert_equivalent(tmp_path / "hf", tmp_path / "plain")
+    run = open_run(tmp_path / "hf")
+    assert run.step_range == (0, STEPS - 1)
+    assert run.meta["config"]["learning_rate"] == 1e-3
+    assert len(run.scalar("loss", "val")) == STEPS // EVAL_EVERY
+    assert sorted(run.inputs["feature"].unique()) == ["attention_mask", "input_ids", "labels"]
+    # The loss recorded at each step is the model's own loss on that step's batch.
+    assert run.loss().between(0.3, 1.0).all()
+
+
+def test_accumulated_steps_record_the_loss_the_trainer_optimizes(tmp_path):
+    trainer = _train(tmp_path, tmp_path / "acc", gradient_accumulation_steps=2,
+                     logging_strategy="steps", logging_steps=1)
+    run = open_run(tmp_path / "acc")
+    assert run.step_range == (0, STEPS - 1)
+    logged = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    assert len(logged) == STEPS
+    assert run.loss().to_numpy() == pytest.approx(logged, abs=1e-4)
+    grads = run.stat("grad", "norm")
+    assert len(grads) == STEPS and (grads.fillna(0).sum(axis=1) > 0).all()
+
+
+class Broken(Tokens):
+    """Fails on its 40th record, in the third batch."""
+    calls = 0
+
+    def __getitem__(self, i):
+        self.calls += 1
+        if self.calls == 40:
+            raise ValueError("corrupt record 5")
+        return super().__getitem__(i)
+
+
+def test_uncaught_exception_marks_the_run_failed(tmp_path, capsys):
+    # The Trainer has no exception hook; the exception reaching sys.excepthook (a script
+    # ending with a traceback) closes the run as failed.
+    before = sys.excepthook
+    trainer = transformers.Trainer(model=_model(), args=_args(tmp_path, eval_strategy="no"),
+                                   train_dataset=Broken(320, 1),
+                                   callbacks=[TracelabCallback(str(tmp_path / "boom"))])
+    with pytest.raises(ValueError, match="corrupt record 5") as caught:
+        trainer.train()
+    assert open_run(tmp_path / "boom").rank_status(0)["state"] == "running"
+    sys.excepthook(caught.type, caught.value, caught.tb)
+    assert sys.excepthook is before
+    assert "corrupt record 5" in capsys.readouterr().err  # the user's traceback still shows
+    status = open_run(tmp_path / "boom").status
+    assert status["state"] == "failed"
+    assert (status["exception_type"], status["exception_message"]) == ("ValueError",
+                                                                        "corrupt record 5")
+    assert "Broken" in status["traceback"] or "__getitem__" in status["traceback"]

@@ -1,0 +1,89 @@
+"""Contract tests over the whole rule registry (every rule, whoever wrote it)."""
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from tracelab.analyzers import RULES
+from tracelab.rules import DOC_SECTIONS
+from tracelab.run import Run
+from tracelab.schema import REQUIREMENTS, Requirement
+
+SPECS = [r.spec for r in RULES]
+IDS = [s.name for s in SPECS]
+
+
+def test_names_and_codes_are_unique():
+    names = [s.name for s in SPECS]
+    codes = [s.code for s in SPECS]
+    assert len(set(names)) == len(names), names
+    assert len(set(codes)) == len(codes), codes
+
+
+def test_the_list_is_ordered_by_code():
+    codes = [s.code for s in SPECS]
+    assert codes == sorted(codes)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_name_and_code_format(spec):
+    assert re.fullmatch(r"[a-z]+(-[a-z]+)*", spec.name), spec.name
+    assert re.fullmatch(r"TL\d{3}", spec.code), spec.code
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_file_function_and_name_agree(spec):
+    snake = spec.name.replace("-", "_")
+    assert spec.func.__name__ == snake
+    assert Path(inspect.getsourcefile(spec.func)).stem == snake
+    assert inspect.getmodule(spec.func).__name__ == f"tracelab.analyzers.{snake}"
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_docstring_has_every_section(spec):
+    doc = spec.doc
+    assert doc.startswith(f"{spec.name}: "), doc.splitlines()[0]
+    assert spec.summary
+    lines = [line.strip() for line in doc.splitlines()]
+    for section in DOC_SECTIONS:
+        assert section in lines, f"{spec.name}: no '{section}' section"
+        body = lines[lines.index(section) + 1] if lines.index(section) + 1 < len(lines) else ""
+        assert body, f"{spec.name}: section '{section}' is empty"
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_requires_are_schema_requirements(spec):
+    assert isinstance(spec.requires, tuple)
+    for req in spec.requires:
+        assert isinstance(req, Requirement) and req in REQUIREMENTS
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_thresholds_are_keyword_only_with_plain_defaults(spec):
+    params = list(inspect.signature(spec.func).parameters.values())
+    assert params[0].kind in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD)
+    for p in params[1:]:
+        assert p.kind is p.KEYWORD_ONLY, f"{spec.name}.{p.name} must be keyword-only"
+        if p.name == "baseline":
+            assert p.default is None
+            continue
+        assert p.default is not p.empty, f"{spec.name}.{p.name} needs a default"
+        assert isinstance(p.default, (int, float, bool, str, tuple)), (spec.name, p.name)
+        assert p.annotation is not p.empty, f"{spec.name}.{p.name} needs a type annotation"
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_every_rule_returns_nothing_on_an_empty_run(spec):
+    # The engine refuses an empty run, so call the rule directly.
+    run = Run.from_frames()
+    assert spec.func(run) == []
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_every_rule_returns_nothing_on_a_run_with_only_metadata(spec):
+    meta = {"model": {"type": "Net", "modules": [{"path": "fc", "type": "Linear"}],
+                      "parameters": [{"name": "fc.weight", "shape": [2, 3],
+                                      "requires_grad": True, "in_optimizer": True}]},
+            "config": {"num_classes": 2}, "environment": {"python": "3.11"}}
+    assert spec.func(Run.from_frames(meta)) == []

@@ -1,0 +1,418 @@
+"""Compare two runs: `tracelab diff RUN_A RUN_B [--html PATH]`.
+
+The post-mortem of "same code, different result". A is the reference (the good run), B the one
+to explain. The comparison lists, most telling first:
+
+- what differs in their setup: config, numerics and reproducibility flags (TF32, cuDNN,
+  determinism, seeds), optimizer hyperparameters, library versions and devices, the model;
+- the first step where each common series (train loss first) differs beyond tolerance;
+- per-layer gradient-norm divergence (B/A ratio over their common steps);
+- input drift: the data rules run on B with A as their baseline, and per-feature summaries;
+- the findings present in only one of the two runs.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping, Optional
+
+import numpy as np
+import pandas as pd
+
+from tracelab.config import Config
+from tracelab.errors import TracelabError
+from tracelab.findings import Finding
+from tracelab.run import Run
+from tracelab.schema import (DATA_TIME, GRAD, INPUTS_REQ, LOSS_NAME, SAMPLES_REQ, STEP_TIME,
+                             TRAIN)
+
+# Ranks of a setup difference: how likely it is to change the numbers a run produces.
+CAUSE, VERSION, INCIDENTAL = 0, 1, 2
+_FLAGS = {"tf32_matmul", "tf32_cudnn", "float32_matmul_precision", "cudnn_benchmark",
+          "cudnn_deterministic", "deterministic_algorithms", "seed", "seed_set",
+          "pythonhashseed"}
+_INCIDENTAL = {"hostname", "platform", "argv"}
+_RANK_LABEL = {CAUSE: "cause", VERSION: "version", INCIDENTAL: "incidental"}
+
+
+@dataclass
+class Change:
+    section: str            # config, environment, optimizer, model
+    key: str
+    a: Any
+    b: Any
+    rank: int = CAUSE
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.section}.{self.key}"
+
+    def text(self) -> str:
+        note = f" ({self.note})" if self.note else ""
+        return f"{self.label}: {_show(self.a)} → {_show(self.b)}{note}"
+
+
+@dataclass
+class SeriesDiff:
+    split: str
+    name: str
+    common_steps: int
+    first_step: Optional[int]        # first common step beyond tolerance
+    a_at: Optional[float]
+    b_at: Optional[float]
+    max_rel_diff: float
+    final_a: Optional[float]
+    final_b: Optional[float]
+
+
+@dataclass
+class LayerDiff:
+    name: str
+    common_steps: int
+    median_ratio: float              # median over common steps of norm_B / norm_A
+    max_ratio: float
+    min_ratio: float
+    first_step: Optional[int]        # first step beyond tolerance
+
+
+@dataclass
+class FeatureDiff:
+    split: str
+    feature: str
+    a: dict[str, Any]
+    b: dict[str, Any]
+    why: list[str]
+
+
+@dataclass
+class RunDiff:
+    a: str
+    b: str
+    rtol: float
+    atol: float
+    changes: list[Change] = field(default_factory=list)
+    series: list[SeriesDiff] = field(default_factory=list)
+    layers: list[LayerDiff] = field(default_factory=list)
+    layers_only: dict[str, list[str]] = field(default_factory=dict)
+    drift: list[Finding] = field(default_factory=list)
+    drift_note: str = ""
+    features: list[FeatureDiff] = field(default_factory=list)
+    only_a: list[Finding] = field(default_factory=list)
+    only_b: list[Finding] = field(default_factory=list)
+    shared_findings: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def causes(self) -> list[Change]:
+        """Setup differences that can change results; versions when nothing else differs."""
+        for rank in (CAUSE, VERSION):
+            found = [c for c in self.changes if c.rank == rank]
+            if found:
+                return found
+        return []
+
+    @property
+    def loss(self) -> Optional[SeriesDiff]:
+        return next((s for s in self.series if (s.split, s.name) == (TRAIN, LOSS_NAME)), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["causes"] = [c.label for c in self.causes]
+        for key in ("drift", "only_a", "only_b"):
+            d[key] = [f.to_dict() for f in getattr(self, key)]
+        for c in d["changes"]:
+            c["rank"] = _RANK_LABEL[c["rank"]]
+        return d
+
+
+def _show(value: Any) -> str:
+    if value is _MISSING:
+        return "(absent)"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+_MISSING = _Missing()
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: value}
+
+
+def _compare(section: str, a: Mapping, b: Mapping, rank_of) -> list[Change]:
+    fa, fb = _flatten(a or {}), _flatten(b or {})
+    changes = []
+    for key in list(fa) + [k for k in fb if k not in fa]:
+        va, vb = fa.get(key, _MISSING), fb.get(key, _MISSING)
+        if not _same(va, vb):
+            changes.append(Change(section, key, va, vb, rank_of(key)))
+    return changes
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+def _env_rank(key: str) -> int:
+    if key in _FLAGS:
+        return CAUSE
+    return INCIDENTAL if key in _INCIDENTAL else VERSION
+
+
+def setup_changes(a: Run, b: Run) -> list[Change]:
+    ma, mb = a.meta, b.meta
+    changes = _compare("config", ma.get("config"), mb.get("config"), lambda k: CAUSE)
+    changes += _compare("environment", ma.get("environment"), mb.get("environment"), _env_rank)
+    changes += _compare("optimizer", _optimizer(ma), _optimizer(mb),
+                        lambda k: INCIDENTAL if k.endswith("n_params") else CAUSE)
+    changes += _compare("model", _model(ma), _model(mb), lambda k: CAUSE)
+    changes += _compare("tracelab", {"version": ma.get("tracelab_version")},
+                        {"version": mb.get("tracelab_version")}, lambda k: INCIDENTAL)
+    return sorted(_merge_tf32(changes), key=lambda c: c.rank)
+
+
+def _merge_tf32(changes: list[Change]) -> list[Change]:
+    """`allow_tf32 = True` and `set_float32_matmul_precision("high")` are one setting, which
+    torch records in both fields: report it once."""
+    found = {c.key: c for c in changes if c.section == "environment"}
+    tf32, precision = found.get("tf32_matmul"), found.get("float32_matmul_precision")
+    if tf32 is None or precision is None:
+        return changes
+    tf32.note = (f"float32_matmul_precision {_show(precision.a)} → {_show(precision.b)}: "
+                 "the same setting")
+    return [c for c in changes if c is not precision]
+
+
+def _optimizer(meta: Mapping) -> dict[str, Any]:
+    opt = meta.get("optimizer") or {}
+    out = {"type": opt.get("type")} if opt else {}
+    for i, group in enumerate(opt.get("groups") or []):
+        out[f"group{i}"] = group
+    return out
+
+
+def _model(meta: Mapping) -> dict[str, Any]:
+    model = meta.get("model") or {}
+    if not model:
+        return {}
+    out: dict[str, Any] = {"type": model.get("type")}
+    for p in model.get("parameters") or []:
+        out[f"{p['name']}"] = {"shape": p.get("shape"), "dtype": p.get("dtype"),
+                               "requires_grad": p.get("requires_grad")}
+    return out
+
+
+def _beyond(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> np.ndarray:
+    both_nan = np.isnan(a) & np.isnan(b)
+    with np.errstate(invalid="ignore"):
+        close = np.abs(a - b) <= atol + rtol * np.maximum(np.abs(a), np.abs(b))
+    return ~(close | both_nan)
+
+
+def series_diffs(a: Run, b: Run, *, rtol: float, atol: float) -> list[SeriesDiff]:
+    keys = _series_keys(a) & _series_keys(b)
+    order = sorted(keys, key=lambda k: (k != (TRAIN, LOSS_NAME), k[1] != LOSS_NAME,
+                                        k[1].startswith("lr/"), k))
+    out = []
+    for split, name in order:
+        sa, sb = a.scalar(name, split), b.scalar(name, split)
+        joined = pd.concat([sa.rename("a"), sb.rename("b")], axis=1, join="inner").dropna(how="all")
+        if joined.empty:
+            continue
+        va, vb = joined["a"].to_numpy(float), joined["b"].to_numpy(float)
+        bad = _beyond(va, vb, rtol, atol)
+        first = int(np.argmax(bad)) if bad.any() else None
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rel = np.abs(va - vb) / np.maximum(np.maximum(np.abs(va), np.abs(vb)), 1e-30)
+        out.append(SeriesDiff(
+            split, name, len(joined), int(joined.index[first]) if first is not None else None,
+            float(va[first]) if first is not None else None,
+            float(vb[first]) if first is not None else None,
+            float(np.nanmax(rel)) if np.isfinite(rel).any() else float("nan"),
+            float(sa.iloc[-1]) if len(sa) else None, float(sb.iloc[-1]) if len(sb) else None))
+    return out
+
+
+def _series_keys(run: Run) -> set[tuple[str, str]]:
+    sc = run.scalars
+    keys = set(zip(sc["split"], sc["name"])) if len(sc) else set()
+    return {k for k in keys if k[1] not in (STEP_TIME, DATA_TIME)}
+
+
+def layer_diffs(a: Run, b: Run, *, rtol: float) -> tuple[list[LayerDiff], dict[str, list[str]]]:
+    na, nb = a.stat(GRAD, "norm"), b.stat(GRAD, "norm")
+    only = {"a": [n for n in na.columns if n not in nb.columns],
+            "b": [n for n in nb.columns if n not in na.columns]}
+    common = [n for n in na.columns if n in nb.columns]
+    steps = na.index.intersection(nb.index)
+    layers = []
+    for name in common:
+        va, vb = na.loc[steps, name].to_numpy(float), nb.loc[steps, name].to_numpy(float)
+        ok = np.isfinite(va) & np.isfinite(vb) & (va > 0)
+        if not ok.any():
+            continue
+        ratio = vb[ok] / va[ok]
+        bad = _beyond(va, vb, rtol, 0.0)
+        layers.append(LayerDiff(name, int(ok.sum()), float(np.median(ratio)),
+                                float(ratio.max()), float(ratio.min()),
+                                int(steps[int(np.argmax(bad))]) if bad.any() else None))
+    layers.sort(key=lambda d: -abs(math.log10(d.median_ratio)) if d.median_ratio > 0 else 0)
+    return layers, only
+
+
+def feature_diffs(a: Run, b: Run, *, shift: float = 0.5) -> list[FeatureDiff]:
+    """Per-feature summaries whose dtype, resolution, location, spread or cardinality moved."""
+    def summary(run: Run) -> dict[tuple[str, str], dict[str, Any]]:
+        inp = run.inputs
+        if not len(inp):
+            return {}
+        out = {}
+        for (split, feature), g in inp.groupby(["split", "feature"], sort=False):
+            out[(split, feature)] = {
+                "dtype": str(g["dtype"].iloc[-1]), "mean": float(g["mean"].mean()),
+                "std": float(g["std"].mean()), "min": float(g["min"].min()),
+                "max": float(g["max"].max()), "n_unique": float(g["n_unique"].max()),
+                "resolution": g["resolution"].dropna().iloc[-1] if g["resolution"].notna().any()
+                else None}
+        return out
+    sa, sb = summary(a), summary(b)
+    out = []
+    for key in [k for k in sa if k in sb]:
+        x, y, why = sa[key], sb[key], []
+        if x["dtype"] != y["dtype"]:
+            why.append(f"dtype {x['dtype']} → {y['dtype']}")
+        if x["resolution"] != y["resolution"]:
+            why.append(f"resolution {x['resolution']} → {y['resolution']}")
+        scale = x["std"] if x["std"] and np.isfinite(x["std"]) and x["std"] > 0 else None
+        if scale and abs(y["mean"] - x["mean"]) / scale > shift:
+            why.append(f"mean moved {abs(y['mean'] - x['mean']) / scale:.2g} stds")
+        if scale and np.isfinite(y["std"]) and not 0.5 <= y["std"] / scale <= 2.0:
+            why.append(f"std ×{y['std'] / scale:.2g}")
+        if x["n_unique"] >= 10 and y["n_unique"] < 0.5 * x["n_unique"]:
+            why.append(f"distinct values {x['n_unique']:.0f} → {y['n_unique']:.0f}")
+        if why:
+            out.append(FeatureDiff(key[0], key[1], x, y, why))
+    return out
+
+
+def _drift(a: Run, b: Run, config: Config) -> tuple[list[Finding], str]:
+    from tracelab.engine import all_rules, analyze
+    data = (INPUTS_REQ, SAMPLES_REQ)
+    names = [s.name for s in all_rules()
+             if s.uses_baseline and any(r in data for r in s.requires)]
+    if not names:
+        return [], "no data rule with a baseline mode is installed"
+    if not len(a.inputs) or not len(b.inputs):
+        which = "A" if not len(a.inputs) else "B"
+        return [], f"run {which} recorded no input stats"
+    diagnosis = analyze(b, baseline=a, select=names, config=config)
+    return diagnosis.findings, f"{', '.join(names)} on B with A as baseline"
+
+
+def _findings(run: Run, config: Config) -> Optional[list[Finding]]:
+    from tracelab.engine import analyze
+    if run.is_empty:
+        return None
+    return analyze(run, config=config).findings
+
+
+def diff_runs(a: Run, b: Run, *, config: Optional[Config] = None, rtol: float = 1e-4,
+              atol: float = 1e-8) -> RunDiff:
+    """Compare run B with the reference run A."""
+    config = config or Config()
+    result = RunDiff(a=str(a.path or a.name), b=str(b.path or b.name), rtol=rtol, atol=atol)
+    result.changes = setup_changes(a, b)
+    env_a, env_b = a.meta.get("environment") or {}, b.meta.get("environment") or {}
+    if any(c.key == "seed" for c in result.changes) and not env_a.get("seed_set", True) \
+            and not env_b.get("seed_set", True):
+        result.notes.append("Neither run set a seed: torch picked a random one for each.")
+    if not env_a or not env_b:
+        result.notes.append("The environment of " + ("A" if not env_a else "B") + " was not "
+                            "recorded (an imported log?): flags and versions cannot be compared.")
+    result.series = series_diffs(a, b, rtol=rtol, atol=atol)
+    result.layers, result.layers_only = layer_diffs(a, b, rtol=rtol)
+    result.features = feature_diffs(a, b)
+    result.drift, result.drift_note = _drift(a, b, config)
+    fa, fb = _findings(a, config), _findings(b, config)
+    key = lambda f: (f.rule, f.subject)  # noqa: E731
+    if fa is None or fb is None:
+        result.notes.append("Run " + ("A" if fa is None else "B") + " holds no recorded "
+                            "steps: its findings were not compared.")
+    else:
+        ka, kb = {key(f) for f in fa}, {key(f) for f in fb}
+        result.only_a = [f for f in fa if key(f) not in kb]
+        result.only_b = [f for f in fb if key(f) not in ka]
+        result.shared_findings = len(ka & kb)
+    return result
+
+
+def open_pair(path_a: str, path_b: str) -> tuple[Run, Run]:
+    from tracelab.sources import open_any
+    a, b = open_any(path_a), open_any(path_b)
+    if a.path is not None and b.path is not None and a.path.resolve() == b.path.resolve():
+        raise TracelabError(f"{path_a}: both arguments name the same run")
+    return a, b
+
+
+def format_text(d: RunDiff, *, limit: int = 10) -> str:
+    """The diff as plain text, most telling first."""
+    lines = [f"A: {d.a}", f"B: {d.b}", ""]
+    causes = d.causes
+    if causes:
+        head = ("The runs differ in one setting" if len(causes) == 1 else
+                f"The runs differ in {len(causes)} settings that can change results")
+        lines += [head + ":"] + [f"  {c.text()}" for c in causes]
+    else:
+        lines.append("No difference in config, flags, optimizer, versions or model.")
+    lines += [f"  note: {n}" for n in d.notes]
+    rest = [c for c in d.changes if c not in causes]
+    if rest:
+        lines += ["", "Other setup differences:"]
+        lines += [f"  {c.text()}  ({_RANK_LABEL[c.rank]})" for c in rest[:limit]]
+        if len(rest) > limit:
+            lines.append(f"  … {len(rest) - limit} more")
+    lines += ["", f"Series (first common step beyond rtol {d.rtol:g}, atol {d.atol:g}):"]
+    if not d.series:
+        lines.append("  no series in common")
+    for s in d.series[:limit]:
+        where = (f"diverge at step {s.first_step} (A {s.a_at:.6g}, B {s.b_at:.6g})"
+                 if s.first_step is not None else f"equal over {s.common_steps} common steps")
+        final = (f"; final A {s.final_a:.6g}, B {s.final_b:.6g}"
+                 if s.final_a is not None and s.final_b is not None else "")
+        lines.append(f"  {s.split}/{s.name}: {where}{final}")
+    if d.layers or d.layers_only.get("a") or d.layers_only.get("b"):
+        lines += ["", "Gradient norm per layer (B/A, median over common steps):"]
+        for layer in d.layers[:limit]:
+            first = (f"first beyond tolerance at step {layer.first_step}"
+                     if layer.first_step is not None else "equal")
+            lines.append(f"  {layer.name}: ×{layer.median_ratio:.3g} (range "
+                         f"{layer.min_ratio:.3g}–{layer.max_ratio:.3g}); {first}")
+        for side in ("a", "b"):
+            if d.layers_only.get(side):
+                lines.append(f"  only in {side.upper()}: {', '.join(d.layers_only[side][:limit])}")
+    lines += ["", f"Input drift ({d.drift_note}):"]
+    if not d.drift and not d.features:
+        lines.append("  none found")
+    lines += [f"  {f.code} {f.severity.value} {f.rule} [{f.subject}]: {f.message}"
+              for f in d.drift]
+    lines += [f"  {f.split}/{f.feature}: {'; '.join(f.why)}" for f in d.features[:limit]]
+    for label, found in (("A", d.only_a), ("B", d.only_b)):
+        lines += ["", f"Findings only in {label}:"]
+        lines += [f"  {f.code} {f.severity.value} {f.rule} [{f.subject}]: {f.message}"
+                  for f in found] or ["  none"]
+    lines.append(f"\n{d.shared_findings} finding(s) in both runs.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,150 @@
+"""Where runs come from: tracelab run directories, TensorBoard log directories and CSV metrics logs.
+
+`detect` says what a path holds, `discover` finds every run under an archive, and `open_source`
+/ `open_any` open any of them as a Run. Logs of other loggers are imported in memory: nothing is
+ever written next to them (an archive may be read-only).
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Optional
+
+from tracelab.errors import TraceError
+from tracelab.run import Run, open_run
+from tracelab.schema import META_FILE, TABLES
+
+NATIVE, TENSORBOARD, CSV = "tracelab", "tensorboard", "csv"
+CSV_NAME = "metrics.csv"  # Lightning's CSVLogger
+_PART = re.compile(r"^r\d+-.+\.(parquet|arrows)$")  # a table part file
+
+
+@dataclass(frozen=True)
+class Source:
+    path: Path
+    format: str
+
+    @property
+    def imported(self) -> bool:
+        return self.format != NATIVE
+
+
+def _is_event_file(name: str) -> bool:
+    return name.startswith("events.out.") and "tfevents" in name
+
+
+def _entries(path: Path) -> list[os.DirEntry]:
+    try:
+        return list(os.scandir(path))
+    except OSError:
+        return []
+
+
+def _looks_native(path: Path, names: set[str]) -> bool:
+    if META_FILE in names or any(n.startswith("meta.rank") and n.endswith(".json") for n in names):
+        return True
+    # Tables without metadata: a run that lost its meta.json; it must show up as unreadable.
+    return any(t in names and any(_PART.match(e.name) for e in _entries(path / t))
+               for t in TABLES)
+
+
+def detect(path: str | os.PathLike) -> Optional[Source]:
+    """What `path` holds, or None when it is none of the known formats."""
+    path = Path(path)
+    if path.is_file():
+        return Source(path, CSV) if path.suffix.lower() == ".csv" else None
+    entries = _entries(path)
+    names = {e.name for e in entries}
+    if _looks_native(path, names):
+        return Source(path, NATIVE)
+    if any(_is_event_file(e.name) for e in entries if e.is_file()):
+        return Source(path, TENSORBOARD)
+    if CSV_NAME in names:
+        return Source(path / CSV_NAME, CSV)
+    return None
+
+
+def walk_runs(archive: str | os.PathLike, exclude: Iterable[Path] = ()) -> Iterator[Source]:
+    """The runs under `archive` (itself included) as they are found; a run's own
+    subdirectories are part of it. Hidden directories and `exclude` are skipped."""
+    skip = {Path(p).resolve() for p in exclude}
+    for folder, dirs, _ in os.walk(archive):
+        here = Path(folder)
+        if skip and here.resolve() in skip:
+            dirs[:] = []
+            continue
+        source = detect(here)
+        if source is not None:
+            dirs[:] = []
+            yield source
+        else:
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+
+
+def discover(archive: str | os.PathLike, exclude: Iterable[Path] = ()) -> list[Source]:
+    """Every run under `archive`, sorted by path (see `walk_runs`)."""
+    return sorted(walk_runs(archive, exclude), key=lambda s: s.path.as_posix())
+
+
+def data_files(source: Source) -> list[Path]:
+    """The files a run's analysis reads: what the batch cache fingerprints."""
+    path = source.path
+    if source.format == CSV:
+        extra = path.parent / "hparams.yaml"
+        return [path] + ([extra] if extra.is_file() else [])
+    files = []
+    for folder, dirs, names in os.walk(path):
+        dirs.sort()
+        rel = Path(folder).relative_to(path)
+        if source.format == NATIVE and rel.parts and rel.parts[0] not in TABLES:
+            continue
+        for name in sorted(names):
+            if source.format == TENSORBOARD and not _is_event_file(name):
+                continue
+            if source.format == NATIVE and not rel.parts and not (
+                    name.startswith("meta") or name.startswith("heartbeat")):
+                continue  # reports and notes next to the trace are not the trace
+            files.append(Path(folder) / name)
+    return files
+
+
+def open_source(source: Source, tags=None) -> Run:
+    """Open a run of any format; imports happen in memory."""
+    if source.format == NATIVE:
+        return open_run(source.path)
+    if source.format == TENSORBOARD:
+        from tracelab.recorders.tensorboard_import import read_tensorboard
+        return read_tensorboard(source.path, tags).as_run(source.path)
+    from tracelab.recorders.csv_import import read_csv_log
+    named = source.path.parent if source.path.name == CSV_NAME else source.path
+    return read_csv_log(source.path, tags).as_run(named)
+
+
+def open_any(path: str | os.PathLike, tags=None) -> Run:
+    """A run directory, a TensorBoard log directory or a CSV metrics log, as a Run."""
+    path = Path(path)
+    if not path.exists():
+        raise TraceError(f"{path}: no such file or directory")
+    source = detect(path)
+    if source is None:
+        if path.is_dir():
+            inner = next(walk_runs(path), None)
+            if inner is not None:
+                raise TraceError(f"{path}: holds runs in subdirectories (e.g. {inner.path}); "
+                                 "analyze one of them, or all with `tracelab batch`")
+            raise TraceError(f"{path}: not a tracelab run (no {META_FILE}), nor a TensorBoard "
+                             "log directory (no events.out.tfevents.* files) or a CSV metrics "
+                             "log")
+        raise TraceError(f"{path}: not a run; expected a run directory, a TensorBoard log "
+                         "directory or a .csv metrics log")
+    return open_source(source, tags)
+
+
+def default_report_path(run: Run) -> Path:
+    """RUN/report.html for a tracelab run; for a log imported on the fly, NAME-report.html in
+    the working directory: the log's own directory may be read-only, and is never written."""
+    if run.path is not None and run.path.is_dir() and (run.path / META_FILE).exists():
+        return run.path / "report.html"
+    return Path.cwd() / f"{run.name}-report.html"
