@@ -4,8 +4,11 @@ What it detects
     In a run recorded by several ranks (torch.distributed), a rank whose train loss sits
     consistently above or below the other ranks' (a data-skewed rank), or whose gradient norm
     differs from theirs (desynchronized replicas). The loss is compared step by step with the
-    median of the other ranks, over the whole run and over its second half; the gradient norm is
-    the total over the parameters every rank recorded.
+    median of the other ranks, over the whole run and over its second half (each at least
+    `min_steps` steps): a warning when the mean gap is at least `loss_gap` of the loss level and
+    the rank sits on that side on at least `consistency` of the steps. The gradient norm (the
+    total over the parameters every rank recorded) is an error when its median relative
+    difference exceeds `grad_rtol`. With two ranks the one with the higher loss is named.
 
 Why it matters
     Data-parallel ranks train one model on shards of the same data: their losses differ only by
@@ -27,6 +30,9 @@ How to fix
 
 False positives
     Ranks that hold deliberately different data (one language per rank) differ in loss by design.
+    In simulated healthy runs (2 to 8 ranks, 30 to 300 steps) sampling noise alone fired in at
+    most 2% when each rank's loss carried 50% per-step noise, and never at 10%; a real skew
+    keeps one side on nearly every step.
     Recording every micro-batch inside ``no_sync`` during gradient accumulation, or sharded data
     parallelism (FSDP, ZeRO) whose ranks hold different gradient shards, makes gradient norms differ
     legitimately: record only optimizer steps, or set ``grad_rtol = inf``.

@@ -83,16 +83,23 @@ class Guard:
         self.recorder = None
         self.disabled = False
         self._last_step_end: float | None = None
+        self._data_time: float | None = None
+
+    def _take_data_time(self) -> float | None:
+        value, self._data_time = self._data_time, None
+        return value
 
     def _stop(self, exc: BaseException) -> None:
         self.disabled = True
         warnings.warn(f"tracelab: the {self.framework} callback stopped recording "
                       f"({type(exc).__name__}: {exc}); training continues", RuntimeWarning,
                       stacklevel=3)
+        rec, self.recorder = self.recorder, None
         try:
-            if self.recorder is not None:
-                self.recorder.close({"state": "failed", "exception_type": type(exc).__name__,
-                                     "exception_message": f"tracelab callback: {exc}"})
+            if rec is not None:
+                # Training goes on, so the run did not fail: its trace just ends here.
+                rec.close({"state": "completed", "note": f"recording stopped: the {self.framework}"
+                           f" callback failed ({type(exc).__name__}: {exc}); training went on"})
         except Exception:  # the job matters more than the trace
             pass
 
@@ -111,8 +118,8 @@ class Guard:
         self._last_step_end = time.perf_counter()
 
     def _mark_data_ready(self) -> None:
-        if self._last_step_end is not None and self.recorder is not None:
-            self.recorder._data_time = time.perf_counter() - self._last_step_end
+        if self._last_step_end is not None:
+            self._data_time = time.perf_counter() - self._last_step_end
             self._last_step_end = None
 
 

@@ -90,19 +90,24 @@ class TracelabCallback(Guard, TrainerCallback):
         # The Trainer has no exception hook: mark the run failed if an exception ends the script.
         self._excepthook, sys.excepthook = sys.excepthook, self._on_uncaught
 
+    # Forward hooks run inside the model's call: guarded like every hook, they never raise.
+    @guarded
     def _before_forward(self, module, args, kwargs) -> None:
-        if self.disabled or self.recorder is None:
+        if self.recorder is None:
             return
         if module.training:
             self._mark_data_ready()
             self._summed = "num_items_in_batch" in kwargs
             if self.recorder._step % self.recorder.input_every == 0:
                 self._train_batch = kwargs
-        elif self._eval_batch is None:
-            self._eval_batch = kwargs
+        else:
+            self._last_step_end = None  # evaluation time is not the data loader's
+            if self._eval_batch is None:
+                self._eval_batch = kwargs
 
+    @guarded
     def _after_forward(self, module, args, output) -> None:
-        if self.disabled or self.recorder is None or not module.training:
+        if self.recorder is None or not module.training:
             return
         loss = loss_value(output)
         if isinstance(loss, torch.Tensor) and loss.numel() == 1:
@@ -118,7 +123,8 @@ class TracelabCallback(Guard, TrainerCallback):
             # A model given num_items_in_batch already divides by the whole step's token count.
             loss = torch.stack(losses).sum() if self._summed else torch.stack(losses).mean()
         batch, self._train_batch = self._train_batch, None
-        self.recorder.step(loss=loss, inputs=batch_inputs(batch) if batch else None)
+        self.recorder.step(loss=loss, inputs=batch_inputs(batch) if batch else None,
+                           data_time=self._take_data_time())
         self._mark_step_end()
 
     @guarded
@@ -133,6 +139,10 @@ class TracelabCallback(Guard, TrainerCallback):
     def on_train_end(self, args, state, control, **kwargs):
         self._detach()
         self._close()
+
+    def _stop(self, exc: BaseException) -> None:
+        self._detach()
+        super()._stop(exc)
 
     def _detach(self) -> None:
         for handle in self._handles:

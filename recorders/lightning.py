@@ -6,8 +6,8 @@
     trainer = L.Trainer(callbacks=[TracelabCallback("runs/exp1")])
     trainer.fit(model, train_loader, val_loader)
 
-Per optimizer step: the training step's loss, the metrics logged in `training_step` (names
-without a `train_` prefix), lr, weight/grad/update statistics, activations and the input batch
+Per optimizer step: the training step's loss, the logged metrics named with a `train_` prefix
+or with none (stored without it), lr, weight/grad/update statistics, activations and the input batch
 at the Recorder's cadences. After each validation: the metrics with a `val_` (or `valid_`,
 `validation_`) prefix, as the "val" split, and the first validation batch's profile. Each rank of
 a multi-process run writes its own shard. Needs the `lightning` extra.
@@ -94,8 +94,13 @@ class TracelabCallback(Guard, pl.Callback):
         loss = torch.stack([v.float().reshape(()) for v in losses]).mean() if losses else None
         metrics = metrics_for(trainer.callback_metrics, TRAIN, unprefixed=True)
         metrics.pop("loss", None)  # the step's own loss is recorded as such
-        self.recorder.step(loss=loss, inputs=self.inputs(batch), metrics=metrics)
+        self.recorder.step(loss=loss, inputs=self.inputs(batch), metrics=metrics,
+                           data_time=self._take_data_time())
         self._mark_step_end()
+
+    @guarded
+    def on_validation_start(self, trainer, pl_module) -> None:
+        self._last_step_end = None  # validation time is not the data loader's
 
     @guarded
     def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx,

@@ -185,8 +185,15 @@ class Recorder:
             yield batch
 
     def step(self, loss: Any = None, inputs: Any = None,
-             metrics: Mapping[str, Any] | None = None) -> None:
-        """Record one optimizer step. Call it once per step, after `optimizer.step()`."""
+             metrics: Mapping[str, Any] | None = None, *,
+             data_time: float | None = None) -> None:
+        """Record one optimizer step. Call it once per step, after `optimizer.step()`.
+
+        data_time: seconds this step waited for its batch, when the loop does not use
+        `iterate()` (framework callbacks measure it themselves).
+        """
+        if data_time is not None:
+            self._data_time = data_time
         step = self._step
         self._step += 1
         now = time.perf_counter()

@@ -1,4 +1,4 @@
-"""The HTML page of `tracelab diff`: one self-contained file (Jinja2, autoescaped, inline SVG)."""
+"""`tracelab diff` rendered: as text for the terminal, as one self-contained HTML page."""
 from __future__ import annotations
 
 import io
@@ -9,6 +9,7 @@ import jinja2
 import numpy as np
 
 from tracelab._version import __version__
+from tracelab.diff import RANK_LABEL
 
 MAX_POINTS = 2000
 
@@ -44,6 +45,58 @@ def _loss_svg(a, b, first_step: Optional[int]) -> Optional[str]:
     return svg[svg.index("<svg"):]
 
 
+def diff_text(d, *, limit: int = 10) -> str:
+    """The diff as plain text, most telling first."""
+    lines = [f"A: {d.a}", f"B: {d.b}", ""]
+    causes = d.causes
+    if causes:
+        head = ("The runs differ in one setting" if len(causes) == 1 else
+                f"The runs differ in {len(causes)} settings that can change results")
+        lines += [head + ":"] + [f"  {c.text()}" for c in causes[:limit]]
+        if len(causes) > limit:
+            lines.append(f"  … {len(causes) - limit} more (--json or --html lists them all)")
+    else:
+        lines.append("No difference in config, flags, optimizer, versions or model.")
+    lines += [f"  note: {n}" for n in d.notes]
+    rest = [c for c in d.changes if c not in causes]
+    if rest:
+        lines += ["", "Other setup differences:"]
+        lines += [f"  {c.text()}  ({RANK_LABEL[c.rank]})" for c in rest[:limit]]
+        if len(rest) > limit:
+            lines.append(f"  … {len(rest) - limit} more")
+    lines += ["", f"Series (first common step beyond rtol {d.rtol:g}, atol {d.atol:g}):"]
+    if not d.series:
+        lines.append("  no series in common")
+    for s in d.series[:limit]:
+        where = (f"diverge at step {s.first_step} (A {s.a_at:.6g}, B {s.b_at:.6g})"
+                 if s.first_step is not None else f"equal over {s.common_steps} common steps")
+        final = (f"; final A {s.final_a:.6g}, B {s.final_b:.6g}"
+                 if s.final_a is not None and s.final_b is not None else "")
+        lines.append(f"  {s.split}/{s.name}: {where}{final}")
+    if d.layers or d.layers_only.get("a") or d.layers_only.get("b"):
+        lines += ["", "Gradient norm per layer (B/A, median over common steps):"]
+        for layer in d.layers[:limit]:
+            first = (f"first beyond tolerance at step {layer.first_step}"
+                     if layer.first_step is not None else "equal")
+            lines.append(f"  {layer.name}: ×{layer.median_ratio:.3g} (range "
+                         f"{layer.min_ratio:.3g}–{layer.max_ratio:.3g}); {first}")
+        for side in ("a", "b"):
+            if d.layers_only.get(side):
+                lines.append(f"  only in {side.upper()}: {', '.join(d.layers_only[side][:limit])}")
+    lines += ["", f"Input drift ({d.drift_note}):"]
+    if not d.drift and not d.features:
+        lines.append("  none found")
+    lines += [f"  {f.code} {f.severity.value} {f.rule} [{f.subject}]: {f.message}"
+              for f in d.drift]
+    lines += [f"  {f.split}/{f.feature}: {'; '.join(f.why)}" for f in d.features[:limit]]
+    for label, found in (("A", d.only_a), ("B", d.only_b)):
+        lines += ["", f"Findings only in {label}:"]
+        lines += [f"  {f.code} {f.severity.value} {f.rule} [{f.subject}]: {f.message}"
+                  for f in found] or ["  none"]
+    lines.append(f"\n{d.shared_findings} finding(s) in both runs.")
+    return "\n".join(lines) + "\n"
+
+
 def render_diff(diff, a, b) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
@@ -51,7 +104,7 @@ def render_diff(diff, a, b) -> str:
     context: dict[str, Any] = {
         "d": diff, "causes": diff.causes,
         "others": [c for c in diff.changes if c not in diff.causes],
-        "rank_label": {0: "cause", 1: "version", 2: "incidental"},
+        "rank_label": RANK_LABEL,
         "loss_svg": _loss_svg(a, b, loss.first_step if loss else None),
         "version": __version__,
     }

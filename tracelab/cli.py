@@ -247,12 +247,12 @@ def _add_diff(sub) -> None:
 def cmd_diff(args: argparse.Namespace) -> int:
     import json
     from tracelab.config import load_config
-    from tracelab.diff import diff_runs, format_text, open_pair
+    from tracelab.diff import diff_runs, open_pair
+    from tracelab.reports.diff_report import diff_text, write_diff_html
     a, b = open_pair(args.run_a, args.run_b)
     result = diff_runs(a, b, config=load_config(args.config), rtol=args.rtol, atol=args.atol)
-    sys.stdout.write(format_text(result))
+    sys.stdout.write(diff_text(result))
     if args.html:
-        from tracelab.reports.diff_report import write_diff_html
         print(f"html: {write_diff_html(result, a, b, Path(args.html))}")
     if args.json:
         Path(args.json).write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n",

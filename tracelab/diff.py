@@ -32,7 +32,7 @@ _FLAGS = {"tf32_matmul", "tf32_cudnn", "float32_matmul_precision", "cudnn_benchm
           "cudnn_deterministic", "deterministic_algorithms", "seed", "seed_set",
           "pythonhashseed"}
 _INCIDENTAL = {"hostname", "platform", "argv"}
-_RANK_LABEL = {CAUSE: "cause", VERSION: "version", INCIDENTAL: "incidental"}
+RANK_LABEL = {CAUSE: "cause", VERSION: "version", INCIDENTAL: "incidental"}
 
 
 @dataclass
@@ -122,7 +122,7 @@ class RunDiff:
         for key in ("drift", "only_a", "only_b"):
             d[key] = [f.to_dict() for f in getattr(self, key)]
         for c in d["changes"]:
-            c["rank"] = _RANK_LABEL[c["rank"]]
+            c["rank"] = RANK_LABEL[c["rank"]]
         return d
 
 
@@ -248,9 +248,9 @@ def series_diffs(a: Run, b: Run, *, rtol: float, atol: float) -> list[SeriesDiff
 
 
 def _series_keys(run: Run) -> set[tuple[str, str]]:
-    sc = run.scalars
-    keys = set(zip(sc["split"], sc["name"])) if len(sc) else set()
-    return {k for k in keys if k[1] not in (STEP_TIME, DATA_TIME)}
+    pairs = run.scalars[["split", "name"]].drop_duplicates()
+    return {(str(s), str(n)) for s, n in pairs.itertuples(index=False)
+            if n not in (STEP_TIME, DATA_TIME)}
 
 
 def layer_diffs(a: Run, b: Run, *, rtol: float) -> tuple[list[LayerDiff], dict[str, list[str]]]:
@@ -367,52 +367,3 @@ def open_pair(path_a: str, path_b: str) -> tuple[Run, Run]:
         raise TracelabError(f"{path_a}: both arguments name the same run")
     return a, b
 
-
-def format_text(d: RunDiff, *, limit: int = 10) -> str:
-    """The diff as plain text, most telling first."""
-    lines = [f"A: {d.a}", f"B: {d.b}", ""]
-    causes = d.causes
-    if causes:
-        head = ("The runs differ in one setting" if len(causes) == 1 else
-                f"The runs differ in {len(causes)} settings that can change results")
-        lines += [head + ":"] + [f"  {c.text()}" for c in causes]
-    else:
-        lines.append("No difference in config, flags, optimizer, versions or model.")
-    lines += [f"  note: {n}" for n in d.notes]
-    rest = [c for c in d.changes if c not in causes]
-    if rest:
-        lines += ["", "Other setup differences:"]
-        lines += [f"  {c.text()}  ({_RANK_LABEL[c.rank]})" for c in rest[:limit]]
-        if len(rest) > limit:
-            lines.append(f"  … {len(rest) - limit} more")
-    lines += ["", f"Series (first common step beyond rtol {d.rtol:g}, atol {d.atol:g}):"]
-    if not d.series:
-        lines.append("  no series in common")
-    for s in d.series[:limit]:
-        where = (f"diverge at step {s.first_step} (A {s.a_at:.6g}, B {s.b_at:.6g})"
-                 if s.first_step is not None else f"equal over {s.common_steps} common steps")
-        final = (f"; final A {s.final_a:.6g}, B {s.final_b:.6g}"
-                 if s.final_a is not None and s.final_b is not None else "")
-        lines.append(f"  {s.split}/{s.name}: {where}{final}")
-    if d.layers or d.layers_only.get("a") or d.layers_only.get("b"):
-        lines += ["", "Gradient norm per layer (B/A, median over common steps):"]
-        for layer in d.layers[:limit]:
-            first = (f"first beyond tolerance at step {layer.first_step}"
-                     if layer.first_step is not None else "equal")
-            lines.append(f"  {layer.name}: ×{layer.median_ratio:.3g} (range "
-                         f"{layer.min_ratio:.3g}–{layer.max_ratio:.3g}); {first}")
-        for side in ("a", "b"):
-            if d.layers_only.get(side):
-                lines.append(f"  only in {side.upper()}: {', '.join(d.layers_only[side][:limit])}")
-    lines += ["", f"Input drift ({d.drift_note}):"]
-    if not d.drift and not d.features:
-        lines.append("  none found")
-    lines += [f"  {f.code} {f.severity.value} {f.rule} [{f.subject}]: {f.message}"
-              for f in d.drift]
-    lines += [f"  {f.split}/{f.feature}: {'; '.join(f.why)}" for f in d.features[:limit]]
-    for label, found in (("A", d.only_a), ("B", d.only_b)):
-        lines += ["", f"Findings only in {label}:"]
-        lines += [f"  {f.code} {f.severity.value} {f.rule} [{f.subject}]: {f.message}"
-                  for f in found] or ["  none"]
-    lines.append(f"\n{d.shared_findings} finding(s) in both runs.")
-    return "\n".join(lines) + "\n"

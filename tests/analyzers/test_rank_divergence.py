@@ -45,7 +45,7 @@ def _synced_grads(n_ranks, rng):
 
 @pytest.mark.parametrize("n_ranks", [2, 4])
 def test_quiet_on_healthy_noisy_ranks(n_ranks):
-    for seed in range(20):
+    for seed in range(10):
         rng = np.random.default_rng(seed)
         run = Run.from_frames(scalars=_loss_rows(_healthy(n_ranks, rng)),
                               tensors=_grad_rows(_synced_grads(n_ranks, rng)))

@@ -225,7 +225,8 @@ def test_a_dying_worker_costs_only_its_own_run(archive, tmp_path):
              "team-b/lightning_logs/version_0"}
     tasks = [t for t in plan(archive, tmp_path, Config(), reports="none") if t.rel in quick]
     results = {}
-    process_pool(2, die_on_ok2, reports=False)(tasks, lambda task, result: results.update({task.rel: result}))
+    process_pool(2, die_on_ok2, reports=False)(
+        tasks, lambda task, result: results.update({task.rel: result}))
     statuses = {rel: r["run"]["status"] for rel, r in results.items()}
     assert statuses == {**{r: EXPECTED[r] for r in quick}, "team-a/ok-2": "unreadable"}
     assert "the analysis process died" in results["team-a/ok-2"]["run"]["detail"]

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from tracelab.cli import main
-from tracelab.diff import diff_runs, format_text
+from tracelab.diff import diff_runs
+from tracelab.reports.diff_report import diff_text
 from tracelab.engine import all_rules
 from tracelab.run import Run, open_run
 
@@ -39,7 +40,7 @@ def test_a_different_seed_is_pointed_at(trio):
     assert (d.causes[0].a, d.causes[0].b) == (0, 1)
     assert d.loss.first_step == 0  # another initialization: apart from the first step
     assert d.layers and all(layer.first_step == 0 for layer in d.layers)
-    text = format_text(d)
+    text = diff_text(d)
     assert "The runs differ in one setting:\n  environment.seed: 0 → 1" in text
 
 
@@ -59,7 +60,7 @@ def test_identical_setups_have_no_cause(trio):
     base, _, _ = trio
     d = diff_runs(open_run(base), open_run(base))
     assert d.causes == [] and d.loss.first_step is None
-    assert "No difference in config, flags, optimizer, versions or model." in format_text(d)
+    assert "No difference in config, flags, optimizer, versions or model." in diff_text(d)
 
 
 def _frames(loss, grad_scale=1.0, lr=0.1, seed=0, shift=0.0):
@@ -118,7 +119,7 @@ def test_runs_without_environment_or_common_series():
     assert [c.text() for c in d.causes] == ["config.extra: (absent) → 1"]
     assert d.series == [] and d.layers == []
     assert any("environment of A was not recorded" in n for n in d.notes)
-    assert "no series in common" in format_text(d)
+    assert "no series in common" in diff_text(d)
 
 
 def test_cli_diff_with_html_and_json(trio, tmp_path, capsys):

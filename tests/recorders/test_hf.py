@@ -158,3 +158,19 @@ def test_uncaught_exception_marks_the_run_failed(tmp_path, capsys):
     assert (status["exception_type"], status["exception_message"]) == ("ValueError",
                                                                         "corrupt record 5")
     assert "Broken" in status["traceback"] or "__getitem__" in status["traceback"]
+
+
+def test_callback_errors_never_stop_training(tmp_path, monkeypatch):
+    def broken(kwargs):
+        raise TypeError("unexpected batch layout")
+    monkeypatch.setattr("tracelab.recorders.hf.batch_inputs", broken)
+    before = sys.excepthook
+    trainer = transformers.Trainer(model=_model(), args=_args(tmp_path, eval_strategy="no"),
+                                   train_dataset=Tokens(320, 1),
+                                   callbacks=[TracelabCallback(str(tmp_path / "broken"))])
+    with pytest.warns(RuntimeWarning, match="Trainer callback stopped recording"):
+        trainer.train()
+    assert trainer.state.global_step == STEPS
+    assert sys.excepthook is before
+    status = open_run(tmp_path / "broken").status
+    assert status["state"] == "completed" and "unexpected batch layout" in status["note"]
