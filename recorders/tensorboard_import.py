@@ -29,7 +29,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 import pandas as pd
 
-from tracelab.errors import TraceError
+from tracelab.errors import TraceError, TracelabError
 from tracelab.schema import SCALARS, TENSORS
 from tracelab.recorders.importing import Imported, ScalarKey, TagMap, base_meta, pick_granularity
 
@@ -59,8 +59,17 @@ def event_files(logdir: Path) -> list[Path]:
     return found
 
 
+def _tensorboard():
+    try:
+        from tensorboard.backend.event_processing import event_accumulator
+    except ImportError:
+        raise TracelabError("reading TensorBoard logs needs the tensorboard package: "
+                            "pip install 'tracelab[tensorboard]'") from None
+    return event_accumulator
+
+
 def _accumulators(logdir: Path) -> Iterator[tuple[str, Any]]:
-    from tensorboard.backend.event_processing import event_accumulator as ea
+    ea = _tensorboard()
     guidance = {ea.SCALARS: 0, ea.HISTOGRAMS: 0, ea.TENSORS: 0, ea.IMAGES: 1, ea.AUDIO: 1,
                 ea.COMPRESSED_HISTOGRAMS: 1}
     folders = sorted({f.parent for f in event_files(logdir)})
@@ -155,6 +164,7 @@ def read_tensorboard(logdir: str | os.PathLike, tags: TagMap | None = None) -> I
         raise TraceError(f"{logdir}: no such directory; expected a TensorBoard log directory")
     if not event_files(logdir):
         raise TraceError(f"{logdir}: no TensorBoard event files (events.out.tfevents.*)")
+    _tensorboard()
     from tensorboard.util import tensor_util
     tags = tags or TagMap()
     scalars: dict[str, list] = {}   # full tag → [(step, value, wall_time)]

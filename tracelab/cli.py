@@ -205,7 +205,8 @@ def _add_batch(sub) -> None:
                    help="run on a Dask cluster, e.g. tcp://host:8786 (needs tracelab[dask])")
     p.add_argument("--reports", choices=("all", "findings", "none"), default="all",
                    help="per-run HTML reports: for every run (default), only for runs with a "
-                        "finding or that died, or none; a report costs 10x its analysis")
+                        "finding or that died, or none; a report costs several times "
+                        "its run's analysis")
     p.add_argument("--force", action="store_true", help="analyze every run again")
     p.add_argument("--config", metavar="FILE", help="tracelab.toml or pyproject.toml to use")
     p.set_defaults(handler=cmd_batch)
@@ -266,9 +267,9 @@ def _add_import(sub) -> None:
     kinds = p.add_subparsers(dest="format", metavar="FORMAT", parser_class=_Parser)
     kinds.required = True
     tb = kinds.add_parser("tensorboard", help="a TensorBoard log directory (needs tensorboard)")
-    tb.add_argument("source", metavar="LOGDIR")
+    tb.add_argument("source", metavar="LOGDIR", help="the log directory (subdirectories included)")
     csv = kinds.add_parser("csv", help="a CSV metrics log (Lightning's metrics.csv)")
-    csv.add_argument("source", metavar="FILE")
+    csv.add_argument("source", metavar="FILE", help="the CSV file (or the folder of metrics.csv)")
     csv.add_argument("--step-column", metavar="NAME", help="the step column (default: step)")
     for q in (tb, csv):
         q.add_argument("run", metavar="RUN", help="the tracelab run directory to create")

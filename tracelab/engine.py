@@ -43,10 +43,13 @@ def _thresholds(spec: RuleSpec, config: Config) -> dict[str, Any]:
             raise ConfigError(f"{config.source}: rule {spec.name} has no threshold '{key}'; "
                               f"expected one of {', '.join(allowed) or '(none)'}")
         default = allowed[key]
+        # An int threshold (a window, a count) must stay an int: 50.0 would break the rule.
         if isinstance(default, bool) != isinstance(value, bool) or (
-                isinstance(default, (int, float)) and not isinstance(value, (int, float))):
-            raise ConfigError(f"{config.source}: {spec.name}.{key} = {value!r}; expected a "
-                              f"{type(default).__name__} like {default!r}")
+                isinstance(default, (int, float)) and not isinstance(value, (int, float))) or (
+                isinstance(default, int) and not isinstance(value, int)):
+            kind = type(default).__name__
+            raise ConfigError(f"{config.source}: {spec.name}.{key} = {value!r}; expected "
+                              f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} like {default!r}")
     return given
 
 
