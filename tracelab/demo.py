@@ -157,7 +157,7 @@ def time_features(frame) -> np.ndarray:
     ts = frame["timestamp"]
     hour = ts.dt.hour + ts.dt.minute / 60
     angle = 2 * np.pi * hour / 24
-    return np.stack([np.sin(angle), np.cos(angle), ts.dt.weekday / 6.0,
+    return np.stack([np.sin(angle), np.cos(angle), ts.dt.day_of_week / 6.0,
                      np.log(frame["amount"]) / 5], axis=1).astype(np.float32)
 
 
