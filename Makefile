@@ -4,8 +4,8 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 # Extras the development environment installs; the library itself needs only the core list.
 EXTRAS ?= torch,test,tensorboard,dask,lightning,hf
-STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 comma  := ,
+STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
 .PHONY: demo test venv bench clean
 

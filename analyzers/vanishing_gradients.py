@@ -2,9 +2,10 @@
 
 What it detects
     For each weight matrix or kernel, the typical gradient size per element (gradient norm /
-    sqrt(numel), median over the recorded steps). A layer is flagged when that is below `ratio`
-    times the largest layer's value, or below the absolute `floor`. Layers whose gradients are
-    exactly zero are left to frozen-parameters. The finding names the layers and gives their
+    sqrt(numel), median over the later `1 - settle` of the recorded steps, so that the first
+    steps' transients do not count). A layer is flagged when that is below `ratio` times the
+    largest layer's value (or below the absolute `floor`) and below `median_ratio` times the
+    median layer's. Layers whose gradients are exactly zero are left to frozen-parameters. The finding names the layers and gives their
     ratio to the largest and to the median layer.
 
 Why it matters
@@ -22,7 +23,10 @@ How to fix
 
 False positives
     Embeddings and other sparsely used parameters receive small gradients per element by
-    design; their ratio is rarely below 1e-3. Biases and normalization scales are not judged.
+    design; their ratio is rarely below 1e-3. A transformer's attention query/key weights get
+    tiny gradients at initialization, while attention is still uniform, and a classifier head
+    can get far larger ones than every other layer: hence the median test and the settling
+    period. Biases and normalization scales are not judged.
     A diverging run is judged only up to its first non-finite gradient, and not at all when a
     layer's median gradient norm exceeds `max_reference`: the gap then comes from an exploding
     layer, which exploding-gradients reports.
@@ -39,8 +43,9 @@ from tracelab.schema import GRAD, GRADS
 
 
 @rule(name="vanishing-gradients", code="TL201", requires=(GRADS,))
-def vanishing_gradients(run: Run, *, ratio: float = 1e-3, floor: float = 1e-9,
-                        max_reference: float = 100.0, min_steps: int = 3) -> list[Finding]:
+def vanishing_gradients(run: Run, *, ratio: float = 1e-3, median_ratio: float = 1e-2,
+                        floor: float = 1e-9, settle: float = 0.5, max_reference: float = 100.0,
+                        min_steps: int = 3) -> list[Finding]:
     norms = run.stat(GRAD, "norm")
     numel = run.stat(GRAD, "numel")
     names = matrix_params(run, norms.columns)
@@ -52,13 +57,14 @@ def vanishing_gradients(run: Run, *, ratio: float = 1e-3, floor: float = 1e-9,
         norms = norms.iloc[:int(np.argmax(broken))]
     if len(norms) < min_steps:
         return []
+    norms = norms.iloc[min(int(len(norms) * settle), len(norms) - min_steps):]
     rms = (norms[names] / np.sqrt(numel[names].reindex(norms.index))).median()
     rms = rms[np.isfinite(rms) & (rms > 0)]
     if rms.empty or float(norms[names].median().max()) > max_reference:
         return []  # the gap comes from an exploding layer: exploding-gradients reports it
     top = float(rms.max())
     middle = float(rms.median())
-    low = rms[(rms < ratio * top) | (rms < floor)]
+    low = rms[((rms < ratio * top) | (rms < floor)) & (rms < median_ratio * middle)]
     if low.empty:
         return []
     worst = str(low.idxmin())

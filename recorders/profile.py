@@ -15,7 +15,7 @@ import torch
 from tracelab.schema import RESOLUTIONS
 
 N_UNIQUE_CAP = 10_000
-UNIQUE_EXACT = 1 << 14
+UNIQUE_EXACT = 1 << 12
 SAMPLES_PER_BATCH = 64
 # Columns of the packed per-feature tensor profile.
 PACKED = ("mean", "std", "min", "max", "n_unique", "int_frac", "nan_count", "inf_count")

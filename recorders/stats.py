@@ -41,39 +41,38 @@ def _raw_stats_cpu(ts: list[torch.Tensor]) -> torch.Tensor:
     # On the CPU, float64 accumulation of float32 data runs 3-5x slower than the vectorized
     # float32 kernels, and reading values costs nothing: accumulate in float32, then redo in
     # float64 only the tensors whose std would lose digits to E[x^2] - E[x]^2 cancellation.
-    f64 = torch.float64
     minmax = [torch.aminmax(t) for t in ts]
-    raw = torch.stack([
-        torch.stack([t.sum() for t in ts]).to(f64),
-        torch.stack(torch._foreach_norm(ts, 2)).to(f64),
-        torch.stack(torch._foreach_norm(ts, 1)).to(f64),
-        torch.stack([torch.count_nonzero(t) for t in ts]).to(f64),
-        torch.stack([m[1] for m in minmax]).to(f64),
-        torch.stack([-m[0] for m in minmax]).to(f64),
-        torch.zeros(len(ts), dtype=f64), torch.zeros(len(ts), dtype=f64)], dim=1)
-    bad = ~torch.isfinite(raw[:, 1])
-    for i in bad.nonzero().flatten().tolist():
+    cols = [torch.stack([t.sum() for t in ts]), torch.stack(torch._foreach_norm(ts, 2)),
+            torch.stack(torch._foreach_norm(ts, 1)),
+            torch.stack([torch.count_nonzero(t) for t in ts]),
+            torch.stack([m.max for m in minmax]), torch.stack([m.min for m in minmax])]
+    raw = np.zeros((len(ts), len(RAW)))
+    for i, col in enumerate(cols):
+        raw[:, i] = col.numpy()
+    raw[:, 5] *= -1
+    for i in np.flatnonzero(~np.isfinite(raw[:, 1])):
         raw[i, 6], raw[i, 7] = torch.isnan(ts[i]).sum(), torch.isinf(ts[i]).sum()
     _exact_spread_cpu(raw, ts)
-    return raw
+    return torch.from_numpy(raw)
 
 
-def _exact_spread_cpu(raw: torch.Tensor, ts: list[torch.Tensor],
+def _exact_spread_cpu(raw: np.ndarray, ts: list[torch.Tensor],
                       n_total: list[int] | None = None) -> None:
     """Redo sum and norm in float64 where std would lose digits to cancellation (in place).
 
     `ts` may be subsamples standing for `n_total` elements each; the redo scales like the
     first pass did.
     """
-    n = torch.tensor([max(t.numel(), 1) for t in ts], dtype=torch.float64)
-    total = torch.tensor(n_total, dtype=torch.float64) if n_total else n
-    mean_sq = raw[:, 1] ** 2 / total
-    spread = mean_sq - (raw[:, 0] / total) ** 2
-    redo = (spread < 1e-4 * mean_sq) & (mean_sq > 0) & torch.isfinite(mean_sq)
-    for i in redo.nonzero().flatten().tolist():
+    n = np.array([max(t.numel(), 1) for t in ts], dtype=np.float64)
+    total = np.asarray(n_total, dtype=np.float64) if n_total else n
+    with np.errstate(invalid="ignore", over="ignore"):
+        mean_sq = raw[:, 1] ** 2 / total
+        spread = mean_sq - (raw[:, 0] / total) ** 2
+        redo = (spread < 1e-4 * mean_sq) & (mean_sq > 0) & np.isfinite(mean_sq)
+    for i in np.flatnonzero(redo):
         exact = ts[i].to(torch.float64)
-        scale = float(total[i] / n[i])
-        raw[i, 0], raw[i, 1] = exact.sum() * scale, exact.norm() * scale ** 0.5
+        scale = total[i] / n[i]
+        raw[i, 0], raw[i, 1] = exact.sum().item() * scale, exact.norm().item() * scale ** 0.5
 
 
 def finish(raw: np.ndarray, numel: np.ndarray) -> dict[str, np.ndarray]:
@@ -145,7 +144,7 @@ def activation_stats(out: torch.Tensor, module_type: str) -> torch.Tensor:
         saturated = ((sub <= lo + 0.01) | (sub >= hi - 0.01)).to(f64).mean()
     raw = torch.cat([raw, torch.stack([dead, saturated])])
     if x.device.type == "cpu":
-        _exact_spread_cpu(raw.unsqueeze(0), [sub], n_total=[n])
+        _exact_spread_cpu(raw.numpy().reshape(1, -1), [sub], n_total=[n])  # shares memory
     return raw
 
 
