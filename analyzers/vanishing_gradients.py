@@ -57,6 +57,7 @@ def vanishing_gradients(run: Run, *, ratio: float = 1e-3, median_ratio: float = 
         norms = norms.iloc[:int(np.argmax(broken))]
     if len(norms) < min_steps:
         return []
+    steps = (int(norms.index[0]), int(norms.index[-1]))
     norms = norms.iloc[min(int(len(norms) * settle), len(norms) - min_steps):]
     rms = (norms[names] / np.sqrt(numel[names].reindex(norms.index))).median()
     rms = rms[np.isfinite(rms) & (rms > 0)]
@@ -68,7 +69,6 @@ def vanishing_gradients(run: Run, *, ratio: float = 1e-3, median_ratio: float = 
     if low.empty:
         return []
     worst = str(low.idxmin())
-    steps = (int(norms.index[0]), int(norms.index[-1]))
     return [vanishing_gradients.finding(
         WARNING, subject_of(list(low.index)), steps,
         f"{len(low)} of {len(rms)} layers get vanishing gradients ({name_list(list(low.index))})"
