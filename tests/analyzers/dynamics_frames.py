@@ -66,3 +66,22 @@ def noisy_decay(n: int, *, start: float = 2.3, floor: float = 0.3, tau: float = 
     t = np.arange(n)
     clean = floor + (start - floor) * np.exp(-t / tau)
     return clean * np.exp(noise * rng.standard_normal(n) - noise ** 2 / 2)
+
+
+GRAD_LAYERS = [("l0.weight", (64, 64)), ("l0.bias", (64,)), ("l1.weight", (64, 64)),
+               ("l2.weight", (64, 64)), ("l3.weight", (4, 64))]
+GRAD_LEVELS = {"l0.weight": 0.3, "l0.bias": 0.05, "l1.weight": 0.5, "l2.weight": 0.8,
+               "l3.weight": 1.2}
+
+
+def noisy(level: float, seed: int, n: int = 100, noise: float = 0.3) -> np.ndarray:
+    """A log-normal series around `level`, like a layer's gradient norm over steps."""
+    return level * np.exp(noise * np.random.default_rng(seed).standard_normal(n))
+
+
+def grad_run(levels: Mapping, meta: bool = True, n: int = 100) -> Run:
+    """Grad norms per layer of GRAD_LAYERS: a level (noisy series) or an explicit array."""
+    per = {name: {"norm": values if isinstance(values, np.ndarray) else noisy(values, i, n),
+                  "numel": [4096] * n} for i, (name, values) in enumerate(levels.items())}
+    return make_run(model_meta(GRAD_LAYERS) if meta else None,
+                    tensors=[tensor_rows("grad", per)])

@@ -21,12 +21,7 @@ DATA_RULES = {"train-val-mismatch", "input-collapse", "unnormalized-inputs",
               "nondeterminism-risk", "gpu-unused", "input-pipeline-bound"}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: threads only add overhead on a shared box
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _fit(run_dir, xtr, ytr, xva, yva, *, steps=60, batch=32, val_every=20, seed=0,

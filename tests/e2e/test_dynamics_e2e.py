@@ -22,13 +22,7 @@ sys.modules[_spec.name] = calibrate  # dataclasses look their module up
 _spec.loader.exec_module(calibrate)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    import torch
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: threads only add overhead on a shared box
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _analyze(tmp_path, name, steps):

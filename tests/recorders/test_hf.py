@@ -21,13 +21,7 @@ CADENCE = {"activation_every": 5, "input_every": 5}
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # Tiny models train faster on one thread than with OpenMP workers fighting for 2 cores.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 class Tokens(torch.utils.data.Dataset):

@@ -19,18 +19,10 @@ from _equivalence import assert_equivalent, loud  # noqa: E402
 
 # 16 batches an epoch; Lightning counts val_check_interval within each epoch.
 BATCH, VAL_EVERY, EPOCHS = 32, 8, 3
-pytestmark = pytest.mark.filterwarnings("ignore:.*LeafSpec",
-                                        "ignore:You defined a `validation_step`")
+pytestmark = [pytest.mark.filterwarnings("ignore:.*LeafSpec",
+                                         "ignore:You defined a `validation_step`"),
+              pytest.mark.usefixtures("one_thread")]
 CADENCE = {"activation_every": 5, "input_every": 5}
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    # Tiny models train faster on one thread than with OpenMP workers fighting for 2 cores.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _data():
