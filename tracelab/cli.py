@@ -69,7 +69,8 @@ def print_diagnosis(diagnosis: Diagnosis, out=sys.stdout) -> None:
     if diagnosis.skipped:
         reasons = sorted({s.reason for s in diagnosis.skipped})
         names = ", ".join(s.rule for s in diagnosis.skipped)
-        print(f"  skipped {len(diagnosis.skipped)} rules ({'; '.join(reasons)}): {names}", file=out)
+        n = len(diagnosis.skipped)
+        print(f"  skipped {n} rule{'s' if n != 1 else ''} ({'; '.join(reasons)}): {names}", file=out)
     for problem in run.problems:
         print(f"  unreadable, skipped: {problem}", file=out)
 
