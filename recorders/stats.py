@@ -13,6 +13,7 @@ import math
 import numpy as np
 import torch
 
+_HALF = (torch.float16, torch.bfloat16)
 # Columns of the raw aggregate tensor.
 RAW = ("sum", "l2", "l1", "nonzero", "max", "negmin", "nan", "inf")
 
@@ -22,7 +23,8 @@ def raw_stats(tensors: list[torch.Tensor]) -> torch.Tensor:
     ts = [t.detach() for t in tensors]
     ts = [t if t.is_floating_point() else t.double() for t in ts]
     if ts[0].device.type == "cpu":
-        return _raw_stats_cpu(ts)
+        # CPU reductions of half types return half results, which overflow at 65504.
+        return _raw_stats_cpu([t.float() if t.dtype in _HALF else t for t in ts])
     # On an accelerator the reductions are memory-bound: accumulate in float64 for free, and
     # never branch on values (that would sync the host).
     f64 = torch.float64
@@ -127,6 +129,7 @@ def activation_stats(out: torch.Tensor, module_type: str) -> torch.Tensor:
     sub = flat[::max(1, n // ACTIVATION_SUBSAMPLE)].contiguous()  # strided kernels are slow
     bounds = SATURATING.get(module_type)
     if x.device.type == "cpu":
+        sub = sub.float() if sub.dtype in _HALF else sub
         return torch.from_numpy(_activation_stats_cpu(flat, sub, peak, trough, bounds))
     f64 = torch.float64
     scale = n / sub.numel()

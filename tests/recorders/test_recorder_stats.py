@@ -8,7 +8,7 @@ import torch
 
 import tracelab
 from tracelab.recorders.profile import UNIQUE_EXACT, datetime_resolution, tensor_profile
-from tracelab.recorders.stats import finish, raw_stats, reference_stats
+from tracelab.recorders.stats import activation_stats, finish, raw_stats, reference_stats
 
 STATS = ("numel", "mean", "std", "min", "max", "abs_mean", "norm", "zero_frac", "nan_count",
          "inf_count")
@@ -34,6 +34,15 @@ def test_raw_stats_match_reference_including_nonfinite_and_offsets():
     cols = finish(raw, np.array([t.numel() for t in tensors]))
     for i, t in enumerate(tensors):
         assert_matches({k: v[i] for k, v in cols.items()}, reference_stats(t))
+
+
+def test_half_precision_tensors_do_not_overflow_on_the_cpu():
+    big = torch.full((4096,), 300.0, dtype=torch.float16)  # sum 1.2M > float16's 65504
+    cols = finish(raw_stats([big, big.bfloat16()]).numpy(), np.array([4096, 4096]))
+    assert list(cols["mean"]) == pytest.approx([300.0, 300.0])
+    assert list(cols["norm"]) == pytest.approx([300.0 * 64] * 2)
+    act = activation_stats(big.reshape(64, 64), "ReLU").numpy()
+    assert act[0] / 4096 == pytest.approx(300.0) and act[6:8].tolist() == [0.0, 0.0]
 
 
 def _train(optimizer_cls, run_dir, steps=3, **opt_kwargs):
