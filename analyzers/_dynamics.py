@@ -131,6 +131,19 @@ def eval_split(run: Run, metric: str | None = None) -> str | None:
     return sorted(found)[0] if found else None
 
 
+def sustained(frame: pd.DataFrame, columns, threshold: float, window: float, minimum: int):
+    """(column, series, recent, level) for each column whose median over its last `window` of
+    recordings (at least `minimum`) reaches `threshold`."""
+    for column in columns:
+        series = frame[column].dropna()
+        if len(series) < minimum:
+            continue
+        recent = tail(series, window, minimum=minimum)
+        level = float(recent.median())
+        if level >= threshold:
+            yield column, series, recent, level
+
+
 def tail(frame: pd.DataFrame | pd.Series, frac: float, minimum: int = 1):
     """The last `frac` of the rows (at least `minimum`)."""
     n = len(frame)

@@ -26,7 +26,7 @@ False positives
 """
 from __future__ import annotations
 
-from tracelab.analyzers._dynamics import finite_stat, fmt, tail
+from tracelab.analyzers._dynamics import finite_stat, fmt, sustained
 from tracelab.findings import ERROR, WARNING, Finding
 from tracelab.rules import rule
 from tracelab.run import Run
@@ -42,14 +42,8 @@ def dead_units(run: Run, *, min_dead: float = 0.5, error_dead: float = 0.95,
     dead = finite_stat(run, ACTIVATION, "dead_frac")
     modules = [m for m in dead.columns if types.get(m) in RELU_TYPES]
     findings = []
-    for module in modules:
-        series = dead[module].dropna()
-        if len(series) < min_recordings:
-            continue
-        recent = tail(series, window, minimum=min_recordings)
-        level = float(recent.median())
-        if level < min_dead:
-            continue
+    for module, series, recent, level in sustained(dead, modules, min_dead, window,
+                                                   min_recordings):
         first = float(series.iloc[0])
         onset = series[series >= min_dead]
         since = int(onset.index[0]) if len(onset) else int(recent.index[0])

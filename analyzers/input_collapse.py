@@ -33,7 +33,6 @@ False positives
 """
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._inputs import (Side, check_pair, feature_rows, fmt, profile,

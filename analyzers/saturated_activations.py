@@ -23,7 +23,7 @@ False positives
 """
 from __future__ import annotations
 
-from tracelab.analyzers._dynamics import finite_stat, fmt, tail
+from tracelab.analyzers._dynamics import finite_stat, fmt, sustained
 from tracelab.findings import WARNING, Finding
 from tracelab.rules import rule
 from tracelab.run import Run
@@ -40,14 +40,8 @@ def saturated_activations(run: Run, *, min_saturated: float = 0.5, window: float
     # The last module recorded is the model's output: saturation there is a confident output.
     hidden = list(sat.columns[:-1])
     findings = []
-    for module in hidden:
-        series = sat[module].dropna()
-        if len(series) < min_recordings:
-            continue
-        recent = tail(series, window, minimum=min_recordings)
-        level = float(recent.median())
-        if level < min_saturated:
-            continue
+    for module, series, recent, level in sustained(sat, hidden, min_saturated, window,
+                                                   min_recordings):
         kind = types.get(module, "activation")
         findings.append(saturated_activations.finding(
             WARNING, module, (int(recent.index[0]), int(recent.index[-1])),

@@ -174,10 +174,6 @@ class RunWriter:
                 except OSError as exc:
                     self._fail(exc)
 
-    @property
-    def meta(self) -> dict[str, Any]:
-        return self._meta
-
     def close(self, status: Mapping[str, Any] | None = None) -> None:
         """Drain the queue, turn every tail into Parquet and record the end status."""
         if self.closed:

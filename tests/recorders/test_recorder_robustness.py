@@ -1,5 +1,4 @@
 """Crash safety, exceptions, odd models and values: recording never breaks training."""
-import os
 import signal
 import subprocess
 import sys
