@@ -48,7 +48,8 @@ from tracelab.schema import INPUTS_REQ, TRAIN
 def train_val_mismatch(run: Run, *, min_ks: float = 0.15, min_wasserstein: float = 0.3,
                        strong_ks: float = 0.4, strong_wasserstein: float = 1.0,
                        alpha: float = 1e-4, share: float = 0.5, min_samples: int = 20,
-                       max_listed: int = 5, baseline: Run | None = None) -> list[Finding]:
+                       max_listed: int = 5, max_in_message: int = 2,
+                       baseline: Run | None = None) -> list[Finding]:
     limits = dict(min_ks=min_ks, min_w=min_wasserstein, strong_ks=strong_ks,
                   strong_w=strong_wasserstein, alpha=alpha, min_samples=min_samples)
     mine, mine_s = _profiles(run), samples_of(run)
@@ -77,9 +78,10 @@ def train_val_mismatch(run: Run, *, min_ks: float = 0.15, min_wasserstein: float
         steps = (min(r["other"].first_step for r in results),
                  max(r["other"].last_step for r in results))
         worst = differ[:max_listed]
+        # The message names the few worst; the evidence lists up to max_listed.
         listed = "; ".join(
             f"'{r['feature']}' {_effect(r)}: {ref_name} {stats_text(r['ref'])}, "
-            f"{split} {stats_text(r['other'])}" for r in worst)
+            f"{split} {stats_text(r['other'])}" for r in worst[:max_in_message])
         findings.append(train_val_mismatch.finding(
             sev, subject, steps,
             f"{split} inputs differ from {ref_name} in {len(differ)} of {len(results)} features "
