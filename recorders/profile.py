@@ -31,8 +31,12 @@ def feature_matrix(x: torch.Tensor) -> torch.Tensor:
     return x.transpose(0, 1).reshape(x.shape[1], -1)
 
 
-def tensor_profile(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def tensor_profile(x: torch.Tensor, generator: torch.Generator | None = None
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
     """(packed [F, len(PACKED)] float64, samples [F, k]) on x's device, with no host sync.
+
+    `generator` draws the sampled positions; the recorder passes its own, so that recording
+    never advances the training's global random state.
 
     Moments and ranges are exact. n_unique and int_frac are exact when a feature has at most
     UNIQUE_EXACT values in the batch (tabular batches), else counted on a strided subsample of
@@ -67,8 +71,48 @@ def tensor_profile(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     packed = torch.stack([mean, std, mn.double(), mx.double(), n_unique.double(), int_frac,
                           nan.double(), inf.double()], dim=1)
     k = min(SAMPLES_PER_BATCH, count)
-    idx = torch.randint(count, (k,), device=m.device)
+    idx = torch.randint(count, (k,), device=m.device, generator=generator)
     return packed, work[:, idx].double()
+
+
+def array_profile(a: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """tensor_profile of a host array in numpy: the CPU recorder runs it on the writer thread.
+
+    numpy keeps that work on the one writer thread, where torch would start a second pool of
+    intra-op threads next to the training's.
+    """
+    if a.ndim == 0:
+        m = a.reshape(1, 1)
+    elif a.ndim == 1:
+        m = a.reshape(1, -1)
+    else:
+        m = np.swapaxes(a, 0, 1).reshape(a.shape[1], -1)
+    floating = np.issubdtype(m.dtype, np.floating)
+    work = m.astype(np.float32 if floating and m.dtype != np.float64 else np.float64, copy=False)
+    count = work.shape[1]
+    # Few temporaries: fresh large arrays each step cost page faults on top of the arithmetic.
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):  # NaN/Inf are counted
+        centered = work - work[:, :1]  # moments around each feature's first value, as on devices
+        total = centered.sum(axis=1).astype(np.float64)
+        squares = np.square(centered, out=centered).sum(axis=1).astype(np.float64)
+        del centered
+        mean = work[:, 0].astype(np.float64) + total / count
+        var = (squares - total * total / count) / (count - 1) if count > 1 else total * np.nan
+        std = np.sqrt(np.clip(var, 0.0, None))
+    std[np.isnan(var)] = np.nan
+    sub = work[:, ::-(-count // UNIQUE_EXACT)]
+    ordered = np.sort(sub, axis=1)
+    n_unique = np.minimum((ordered[:, 1:] != ordered[:, :-1]).sum(axis=1) + 1, N_UNIQUE_CAP)
+    nan = inf = np.zeros(len(work))
+    int_frac = np.ones(len(work))
+    if floating:
+        int_frac = (sub == np.round(sub)).mean(axis=1)
+        if not np.isfinite(total).all():
+            nan, inf = np.isnan(work).sum(axis=1), np.isinf(work).sum(axis=1)
+    packed = np.stack([mean, std, work.min(axis=1), work.max(axis=1), n_unique, int_frac,
+                       nan, inf], axis=1).astype(np.float64)
+    idx = rng.integers(0, count, min(SAMPLES_PER_BATCH, count))
+    return packed, work[:, idx].astype(np.float64)
 
 
 def feature_names(prefix: str, n: int, names: Sequence[str] | None, ndim: int = 2) -> list[str]:
@@ -165,8 +209,9 @@ class Reservoir:
         steps = self._steps.get(key, np.empty(0, dtype=np.int64))
         room = max(0, self.size - len(kept))
         head, tail = values[:room], values[room:]
-        kept = np.concatenate([kept, head])
-        steps = np.concatenate([steps, np.full(len(head), step, dtype=np.int64)])
+        if len(head):  # once full, the arrays are only written into
+            kept = np.concatenate([kept, head])
+            steps = np.concatenate([steps, np.full(len(head), step, dtype=np.int64)])
         if len(tail):
             index = seen + room + np.arange(len(tail))
             slot = (self.rng.random(len(tail)) * (index + 1)).astype(np.int64)

@@ -8,8 +8,6 @@ the tensors that need it.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 
@@ -54,27 +52,59 @@ def _raw_stats_cpu(ts: list[torch.Tensor]) -> torch.Tensor:
     raw[:, 5] *= -1
     for i in np.flatnonzero(~np.isfinite(raw[:, 1])):
         raw[i, 6], raw[i, 7] = torch.isnan(ts[i]).sum(), torch.isinf(ts[i]).sum()
-    _exact_spread_cpu(raw, ts)
+    _exact_spread_cpu(raw, [t.numpy() for t in ts])
     return torch.from_numpy(raw)
 
 
-def _exact_spread_cpu(raw: np.ndarray, ts: list[torch.Tensor],
+def flat_raw_stats(flat: np.ndarray, sizes: list[int]) -> np.ndarray:
+    """[len(sizes), len(RAW)] aggregates of consecutive segments of one flat host array.
+
+    The CPU recorder's path: the training thread only copies its tensors into `flat` (one
+    `cat`), and these few segment reductions run on the writer thread. numpy sums float32 with
+    pairwise summation; segments whose std would lose digits are redone in float64.
+    """
+    raw = np.zeros((len(sizes), len(RAW)))
+    raw[:, 4:6] = np.nan  # the range of an empty tensor
+    keep = np.flatnonzero(np.asarray(sizes) > 0)  # reduceat cannot express empty segments
+    if not len(keep):
+        return raw
+    ends = np.cumsum(sizes)
+    starts = (ends - np.asarray(sizes))[keep]
+    segments = [flat[e - n:e] for e, n in zip(ends, sizes)]
+    scratch = np.empty_like(flat)  # one temporary: fresh large arrays cost page faults
+    with np.errstate(invalid="ignore", over="ignore"):
+        raw[keep, 0] = np.add.reduceat(flat, starts)
+        raw[keep, 1] = np.sqrt(np.add.reduceat(np.square(flat, out=scratch), starts)
+                               .astype(np.float64))
+        raw[keep, 2] = np.add.reduceat(np.abs(flat, out=scratch), starts)
+        raw[keep, 4] = np.maximum.reduceat(flat, starts)
+        raw[keep, 5] = -np.minimum.reduceat(flat, starts)
+    # Zeros are few in weights and grads: find them once, then count them per segment.
+    zeros = np.searchsorted(ends, np.flatnonzero(flat == 0), side="right")
+    raw[:, 3] = np.asarray(sizes) - np.bincount(zeros, minlength=len(sizes))
+    for i in keep[~np.isfinite(raw[keep, 1])]:
+        raw[i, 6], raw[i, 7] = np.isnan(segments[i]).sum(), np.isinf(segments[i]).sum()
+    _exact_spread_cpu(raw, segments)
+    return raw
+
+
+def _exact_spread_cpu(raw: np.ndarray, ts: list[np.ndarray],
                       n_total: list[int] | None = None) -> None:
     """Redo sum and norm in float64 where std would lose digits to cancellation (in place).
 
     `ts` may be subsamples standing for `n_total` elements each; the redo scales like the
     first pass did.
     """
-    n = np.array([max(t.numel(), 1) for t in ts], dtype=np.float64)
+    n = np.array([max(t.size, 1) for t in ts], dtype=np.float64)
     total = np.asarray(n_total, dtype=np.float64) if n_total else n
     with np.errstate(invalid="ignore", over="ignore"):
         mean_sq = raw[:, 1] ** 2 / total
         spread = mean_sq - (raw[:, 0] / total) ** 2
         redo = (spread < 1e-4 * mean_sq) & (mean_sq > 0) & np.isfinite(mean_sq)
     for i in np.flatnonzero(redo):
-        exact = ts[i].to(torch.float64)
+        exact = np.asarray(ts[i], dtype=np.float64).reshape(-1)
         scale = total[i] / n[i]
-        raw[i, 0], raw[i, 1] = exact.sum().item() * scale, exact.norm().item() * scale ** 0.5
+        raw[i, 0], raw[i, 1] = exact.sum() * scale, np.sqrt(np.square(exact).sum() * scale)
 
 
 def finish(raw: np.ndarray, numel: np.ndarray) -> dict[str, np.ndarray]:
@@ -86,8 +116,9 @@ def finish(raw: np.ndarray, numel: np.ndarray) -> dict[str, np.ndarray]:
         var = (l2 * l2 - s * s / n) / (n - 1)
         std = np.sqrt(np.clip(var, 0.0, None))
         std = np.where(np.isnan(var), np.nan, std)
+        abs_mean, zero_frac = l1 / n, 1.0 - nonzero / n
     return {"numel": numel.astype(np.int64), "mean": mean, "std": std, "min": -negmin,
-            "max": mx, "abs_mean": l1 / n, "norm": l2, "zero_frac": 1.0 - nonzero / n,
+            "max": mx, "abs_mean": abs_mean, "norm": l2, "zero_frac": zero_frac,
             "nan_count": nan.astype(np.int64), "inf_count": inf.astype(np.int64)}
 
 
@@ -98,78 +129,3 @@ def reference_stats(t: torch.Tensor) -> dict[str, float]:
             "min": t.min().item(), "max": t.max().item(), "abs_mean": t.abs().mean().item(),
             "norm": t.norm().item(), "zero_frac": (t == 0).double().mean().item(),
             "nan_count": int(torch.isnan(t).sum()), "inf_count": int(torch.isinf(t).sum())}
-
-
-SATURATING = {"Sigmoid": (0.0, 1.0), "Tanh": (-1.0, 1.0), "Hardsigmoid": (0.0, 1.0),
-              "Hardtanh": (-1.0, 1.0), "Softsign": (-1.0, 1.0)}
-
-
-# Outputs larger than this take their moments (mean, std, norm, abs_mean, zero_frac,
-# saturated_frac) from a strided subsample of about this many elements; min, max, dead_frac and
-# the NaN/Inf counts always cover every element. Activation maps are the recorder's largest
-# inputs, and these estimates are what rules need of them.
-ACTIVATION_SUBSAMPLE = 1 << 16
-
-
-def activation_stats(out: torch.Tensor, module_type: str) -> torch.Tensor:
-    """RAW aggregates, then dead_frac and saturated_frac, of one module output, on its device.
-
-    A unit is a channel (dim 1) for 4-D/5-D outputs, else the last dimension. It is dead when
-    its output is <= 0 for every sample and position in the batch.
-    """
-    x = out.detach()
-    if x.dim() >= 4:
-        dims = [d for d in range(x.dim()) if d != 1]
-        peak, trough = x.amax(dim=dims), x.amin(dim=dims)
-    else:
-        units = x.reshape(-1, x.shape[-1] if x.dim() else 1)
-        peak, trough = units.amax(dim=0), units.amin(dim=0)
-    flat = x.reshape(-1)
-    n = flat.numel()
-    sub = flat[::max(1, n // ACTIVATION_SUBSAMPLE)].contiguous()  # strided kernels are slow
-    bounds = SATURATING.get(module_type)
-    if x.device.type == "cpu":
-        sub = sub.float() if sub.dtype in _HALF else sub
-        return torch.from_numpy(_activation_stats_cpu(flat, sub, peak, trough, bounds))
-    f64 = torch.float64
-    scale = n / sub.numel()
-    sums = torch.stack([sub.sum(dtype=f64) * scale,
-                        torch.linalg.vector_norm(sub, dtype=f64) * scale ** 0.5])
-    raw = torch.cat([sums, torch.stack([
-        sub.abs().sum().to(f64) * scale, torch.count_nonzero(sub).to(f64) * scale,
-        peak.max().to(f64), -trough.min().to(f64)]), _nonfinite(flat, peak, trough)])
-    dead = 1.0 - (peak > 0).to(f64).mean()
-    if bounds is None:
-        saturated = torch.full_like(dead, math.nan)
-    else:
-        lo, hi = bounds
-        saturated = ((sub <= lo + 0.01) | (sub >= hi - 0.01)).to(f64).mean()
-    return torch.cat([raw, torch.stack([dead, saturated])])
-
-
-def _activation_stats_cpu(flat: torch.Tensor, sub: torch.Tensor, peak: torch.Tensor,
-                          trough: torch.Tensor, bounds: tuple[float, float] | None) -> np.ndarray:
-    # The same numbers as the device path, finished as Python floats: on the CPU reading a
-    # value is free, and a dozen reductions replace some thirty small tensor ops.
-    n, k = flat.numel(), sub.numel()
-    scale = n / k
-    high, low = float(peak.max()), float(trough.min())
-    nan = inf = 0.0
-    if not (math.isfinite(high) and math.isfinite(low)):
-        nan, inf = float(torch.isnan(flat).sum()), float(torch.isinf(flat).sum())
-    saturated = math.nan
-    if bounds is not None:
-        saturated = float(((sub <= bounds[0] + 0.01) | (sub >= bounds[1] - 0.01)).sum()) / k
-    raw = np.array([[float(sub.sum()) * scale, float(torch.linalg.vector_norm(sub)) * scale ** 0.5,
-                     float(sub.abs().sum()) * scale, float(torch.count_nonzero(sub)) * scale,
-                     high, -low, nan, inf, 1.0 - float((peak > 0).sum()) / peak.numel(),
-                     saturated]])
-    _exact_spread_cpu(raw, [sub], n_total=[n])
-    return raw[0]
-
-
-def _nonfinite(flat: torch.Tensor, peak: torch.Tensor, trough: torch.Tensor) -> torch.Tensor:
-    # amax/amin propagate NaN and reach ±Inf: finite extremes mean nothing to count.
-    if flat.device.type == "cpu" and bool(torch.isfinite(peak).all() & torch.isfinite(trough).all()):
-        return torch.zeros(2, dtype=torch.float64)
-    return torch.stack([torch.isnan(flat).sum(), torch.isinf(flat).sum()]).to(torch.float64)

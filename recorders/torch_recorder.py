@@ -15,6 +15,7 @@ step that records nothing beyond its scalars launches one tiny copy and never sy
 from __future__ import annotations
 
 import math
+import threading
 import time
 import traceback
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -23,14 +24,20 @@ import numpy as np
 import torch
 
 from tracelab.recorders import environment as env
-from tracelab.recorders.profile import (PACKED, Reservoir, dtype_name, feature_matrix,
-                                        feature_names, frame_profile, tensor_profile)
-from tracelab.recorders.stats import activation_stats, finish, raw_stats
+from tracelab.recorders.profile import (PACKED, Reservoir, array_profile, dtype_name,
+                                        feature_matrix, feature_names, frame_profile,
+                                        tensor_profile)
+from tracelab.recorders.activations import EXTRA, ActivationStats, activation_stats, finish_cpu
+from tracelab.recorders.stats import RAW, finish, flat_raw_stats, raw_stats
 from tracelab.schema import (ACTIVATION, DATA_TIME, GRAD, INPUTS, LOSS_NAME, LR_PREFIX,
                              SCALARS, STEP_TIME, TENSORS, TRAIN, UPDATE, WEIGHT)
 from tracelab.writer import RunWriter
 
 Number = (int, float)
+# CPU copies of weights, grads and updates that may wait for the writer thread at once.
+HOST_COPY_BYTES = 256 << 20
+_NUMPY_DTYPES = (torch.float16, torch.float32, torch.float64, torch.uint8, torch.int8,
+                 torch.int16, torch.int32, torch.int64, torch.bool)
 
 
 class _Packed:
@@ -94,9 +101,10 @@ class Recorder:
             rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
         self.every, self.activation_every, self.input_every = every, activation_every, input_every
         self.feature_names = feature_names
+        self._settings = {"every": every, "activation_every": activation_every,
+                          "input_every": input_every, "sample_size": sample_size}
         meta = {"config": dict(config or {}), "environment": env.environment(),
-                "recorder": {"every": every, "activation_every": activation_every,
-                             "input_every": input_every, "sample_size": sample_size}}
+                "recorder": dict(self._settings)}
         if rank != 0 or (torch.distributed.is_available() and torch.distributed.is_initialized()):
             meta["world_size"] = torch.distributed.get_world_size() \
                 if torch.distributed.is_initialized() else None
@@ -113,10 +121,14 @@ class Recorder:
         self._snapshot: list[torch.Tensor] | None = None
         self._snapshot_taken = False
         self._handles: list[Any] = []
-        self._activations: list[tuple[str, int, torch.Tensor]] = []
+        self._activations: list[tuple[str, int, ActivationStats]] = []
         self._captured: set[int] = set()
         self._module_names: dict[int, tuple[str, str]] = {}
         self._input_devices: dict[str, str] = {}
+        self._cost = 0.0  # seconds the training thread spent in the recorder
+        self._host_lock = threading.Lock()
+        self._host_bytes = 0
+        self._generators: dict[str, torch.Generator] = {}
         if model is not None or optimizer is not None:
             self.watch(model, optimizer)
 
@@ -152,12 +164,14 @@ class Recorder:
     def _before_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self.writer.failed or self._snapshot_taken or not self._records_tensors(self._step):
             return
+        start = time.perf_counter()
         params = [p.detach() for _, p in self._tracked]
         if self._snapshot is None:
             self._snapshot = [torch.empty_like(p) for p in params]
         if params:
             torch._foreach_copy_(self._snapshot, params)
         self._snapshot_taken = True
+        self._cost += time.perf_counter() - start
 
     def _forward_hook(self, module: torch.nn.Module, args: Any, output: Any) -> None:
         if (self._step % self.activation_every or not module.training
@@ -166,10 +180,12 @@ class Recorder:
         out = output[0] if isinstance(output, (tuple, list)) and output else output
         if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.numel() == 0:
             return
+        start = time.perf_counter()
         self._captured.add(id(module))
         name, mtype = self._module_names[id(module)]
         with torch.no_grad():
             self._activations.append((name, out.numel(), activation_stats(out, mtype)))
+        self._cost += time.perf_counter() - start
 
     # -- the loop -------------------------------------------------------------------------------
     def iterate(self, iterable: Iterable) -> Iterator:
@@ -192,6 +208,14 @@ class Recorder:
         data_time: seconds this step waited for its batch, when the loop does not use
         `iterate()` (framework callbacks measure it themselves).
         """
+        start = time.perf_counter()
+        try:
+            self._record_step(loss, inputs, metrics, data_time)
+        finally:
+            self._cost += time.perf_counter() - start
+
+    def _record_step(self, loss: Any, inputs: Any, metrics: Mapping[str, Any] | None,
+                     data_time: float | None) -> None:
         if data_time is not None:
             self._data_time = data_time
         step = self._step
@@ -270,13 +294,23 @@ class Recorder:
                 names.append(n); tensors.append(delta); kinds.append(UPDATE)
         if not tensors:
             return lambda values: []
-        at = len(parts)
-        parts.append(raw_stats(tensors))
         numel = np.array([t.numel() for t in tensors], dtype=np.int64)
+        tensors = [_dense_equivalent(t) for t in tensors]
+        sizes = [t.numel() for t in tensors]
         flip = np.array([k == UPDATE for k in kinds])
+        host = self._host_copy(tensors)
+        if host is None:  # device reductions now, one packed copy
+            at = len(parts)
+            parts.append(raw_stats(tensors))
 
         def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
-            raw = values[at].reshape(len(tensors), -1).copy()
+            if host is None:
+                raw = values[at].reshape(len(tensors), -1).copy()
+            else:
+                try:
+                    raw = flat_raw_stats(host.numpy(), sizes)
+                finally:
+                    self._release(host)
             raw[flip, 0] *= -1
             raw[flip, 4], raw[flip, 5] = raw[flip, 5].copy(), raw[flip, 4].copy()
             cols = finish(raw, numel)
@@ -284,15 +318,64 @@ class Recorder:
             return [(TENSORS, cols)]
         return rows
 
+    def _host_copy(self, tensors: list[torch.Tensor]) -> torch.Tensor | None:
+        """CPU tensors copied into one flat array for the writer thread, or None.
+
+        On the CPU the statistics cost a few hundred small kernel calls but the copy one `cat`,
+        so the training thread copies and the writer reduces. None (reduce now) on
+        accelerators, and while the copies waiting for the writer would exceed HOST_COPY_BYTES.
+        """
+        if any(t.device.type != "cpu" or not t.is_floating_point() for t in tensors):
+            return None
+        wide = any(t.dtype == torch.float64 for t in tensors)
+        if not self._reserve(sum(t.numel() for t in tensors) * (8 if wide else 4)):
+            return None
+        flat = torch.cat([t.reshape(-1) for t in tensors])
+        return flat.float() if flat.dtype in (torch.float16, torch.bfloat16) else flat
+
+    def _host_clone(self, x: torch.Tensor) -> torch.Tensor | None:
+        """A CPU tensor's private copy for the writer thread, or None (see _host_copy)."""
+        if (x.device.type != "cpu" or x.dtype not in _NUMPY_DTYPES
+                or not self._reserve(x.numel() * x.element_size())):
+            return None
+        return x.detach().clone()
+
+    def _reserve(self, nbytes: int) -> bool:
+        # A writer that falls behind makes recording slower, never memory fill up.
+        with self._host_lock:
+            if self._host_bytes + nbytes > HOST_COPY_BYTES:
+                return False
+            self._host_bytes += nbytes
+            return True
+
+    def _release(self, copy: torch.Tensor) -> None:
+        with self._host_lock:
+            self._host_bytes -= copy.numel() * copy.element_size()
+
+    def _generator(self, device: torch.device) -> torch.Generator:
+        """The recorder's own random stream per device: sampling never moves the user's."""
+        key = str(device)
+        if key not in self._generators:
+            self._generators[key] = torch.Generator(device=device).manual_seed(self.rank)
+        return self._generators[key]
+
     def _activation_rows(self, step: int, parts: list[torch.Tensor], activations: list):
         names = [a[0] for a in activations]
         numel = np.array([a[1] for a in activations], dtype=np.int64)
-        device = activations[0][2].device
+        # Device statistics join the step's packed copy; CPU ones finish on the writer thread.
+        on_device = [i for i, a in enumerate(activations) if isinstance(a[2], torch.Tensor)]
         at = len(parts)
-        parts.append(torch.stack([a[2].to(device) for a in activations]))
+        if on_device:
+            device = activations[on_device[0]][2].device
+            parts.append(torch.stack([activations[i][2].to(device) for i in on_device]))
 
         def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
-            raw = values[at].reshape(len(names), -1)
+            raw = np.empty((len(activations), len(RAW) + len(EXTRA)))
+            if on_device:
+                raw[on_device] = values[at].reshape(len(on_device), -1)
+            on_cpu = sorted(set(range(len(activations))) - set(on_device))
+            if on_cpu:
+                raw[on_cpu] = finish_cpu([activations[i][2] for i in on_cpu])
             extra = raw[:, -2:]
             cols = finish(raw[:, :-2], numel)
             cols.update(step=np.full(len(names), step, dtype=np.int64),
@@ -314,17 +397,31 @@ class Recorder:
             if self._input_devices.get(key) != str(x.device):
                 self._input_devices[key] = str(x.device)
                 self.writer.update_meta(input_devices=dict(self._input_devices))
-            packed, sample = tensor_profile(x)
-            n_feat = packed.shape[0]
+            source: Any
+            copy = self._host_clone(x)
+            if copy is not None:  # profiled on the writer thread
+                source = copy
+                n_feat = feature_matrix(x).shape[0]
+            else:
+                packed, sample = tensor_profile(x, self._generator(x.device))
+                source = len(parts)
+                n_feat = packed.shape[0]
+                parts.extend([packed, sample])
             layout.append((feature_names(prefix, n_feat, names, x.dim()), dtype_name(x),
-                           feature_matrix(x).shape[1], len(parts), sample.shape[1]))
-            parts.extend([packed, sample])
+                           feature_matrix(x).shape[1], source))
         reservoir = self._reservoir
 
         def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
             out = []
-            for feats, dtype, count, at, k in layout:
-                packed = values[at].reshape(len(feats), len(PACKED))
+            for feats, dtype, count, source in layout:
+                if isinstance(source, int):
+                    packed, sample = values[source], values[source + 1]
+                else:
+                    try:
+                        packed, sample = array_profile(source.numpy(), self._frame_rng)
+                    finally:
+                        self._release(source)
+                packed = packed.reshape(len(feats), len(PACKED))
                 cols = {c: packed[:, i] for i, c in enumerate(PACKED)}
                 for c in ("n_unique", "nan_count", "inf_count"):
                     cols[c] = cols[c].astype(np.int64)
@@ -332,7 +429,7 @@ class Recorder:
                     feats), feature=feats, dtype=[dtype] * len(feats),
                     count=np.full(len(feats), count, dtype=np.int64))
                 out.append((INPUTS, cols))
-                sample = values[at + 1].reshape(len(feats), k)
+                sample = sample.reshape(len(feats), -1)
                 for f, vals in zip(feats, sample):
                     reservoir.add(split, f, step, vals[np.isfinite(vals)])
             out.append(("__samples__", reservoir.columns))
@@ -363,12 +460,21 @@ class Recorder:
         return [("", inputs, names if not isinstance(names, Mapping) else None)]
 
     # -- ending ---------------------------------------------------------------------------------
+    @property
+    def cost(self) -> dict[str, float]:
+        """What recording has cost so far: seconds on the training thread (hooks and `step`),
+        the writer thread's CPU seconds, and the steps recorded."""
+        return {"steps": self._step, "training_thread_s": round(self._cost, 6),
+                "writer_cpu_s": round(self.writer.cpu_seconds, 6)}
+
     def close(self, status: Mapping[str, Any] | None = None) -> None:
         """Flush everything and mark the run completed (or with the given status)."""
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
-        self.writer.close(status)
+        if not self.writer.closed:
+            self.writer.close(status)
+            self.writer.update_meta(recorder=dict(self._settings, cost=self.cost))
 
     def __enter__(self) -> "Recorder":
         return self
@@ -415,6 +521,21 @@ class _Scalars:
                            "split": [self.split] * n, "name": names,
                            "value": np.array(self.values + tensor_values, dtype=np.float64),
                            "wall_time": np.full(n, self.wall_time)})]
+
+
+def _dense_equivalent(t: torch.Tensor) -> torch.Tensor:
+    """A strided tensor with the same statistics as t, given t's numel (sparse grads).
+
+    A sparse tensor's statistics are those of its values plus its implicit zeros, and one zero
+    stands for them all in the sums, extremes and non-zero count.
+    """
+    if t.layout == torch.strided:
+        return t
+    values = t.coalesce().values().reshape(-1) if t.layout == torch.sparse_coo else \
+        t.to_dense().reshape(-1)
+    if values.numel() < t.numel():
+        values = torch.cat([values, values.new_zeros(1)])
+    return values
 
 
 def _is_frame(obj: Any) -> bool:

@@ -5,11 +5,14 @@ import os
 import shutil
 import time
 
+import numpy as np
+import pandas as pd
+import pyarrow as pa
 import pytest
 
 import tracelab
 from tracelab.errors import TraceError
-from tracelab.writer import RunWriter
+from tracelab.writer import RunWriter, to_batch
 
 
 def _scalars(step, value):
@@ -96,3 +99,112 @@ def test_empty_run_is_refused_by_analyze(tmp_path):
     RunWriter(tmp_path / "run").close()
     with pytest.raises(TraceError, match="holds no recorded steps"):
         tracelab.analyze(tmp_path / "run")
+
+
+def _tail_batches(path):
+    with pa.ipc.open_stream(path) as reader:
+        return list(reader)
+
+
+def test_many_small_items_become_one_batch_per_flush(tmp_path):
+    writer = RunWriter(tmp_path / "run", flush_interval=60)
+    for step in range(300):
+        # The recorder hands numpy arrays; other callers hand lists. Both may share a flush.
+        column = np.array if step % 2 else list
+        writer.write(("scalars", {"step": column([step, step]), "split": ["train", "val"],
+                                  "name": ["loss", "loss"], "value": column([step, -step]),
+                                  "wall_time": column([1.5, 2.5])}))
+    assert writer.flush()
+    writer.write(("scalars", {"step": [], "value": []}))  # no rows: no batch
+    assert writer.flush()
+    writer.write(_scalars(300, 0.5))
+    assert writer.flush()
+    tail = tmp_path / "run" / "scalars" / "r0-000000.arrows"
+    batches = _tail_batches(tail)
+    assert [b.num_rows for b in batches] == [600, 1]
+    first = batches[0].to_pydict()
+    assert first["step"] == [s for s in range(300) for _ in range(2)]
+    assert first["value"][:6] == [0.0, 0.0, 1.0, -1.0, 2.0, -2.0]
+    assert first["split"][:4] == ["train", "val", "train", "val"]
+    # A copy of the live directory is what a killed process leaves: every row reads back.
+    shutil.copytree(tmp_path / "run", tmp_path / "killed")
+    writer.close()
+    run = tracelab.open_run(tmp_path / "killed")
+    assert list(run.loss().index) == list(range(301)) and run.problems == []
+    assert list(tracelab.open_run(tmp_path / "run").loss("val")) == [-s for s in range(300)]
+
+
+def _tensor_item(step, kind, names, **extra):
+    n = len(names)
+    cols = {"step": np.full(n, step, dtype=np.int64), "kind": [kind] * n, "name": list(names),
+            "numel": np.arange(1, n + 1), "mean": np.linspace(0.0, 1.0, n)}
+    cols.update(extra)
+    return "tensors", cols
+
+
+def _written_once(run_dir, table, items):
+    """A writer given `items`, flushed once, and the single batch its tail then holds."""
+    writer = RunWriter(run_dir, flush_interval=60)
+    for item in items:
+        writer.write(item)
+    assert writer.flush()
+    [batch] = _tail_batches(run_dir / table / "r0-000000.arrows")
+    return writer, batch
+
+
+def test_columns_absent_from_some_items_are_null_in_their_rows(tmp_path):
+    items = [
+        _tensor_item(0, "weight", ["a", "b"]),
+        _tensor_item(0, "activation", ["m1", "m2", "m3"],
+                     dead_frac=np.array([0.5, np.nan, 0.0]), saturated_frac=[0.1, None, 0.2]),
+        _tensor_item(1, "weight", ["a", "b"], nan_count=np.array([3, 4])),
+        _tensor_item(1, "activation", ["m1", "m2", "m3"], dead_frac=np.array([0.25, 1.0, 0.75]),
+                     saturated_frac=np.array([np.nan, 0.3, 0.4]), mean=[7.0, 8.0, 9.0]),
+    ]
+    writer, batch = _written_once(tmp_path / "run", "tensors", items)
+    got = batch.to_pydict()
+    assert got["dead_frac"] == [None, None, 0.5, None, 0.0, None, None, 0.25, 1.0, 0.75]
+    assert got["saturated_frac"] == [None, None, 0.1, None, 0.2, None, None, None, 0.3, 0.4]
+    assert got["nan_count"] == [None] * 5 + [3, 4] + [None] * 3
+    assert got["mean"][-3:] == [7.0, 8.0, 9.0] and got["norm"] == [None] * 10
+    assert got["name"] == ["a", "b", "m1", "m2", "m3"] * 2
+    # The same rows as converting item by item, which is what the writer did per step.
+    expected = pa.Table.from_batches([to_batch(t, cols) for t, cols in items])
+    assert pa.Table.from_batches([batch]).equals(expected)
+    writer.close()
+    tensors = tracelab.open_run(tmp_path / "run").tensors
+    assert tensors["dead_frac"].isna().tolist() == [v is None for v in got["dead_frac"]]
+
+
+def test_list_columns_absent_from_some_items_are_null_in_their_rows(tmp_path):
+    # Data-frame inputs carry datetime columns as lists; tensor inputs have none of them.
+    moment = pd.Timestamp("2024-05-01 12:00")
+    items = [
+        ("inputs", {"step": [0, 0], "feature": ["x", "t"], "dtype": ["float32", "datetime64[ns]"],
+                    "resolution": [None, "h"], "time_min": [None, moment]}),
+        ("inputs", {"step": np.array([1]), "feature": ["x"], "dtype": ["float32"],
+                    "mean": np.array([0.5])}),
+        ("inputs", {"step": [2], "feature": ["t"], "dtype": ["datetime64[ns]"],
+                    "resolution": ["D"], "time_min": [moment]}),
+    ]
+    writer, batch = _written_once(tmp_path / "run", "inputs", items)
+    got = batch.to_pydict()
+    assert got["resolution"] == [None, "h", None, "D"]
+    assert got["time_min"] == [None, moment, None, moment]
+    assert got["mean"] == [None, None, 0.5, None] and got["step"] == [0, 0, 1, 2]
+    assert pa.Table.from_batches([batch]).equals(
+        pa.Table.from_batches([to_batch(t, cols) for t, cols in items]))
+    writer.close()
+
+
+def test_a_bad_item_warns_once_and_stops_recording(tmp_path):
+    writer = RunWriter(tmp_path / "run", flush_interval=60)
+    writer.write(_scalars(0, 1.0))
+    assert writer.flush()
+    with pytest.warns(RuntimeWarning, match="columns of unequal length") as caught:
+        writer.write(("scalars", {"step": [1, 2], "value": [1.0]}))
+        assert not writer.flush()
+        writer.write(_scalars(2, 1.0))
+        writer.close()
+    assert len(caught) == 1 and writer.failed
+    assert list(tracelab.open_run(tmp_path / "run").loss().index) == [0]

@@ -6,6 +6,7 @@ import textwrap
 import time
 import warnings
 
+import numpy as np
 import pyarrow.dataset as ds
 import pytest
 import torch
@@ -173,3 +174,45 @@ def test_run_reads_without_tracelab_through_pyarrow_dataset(tmp_path):
     assert len(scalars[scalars.name == "loss"]) == 10
     tensors = ds.dataset(tmp_path / "run" / "tensors", format="parquet").to_table()
     assert tensors.num_rows == len(tracelab.open_run(tmp_path / "run").tensors)
+
+
+def _train_cnn(run_dir, steps=12):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8),
+                                torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(8 * 14 * 14, 4))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    rec = tracelab.Recorder(run_dir, model, opt, activation_every=2, input_every=1) \
+        if run_dir is not None else None
+    for _ in range(steps):
+        x, y = torch.rand(16, 3, 16, 16), torch.randint(0, 4, (16,))
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        if rec is not None:
+            rec.step(loss=loss, inputs=x)
+    if rec is not None:
+        rec.close()
+    return torch.rand(3), [p.detach().clone() for p in model.parameters()]
+
+
+def test_recording_never_changes_the_training_random_stream(tmp_path):
+    plain_draw, plain_params = _train_cnn(None)
+    draw, params = _train_cnn(tmp_path / "run")
+    assert torch.equal(plain_draw, draw)
+    assert all(torch.equal(a, b) for a, b in zip(plain_params, params))
+    assert len(tracelab.open_run(tmp_path / "run").inputs) == 12 * 3
+
+
+def test_statistics_reduced_now_equal_those_deferred_to_the_writer(tmp_path, monkeypatch):
+    from tracelab.recorders import torch_recorder
+    _train_cnn(tmp_path / "deferred")
+    monkeypatch.setattr(torch_recorder, "HOST_COPY_BYTES", 0)  # a writer that has fallen behind
+    _train_cnn(tmp_path / "now")
+    deferred, now = (tracelab.open_run(tmp_path / n) for n in ("deferred", "now"))
+    for table in ("tensors", "inputs"):
+        a, b = getattr(deferred, table), getattr(now, table)
+        assert len(a) == len(b) > 0
+        numeric = [c for c in a.columns if a[c].dtype.kind == "f" and c != "wall_time"]
+        np.testing.assert_allclose(a[numeric].to_numpy(float), b[numeric].to_numpy(float),
+                                   rtol=1e-5, atol=1e-7)

@@ -8,7 +8,8 @@ import torch
 
 import tracelab
 from tracelab.recorders.profile import UNIQUE_EXACT, datetime_resolution, tensor_profile
-from tracelab.recorders.stats import activation_stats, finish, raw_stats, reference_stats
+from tracelab.recorders.activations import activation_row
+from tracelab.recorders.stats import finish, raw_stats, reference_stats
 
 STATS = ("numel", "mean", "std", "min", "max", "abs_mean", "norm", "zero_frac", "nan_count",
          "inf_count")
@@ -41,7 +42,7 @@ def test_half_precision_tensors_do_not_overflow_on_the_cpu():
     cols = finish(raw_stats([big, big.bfloat16()]).numpy(), np.array([4096, 4096]))
     assert list(cols["mean"]) == pytest.approx([300.0, 300.0])
     assert list(cols["norm"]) == pytest.approx([300.0 * 64] * 2)
-    act = activation_stats(big.reshape(64, 64), "ReLU").numpy()
+    act = activation_row(big.reshape(64, 64), "ReLU")
     assert act[0] / 4096 == pytest.approx(300.0) and act[6:8].tolist() == [0.0, 0.0]
 
 
@@ -168,3 +169,116 @@ def test_dataframe_inputs_are_profiled_with_datetimes(tmp_path):
     assert inputs.loc[("train", "city"), "n_unique"] == 2
     assert "datetime64" in inputs.loc[("train", "ts"), "dtype"]
     assert inputs.loc[("train", "amount"), "mean"] == pytest.approx(frame["amount"].mean())
+
+
+def _as_stats(row: np.ndarray, numel: int) -> dict[str, float]:
+    cols = finish(row[None, :8], np.array([numel]))
+    return {k: float(v[0]) for k, v in cols.items()}
+
+
+def _planted_conv_output() -> torch.Tensor:
+    torch.manual_seed(3)
+    x = torch.relu(torch.randn(64, 32, 16, 16) + 0.5)
+    x[:, 3] = 0.0                 # dead
+    x[:, 7] = -1.0                # dead (a pre-activation that never fires)
+    x[:, 11] = 0.0
+    x[63, 11, 15, 15] = 2.0       # alive through one value in the last sample
+    x[:, 20] = 0.0
+    x[5, 1, 2, 3] = float("nan")
+    x[6, 2, 2, 3] = float("-inf")
+    return x
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_large_activation_exact_counts_and_estimated_moments(layout):
+    from tracelab.recorders import activations
+    x = _planted_conv_output()
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=torch.channels_last)
+    row = activation_row(x, "ReLU")
+    got = _as_stats(row, x.numel())
+    ref = reference_stats(x)
+    assert (got["nan_count"], got["inf_count"]) == (1, 1)
+    assert row[8] == pytest.approx(3 / 32)  # channels 3, 7, 20; 11 fires once, 1 holds a NaN
+    finite = x[torch.isfinite(x)].double()
+    clean = activation_row(torch.nan_to_num(x, nan=0.0, neginf=0.0), "ReLU")
+    clean_stats = _as_stats(clean, x.numel())
+    assert clean_stats["mean"] == pytest.approx(finite.sum().item() / x.numel(), rel=1e-5)
+    assert clean_stats["std"] == pytest.approx(finite.std().item(), rel=0.05)
+    assert clean_stats["zero_frac"] == pytest.approx((x == 0).double().mean().item(), abs=0.03)
+    assert math.isnan(ref["mean"]) and math.isnan(got["mean"])
+    assert x.numel() > activations.ACTIVATION_SUBSAMPLE
+
+
+def test_dead_units_reads_every_sample_of_candidate_units():
+    from tracelab.recorders.activations import dead_units
+    torch.manual_seed(0)
+    tokens = torch.relu(torch.randn(16, 128, 48))   # (batch, time, units): units on the last dim
+    tokens[..., :5] = 0.0
+    tokens[15, 127, 2] = 1e-3                       # unit 2 fires once, at the very end
+    assert dead_units(tokens) == 4
+    reference = (~(tokens.reshape(-1, 48) > 0).any(dim=0)).sum().item()
+    assert reference == 4
+    conv = _planted_conv_output()
+    assert dead_units(conv) == (~(conv > 0).any(dim=3).any(dim=2).any(dim=0)).sum().item() == 3
+
+
+def test_device_statistics_match_the_cpu_path_where_both_are_exact():
+    from tracelab.recorders.activations import _device_stats
+    torch.manual_seed(1)
+    x = torch.randn(8, 4, 16, 16).sigmoid()         # 8,192 values: covered whole
+    cpu = activation_row(x, "Sigmoid")
+    device = _device_stats(x, (0.0, 1.0)).numpy()
+    assert device == pytest.approx(cpu, rel=1e-6)
+    assert _as_stats(cpu, x.numel())["max"] == pytest.approx(x.max().item())
+    large = _planted_conv_output()
+    device = _device_stats(large, None).numpy()
+    assert device[8] == pytest.approx(3 / 32) and device[6:8].tolist() == [1.0, 1.0]
+
+
+def test_flat_segment_statistics_match_reference():
+    from tracelab.recorders.stats import flat_raw_stats
+    torch.manual_seed(2)
+    tensors = [torch.randn(100, 7), torch.randn(1000) * 1e-3 + 1.0, torch.zeros(5), torch.empty(0),
+               torch.tensor([1.0, float("nan"), 0.0, 3.0]), torch.tensor([float("inf"), -2.0]),
+               torch.randn(3, 3, 3, 3) * 1e4]
+    flat = torch.cat([t.reshape(-1) for t in tensors]).numpy()
+    raw = flat_raw_stats(flat, [t.numel() for t in tensors])
+    cols = finish(raw, np.array([t.numel() for t in tensors]))
+    for i, t in enumerate(tensors):
+        if t.numel():
+            assert_matches({k: v[i] for k, v in cols.items()}, reference_stats(t))
+    assert cols["numel"][3] == 0 and cols["nan_count"][3] == 0
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.randn(32, 5) * 3 + 2024.0,
+    lambda: torch.rand(8, 3, 40, 40),                        # channels, subsampled n_unique
+    lambda: torch.randint(0, 256, (4, 3, 5, 5), dtype=torch.uint8),
+    lambda: torch.tensor([[1.0, 0.5], [2.0, float("nan")], [2.0, float("inf")], [3.0, 0.5]]),
+    lambda: torch.arange(10.0),
+    lambda: torch.tensor([True, False, True]).reshape(3, 1)])
+def test_numpy_profile_matches_the_device_profile(make):
+    from tracelab.recorders.profile import array_profile
+    x = make()
+    want, _ = tensor_profile(x)
+    got, sample = array_profile(x.numpy(), np.random.default_rng(0))
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)
+    assert sample.shape == (want.shape[0], min(64, x.numel() // want.shape[0]))
+
+
+def test_sparse_gradients_are_recorded_as_their_dense_equivalent(tmp_path):
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(50, 4, sparse=True)
+    opt = torch.optim.SGD(emb.parameters(), lr=0.1)
+    with tracelab.Recorder(tmp_path / "run", emb, opt) as rec:
+        idx = torch.tensor([[1, 2, 2], [7, 1, 9]])  # repeated rows: an uncoalesced grad
+        opt.zero_grad()
+        loss = emb(idx).pow(2).sum()
+        loss.backward()
+        dense = emb.weight.grad.to_dense().clone()
+        opt.step()
+        rec.step(loss=loss)
+    tn = tracelab.open_run(tmp_path / "run").tensors
+    row = tn[tn.kind == "grad"].iloc[0]
+    assert_matches(row, reference_stats(dense), rtol=1e-6)
