@@ -104,9 +104,10 @@ def dead_units(x: torch.Tensor) -> int:
     t, dims, unit_dim = _units(x)
     per_sample = max(1, t[0].numel())
     lead = min(t.shape[0], max(1, -(-_LEAD // per_sample)))
-    candidates = torch.nonzero(~(t[:lead].amax(dim=dims) > 0)).flatten()
-    if not len(candidates):
+    alive = t[:lead].amax(dim=dims) > 0
+    if bool(alive.all()):
         return 0
+    candidates = torch.nonzero(~alive).flatten()
     whole = torch.nan_to_num_(t.index_select(unit_dim, candidates), nan=0.0)  # a copy
     return len(candidates) - int((whole.amax(dim=dims) > 0).sum())
 

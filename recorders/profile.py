@@ -21,6 +21,15 @@ SAMPLES_PER_BATCH = 64
 PACKED = ("mean", "std", "min", "max", "n_unique", "int_frac", "nan_count", "inf_count")
 
 
+def feature_shape(shape: Sequence[int]) -> tuple[int, int]:
+    """(features, values per feature) of feature_matrix, without building it."""
+    if len(shape) == 0:
+        return 1, 1
+    if len(shape) == 1:
+        return 1, shape[0]
+    return shape[1], math.prod(shape) // shape[1] if shape[1] else 0
+
+
 def feature_matrix(x: torch.Tensor) -> torch.Tensor:
     """[features, values]: dim 1 holds the features (2-D) or channels (3-D and up)."""
     x = x.detach()

@@ -25,7 +25,7 @@ import torch
 
 from tracelab.recorders import environment as env
 from tracelab.recorders.profile import (PACKED, Reservoir, array_profile, dtype_name,
-                                        feature_matrix, feature_names, frame_profile,
+                                        feature_names, feature_shape, frame_profile,
                                         tensor_profile)
 from tracelab.recorders.activations import EXTRA, ActivationStats, activation_stats, finish_cpu
 from tracelab.recorders.stats import RAW, finish, flat_raw_stats, raw_stats
@@ -401,14 +401,14 @@ class Recorder:
             copy = self._host_clone(x)
             if copy is not None:  # profiled on the writer thread
                 source = copy
-                n_feat = feature_matrix(x).shape[0]
+                n_feat = feature_shape(x.shape)[0]
             else:
                 packed, sample = tensor_profile(x, self._generator(x.device))
                 source = len(parts)
                 n_feat = packed.shape[0]
                 parts.extend([packed, sample])
             layout.append((feature_names(prefix, n_feat, names, x.dim()), dtype_name(x),
-                           feature_matrix(x).shape[1], source))
+                           feature_shape(x.shape)[1], source))
         reservoir = self._reservoir
 
         def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:

@@ -282,3 +282,9 @@ def test_sparse_gradients_are_recorded_as_their_dense_equivalent(tmp_path):
     tn = tracelab.open_run(tmp_path / "run").tensors
     row = tn[tn.kind == "grad"].iloc[0]
     assert_matches(row, reference_stats(dense), rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(), (7,), (5, 3), (4, 3, 6), (2, 3, 4, 5), (2, 1, 3, 3, 3)])
+def test_feature_shape_is_the_feature_matrix_shape(shape):
+    from tracelab.recorders.profile import feature_matrix, feature_shape
+    assert feature_shape(shape) == tuple(feature_matrix(torch.zeros(shape)).shape)
