@@ -73,9 +73,14 @@ def subsample(flat: torch.Tensor) -> torch.Tensor:
 
 @functools.lru_cache(maxsize=512)
 def _block_index(n_blocks: int, device: torch.device) -> torch.Tensor:
-    rng = np.random.default_rng(n_blocks)  # the same positions every step: comparable series
-    chosen = np.sort(rng.choice(n_blocks, ACTIVATION_SUBSAMPLE // _BLOCK, replace=False))
-    return torch.from_numpy(chosen).to(device)
+    # Seeded by the size: the same positions every step, so the series stay comparable.
+    k = ACTIVATION_SUBSAMPLE // _BLOCK
+    if device.type == "cpu":
+        rng = np.random.default_rng(n_blocks)
+        return torch.from_numpy(np.sort(rng.choice(n_blocks, k, replace=False)))
+    # Drawn on the device itself: a host-to-device copy would make the training thread wait.
+    generator = torch.Generator(device=device).manual_seed(n_blocks)
+    return torch.randperm(n_blocks, generator=generator, device=device)[:k].sort().values
 
 
 def _flat_view(x: torch.Tensor) -> torch.Tensor:

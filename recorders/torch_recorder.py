@@ -491,7 +491,8 @@ class Recorder:
 
 
 class _Scalars:
-    """One step's scalars: plain numbers stay on the host, tensors join the packed copy."""
+    """One step's scalars: numbers and CPU tensors are read now, device tensors join the packed
+    copy (reading one would sync the host)."""
 
     def __init__(self, step: int, split: str):
         self.step, self.split = step, split
@@ -505,6 +506,10 @@ class _Scalars:
         if isinstance(value, torch.Tensor):
             if value.numel() != 1:
                 value = value.detach().float().mean()
+            if value.device.type == "cpu":  # reading it costs nothing, packing it would
+                self.names.append(name)
+                self.values.append(float(value.detach()))
+                return
             self.tensor_names.append(name)
             self.tensors.append(value.detach().reshape(1))
         elif isinstance(value, Number) or isinstance(value, np.number):

@@ -63,8 +63,9 @@ def _setup(tmp_path):
     model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 64), nn.Tanh(),
                           nn.Linear(64, 4)).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    x = torch.randn(256, 16, device=dev)
-    y = torch.randn(256, 4, device=dev)
+    # 512 x 64 activations: more than the activation subsample, so its path is checked too.
+    x = torch.randn(512, 16, device=dev)
+    y = torch.randn(512, 4, device=dev)
     return model, opt, x, y
 
 
