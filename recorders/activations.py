@@ -67,8 +67,9 @@ def subsample(flat: torch.Tensor) -> torch.Tensor:
     n = flat.numel()
     if n <= ACTIVATION_SUBSAMPLE:
         return flat.clone()
-    blocks = flat[:n - n % _BLOCK].view(-1, _BLOCK)
-    return blocks.index_select(0, _block_index(blocks.shape[0], flat.device)).reshape(-1)
+    # Few calls: in a training loop each small op costs tens of microseconds.
+    blocks = (flat if n % _BLOCK == 0 else flat[:n - n % _BLOCK]).view(-1, _BLOCK)
+    return blocks.index_select(0, _block_index(n // _BLOCK, flat.device)).view(-1)
 
 
 @functools.lru_cache(maxsize=512)
@@ -107,12 +108,12 @@ def dead_units(x: torch.Tensor) -> int:
     and never hides a positive value of the same unit.
     """
     t, dims, unit_dim = _units(x)
-    per_sample = max(1, t[0].numel())
+    per_sample = max(1, math.prod(t.shape[1:]))
     lead = min(t.shape[0], max(1, -(-_LEAD // per_sample)))
-    alive = t[:lead].amax(dim=dims) > 0
-    if bool(alive.all()):
+    peaks = t[:lead].amax(dim=dims)
+    if float(peaks.min()) > 0:  # NaN is not: its unit is read in full below
         return 0
-    candidates = torch.nonzero(~alive).flatten()
+    candidates = torch.nonzero(~(peaks > 0)).flatten()
     whole = torch.nan_to_num_(t.index_select(unit_dim, candidates), nan=0.0)  # a copy
     return len(candidates) - int((whole.amax(dim=dims) > 0).sum())
 

@@ -127,6 +127,12 @@ def highlights(meta: dict[str, Any]) -> list[tuple[str, str]]:
         lrs = [g.get("lr") for g in opt.get("groups", []) if isinstance(g, dict)]
         lr = fmt.value(lrs[0] if len(lrs) == 1 else lrs) if lrs else None
         out.append(("optimizer", opt["type"] + (f", lr {lr}" if lr else "")))
+    cost = (meta.get("recorder") or {}).get("cost") or {}
+    if cost.get("steps"):
+        per_step = {k: 1e3 * float(cost.get(k) or 0) / cost["steps"]
+                    for k in ("training_thread_s", "writer_cpu_s")}
+        out.append(("recording cost", f"{per_step['training_thread_s']:.2f} ms per step on the "
+                    f"training thread, {per_step['writer_cpu_s']:.2f} ms writer CPU"))
     if env.get("git_commit"):
         out.append(("commit", str(env["git_commit"])[:12]))
     if env.get("hostname"):

@@ -44,6 +44,16 @@ def test_header_states_failure_with_exception_and_steps(ctx):
     assert highlights["model"] == "MLP, 6,144 parameters"
     assert highlights["optimizer"] == "SGD, lr 0.1"
     assert highlights["commit"] == "0123456789ab"
+    assert "recording cost" not in highlights  # not recorded by this run's meta
+
+
+def test_header_shows_what_recording_cost():
+    run = synthetic_run(steps=120)
+    run.meta["recorder"] = {"every": 1, "cost": {"steps": 400, "training_thread_s": 0.5,
+                                                 "writer_cpu_s": 1.2}}
+    header = build_context(Diagnosis(run, [], [], []), plots=False)["run"]
+    assert dict(header["highlights"])["recording cost"] == (
+        "1.25 ms per step on the training thread, 3.00 ms writer CPU")
 
 
 def test_killed_run_says_where_it_stopped():
