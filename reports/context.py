@@ -19,7 +19,7 @@ from tracelab.reports import fmt
 from tracelab.reports.finding_plots import FINDING_PLOTS, finding_figure, mentioned
 from tracelab.reports.overview import OVERVIEW
 from tracelab.reports.plots import style, to_uri, unique
-from tracelab.schema import ACTIVATION, GRAD, REQUIREMENTS, UPDATE, WEIGHT
+from tracelab.schema import ACTIVATION, GRAD, REQUIREMENTS, STEP_TIME, UPDATE, WEIGHT
 
 SEVERITY_LABELS = {"error": "Error", "warning": "Warning", "info": "Info", None: "OK"}
 MAX_FEATURES = 40
@@ -96,11 +96,17 @@ def run_header(run) -> dict[str, Any]:
         "started": fmt.timestamp(summary["start_time"]) if summary["start_time"] else "—",
         "ended": fmt.timestamp(end) if end else "—",
         "duration": ("≥ " if approx else "") + fmt.duration(duration),
-        "highlights": highlights(run.meta),
+        "highlights": highlights(run.meta, _median_step_time(run)),
     }
 
 
-def highlights(meta: dict[str, Any]) -> list[tuple[str, str]]:
+def _median_step_time(run) -> Optional[float]:
+    times = run.scalar(STEP_TIME)
+    return float(times.median()) if len(times) else None
+
+
+def highlights(meta: dict[str, Any], step_time: Optional[float] = None
+               ) -> list[tuple[str, str]]:
     env = meta.get("environment") or {}
     out = []
     if env.get("python") or env.get("torch"):
@@ -131,8 +137,11 @@ def highlights(meta: dict[str, Any]) -> list[tuple[str, str]]:
     if cost.get("steps"):
         per_step = {k: 1e3 * float(cost.get(k) or 0) / cost["steps"]
                     for k in ("training_thread_s", "writer_cpu_s")}
+        share = ""
+        if step_time and step_time > 0:
+            share = f" ({per_step['training_thread_s'] / (10 * step_time):.1f}% of the median step)"
         out.append(("recording cost", f"{per_step['training_thread_s']:.2f} ms per step on the "
-                    f"training thread, {per_step['writer_cpu_s']:.2f} ms writer CPU"))
+                    f"training thread{share}, {per_step['writer_cpu_s']:.2f} ms writer CPU"))
     if env.get("git_commit"):
         out.append(("commit", str(env["git_commit"])[:12]))
     if env.get("hostname"):

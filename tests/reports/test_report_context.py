@@ -51,9 +51,11 @@ def test_header_shows_what_recording_cost():
     run = synthetic_run(steps=120)
     run.meta["recorder"] = {"every": 1, "cost": {"steps": 400, "training_thread_s": 0.5,
                                                  "writer_cpu_s": 1.2}}
+    step_time = float(run.scalar("step_time").median())
     header = build_context(Diagnosis(run, [], [], []), plots=False)["run"]
     assert dict(header["highlights"])["recording cost"] == (
-        "1.25 ms per step on the training thread, 3.00 ms writer CPU")
+        f"1.25 ms per step on the training thread ({0.125 / step_time:.1f}% of the median "
+        "step), 3.00 ms writer CPU")
 
 
 def test_killed_run_says_where_it_stopped():
