@@ -6,16 +6,19 @@
             rec.step(loss=loss, inputs=x, metrics={"acc": acc})
         rec.log("val", metrics={"loss": val_loss, "acc": val_acc}, inputs=x_val)
 
-Cost model. On the training thread a step only launches device work: the statistics of all
-weights, grads and updates come from a few fused foreach reductions, and everything a step
-produced is packed into one tensor per device and copied once (non-blocking into pinned memory
-on CUDA). Reading the copy, building rows and writing Parquet happen on the writer thread. A
-step that records nothing beyond its scalars launches one tiny copy and never syncs the host.
+Cost model. On an accelerator the training thread only launches device work: the statistics
+of all weights, grads and updates come from a few fused foreach reductions, and everything a
+step produced is packed into one tensor per device and copied once (non-blocking into pinned
+memory). A step that records nothing beyond its scalars launches one tiny copy and never syncs
+the host. On the CPU, where every small kernel call costs tens of microseconds, the training
+thread takes private copies instead (one `cat` of all weights, grads and updates; the input
+batch; an activation subsample) and the writer thread reduces them in numpy (transfer.py).
+Reading copies, building rows and writing Parquet always happen on the writer thread; `cost`
+says what all of it took.
 """
 from __future__ import annotations
 
 import math
-import threading
 import time
 import traceback
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -29,49 +32,12 @@ from tracelab.recorders.profile import (PACKED, Reservoir, array_profile, dtype_
                                         tensor_profile)
 from tracelab.recorders.activations import EXTRA, ActivationStats, activation_stats, finish_cpu
 from tracelab.recorders.stats import RAW, finish, flat_raw_stats, raw_stats
+from tracelab.recorders.transfer import HostCopies, Packed, dense_equivalent
 from tracelab.schema import (ACTIVATION, DATA_TIME, GRAD, INPUTS, LOSS_NAME, LR_PREFIX,
                              SCALARS, STEP_TIME, TENSORS, TRAIN, UPDATE, WEIGHT)
 from tracelab.writer import RunWriter
 
 Number = (int, float)
-# CPU copies of weights, grads and updates that may wait for the writer thread at once.
-HOST_COPY_BYTES = 256 << 20
-_NUMPY_DTYPES = (torch.float16, torch.float32, torch.float64, torch.uint8, torch.int8,
-                 torch.int16, torch.int32, torch.int64, torch.bool)
-
-
-class _Packed:
-    """Tensors from any devices, gathered into one host copy per device."""
-
-    def __init__(self, parts: Sequence[torch.Tensor]):
-        self.sizes = [p.numel() for p in parts]
-        self.groups: list[tuple[list[int], torch.Tensor, Any]] = []
-        by_device: dict[torch.device, list[int]] = {}
-        for i, p in enumerate(parts):
-            by_device.setdefault(p.device, []).append(i)
-        for device, idx in by_device.items():
-            flat = torch.cat([parts[i].detach().reshape(-1).to(torch.float64) for i in idx])
-            event = None
-            if device.type == "cuda":
-                flat = flat.to("cpu", non_blocking=True)  # lands in pinned memory
-                event = torch.cuda.Event()
-                event.record()
-            elif device.type != "cpu":
-                flat = flat.cpu()
-            self.groups.append((idx, flat, event))
-
-    def resolve(self) -> list[np.ndarray]:
-        """On the writer thread: wait for the copies, then split them back into parts."""
-        out: list[np.ndarray] = [None] * len(self.sizes)  # type: ignore[list-item]
-        for idx, flat, event in self.groups:
-            if event is not None:
-                event.synchronize()
-            values = flat.numpy()
-            offset = 0
-            for i in idx:
-                out[i] = values[offset:offset + self.sizes[i]]
-                offset += self.sizes[i]
-        return out
 
 
 class Recorder:
@@ -126,8 +92,7 @@ class Recorder:
         self._module_names: dict[int, tuple[str, str]] = {}
         self._input_devices: dict[str, str] = {}
         self._cost = 0.0  # seconds the training thread spent in the recorder
-        self._host_lock = threading.Lock()
-        self._host_bytes = 0
+        self._host = HostCopies()
         self._generators: dict[str, torch.Generator] = {}
         if model is not None or optimizer is not None:
             self.watch(model, optimizer)
@@ -268,7 +233,7 @@ class Recorder:
         self._emit(parts, producers)
 
     def _emit(self, parts: list[torch.Tensor], producers: list) -> None:
-        packed = _Packed(parts) if parts else None
+        packed = Packed(parts) if parts else None
 
         def rows() -> list[tuple[str, dict]]:
             values = packed.resolve() if packed is not None else []
@@ -295,10 +260,10 @@ class Recorder:
         if not tensors:
             return lambda values: []
         numel = np.array([t.numel() for t in tensors], dtype=np.int64)
-        tensors = [_dense_equivalent(t) for t in tensors]
+        tensors = [dense_equivalent(t) for t in tensors]
         sizes = [t.numel() for t in tensors]
         flip = np.array([k == UPDATE for k in kinds])
-        host = self._host_copy(tensors)
+        host = self._host.flat_copy(tensors)
         if host is None:  # device reductions now, one packed copy
             at = len(parts)
             parts.append(raw_stats(tensors))
@@ -310,47 +275,13 @@ class Recorder:
                 try:
                     raw = flat_raw_stats(host.numpy(), sizes)
                 finally:
-                    self._release(host)
+                    self._host.release(host)
             raw[flip, 0] *= -1
             raw[flip, 4], raw[flip, 5] = raw[flip, 5].copy(), raw[flip, 4].copy()
             cols = finish(raw, numel)
             cols.update(step=np.full(len(names), step, dtype=np.int64), kind=kinds, name=names)
             return [(TENSORS, cols)]
         return rows
-
-    def _host_copy(self, tensors: list[torch.Tensor]) -> torch.Tensor | None:
-        """CPU tensors copied into one flat array for the writer thread, or None.
-
-        On the CPU the statistics cost a few hundred small kernel calls but the copy one `cat`,
-        so the training thread copies and the writer reduces. None (reduce now) on
-        accelerators, and while the copies waiting for the writer would exceed HOST_COPY_BYTES.
-        """
-        if any(t.device.type != "cpu" or not t.is_floating_point() for t in tensors):
-            return None
-        wide = any(t.dtype == torch.float64 for t in tensors)
-        if not self._reserve(sum(t.numel() for t in tensors) * (8 if wide else 4)):
-            return None
-        flat = torch.cat([t.reshape(-1) for t in tensors])
-        return flat.float() if flat.dtype in (torch.float16, torch.bfloat16) else flat
-
-    def _host_clone(self, x: torch.Tensor) -> torch.Tensor | None:
-        """A CPU tensor's private copy for the writer thread, or None (see _host_copy)."""
-        if (x.device.type != "cpu" or x.dtype not in _NUMPY_DTYPES
-                or not self._reserve(x.numel() * x.element_size())):
-            return None
-        return x.detach().clone()
-
-    def _reserve(self, nbytes: int) -> bool:
-        # A writer that falls behind makes recording slower, never memory fill up.
-        with self._host_lock:
-            if self._host_bytes + nbytes > HOST_COPY_BYTES:
-                return False
-            self._host_bytes += nbytes
-            return True
-
-    def _release(self, copy: torch.Tensor) -> None:
-        with self._host_lock:
-            self._host_bytes -= copy.numel() * copy.element_size()
 
     def _generator(self, device: torch.device) -> torch.Generator:
         """The recorder's own random stream per device: sampling never moves the user's."""
@@ -398,7 +329,7 @@ class Recorder:
                 self._input_devices[key] = str(x.device)
                 self.writer.update_meta(input_devices=dict(self._input_devices))
             source: Any
-            copy = self._host_clone(x)
+            copy = self._host.clone(x)
             if copy is not None:  # profiled on the writer thread
                 source = copy
                 n_feat = feature_shape(x.shape)[0]
@@ -420,7 +351,7 @@ class Recorder:
                     try:
                         packed, sample = array_profile(source.numpy(), self._frame_rng)
                     finally:
-                        self._release(source)
+                        self._host.release(source)
                 packed = packed.reshape(len(feats), len(PACKED))
                 cols = {c: packed[:, i] for i, c in enumerate(PACKED)}
                 for c in ("n_unique", "nan_count", "inf_count"):
@@ -526,21 +457,6 @@ class _Scalars:
                            "split": [self.split] * n, "name": names,
                            "value": np.array(self.values + tensor_values, dtype=np.float64),
                            "wall_time": np.full(n, self.wall_time)})]
-
-
-def _dense_equivalent(t: torch.Tensor) -> torch.Tensor:
-    """A strided tensor with the same statistics as t, given t's numel (sparse grads).
-
-    A sparse tensor's statistics are those of its values plus its implicit zeros, and one zero
-    stands for them all in the sums, extremes and non-zero count.
-    """
-    if t.layout == torch.strided:
-        return t
-    values = t.coalesce().values().reshape(-1) if t.layout == torch.sparse_coo else \
-        t.to_dense().reshape(-1)
-    if values.numel() < t.numel():
-        values = torch.cat([values, values.new_zeros(1)])
-    return values
 
 
 def _is_frame(obj: Any) -> bool:

@@ -205,9 +205,9 @@ def test_recording_never_changes_the_training_random_stream(tmp_path):
 
 
 def test_statistics_reduced_now_equal_those_deferred_to_the_writer(tmp_path, monkeypatch):
-    from tracelab.recorders import torch_recorder
+    from tracelab.recorders import transfer
     _train_cnn(tmp_path / "deferred")
-    monkeypatch.setattr(torch_recorder, "HOST_COPY_BYTES", 0)  # a writer that has fallen behind
+    monkeypatch.setattr(transfer, "HOST_COPY_BYTES", 0)  # a writer that has fallen behind
     _train_cnn(tmp_path / "now")
     deferred, now = (tracelab.open_run(tmp_path / n) for n in ("deferred", "now"))
     for table in ("tensors", "inputs"):

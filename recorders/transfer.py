@@ -1,0 +1,109 @@
+"""Moving a step's statistics off the training thread.
+
+On accelerators the statistics are device reductions, and `Packed` gathers them into one
+non-blocking copy per device. On the CPU reductions cost many small kernel calls while a copy
+costs one, so the training thread only takes private copies (`HostCopies`) and the writer thread
+reduces them.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+# CPU copies that may wait for the writer thread at once.
+HOST_COPY_BYTES = 256 << 20
+_NUMPY_DTYPES = (torch.float16, torch.float32, torch.float64, torch.uint8, torch.int8,
+                 torch.int16, torch.int32, torch.int64, torch.bool)
+
+
+class Packed:
+    """Tensors from any devices, gathered into one host copy per device."""
+
+    def __init__(self, parts: Sequence[torch.Tensor]):
+        self.sizes = [p.numel() for p in parts]
+        self.groups: list[tuple[list[int], torch.Tensor, Any]] = []
+        by_device: dict[torch.device, list[int]] = {}
+        for i, p in enumerate(parts):
+            by_device.setdefault(p.device, []).append(i)
+        for device, idx in by_device.items():
+            flat = torch.cat([parts[i].detach().reshape(-1).to(torch.float64) for i in idx])
+            event = None
+            if device.type == "cuda":
+                flat = flat.to("cpu", non_blocking=True)  # lands in pinned memory
+                event = torch.cuda.Event()
+                event.record()
+            elif device.type != "cpu":
+                flat = flat.cpu()
+            self.groups.append((idx, flat, event))
+
+    def resolve(self) -> list[np.ndarray]:
+        """On the writer thread: wait for the copies, then split them back into parts."""
+        out: list[np.ndarray] = [None] * len(self.sizes)  # type: ignore[list-item]
+        for idx, flat, event in self.groups:
+            if event is not None:
+                event.synchronize()
+            values = flat.numpy()
+            offset = 0
+            for i in idx:
+                out[i] = values[offset:offset + self.sizes[i]]
+                offset += self.sizes[i]
+        return out
+
+
+class HostCopies:
+    """Private CPU copies for the writer thread, within a budget of HOST_COPY_BYTES.
+
+    Past the budget the copy methods return None and the caller reduces on the training thread:
+    a writer that falls behind makes recording slower, never fills memory.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._bytes = 0
+
+    def flat_copy(self, tensors: list[torch.Tensor]) -> torch.Tensor | None:
+        """CPU float tensors concatenated into one flat array, or None."""
+        if any(t.device.type != "cpu" or not t.is_floating_point() for t in tensors):
+            return None
+        wide = any(t.dtype == torch.float64 for t in tensors)
+        if not self._reserve(sum(t.numel() for t in tensors) * (8 if wide else 4)):
+            return None
+        flat = torch.cat([t.reshape(-1) for t in tensors])
+        return flat.float() if flat.dtype in (torch.float16, torch.bfloat16) else flat
+
+    def clone(self, x: torch.Tensor) -> torch.Tensor | None:
+        """A CPU tensor's copy that numpy can read, or None."""
+        if (x.device.type != "cpu" or x.dtype not in _NUMPY_DTYPES
+                or not self._reserve(x.numel() * x.element_size())):
+            return None
+        return x.detach().clone()
+
+    def release(self, copy: torch.Tensor) -> None:
+        """The writer is done with `copy`."""
+        with self._lock:
+            self._bytes -= copy.numel() * copy.element_size()
+
+    def _reserve(self, nbytes: int) -> bool:
+        with self._lock:
+            if self._bytes + nbytes > HOST_COPY_BYTES:
+                return False
+            self._bytes += nbytes
+            return True
+
+
+def dense_equivalent(t: torch.Tensor) -> torch.Tensor:
+    """A strided tensor with the same statistics as t, given t's numel (sparse grads).
+
+    A sparse tensor's statistics are those of its values plus its implicit zeros, and one zero
+    stands for them all in the sums, extremes and non-zero count.
+    """
+    if t.layout == torch.strided:
+        return t
+    values = t.coalesce().values().reshape(-1) if t.layout == torch.sparse_coo else \
+        t.to_dense().reshape(-1)
+    if values.numel() < t.numel():
+        values = torch.cat([values, values.new_zeros(1)])
+    return values
