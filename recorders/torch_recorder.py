@@ -27,10 +27,10 @@ import numpy as np
 import torch
 
 from tracelab.recorders import environment as env
+from tracelab.recorders.activations import EXTRA, ActivationStats, activation_stats, finish_cpu
 from tracelab.recorders.profile import (PACKED, Reservoir, array_profile, dtype_name,
                                         feature_names, feature_shape, frame_profile,
                                         tensor_profile)
-from tracelab.recorders.activations import EXTRA, ActivationStats, activation_stats, finish_cpu
 from tracelab.recorders.stats import RAW, finish, flat_raw_stats, raw_stats
 from tracelab.recorders.transfer import HostCopies, Packed, dense_equivalent
 from tracelab.schema import (ACTIVATION, DATA_TIME, GRAD, INPUTS, LOSS_NAME, LR_PREFIX,
@@ -77,7 +77,8 @@ class Recorder:
         self.writer = RunWriter(run_dir, meta, rank=rank, flush_interval=flush_interval)
         self.rank = rank
         self._reservoir = Reservoir(sample_size, seed=rank)
-        self._frame_rng = np.random.default_rng(rank)
+        self._frame_rng = np.random.default_rng(rank)  # training thread
+        self._writer_rng = np.random.default_rng([rank, 1])  # writer thread
         self._step = 0
         self._last_step_end: float | None = None
         self._data_time: float | None = None
@@ -349,7 +350,7 @@ class Recorder:
                     packed, sample = values[source], values[source + 1]
                 else:
                     try:
-                        packed, sample = array_profile(source.numpy(), self._frame_rng)
+                        packed, sample = array_profile(source.numpy(), self._writer_rng)
                     finally:
                         self._host.release(source)
                 packed = packed.reshape(len(feats), len(PACKED))
