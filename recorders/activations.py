@@ -20,10 +20,10 @@ from typing import NamedTuple, Union
 import numpy as np
 import torch
 
-# Rows are stats.RAW followed by EXTRA.
 _HALF = (torch.float16, torch.bfloat16)
 SATURATING = {"Sigmoid": (0.0, 1.0), "Tanh": (-1.0, 1.0), "Hardsigmoid": (0.0, 1.0),
               "Hardtanh": (-1.0, 1.0), "Softsign": (-1.0, 1.0)}
+# An activation row is stats.RAW followed by these.
 EXTRA = ("dead_frac", "saturated_frac")
 
 ACTIVATION_SUBSAMPLE = 1 << 14
@@ -41,9 +41,9 @@ def activation_stats(out: torch.Tensor, module_type: str) -> ActivationStats:
     """RAW aggregates plus EXTRA of one module output.
 
     A device tensor on accelerators (packed and copied with the step's other statistics); on
-    the CPU a CpuActivation, which `finish_cpu` turns into rows on the writer thread. A unit is a channel
-    (dim 1) for 4-D/5-D outputs, else the last dimension; it is dead when its output is <= 0
-    for every sample and position in the batch.
+    the CPU a CpuActivation, which `finish_cpu` turns into rows on the writer thread. A unit
+    is a channel (dim 1) for 4-D/5-D outputs, else the last dimension; it is dead when its
+    output is <= 0 for every sample and position in the batch.
     """
     x = out.detach()
     if x.dtype in _HALF and x.device.type == "cpu":
