@@ -216,3 +216,12 @@ def test_statistics_reduced_now_equal_those_deferred_to_the_writer(tmp_path, mon
         numeric = [c for c in a.columns if a[c].dtype.kind == "f" and c != "wall_time"]
         np.testing.assert_allclose(a[numeric].to_numpy(float), b[numeric].to_numpy(float),
                                    rtol=1e-5, atol=1e-7)
+
+
+def test_cost_of_recording_is_measured_and_kept_in_meta(tmp_path):
+    _train_cnn(tmp_path / "run", steps=6)
+    meta = tracelab.open_run(tmp_path / "run").meta
+    cost = meta["recorder"]["cost"]
+    assert cost["steps"] == 6 and meta["recorder"]["input_every"] == 1
+    # Six recorded steps of a conv net take real work on both threads, and far under a minute.
+    assert 0 < cost["training_thread_s"] < 60 and 0 < cost["writer_cpu_s"] < 60
