@@ -93,11 +93,12 @@ def _flat_view(x: torch.Tensor) -> torch.Tensor:
     return x.reshape(-1)
 
 
-def _units(x: torch.Tensor) -> tuple[torch.Tensor, list[int], int]:
-    """(tensor, dims to reduce, unit dim): units on dim 1 for 4-D/5-D, else the last dim."""
+def _units(x: torch.Tensor) -> tuple[torch.Tensor, list[int]]:
+    """(tensor with the units on dim 1, the other dims): channels for 4-D/5-D outputs, else the
+    last dimension."""
     if x.dim() >= 4:
-        return x, [d for d in range(x.dim()) if d != 1], 1
-    return x.reshape(-1, x.shape[-1] if x.dim() else 1), [0], 1
+        return x, [d for d in range(x.dim()) if d != 1]
+    return x.reshape(-1, x.shape[-1] if x.dim() else 1), [0]
 
 
 def dead_units(x: torch.Tensor) -> int:
@@ -107,14 +108,14 @@ def dead_units(x: torch.Tensor) -> int:
     in full: almost none in a healthy network, the dead units in a dying one. NaN is not > 0,
     and never hides a positive value of the same unit.
     """
-    t, dims, unit_dim = _units(x)
+    t, dims = _units(x)
     per_sample = max(1, math.prod(t.shape[1:]))
     lead = min(t.shape[0], max(1, -(-_LEAD // per_sample)))
     peaks = t[:lead].amax(dim=dims)
     if float(peaks.min()) > 0:  # NaN is not: its unit is read in full below
         return 0
     candidates = torch.nonzero(~(peaks > 0)).flatten()
-    whole = torch.nan_to_num_(t.index_select(unit_dim, candidates), nan=0.0)  # a copy
+    whole = torch.nan_to_num_(t.index_select(1, candidates), nan=0.0)  # a copy
     return len(candidates) - int((whole.amax(dim=dims) > 0).sum())
 
 
@@ -180,7 +181,7 @@ def _any_positive(t: torch.Tensor, dims: list[int]) -> torch.Tensor:
 def _device_stats(x: torch.Tensor, bounds: tuple[float, float] | None) -> torch.Tensor:
     # Reductions are memory-bound on accelerators: read everything, accumulate in float64, and
     # never branch on values (that would sync the host).
-    t, dims, _ = _units(x)
+    t, dims = _units(x)
     peak, trough = t.amax(), t.amin()
     flat = _flat_view(x)
     sub = subsample(flat)

@@ -1,10 +1,10 @@
 """Tensor statistics computed on the tensors' own device with few fused ops and no host sync.
 
 The device side returns raw aggregates per tensor, stacked into one tensor so that a step's
-statistics travel to the host in a single copy. `finish()` turns them into the trace's columns on
-the host (the writer thread). Aggregates are exact in float64 for tensors
-whose mean dwarfs their spread (BatchNorm weights near 1): on accelerators always, on the CPU for
-the tensors that need it.
+statistics travel to the host in a single copy; on the CPU `flat_raw_stats` reduces a flat host
+copy in numpy instead. `finish()` turns them into the trace's columns on the host (the writer
+thread). Aggregates are exact in float64 for tensors whose mean dwarfs their spread (BatchNorm
+weights near 1): on accelerators always, on the CPU for the tensors that need it.
 """
 from __future__ import annotations
 
@@ -88,23 +88,16 @@ def flat_raw_stats(flat: np.ndarray, sizes: list[int]) -> np.ndarray:
     return raw
 
 
-def _exact_spread_cpu(raw: np.ndarray, ts: list[np.ndarray],
-                      n_total: list[int] | None = None) -> None:
-    """Redo sum and norm in float64 where std would lose digits to cancellation (in place).
-
-    `ts` may be subsamples standing for `n_total` elements each; the redo scales like the
-    first pass did.
-    """
+def _exact_spread_cpu(raw: np.ndarray, ts: list[np.ndarray]) -> None:
+    """Redo sum and norm in float64 where std would lose digits to cancellation (in place)."""
     n = np.array([max(t.size, 1) for t in ts], dtype=np.float64)
-    total = np.asarray(n_total, dtype=np.float64) if n_total else n
     with np.errstate(invalid="ignore", over="ignore"):
-        mean_sq = raw[:, 1] ** 2 / total
-        spread = mean_sq - (raw[:, 0] / total) ** 2
+        mean_sq = raw[:, 1] ** 2 / n
+        spread = mean_sq - (raw[:, 0] / n) ** 2
         redo = (spread < 1e-4 * mean_sq) & (mean_sq > 0) & np.isfinite(mean_sq)
     for i in np.flatnonzero(redo):
         exact = np.asarray(ts[i], dtype=np.float64).reshape(-1)
-        scale = total[i] / n[i]
-        raw[i, 0], raw[i, 1] = exact.sum() * scale, np.sqrt(np.square(exact).sum() * scale)
+        raw[i, 0], raw[i, 1] = exact.sum(), np.sqrt(np.square(exact).sum())
 
 
 def finish(raw: np.ndarray, numel: np.ndarray) -> dict[str, np.ndarray]:

@@ -329,18 +329,14 @@ class Recorder:
             if self._input_devices.get(key) != str(x.device):
                 self._input_devices[key] = str(x.device)
                 self.writer.update_meta(input_devices=dict(self._input_devices))
-            source: Any
-            copy = self._host.clone(x)
-            if copy is not None:  # profiled on the writer thread
-                source = copy
-                n_feat = feature_shape(x.shape)[0]
-            else:
-                packed, sample = tensor_profile(x, self._generator(x.device))
+            # A host copy is profiled on the writer thread; else the device profile is packed.
+            source: Any = self._host.clone(x)
+            if source is None:
                 source = len(parts)
-                n_feat = packed.shape[0]
-                parts.extend([packed, sample])
-            layout.append((feature_names(prefix, n_feat, names, x.dim()), dtype_name(x),
-                           feature_shape(x.shape)[1], source))
+                parts.extend(tensor_profile(x, self._generator(x.device)))
+            n_feat, count = feature_shape(x.shape)
+            layout.append((feature_names(prefix, n_feat, names, x.dim()), dtype_name(x), count,
+                           source))
         reservoir = self._reservoir
 
         def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
