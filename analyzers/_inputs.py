@@ -12,30 +12,26 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
+from tracelab.analyzers._dynamics import fmt as number
 from tracelab.run import Run
-from tracelab.schema import RESOLUTIONS, TRAIN
+from tracelab.schema import RESOLUTIONS, TRAIN, unique_window
 
 RES_RANK = {unit: i for i, (unit, _) in enumerate(RESOLUTIONS)}
 RES_NS = dict(RESOLUTIONS)
-# n_unique is counted on at most this many values of a batch (docs/trace-format.md): the
-# batch size that distinct counts compare at.
-UNIQUE_EXACT = 1 << 14
 RES_WORDS = {"ns": "nanosecond", "us": "microsecond", "ms": "millisecond", "s": "second",
              "min": "minute", "h": "hour", "D": "day"}
 
 
 def fmt(x: float) -> str:
-    """A number for a message: 3 significant digits, scientific when tiny or huge."""
+    """The dynamics rules' number format, with whole numbers (counts, years) in full and
+    floating-point noise around zero (the mean of z-scored data) as 0."""
     x = float(x)
-    if x != x or math.isinf(x):
-        return str(x)
-    if abs(x) < 1e-12:  # floating-point noise around zero, e.g. the mean of z-scored data
-        return "0"
-    if x == int(x) and abs(x) < 1e6:
-        return str(int(x))
-    if abs(x) < 1e-3 or abs(x) >= 1e5:
-        return f"{x:.2e}"
-    return f"{x:.3g}"
+    if math.isfinite(x):
+        if abs(x) < 1e-12:
+            return "0"
+        if x == int(x) and abs(x) < 1e6:
+            return str(int(x))
+    return number(x)
 
 
 def dtype_kind(dtype: str) -> str:
@@ -112,7 +108,7 @@ def profile(rows: pd.DataFrame) -> Profile:
     fok = np.isfinite(frac) & (w > 0)
     res = [r for r in rows["resolution"].dropna().unique() if r in RES_RANK]
     u = rows["n_unique"].to_numpy(dtype=float, na_value=np.nan)
-    cu = np.minimum(c, UNIQUE_EXACT)
+    cu = unique_window(c)  # the batch size that distinct counts compare at
     full = c >= min(4.0, float(np.nanmax(c)) if len(c) else 0.0)
     return Profile(
         dtypes=tuple(str(d) for d in rows["dtype"].unique()),
@@ -269,7 +265,7 @@ def check_pair(a: Side, b: Side, *, factor: float, min_distinct: float, max_int_
 def _cardinality(a: Side, b: Side, *, factor: float, min_distinct: float) -> dict | None:
     pa, pb = a.p, b.p
     u = b.rows["n_unique"].to_numpy(dtype=float, na_value=np.nan)
-    c = np.minimum(b.rows["count"].to_numpy(dtype=float), UNIQUE_EXACT)
+    c = unique_window(b.rows["count"].to_numpy(dtype=float))
     expect = np.array([expected_unique(pa.batch_unique, pa.batch_count, m) for m in c])
     judged = np.isfinite(u) & (expect >= min_distinct)
     if judged.sum() < max(1, len(u) / 2):
@@ -323,7 +319,7 @@ def time_changes(rows: pd.DataFrame, *, min_batches: int, factor: float, min_dis
         hit = np.flatnonzero(pre[:-1] < post[1:])
         if len(hit):
             found.add(int(hit[0]) + 1)
-    c = np.minimum(rows["count"].to_numpy(dtype=float), UNIQUE_EXACT)
+    c = unique_window(rows["count"].to_numpy(dtype=float))
     u = rows["n_unique"].to_numpy(dtype=float, na_value=np.nan)
     full = np.flatnonzero((c >= max(4.0, 0.5 * float(np.median(c)))) & np.isfinite(u))
     if len(full) > min_batches:

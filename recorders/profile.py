@@ -12,10 +12,8 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from tracelab.schema import RESOLUTIONS
+from tracelab.schema import N_UNIQUE_CAP, RESOLUTIONS, unique_stride
 
-N_UNIQUE_CAP = 10_000
-UNIQUE_EXACT = 1 << 12
 SAMPLES_PER_BATCH = 64
 # Columns of the packed per-feature tensor profile.
 PACKED = ("mean", "std", "min", "max", "n_unique", "int_frac", "nan_count", "inf_count")
@@ -48,8 +46,8 @@ def tensor_profile(x: torch.Tensor, generator: torch.Generator | None = None
     never advances the training's global random state.
 
     Moments and ranges are exact. n_unique and int_frac are exact when a feature has at most
-    UNIQUE_EXACT values in the batch (tabular batches), else counted on a strided subsample of
-    that many (image channels), where n_unique is then a lower bound.
+    schema.UNIQUE_EXACT values in the batch (tabular batches), else counted on a strided
+    subsample of at most that many (image channels), where n_unique is then a lower bound.
     """
     m = feature_matrix(x)
     if m.dtype == torch.bool:
@@ -65,7 +63,7 @@ def tensor_profile(x: torch.Tensor, generator: torch.Generator | None = None
     var = (squares - total * total / count) / (count - 1) if count > 1 else total * math.nan
     std = var.clamp(min=0).sqrt()
     mn, mx = torch.aminmax(work, dim=1)
-    sub = work[:, ::-(-count // UNIQUE_EXACT)]
+    sub = work[:, ::unique_stride(count)]
     ordered = torch.sort(sub, dim=1).values
     n_unique = ((ordered[:, 1:] != ordered[:, :-1]).sum(dim=1) + 1).clamp(max=N_UNIQUE_CAP)
     zeros = torch.zeros_like(mean)
@@ -109,7 +107,7 @@ def array_profile(a: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, 
         var = (squares - total * total / count) / (count - 1) if count > 1 else total * np.nan
         std = np.sqrt(np.clip(var, 0.0, None))
     std[np.isnan(var)] = np.nan
-    sub = work[:, ::-(-count // UNIQUE_EXACT)]
+    sub = work[:, ::unique_stride(count)]
     ordered = np.sort(sub, axis=1)
     n_unique = np.minimum((ordered[:, 1:] != ordered[:, :-1]).sum(axis=1) + 1, N_UNIQUE_CAP)
     nan = inf = np.zeros(len(work))
@@ -177,18 +175,31 @@ def frame_profile(df, rng: np.random.Generator) -> tuple[list[dict[str, Any]], d
                        int_frac=float(np.mean(finite == np.round(finite))) if len(finite) else None)
             samples[str(name)] = finite
         else:
-            row.update(n_unique=min(int(col.nunique(dropna=True)), N_UNIQUE_CAP),
-                       nan_count=int(col.isna().sum()), inf_count=0)
+            row.update(nan_count=int(col.isna().sum()), inf_count=0)
+        # Counted on the same window as tensor features, so batches compare alike.
+        row["n_unique"] = _distinct(col.iloc[::unique_stride(len(col))])
         rows.append(row)
     return rows, {k: _subsample(v, rng) for k, v in samples.items()}
 
 
 def _numeric(values: np.ndarray) -> dict[str, Any]:
     if not len(values):
-        return {"n_unique": 0}
+        return {}
     return {"mean": float(values.mean()), "std": float(values.std(ddof=1)) if len(values) > 1
-            else float("nan"), "min": float(values.min()), "max": float(values.max()),
-            "n_unique": min(int(len(np.unique(values))), N_UNIQUE_CAP)}
+            else float("nan"), "min": float(values.min()), "max": float(values.max())}
+
+
+def _distinct(col) -> int:
+    """Distinct non-missing values (finite ones, for numbers), capped: the n_unique of a column
+    already cut to its counting window."""
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+        values = col.to_numpy(dtype=np.float64, na_value=np.nan)
+        count = len(np.unique(values[np.isfinite(values)]))
+    else:
+        count = int(col.nunique(dropna=True))
+    return min(count, N_UNIQUE_CAP)
 
 
 def _subsample(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 
 SCHEMA_VERSION = 1
@@ -90,3 +91,19 @@ MODEL = Requirement("model", "model summary")
 DATA_TIMING = Requirement("data_time", "data-loading time (Recorder.iterate)")
 REQUIREMENTS = (LOSS, EVAL, WEIGHTS, GRADS, UPDATES, ACTIVATIONS, INPUTS_REQ, SAMPLES_REQ,
                 ENVIRONMENT, MODEL, DATA_TIMING)
+
+
+# Distinct counts of input features (docs/trace-format.md): n_unique is counted on every
+# unique_stride(count)-th value of a feature's batch, at most UNIQUE_EXACT values, and capped.
+UNIQUE_EXACT = 1 << 12
+N_UNIQUE_CAP = 10_000
+
+
+def unique_stride(count: int) -> int:
+    return max(1, -(-int(count) // UNIQUE_EXACT))
+
+
+def unique_window(count) -> np.ndarray:
+    """How many of a batch's `count` values its n_unique was counted on (elementwise)."""
+    c = np.asarray(count, dtype=float)
+    return np.ceil(c / np.maximum(1.0, np.ceil(c / UNIQUE_EXACT)))

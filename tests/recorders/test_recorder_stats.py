@@ -7,9 +7,10 @@ import pytest
 import torch
 
 import tracelab
-from tracelab.recorders.profile import UNIQUE_EXACT, datetime_resolution, tensor_profile
 from tracelab.recorders.activations import activation_row
+from tracelab.recorders.profile import datetime_resolution, tensor_profile
 from tracelab.recorders.stats import finish, raw_stats, reference_stats
+from tracelab.schema import UNIQUE_EXACT
 
 STATS = ("numel", "mean", "std", "min", "max", "abs_mean", "norm", "zero_frac", "nan_count",
          "inf_count")
@@ -288,3 +289,19 @@ def test_sparse_gradients_are_recorded_as_their_dense_equivalent(tmp_path):
 def test_feature_shape_is_the_feature_matrix_shape(shape):
     from tracelab.recorders.profile import feature_matrix, feature_shape
     assert feature_shape(shape) == tuple(feature_matrix(torch.zeros(shape)).shape)
+
+
+@pytest.mark.parametrize("count", [1, 10, 4096, 4097, 5000, 65536])
+def test_analyzers_know_how_many_values_n_unique_counted(count):
+    # The rules compare distinct counts at the window the recorder counted them on, for tensor
+    # and DataFrame inputs alike.
+    from tracelab.recorders.profile import array_profile, frame_profile
+    from tracelab.schema import N_UNIQUE_CAP, unique_window
+    values = np.arange(count, dtype=np.float64)  # all distinct
+    want = min(float(unique_window(count)), N_UNIQUE_CAP)
+    packed, _ = tensor_profile(torch.from_numpy(values).reshape(-1, 1))
+    assert packed[0, 4].item() == want
+    assert array_profile(values.reshape(-1, 1), np.random.default_rng(0))[0][0, 4] == want
+    rows, _ = frame_profile(pd.DataFrame({"v": values, "s": values.astype(str)}),
+                            np.random.default_rng(0))
+    assert [r["n_unique"] for r in rows] == [want, want]
