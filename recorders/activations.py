@@ -6,19 +6,23 @@ dead units (dead-units). The other moments, the range and saturated_frac are est
 subsample of ACTIVATION_SUBSAMPLE elements in short contiguous blocks at fixed pseudo-random
 offsets. Outputs no larger than the subsample are covered whole, so every statistic is exact.
 
-On the CPU the hook does three cheap things: one full `sum`, the dead-unit test (a small leading
-slice of the batch, then only the units that slice could not prove alive), and the block copy;
-the subsample is finished in numpy on the writer thread. On an accelerator every statistic is a
-device reduction (min and max cover every element there), with no host sync.
+On the CPU the hook makes two calls: one full torch `sum` (two threads, at memory speed), and one
+compiled kernel (kernels.activation_row) that tests the units, where each unit's scan stops at
+its first positive value, and reduces the subsample where it lies, without copying it. On an
+accelerator every statistic is a device reduction (min and max cover every element there), with
+no host sync.
 """
 from __future__ import annotations
 
 import functools
 import math
-from typing import NamedTuple, Union
+from typing import Union
 
 import numpy as np
 import torch
+
+from tracelab.recorders import kernels
+from tracelab.recorders.stats import RAW
 
 _HALF = (torch.float16, torch.bfloat16)
 SATURATING = {"Sigmoid": (0.0, 1.0), "Tanh": (-1.0, 1.0), "Hardsigmoid": (0.0, 1.0),
@@ -27,21 +31,20 @@ SATURATING = {"Sigmoid": (0.0, 1.0), "Tanh": (-1.0, 1.0), "Hardsigmoid": (0.0, 1
 EXTRA = ("dead_frac", "saturated_frac")
 
 ACTIVATION_SUBSAMPLE = 1 << 14
-# Contiguous runs make the copy cheap; 1,024 of them at random offsets keep the sample spread
-# over samples, channels and positions (evenly spaced offsets could alias with the channel
-# period and see one channel only).
-_BLOCK = 16
-# The dead-unit test first reads about this many leading elements per unit layout.
-_LEAD = 1 << 14
+# Contiguous runs make the gather cheap (a cache miss per run, then prefetched lines); 256 of
+# them at random offsets keep the sample spread over samples, channels and positions (evenly
+# spaced offsets could alias with the channel period and see one channel only).
+_BLOCK = 64
+_NO_BLOCKS = np.empty(0, dtype=np.int64)
 
-ActivationStats = Union[torch.Tensor, "CpuActivation"]
+ActivationStats = Union[torch.Tensor, np.ndarray]
 
 
 def activation_stats(out: torch.Tensor, module_type: str) -> ActivationStats:
     """RAW aggregates plus EXTRA of one module output.
 
     A device tensor on accelerators (packed and copied with the step's other statistics); on
-    the CPU a CpuActivation, which `finish_cpu` turns into rows on the writer thread. A unit
+    the CPU the finished float64 row. A unit
     is a channel (dim 1) for 4-D/5-D outputs, else the last dimension; it is dead when its
     output is <= 0 for every sample and position in the batch.
     """
@@ -57,9 +60,7 @@ def activation_stats(out: torch.Tensor, module_type: str) -> ActivationStats:
 def activation_row(out: torch.Tensor, module_type: str) -> np.ndarray:
     """The finished row (RAW + EXTRA) as float64, whatever the device (tests, documentation)."""
     stats = activation_stats(out, module_type)
-    if isinstance(stats, torch.Tensor):
-        return stats.double().cpu().numpy()
-    return finish_cpu([stats])[0]
+    return stats.double().cpu().numpy() if isinstance(stats, torch.Tensor) else stats
 
 
 def subsample(flat: torch.Tensor) -> torch.Tensor:
@@ -75,13 +76,18 @@ def subsample(flat: torch.Tensor) -> torch.Tensor:
 @functools.lru_cache(maxsize=512)
 def _block_index(n_blocks: int, device: torch.device) -> torch.Tensor:
     # Seeded by the size: the same positions every step, so the series stay comparable.
-    k = ACTIVATION_SUBSAMPLE // _BLOCK
     if device.type == "cpu":
-        rng = np.random.default_rng(n_blocks)
-        return torch.from_numpy(np.sort(rng.choice(n_blocks, k, replace=False)))
+        return torch.from_numpy(_cpu_blocks(n_blocks))
     # Drawn on the device itself: a host-to-device copy would make the training thread wait.
     generator = torch.Generator(device=device).manual_seed(n_blocks)
+    k = ACTIVATION_SUBSAMPLE // _BLOCK
     return torch.randperm(n_blocks, generator=generator, device=device)[:k].sort().values
+
+
+@functools.lru_cache(maxsize=512)
+def _cpu_blocks(n_blocks: int) -> np.ndarray:
+    rng = np.random.default_rng(n_blocks)
+    return np.sort(rng.choice(n_blocks, ACTIVATION_SUBSAMPLE // _BLOCK, replace=False))
 
 
 def _flat_view(x: torch.Tensor) -> torch.Tensor:
@@ -101,76 +107,45 @@ def _units(x: torch.Tensor) -> tuple[torch.Tensor, list[int]]:
     return x.reshape(-1, x.shape[-1] if x.dim() else 1), [0]
 
 
+def unit_array(x: torch.Tensor) -> np.ndarray:
+    """A CPU tensor's values as a C-contiguous [outer, units, inner] array in memory order, with
+    the units of `_units` on axis 1: a view, or a copy for layouts other than contiguous and
+    channels_last. numpy, not torch: inside a training loop each torch call costs far more."""
+    a = x.numpy()
+    if a.ndim < 4:
+        return np.ascontiguousarray(a).reshape(-1, a.shape[-1] if a.ndim else 1, 1)
+    if not a.flags.c_contiguous:
+        last = np.moveaxis(a, 1, -1)
+        if last.flags.c_contiguous:  # channels_last
+            return last.reshape(-1, a.shape[1], 1)
+    return np.ascontiguousarray(a).reshape(a.shape[0], a.shape[1], -1)
+
+
 def dead_units(x: torch.Tensor) -> int:
-    """How many units are never > 0 in the batch, exactly, reading little of x.
+    """How many units are never > 0 in the batch, exactly (CPU tensors).
 
-    A unit seen positive in a leading slice of the batch is alive; only the others are read
-    in full: almost none in a healthy network, the dead units in a dying one. NaN is not > 0,
-    and never hides a positive value of the same unit.
+    Each unit's scan stops at its first positive value: a healthy layer costs a few reads per
+    unit, a dying one reads its dead units in full. NaN is not > 0 and never hides a positive
+    value of the same unit.
     """
-    t, dims = _units(x)
-    per_sample = max(1, math.prod(t.shape[1:]))
-    lead = min(t.shape[0], max(1, -(-_LEAD // per_sample)))
-    peaks = t[:lead].amax(dim=dims)
-    if float(peaks.min()) > 0:  # NaN is not: its unit is read in full below
-        return 0
-    candidates = torch.nonzero(~(peaks > 0)).flatten()
-    whole = torch.nan_to_num_(t.index_select(1, candidates), nan=0.0)  # a copy
-    return len(candidates) - int((whole.amax(dim=dims) > 0).sum())
+    return int(kernels.dead_units(unit_array(x.detach())))
 
 
-class CpuActivation(NamedTuple):
-    """What the hook keeps of a CPU module output: exact counts and a private subsample."""
-    sub: np.ndarray
-    numel: int
-    total: float
-    nan: float
-    inf: float
-    dead: float
-    bounds: tuple[float, float] | None
-
-
-def _cpu_stats(x: torch.Tensor, bounds: tuple[float, float] | None) -> CpuActivation:
+def _cpu_stats(x: torch.Tensor, bounds: tuple[float, float] | None) -> np.ndarray:
     n = x.numel()
-    total = float(x.sum())  # the one full pass: exact mean, and NaN/Inf show up in it
-    nan = inf = 0.0
-    if not math.isfinite(total):
-        nan, inf = float(torch.isnan(x).sum()), float(torch.isinf(x).sum())
-        if not (nan or inf):  # finite values overflowed float32
-            total = float(x.sum(dtype=torch.float64))
-    n_units = x.shape[1] if x.dim() >= 4 else (x.shape[-1] if x.dim() else 1)
-    dead = dead_units(x) / n_units
-    return CpuActivation(subsample(_flat_view(x)).numpy(), n, total, nan, inf, dead, bounds)
-
-
-def finish_cpu(items: list[CpuActivation]) -> np.ndarray:
-    """[len(items), RAW + EXTRA] rows (writer thread).
-
-    One item at a time in the subsample's own float32: every temporary stays small enough for
-    the allocator to reuse, where one stacked float64 matrix costs fresh pages every step.
-    """
-    return np.array([_finish_one(item) for item in items], dtype=np.float64).reshape(-1, 10)
-
-
-def _finish_one(a: CpuActivation) -> list[float]:
-    s, n, total = a.sub, a.numel, a.total
-    k = len(s)
-    if k == n and not (a.nan or a.inf):
-        total = float(s.sum(dtype=np.float64))  # the whole output: keep every digit
-    with np.errstate(invalid="ignore", over="ignore"):
-        saturated = math.nan
-        if a.bounds is not None:
-            lo, hi = a.bounds
-            saturated = np.count_nonzero((s <= lo + 0.01) | (s >= hi - 0.01)) / k
-        high, low, nonzero = float(s.max()), float(s.min()), np.count_nonzero(s)
-        l1 = float(np.abs(s).sum())
-        centered = s - s.mean()
-        var = float(np.square(centered, out=centered).sum()) / (k - 1) if k > 1 else 0.0
-    # The norm that, with the exact sum, gives the subsample's variance in finish().
-    l2 = math.sqrt(max(var * (n - 1) + total * total / n, 0.0)) if math.isfinite(var) \
-        and math.isfinite(total) else math.nan
-    scale = n / k
-    return [total, l2, l1 * scale, nonzero * scale, high, -low, a.nan, a.inf, a.dead, saturated]
+    total = nan = inf = 0.0
+    blocks = _NO_BLOCKS
+    if n > ACTIVATION_SUBSAMPLE:
+        total = float(x.sum())  # the one full pass: exact mean, and NaN/Inf show up in it
+        if not math.isfinite(total):
+            nan, inf = float(torch.isnan(x).sum()), float(torch.isinf(x).sum())
+            if not (nan or inf):  # finite values overflowed float32
+                total = float(x.sum(dtype=torch.float64))
+        blocks = _cpu_blocks(n // _BLOCK)
+    lo, hi = (bounds[0] + 0.01, bounds[1] - 0.01) if bounds else (-math.inf, math.inf)
+    row = np.empty(len(RAW) + len(EXTRA))
+    kernels.activation_row(unit_array(x), blocks, _BLOCK, lo, hi, total, nan, inf, row)
+    return row
 
 
 def _any_positive(t: torch.Tensor, dims: list[int]) -> torch.Tensor:

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from tracelab.recorders import kernels
 from tracelab.schema import N_UNIQUE_CAP, RESOLUTIONS, unique_stride
 
 SAMPLES_PER_BATCH = 64
@@ -83,43 +84,26 @@ def tensor_profile(x: torch.Tensor, generator: torch.Generator | None = None
 
 
 def array_profile(a: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """tensor_profile of a host array in numpy: the CPU recorder runs it on the writer thread.
-
-    numpy keeps that work on the one writer thread, where torch would start a second pool of
-    intra-op threads next to the training's.
-    """
-    if a.ndim == 0:
-        m = a.reshape(1, 1)
-    elif a.ndim == 1:
-        m = a.reshape(1, -1)
-    else:
-        m = np.swapaxes(a, 0, 1).reshape(a.shape[1], -1)
-    floating = np.issubdtype(m.dtype, np.floating)
-    work = m.astype(np.float32 if floating and m.dtype != np.float64 else np.float64, copy=False)
-    count = work.shape[1]
-    # Few temporaries: fresh large arrays each step cost page faults on top of the arithmetic.
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):  # NaN/Inf are counted
-        centered = work - work[:, :1]  # moments around each feature's first value, as on devices
-        total = centered.sum(axis=1).astype(np.float64)
-        squares = np.square(centered, out=centered).sum(axis=1).astype(np.float64)
-        del centered
-        mean = work[:, 0].astype(np.float64) + total / count
-        var = (squares - total * total / count) / (count - 1) if count > 1 else total * np.nan
-        std = np.sqrt(np.clip(var, 0.0, None))
-    std[np.isnan(var)] = np.nan
-    sub = work[:, ::unique_stride(count)]
-    ordered = np.sort(sub, axis=1)
-    n_unique = np.minimum((ordered[:, 1:] != ordered[:, :-1]).sum(axis=1) + 1, N_UNIQUE_CAP)
-    nan = inf = np.zeros(len(work))
-    int_frac = np.ones(len(work))
-    if floating:
-        int_frac = (sub == np.round(sub)).mean(axis=1)
-        if not np.isfinite(total).all():
-            nan, inf = np.isnan(work).sum(axis=1), np.isinf(work).sum(axis=1)
-    packed = np.stack([mean, std, work.min(axis=1), work.max(axis=1), n_unique, int_frac,
-                       nan, inf], axis=1).astype(np.float64)
+    """tensor_profile of a host array, in one compiled pass per feature (kernels.feature_profile):
+    the CPU recorder runs it on the writer thread."""
+    floating = np.issubdtype(a.dtype, np.floating)
+    work = a if floating and a.dtype in (np.float32, np.float64) else \
+        a.astype(np.float32 if floating else np.float64)
+    shape = a.shape if a.ndim >= 2 else (1, 1, a.size)
+    x3 = np.ascontiguousarray(work).reshape(shape[0], shape[1], -1)
+    n_feat, count = feature_shape(a.shape)
+    stride = unique_stride(count)
     idx = rng.integers(0, count, min(SAMPLES_PER_BATCH, count))
-    return packed, work[:, idx].astype(np.float64)
+    packed = np.empty((n_feat, len(PACKED)))
+    windows = np.empty((n_feat, -(-count // stride)), x3.dtype)
+    samples = np.empty((n_feat, len(idx)))
+    kernels.feature_profile(x3, stride, idx, packed, windows, samples)
+    ordered = np.sort(windows, axis=1)
+    with np.errstate(invalid="ignore"):
+        distinct = (ordered[:, 1:] != ordered[:, :-1]).sum(axis=1) + 1
+        packed[:, 4] = np.minimum(distinct, N_UNIQUE_CAP)
+        packed[:, 5] = (ordered == np.round(ordered)).mean(axis=1)
+    return packed, samples
 
 
 def feature_names(prefix: str, n: int, names: Sequence[str] | None, ndim: int = 2) -> list[str]:

@@ -1,8 +1,8 @@
 """Tensor statistics computed on the tensors' own device with few fused ops and no host sync.
 
 The device side returns raw aggregates per tensor, stacked into one tensor so that a step's
-statistics travel to the host in a single copy; on the CPU `flat_raw_stats` reduces a flat host
-copy in numpy instead. `finish()` turns them into the trace's columns on the host (the writer
+statistics travel to the host in a single copy; on the CPU the recorder reduces a flat host copy
+with kernels.tensor_stats instead, and `raw_stats` serves other layouts and dtypes. `finish()` turns them into the trace's columns on the host (the writer
 thread). Aggregates are exact in float64 for tensors whose mean dwarfs their spread (BatchNorm
 weights near 1): on accelerators always, on the CPU for the tensors that need it.
 """
@@ -54,38 +54,6 @@ def _raw_stats_cpu(ts: list[torch.Tensor]) -> torch.Tensor:
         raw[i, 6], raw[i, 7] = torch.isnan(ts[i]).sum(), torch.isinf(ts[i]).sum()
     _exact_spread_cpu(raw, [t.numpy() for t in ts])
     return torch.from_numpy(raw)
-
-
-def flat_raw_stats(flat: np.ndarray, sizes: list[int]) -> np.ndarray:
-    """[len(sizes), len(RAW)] aggregates of consecutive segments of one flat host array.
-
-    The CPU recorder's path: the training thread only copies its tensors into `flat` (one
-    `cat`), and these few segment reductions run on the writer thread. numpy sums float32 with
-    pairwise summation; segments whose std would lose digits are redone in float64.
-    """
-    raw = np.zeros((len(sizes), len(RAW)))
-    raw[:, 4:6] = np.nan  # the range of an empty tensor
-    keep = np.flatnonzero(np.asarray(sizes) > 0)  # reduceat cannot express empty segments
-    if not len(keep):
-        return raw
-    ends = np.cumsum(sizes)
-    starts = (ends - np.asarray(sizes))[keep]
-    segments = [flat[e - n:e] for e, n in zip(ends, sizes)]
-    scratch = np.empty_like(flat)  # one temporary: fresh large arrays cost page faults
-    with np.errstate(invalid="ignore", over="ignore"):
-        raw[keep, 0] = np.add.reduceat(flat, starts)
-        raw[keep, 1] = np.sqrt(np.add.reduceat(np.square(flat, out=scratch), starts)
-                               .astype(np.float64))
-        raw[keep, 2] = np.add.reduceat(np.abs(flat, out=scratch), starts)
-        raw[keep, 4] = np.maximum.reduceat(flat, starts)
-        raw[keep, 5] = -np.minimum.reduceat(flat, starts)
-    # Zeros are few in weights and grads: find them once, then count them per segment.
-    zeros = np.searchsorted(ends, np.flatnonzero(flat == 0), side="right")
-    raw[:, 3] = np.asarray(sizes) - np.bincount(zeros, minlength=len(sizes))
-    for i in keep[~np.isfinite(raw[keep, 1])]:
-        raw[i, 6], raw[i, 7] = np.isnan(segments[i]).sum(), np.isinf(segments[i]).sum()
-    _exact_spread_cpu(raw, segments)
-    return raw
 
 
 def _exact_spread_cpu(raw: np.ndarray, ts: list[np.ndarray]) -> None:

@@ -27,17 +27,19 @@ import numpy as np
 import torch
 
 from tracelab.recorders import environment as env
-from tracelab.recorders.activations import EXTRA, ActivationStats, activation_stats, finish_cpu
+from tracelab.recorders import kernels
+from tracelab.recorders.activations import EXTRA, ActivationStats, activation_stats
 from tracelab.recorders.profile import (PACKED, Reservoir, array_profile, dtype_name,
                                         feature_names, feature_shape, frame_profile,
                                         tensor_profile)
-from tracelab.recorders.stats import RAW, finish, flat_raw_stats, raw_stats
+from tracelab.recorders.stats import RAW, finish, raw_stats
 from tracelab.recorders.transfer import HostCopies, Packed, dense_equivalent
 from tracelab.schema import (ACTIVATION, DATA_TIME, GRAD, INPUTS, LOSS_NAME, LR_PREFIX,
                              SCALARS, STEP_TIME, TENSORS, TRAIN, UPDATE, WEIGHT)
 from tracelab.writer import RunWriter
 
 Number = (int, float)
+_KERNEL_DTYPES = {torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64)}
 
 
 class Recorder:
@@ -74,6 +76,7 @@ class Recorder:
         if rank != 0 or (torch.distributed.is_available() and torch.distributed.is_initialized()):
             meta["world_size"] = torch.distributed.get_world_size() \
                 if torch.distributed.is_initialized() else None
+        kernels.warm_up()  # now, not in the first recorded step (a first compilation takes seconds)
         self.writer = RunWriter(run_dir, meta, rank=rank, flush_interval=flush_interval)
         self.rank = rank
         self._reservoir = Reservoir(sample_size, seed=rank)
@@ -85,8 +88,12 @@ class Recorder:
         self.model: torch.nn.Module | None = None
         self.optimizer: torch.optim.Optimizer | None = None
         self._tracked: list[tuple[str, torch.nn.Parameter]] = []
-        self._snapshot: list[torch.Tensor] | None = None
+        # The weights before the optimizer step: one flat array on the CPU (kernels.gather),
+        # else a copy per parameter on its device.
+        self._snapshot: np.ndarray | list[torch.Tensor] | None = None
         self._snapshot_taken = False
+        self._layout_key: list[int] | None = None  # the parameters' addresses at the last check
+        self._layout: tuple[np.ndarray, np.ndarray, np.dtype] | None = None
         self._handles: list[Any] = []
         self._activations: list[tuple[str, int, ActivationStats]] = []
         self._captured: set[int] = set()
@@ -108,6 +115,7 @@ class Recorder:
             self.model = env.unwrap(model)
             self._tracked = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
             self._snapshot = None
+            self._layout_key = None
             for path, module in self.model.named_modules():
                 if next(module.children(), None) is None:  # leaf modules
                     self._module_names[id(module)] = (path or type(module).__name__,
@@ -131,10 +139,19 @@ class Recorder:
         if self.writer.failed or self._snapshot_taken or not self._records_tensors(self._step):
             return
         start = time.perf_counter()
-        params = [p.detach() for _, p in self._tracked]
-        if self._snapshot is None:
-            self._snapshot = [torch.empty_like(p) for p in params]
-        if params:
+        params = [p for _, p in self._tracked]  # read in place or copied, never recorded by autograd
+        host = self._param_layout(params)
+        if host is not None:
+            addresses, sizes, dtype = host
+            snapshot = self._snapshot
+            if not isinstance(snapshot, np.ndarray) or snapshot.dtype != dtype \
+                    or len(snapshot) != sizes.sum():
+                snapshot = self._snapshot = np.empty(sizes.sum(), dtype)
+            kernels.gather(addresses, sizes, snapshot)
+        elif params:
+            params = [p.detach() for p in params]
+            if not isinstance(self._snapshot, list):
+                self._snapshot = [torch.empty_like(p) for p in params]
             torch._foreach_copy_(self._snapshot, params)
         self._snapshot_taken = True
         self._cost += time.perf_counter() - start
@@ -143,13 +160,12 @@ class Recorder:
         if (self._step % self.activation_every or not module.training
                 or id(module) in self._captured or self.writer.failed):
             return
-        out = output[0] if isinstance(output, (tuple, list)) and output else output
-        if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.numel() == 0:
-            return
         start = time.perf_counter()
-        self._captured.add(id(module))
-        name, mtype = self._module_names[id(module)]
-        with torch.no_grad():
+        out = output[0] if isinstance(output, (tuple, list)) and output else output
+        if isinstance(out, torch.Tensor) and out.is_floating_point() and out.numel():
+            self._captured.add(id(module))
+            name, mtype = self._module_names[id(module)]
+            # activation_stats reads a detached view: no autograd work to switch off.
             self._activations.append((name, out.numel(), activation_stats(out, mtype)))
         self._cost += time.perf_counter() - start
 
@@ -246,43 +262,61 @@ class Recorder:
 
     # -- row producers: the device work happens now, the host work later on the writer thread --
     def _tensor_rows(self, step: int, parts: list[torch.Tensor], snapshot_taken: bool):
-        names, tensors, kinds = [], [], []
-        params = [(n, p.detach()) for n, p in self._tracked]
-        for n, p in params:
-            names.append(n); tensors.append(p); kinds.append(WEIGHT)
-        for n, p in self._tracked:
-            if p.grad is not None:
-                names.append(n); tensors.append(p.grad.detach()); kinds.append(GRAD)
-        if snapshot_taken and self._snapshot is not None and params:
-            # snapshot := before - after, i.e. minus the update; finish() flips the signs back.
-            torch._foreach_sub_(self._snapshot, [p for _, p in params])
-            for (n, _), delta in zip(params, self._snapshot):
-                names.append(n); tensors.append(delta); kinds.append(UPDATE)
-        if not tensors:
+        # Few calls per tensor: inside a training loop each one costs microseconds.
+        params = [p for _, p in self._tracked]
+        grads = [(n, p.grad) for n, p in self._tracked if p.grad is not None]
+        updates = snapshot_taken and bool(params)
+        weight_names = [n for n, _ in self._tracked]
+        names = weight_names + [n for n, _ in grads] + (weight_names if updates else [])
+        kinds = [WEIGHT] * len(params) + [GRAD] * len(grads) + [UPDATE] * len(params) * updates
+        if not names:
             return lambda values: []
-        numel = np.array([t.numel() for t in tensors], dtype=np.int64)
-        tensors = [dense_equivalent(t) for t in tensors]
-        sizes = [t.numel() for t in tensors]
-        flip = np.array([k == UPDATE for k in kinds])
-        host = self._host.flat_copy(tensors)
-        if host is None:  # device reductions now, one packed copy
+        grad_tensors = [dense_equivalent(g) for _, g in grads]
+        numel = np.array([t.numel() for t in params + [g for _, g in grads]
+                          + params * updates], np.int64)
+        host = _join_layouts(self._param_layout(params), _host_layout(grad_tensors))
+        tensors = params + grad_tensors
+        snapshot = self._snapshot
+        if host is not None and (not updates or isinstance(snapshot, np.ndarray)
+                                 and snapshot.dtype == host[2]):
+            # CPU: one compiled pass over every tensor where it lies, and the snapshot.
+            addresses, sizes, dtype = host
+            raw = np.empty((len(names), len(RAW)))
+            kernels.tensor_stats(addresses, sizes, snapshot if updates else np.empty(0, dtype),
+                                 raw)
+        else:  # reductions on the device (or in torch), joining the step's packed copy
+            raw = None
+            tensors = [t.detach() for t in tensors]
+            if updates:
+                tensors += self._deltas(tensors[:len(params)])
             at = len(parts)
             parts.append(raw_stats(tensors))
 
         def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
-            if host is None:
-                raw = values[at].reshape(len(tensors), -1).copy()
-            else:
-                try:
-                    raw = flat_raw_stats(host.numpy(), sizes)
-                finally:
-                    self._host.release(host)
-            raw[flip, 0] *= -1
-            raw[flip, 4], raw[flip, 5] = raw[flip, 5].copy(), raw[flip, 4].copy()
-            cols = finish(raw, numel)
+            found = raw if raw is not None else values[at].reshape(len(names), -1)
+            cols = finish(found, numel)
             cols.update(step=np.full(len(names), step, dtype=np.int64), kind=kinds, name=names)
             return [(TENSORS, cols)]
         return rows
+
+    def _param_layout(self, params: list[torch.Tensor]
+                      ) -> tuple[np.ndarray, np.ndarray, np.dtype] | None:
+        """_host_layout of the parameters, checked again only when one of them moves (a new
+        dtype, device or layout gives it new storage)."""
+        key = [p.data_ptr() for p in params]
+        if key != self._layout_key:
+            self._layout_key, self._layout = key, _host_layout(params)
+        return self._layout
+
+    def _deltas(self, params: list[torch.Tensor]) -> list[torch.Tensor]:
+        """The updates (after minus before) as tensors, for reductions in torch."""
+        if isinstance(self._snapshot, np.ndarray):  # taken by kernels.gather
+            olds = torch.from_numpy(self._snapshot).split([p.numel() for p in params])
+            return [p - old.view_as(p) for p, old in zip(params, olds)]
+        # The per-parameter snapshot becomes the update in place: no allocation on devices.
+        torch._foreach_sub_(self._snapshot, params)
+        torch._foreach_neg_(self._snapshot)
+        return self._snapshot
 
     def _generator(self, device: torch.device) -> torch.Generator:
         """The recorder's own random stream per device: sampling never moves the user's."""
@@ -294,7 +328,7 @@ class Recorder:
     def _activation_rows(self, step: int, parts: list[torch.Tensor], activations: list):
         names = [a[0] for a in activations]
         numel = np.array([a[1] for a in activations], dtype=np.int64)
-        # Device statistics join the step's packed copy; CPU ones finish on the writer thread.
+        # Device statistics join the step's packed copy; CPU rows are finished already.
         on_device = [i for i, a in enumerate(activations) if isinstance(a[2], torch.Tensor)]
         at = len(parts)
         if on_device:
@@ -305,9 +339,9 @@ class Recorder:
             raw = np.empty((len(activations), len(RAW) + len(EXTRA)))
             if on_device:
                 raw[on_device] = values[at].reshape(len(on_device), -1)
-            on_cpu = sorted(set(range(len(activations))) - set(on_device))
-            if on_cpu:
-                raw[on_cpu] = finish_cpu([activations[i][2] for i in on_cpu])
+            for i, a in enumerate(activations):
+                if isinstance(a[2], np.ndarray):  # finished in the hook on the CPU
+                    raw[i] = a[2]
             extra = raw[:, -2:]
             cols = finish(raw[:, :-2], numel)
             cols.update(step=np.full(len(names), step, dtype=np.int64),
@@ -454,6 +488,33 @@ class _Scalars:
                            "split": [self.split] * n, "name": names,
                            "value": np.array(self.values + tensor_values, dtype=np.float64),
                            "wall_time": np.full(n, self.wall_time)})]
+
+
+def _host_layout(tensors: list[torch.Tensor]) -> tuple[np.ndarray, np.ndarray, np.dtype] | None:
+    """(addresses, sizes, numpy dtype) when every tensor is a contiguous CPU tensor of one float
+    dtype that the kernels read in place, else None."""
+    if not tensors:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.dtype(np.float32)
+    dtype = tensors[0].dtype
+    if dtype not in _KERNEL_DTYPES:
+        return None
+    for t in tensors:
+        if not t.is_cpu or t.dtype != dtype or t.layout != torch.strided \
+                or not t.is_contiguous():
+            return None
+    return (np.array([t.data_ptr() for t in tensors], dtype=np.int64),
+            np.array([t.numel() for t in tensors], dtype=np.int64), _KERNEL_DTYPES[dtype])
+
+
+def _join_layouts(first, second):
+    """The _host_layout of two lists of tensors one after the other, from theirs."""
+    if first is None or second is None:
+        return None
+    dtypes = {layout[2] for layout in (first, second) if len(layout[0])}
+    if len(dtypes) > 1:
+        return None
+    return (np.concatenate([first[0], second[0]]), np.concatenate([first[1], second[1]]),
+            dtypes.pop() if dtypes else first[2])
 
 
 def _is_frame(obj: Any) -> bool:

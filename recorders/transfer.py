@@ -1,9 +1,9 @@
 """Moving a step's statistics off the training thread.
 
 On accelerators the statistics are device reductions, and `Packed` gathers them into one
-non-blocking copy per device. On the CPU reductions cost many small kernel calls while a copy
-costs one, so the training thread only takes private copies (`HostCopies`) and the writer thread
-reduces them.
+non-blocking copy per device. On the CPU, weights, grads and updates are reduced where they lie
+by one compiled call (kernels.tensor_stats); an input batch is copied (`HostCopies`) and
+profiled by the writer thread.
 """
 from __future__ import annotations
 
@@ -56,23 +56,13 @@ class Packed:
 class HostCopies:
     """Private CPU copies for the writer thread, within a budget of HOST_COPY_BYTES.
 
-    Past the budget the copy methods return None and the caller reduces on the training thread:
+    Past the budget `clone` returns None and the caller reduces on the training thread:
     a writer that falls behind makes recording slower, never fills memory.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._bytes = 0
-
-    def flat_copy(self, tensors: list[torch.Tensor]) -> torch.Tensor | None:
-        """CPU float tensors concatenated into one flat array, or None."""
-        if any(t.device.type != "cpu" or not t.is_floating_point() for t in tensors):
-            return None
-        wide = any(t.dtype == torch.float64 for t in tensors)
-        if not self._reserve(sum(t.numel() for t in tensors) * (8 if wide else 4)):
-            return None
-        flat = torch.cat([t.reshape(-1) for t in tensors])
-        return flat.float() if flat.dtype in (torch.float16, torch.bfloat16) else flat
 
     def clone(self, x: torch.Tensor) -> torch.Tensor | None:
         """A CPU tensor's copy that numpy can read, or None."""

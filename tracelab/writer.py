@@ -2,7 +2,8 @@
 
 Rows reach the writer as column dicts, or as callables that produce them. Callables run on the
 writer's background thread, so the training thread never waits on a device-to-host copy. The
-column dicts wait as they are; every `flush_interval` seconds each table's pending rows become one
+thread takes what is waiting every DRAIN_INTERVAL, all at once, and the column dicts wait as
+they are; every `flush_interval` seconds each table's pending rows become one
 record batch, appended to the table's tail, an Arrow IPC stream that stays readable when the
 process is killed mid-write. Converting once per flush rather than once per step keeps the
 writer's CPU time, taken from training, small. When a tail holds `part_rows` rows,
@@ -14,9 +15,9 @@ stops and training goes on.
 from __future__ import annotations
 
 import atexit
+import collections
 import json
 import os
-import queue
 import socket
 import threading
 import time
@@ -44,6 +45,12 @@ _CLOSE = object()
 # training leaves (Python dispatch, data loading) instead of preempting a busy intra-op thread,
 # while still getting a tenth of a core or so when every core is busy.
 WRITER_NICENESS = 10
+# The writer takes the waiting items at least this often (seconds), and at once when this many
+# are waiting.
+DRAIN_INTERVAL = 0.2
+MAX_WAITING = 1_000
+# The samples snapshot is a whole file: the periodic flush rewrites it at most this often.
+SAMPLES_INTERVAL = 10.0
 
 
 def _lower_priority() -> None:
@@ -197,7 +204,11 @@ class RunWriter:
         self._heartbeat.touch()
         self._tables = {t: _Table(self.path / t, t, rank) for t in TABLES}
         self._samples: Columns | None = None
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._samples_due = 0.0  # the first snapshot goes out at the first flush
+        # Items wait here for the writer, which takes them all at once every DRAIN_INTERVAL (or
+        # when woken): one wake-up per step would cost a context switch and cold caches each.
+        self._items: collections.deque = collections.deque()
+        self._wake = threading.Event()
         self.cpu_seconds = 0.0  # the writer thread's CPU time so far (its share of the cost)
         self._thread = threading.Thread(target=self._run, name=f"tracelab-writer-r{rank}",
                                         daemon=True)
@@ -208,7 +219,9 @@ class RunWriter:
     def write(self, item: Item) -> None:
         """Queue rows: `(table, columns)` or a callable returning `[(table, columns), ...]`."""
         if not self.failed and not self.closed:
-            self._queue.put(item)
+            self._items.append(item)
+            if len(self._items) >= MAX_WAITING:
+                self._wake.set()
 
     def set_samples(self, columns: Columns | Callable[[], Columns]) -> None:
         """Replace the samples snapshot: columns, or a callable giving them at the next flush.
@@ -217,14 +230,20 @@ class RunWriter:
         state at each flush, so the file never grows with the run.
         """
         if not self.failed and not self.closed:
-            self._queue.put(("__samples__", columns))
+            self._items.append(("__samples__", columns))
 
-    def flush(self, timeout: float | None = 30.0) -> bool:
-        """Block until everything queued so far is on disk; False on timeout or failure."""
+    def flush(self, timeout: float | None = 30.0, *, samples: bool = True) -> bool:
+        """Block until everything queued so far is on disk; False on timeout or failure.
+
+        samples=False leaves the samples snapshot to its own schedule (the periodic flush
+        rewrites it every SAMPLES_INTERVAL), as a running recorder does.
+        """
         if self.failed or self.closed:
             return False
         done = threading.Event()
-        self._queue.put(done)
+        done.samples = samples  # type: ignore[attr-defined]
+        self._items.append(done)
+        self._wake.set()
         return done.wait(timeout) and not self.failed
 
     def update_meta(self, **fields: Any) -> None:
@@ -241,7 +260,8 @@ class RunWriter:
         if self.closed:
             return
         self.closed = True
-        self._queue.put(_CLOSE)
+        self._items.append(_CLOSE)
+        self._wake.set()
         self._thread.join()
         atexit.unregister(self._at_exit)
         self.update_meta(end_time=time.time(), status=dict(status or {"state": "completed"}))
@@ -257,25 +277,24 @@ class RunWriter:
         cpu_start = time.thread_time()
         while True:
             self.cpu_seconds = time.thread_time() - cpu_start
-            try:
-                item = self._queue.get(timeout=max(0.0, next_flush - time.monotonic()))
-            except queue.Empty:
-                item = None
-            if item is _CLOSE:
-                self._guard(self._finish)
-                self.cpu_seconds = time.thread_time() - cpu_start
-                return
-            if isinstance(item, threading.Event):
-                if not self.failed:
-                    self._guard(self._flush)
-                self.cpu_seconds = time.thread_time() - cpu_start
-                item.set()
-                continue
-            if item is not None and not self.failed:
-                self._guard(self._accept, item)
+            self._wake.wait(min(DRAIN_INTERVAL, max(0.0, next_flush - time.monotonic())))
+            self._wake.clear()
+            while self._items:
+                item = self._items.popleft()
+                if item is _CLOSE:
+                    self._guard(self._finish)
+                    self.cpu_seconds = time.thread_time() - cpu_start
+                    return
+                if isinstance(item, threading.Event):
+                    if not self.failed:
+                        self._guard(self._flush, item.samples)
+                    self.cpu_seconds = time.thread_time() - cpu_start
+                    item.set()
+                elif not self.failed:
+                    self._guard(self._accept, item)
             if time.monotonic() >= next_flush:
                 if not self.failed:
-                    self._guard(self._flush)
+                    self._guard(self._flush, False)
                 next_flush = time.monotonic() + self.flush_interval
 
     def _accept(self, item: Item) -> None:
@@ -289,12 +308,14 @@ class RunWriter:
             elif n := _row_count(table, columns):
                 self._tables[table].pending.append((n, columns))
 
-    def _flush(self) -> None:
+    def _flush(self, everything: bool = True) -> None:
+        """Tails to disk; the samples snapshot too when `everything` or when it is due (the
+        periodic flush rewrites it at most every SAMPLES_INTERVAL seconds)."""
         for table in self._tables.values():
             table.flush()
             if table.part_rows >= self.part_rows:
                 table.roll()
-        if self._samples is not None:
+        if self._samples is not None and (everything or time.monotonic() >= self._samples_due):
             self._write_samples(self._samples() if callable(self._samples) else self._samples)
         os.utime(self._heartbeat)
 
@@ -306,13 +327,11 @@ class RunWriter:
         pq.write_table(pa.Table.from_batches([to_batch(SAMPLES, columns)]), tmp)
         os.replace(tmp, target)
         self._samples = None
+        self._samples_due = time.monotonic() + SAMPLES_INTERVAL
 
     def _finish(self) -> None:
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
+        while self._items:
+            item = self._items.popleft()
             if isinstance(item, threading.Event):
                 item.set()
             elif item is not _CLOSE and not self.failed:

@@ -204,18 +204,20 @@ def test_recording_never_changes_the_training_random_stream(tmp_path):
     assert len(tracelab.open_run(tmp_path / "run").inputs) == 12 * 3
 
 
-def test_statistics_reduced_now_equal_those_deferred_to_the_writer(tmp_path, monkeypatch):
-    from tracelab.recorders import transfer
-    _train_cnn(tmp_path / "deferred")
+def test_every_path_to_the_statistics_gives_the_same_trace(tmp_path, monkeypatch):
+    from tracelab.recorders import torch_recorder, transfer
+    _train_cnn(tmp_path / "compiled")  # kernels on the tensors in place, inputs on the writer
     monkeypatch.setattr(transfer, "HOST_COPY_BYTES", 0)  # a writer that has fallen behind
-    _train_cnn(tmp_path / "now")
-    deferred, now = (tracelab.open_run(tmp_path / n) for n in ("deferred", "now"))
+    monkeypatch.setattr(torch_recorder, "_host_layout", lambda tensors: None)  # torch reductions
+    _train_cnn(tmp_path / "torch")
+    compiled, plain = (tracelab.open_run(tmp_path / n) for n in ("compiled", "torch"))
     for table in ("tensors", "inputs"):
-        a, b = getattr(deferred, table), getattr(now, table)
+        a, b = getattr(compiled, table), getattr(plain, table)
         assert len(a) == len(b) > 0
         numeric = [c for c in a.columns if a[c].dtype.kind == "f" and c != "wall_time"]
         np.testing.assert_allclose(a[numeric].to_numpy(float), b[numeric].to_numpy(float),
                                    rtol=1e-5, atol=1e-7)
+    assert set(compiled.tensors.kind) == {"weight", "grad", "update", "activation"}
 
 
 def test_cost_of_recording_is_measured_and_kept_in_meta(tmp_path):

@@ -9,7 +9,7 @@ import torch
 import tracelab
 from tracelab.recorders.activations import activation_row
 from tracelab.recorders.profile import datetime_resolution, tensor_profile
-from tracelab.recorders.stats import finish, raw_stats, reference_stats
+from tracelab.recorders.stats import RAW, finish, raw_stats, reference_stats
 from tracelab.schema import UNIQUE_EXACT
 
 STATS = ("numel", "mean", "std", "min", "max", "abs_mean", "norm", "zero_frac", "nan_count",
@@ -47,9 +47,19 @@ def test_half_precision_tensors_do_not_overflow_on_the_cpu():
     assert act[0] / 4096 == pytest.approx(300.0) and act[6:8].tolist() == [0.0, 0.0]
 
 
-def _train(optimizer_cls, run_dir, steps=3, **opt_kwargs):
+class _ToDouble(torch.nn.Module):
+    def forward(self, x):
+        return x.double()
+
+
+def _train(optimizer_cls, run_dir, steps=3, variant="float32", **opt_kwargs):
     torch.manual_seed(1)
     model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 2))
+    if variant == "mixed dtypes":  # the compiled kernels take one dtype; torch takes the rest
+        model = torch.nn.Sequential(*model[:2], _ToDouble(), model[2].double())
+    elif variant == "transposed weight":  # not contiguous: reduced in torch
+        w = model[0].weight
+        model[0].weight = torch.nn.Parameter(w.detach().t().contiguous().t())
     opt = optimizer_cls(model.parameters(), **opt_kwargs)
     x, y = torch.randn(16, 6), torch.randn(16, 2)
     refs = []
@@ -76,10 +86,11 @@ def _train(optimizer_cls, run_dir, steps=3, **opt_kwargs):
     return tracelab.open_run(run_dir), refs, x
 
 
+@pytest.mark.parametrize("variant", ["float32", "mixed dtypes", "transposed weight"])
 @pytest.mark.parametrize("optimizer_cls,kwargs", [(torch.optim.SGD, {"lr": 0.1, "momentum": 0.9}),
                                                   (torch.optim.Adam, {"lr": 0.01})])
-def test_recorded_weights_grads_updates_match_reference(tmp_path, optimizer_cls, kwargs):
-    run, refs, _ = _train(optimizer_cls, tmp_path / "run", **kwargs)
+def test_recorded_weights_grads_updates_match_reference(tmp_path, optimizer_cls, kwargs, variant):
+    run, refs, _ = _train(optimizer_cls, tmp_path / "run", variant=variant, **kwargs)
     tn = run.tensors
     assert set(tn["kind"]) == {"weight", "grad", "update", "activation"}
     for step, ref in enumerate(refs):
@@ -237,19 +248,36 @@ def test_device_statistics_match_the_cpu_path_where_both_are_exact():
     assert device[8] == pytest.approx(3 / 32) and device[6:8].tolist() == [1.0, 1.0]
 
 
-def test_flat_segment_statistics_match_reference():
-    from tracelab.recorders.stats import flat_raw_stats
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_compiled_tensor_statistics_match_reference(dtype):
+    from tracelab.recorders.kernels import gather, tensor_stats
     torch.manual_seed(2)
     tensors = [torch.randn(100, 7), torch.randn(1000) * 1e-3 + 1.0, torch.zeros(5), torch.empty(0),
                torch.tensor([1.0, float("nan"), 0.0, 3.0]), torch.tensor([float("inf"), -2.0]),
-               torch.randn(3, 3, 3, 3) * 1e4]
-    flat = torch.cat([t.reshape(-1) for t in tensors]).numpy()
-    raw = flat_raw_stats(flat, [t.numel() for t in tensors])
-    cols = finish(raw, np.array([t.numel() for t in tensors]))
+               torch.randn(3, 3, 3, 3) * 1e4, torch.randn(37),  # 37: not a multiple of the lanes
+               torch.randn(9000)]                               # longer than one chunk
+    tensors = [t.to(dtype) for t in tensors]
+    addresses = np.array([t.data_ptr() for t in tensors])
+    sizes = np.array([t.numel() for t in tensors])
+    raw = np.empty((2 * len(tensors), len(RAW)))
+    tensor_stats(addresses, sizes, np.empty(0, tensors[0].numpy().dtype), raw)
+    cols = finish(raw[:len(tensors)], sizes)
     for i, t in enumerate(tensors):
         if t.numel():
             assert_matches({k: v[i] for k, v in cols.items()}, reference_stats(t))
     assert cols["numel"][3] == 0 and cols["nan_count"][3] == 0
+    # With the earlier values gathered: the updates, in the tensors' own precision.
+    before = [t.clone() for t in tensors]
+    snapshot = np.empty(int(sizes.sum()), before[0].numpy().dtype)
+    gather(np.array([t.data_ptr() for t in before]), sizes, snapshot)
+    for t in tensors:
+        t.add_(torch.randn_like(t) * 1e-3)
+    tensor_stats(addresses, sizes, snapshot, raw)
+    cols = finish(raw, np.concatenate([sizes, sizes]))
+    for i, (a, b) in enumerate(zip(tensors + tensors, tensors + before)):
+        if a.numel():
+            want = reference_stats(a if i < len(tensors) else a - b)
+            assert_matches({k: v[i] for k, v in cols.items()}, want)
 
 
 @pytest.mark.parametrize("make", [
