@@ -10,11 +10,12 @@ Cost model. On an accelerator the training thread only launches device work: the
 of all weights, grads and updates come from a few fused foreach reductions, and everything a
 step produced is packed into one tensor per device and copied once (non-blocking into pinned
 memory). A step that records nothing beyond its scalars launches one tiny copy and never syncs
-the host. On the CPU, where every small kernel call costs tens of microseconds, the training
-thread takes private copies instead (one `cat` of all weights, grads and updates; the input
-batch; an activation subsample) and the writer thread reduces them in numpy (transfer.py).
-Reading copies, building rows and writing Parquet always happen on the writer thread; `cost`
-says what all of it took.
+the host. On the CPU, where every small torch call costs tens of microseconds inside a training
+loop, compiled kernels (kernels.py) do the work in few calls: one copy of the weights before the
+optimizer step, then one pass over every weight, grad and update where they lie; one torch
+`sum` and one kernel call per activation; an input batch is copied and profiled on the writer
+thread. Building rows and writing Parquet always happen on the writer thread; `cost` says what
+all of it took.
 """
 from __future__ import annotations
 
@@ -32,14 +33,14 @@ from tracelab.recorders.activations import EXTRA, ActivationStats, activation_st
 from tracelab.recorders.profile import (PACKED, Reservoir, array_profile, dtype_name,
                                         feature_names, feature_shape, frame_profile,
                                         tensor_profile)
-from tracelab.recorders.stats import RAW, finish, raw_stats
-from tracelab.recorders.transfer import HostCopies, Packed, dense_equivalent
-from tracelab.schema import (ACTIVATION, DATA_TIME, GRAD, INPUTS, LOSS_NAME, LR_PREFIX,
-                             SCALARS, STEP_TIME, TENSORS, TRAIN, UPDATE, WEIGHT)
+from tracelab.recorders.parameters import ParameterStats
+from tracelab.recorders.stats import RAW, finish
+from tracelab.recorders.transfer import HostCopies, Packed
+from tracelab.schema import (ACTIVATION, DATA_TIME, INPUTS, LOSS_NAME, LR_PREFIX, SCALARS,
+                             STEP_TIME, TENSORS, TRAIN)
 from tracelab.writer import RunWriter
 
 Number = (int, float)
-_KERNEL_DTYPES = {torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64)}
 
 
 class Recorder:
@@ -88,12 +89,7 @@ class Recorder:
         self.model: torch.nn.Module | None = None
         self.optimizer: torch.optim.Optimizer | None = None
         self._tracked: list[tuple[str, torch.nn.Parameter]] = []
-        # The weights before the optimizer step: one flat array on the CPU (kernels.gather),
-        # else a copy per parameter on its device.
-        self._snapshot: np.ndarray | list[torch.Tensor] | None = None
-        self._snapshot_taken = False
-        self._layout_key: list[int] | None = None  # the parameters' addresses at the last check
-        self._layout: tuple[np.ndarray, np.ndarray, np.dtype] | None = None
+        self._parameters = ParameterStats([])
         self._handles: list[Any] = []
         self._activations: list[tuple[str, int, ActivationStats]] = []
         self._captured: set[int] = set()
@@ -114,8 +110,7 @@ class Recorder:
                 handle.remove()
             self.model = env.unwrap(model)
             self._tracked = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
-            self._snapshot = None
-            self._layout_key = None
+            self._parameters = ParameterStats(self._tracked)
             for path, module in self.model.named_modules():
                 if next(module.children(), None) is None:  # leaf modules
                     self._module_names[id(module)] = (path or type(module).__name__,
@@ -136,24 +131,10 @@ class Recorder:
         return step % self.every == 0
 
     def _before_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if self.writer.failed or self._snapshot_taken or not self._records_tensors(self._step):
+        if self.writer.failed or self._parameters.taken or not self._records_tensors(self._step):
             return
         start = time.perf_counter()
-        params = [p for _, p in self._tracked]  # read in place or copied, never recorded by autograd
-        host = self._param_layout(params)
-        if host is not None:
-            addresses, sizes, dtype = host
-            snapshot = self._snapshot
-            if not isinstance(snapshot, np.ndarray) or snapshot.dtype != dtype \
-                    or len(snapshot) != sizes.sum():
-                snapshot = self._snapshot = np.empty(sizes.sum(), dtype)
-            kernels.gather(addresses, sizes, snapshot)
-        elif params:
-            params = [p.detach() for p in params]
-            if not isinstance(self._snapshot, list):
-                self._snapshot = [torch.empty_like(p) for p in params]
-            torch._foreach_copy_(self._snapshot, params)
-        self._snapshot_taken = True
+        self._parameters.snapshot()
         self._cost += time.perf_counter() - start
 
     def _forward_hook(self, module: torch.nn.Module, args: Any, output: Any) -> None:
@@ -205,7 +186,7 @@ class Recorder:
         now = time.perf_counter()
         activations, self._activations = self._activations, []
         self._captured.clear()
-        snapshot_taken, self._snapshot_taken = self._snapshot_taken, False
+        snapshot_taken, self._parameters.taken = self._parameters.taken, False
         if self.writer.failed or self.writer.closed:
             return
         scalars = _Scalars(step, TRAIN)
@@ -227,7 +208,7 @@ class Recorder:
         producers = [scalars.rows]
         with torch.no_grad():
             if self.model is not None and self._records_tensors(step):
-                producers.append(self._tensor_rows(step, parts, snapshot_taken))
+                producers.append(self._parameters.producer(step, parts, snapshot_taken))
             if activations:
                 producers.append(self._activation_rows(step, parts, activations))
             if inputs is not None and step % self.input_every == 0:
@@ -261,63 +242,6 @@ class Recorder:
         self.writer.write(rows)
 
     # -- row producers: the device work happens now, the host work later on the writer thread --
-    def _tensor_rows(self, step: int, parts: list[torch.Tensor], snapshot_taken: bool):
-        # Few calls per tensor: inside a training loop each one costs microseconds.
-        params = [p for _, p in self._tracked]
-        grads = [(n, p.grad) for n, p in self._tracked if p.grad is not None]
-        updates = snapshot_taken and bool(params)
-        weight_names = [n for n, _ in self._tracked]
-        names = weight_names + [n for n, _ in grads] + (weight_names if updates else [])
-        kinds = [WEIGHT] * len(params) + [GRAD] * len(grads) + [UPDATE] * len(params) * updates
-        if not names:
-            return lambda values: []
-        grad_tensors = [dense_equivalent(g) for _, g in grads]
-        numel = np.array([t.numel() for t in params + [g for _, g in grads]
-                          + params * updates], np.int64)
-        host = _join_layouts(self._param_layout(params), _host_layout(grad_tensors))
-        tensors = params + grad_tensors
-        snapshot = self._snapshot
-        if host is not None and (not updates or isinstance(snapshot, np.ndarray)
-                                 and snapshot.dtype == host[2]):
-            # CPU: one compiled pass over every tensor where it lies, and the snapshot.
-            addresses, sizes, dtype = host
-            raw = np.empty((len(names), len(RAW)))
-            kernels.tensor_stats(addresses, sizes, snapshot if updates else np.empty(0, dtype),
-                                 raw)
-        else:  # reductions on the device (or in torch), joining the step's packed copy
-            raw = None
-            tensors = [t.detach() for t in tensors]
-            if updates:
-                tensors += self._deltas(tensors[:len(params)])
-            at = len(parts)
-            parts.append(raw_stats(tensors))
-
-        def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
-            found = raw if raw is not None else values[at].reshape(len(names), -1)
-            cols = finish(found, numel)
-            cols.update(step=np.full(len(names), step, dtype=np.int64), kind=kinds, name=names)
-            return [(TENSORS, cols)]
-        return rows
-
-    def _param_layout(self, params: list[torch.Tensor]
-                      ) -> tuple[np.ndarray, np.ndarray, np.dtype] | None:
-        """_host_layout of the parameters, checked again only when one of them moves (a new
-        dtype, device or layout gives it new storage)."""
-        key = [p.data_ptr() for p in params]
-        if key != self._layout_key:
-            self._layout_key, self._layout = key, _host_layout(params)
-        return self._layout
-
-    def _deltas(self, params: list[torch.Tensor]) -> list[torch.Tensor]:
-        """The updates (after minus before) as tensors, for reductions in torch."""
-        if isinstance(self._snapshot, np.ndarray):  # taken by kernels.gather
-            olds = torch.from_numpy(self._snapshot).split([p.numel() for p in params])
-            return [p - old.view_as(p) for p, old in zip(params, olds)]
-        # The per-parameter snapshot becomes the update in place: no allocation on devices.
-        torch._foreach_sub_(self._snapshot, params)
-        torch._foreach_neg_(self._snapshot)
-        return self._snapshot
-
     def _generator(self, device: torch.device) -> torch.Generator:
         """The recorder's own random stream per device: sampling never moves the user's."""
         key = str(device)
@@ -488,33 +412,6 @@ class _Scalars:
                            "split": [self.split] * n, "name": names,
                            "value": np.array(self.values + tensor_values, dtype=np.float64),
                            "wall_time": np.full(n, self.wall_time)})]
-
-
-def _host_layout(tensors: list[torch.Tensor]) -> tuple[np.ndarray, np.ndarray, np.dtype] | None:
-    """(addresses, sizes, numpy dtype) when every tensor is a contiguous CPU tensor of one float
-    dtype that the kernels read in place, else None."""
-    if not tensors:
-        return np.empty(0, np.int64), np.empty(0, np.int64), np.dtype(np.float32)
-    dtype = tensors[0].dtype
-    if dtype not in _KERNEL_DTYPES:
-        return None
-    for t in tensors:
-        if not t.is_cpu or t.dtype != dtype or t.layout != torch.strided \
-                or not t.is_contiguous():
-            return None
-    return (np.array([t.data_ptr() for t in tensors], dtype=np.int64),
-            np.array([t.numel() for t in tensors], dtype=np.int64), _KERNEL_DTYPES[dtype])
-
-
-def _join_layouts(first, second):
-    """The _host_layout of two lists of tensors one after the other, from theirs."""
-    if first is None or second is None:
-        return None
-    dtypes = {layout[2] for layout in (first, second) if len(layout[0])}
-    if len(dtypes) > 1:
-        return None
-    return (np.concatenate([first[0], second[0]]), np.concatenate([first[1], second[1]]),
-            dtypes.pop() if dtypes else first[2])
 
 
 def _is_frame(obj: Any) -> bool:

@@ -36,7 +36,7 @@ HANG = textwrap.dedent("""
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    rec = tracelab.Recorder(sys.argv[1], model, opt, flush_interval=0.2)
+    rec = tracelab.Recorder(sys.argv[1], model, opt, flush_interval=float(sys.argv[3]))
     for step in range(int(sys.argv[2])):
         opt.zero_grad(); loss = model(torch.randn(8, 4)).pow(2).mean(); loss.backward(); opt.step()
         rec.step(loss=loss)
@@ -47,17 +47,21 @@ HANG = textwrap.dedent("""
 """)
 
 
-def test_sigkill_while_hung_leaves_every_step_readable(tmp_path):
-    run_dir = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-c", HANG, str(run_dir), "150"],
-                            stdout=subprocess.PIPE, text=True)
+def _kill_when_hung(run_dir, steps: int, flush_interval: float) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", HANG, str(run_dir), str(steps),
+                             str(flush_interval)], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "RUNNING"
         assert proc.stdout.readline().strip() == "HANG"
-        time.sleep(1.0)  # several flush intervals; far less than the 5 s guarantee
+        time.sleep(1.0)  # far less than the 5 s guarantee
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+
+
+def test_sigkill_while_hung_leaves_every_step_readable(tmp_path):
+    run_dir = tmp_path / "run"
+    _kill_when_hung(run_dir, 150, flush_interval=0.2)
     run = tracelab.open_run(run_dir)
     assert run.status["state"] == "killed"
     assert run.status["last_step"] == 149
@@ -67,10 +71,18 @@ def test_sigkill_while_hung_leaves_every_step_readable(tmp_path):
     assert diagnosis.findings and "killed" in diagnosis.findings[0].message
 
 
+def test_sigkill_loses_fewer_than_100_steps_of_a_fast_loop(tmp_path):
+    """A minute between timed flushes: the step count alone must bound what a kill loses."""
+    run_dir = tmp_path / "run"
+    _kill_when_hung(run_dir, 1000, flush_interval=60)
+    steps = list(tracelab.open_run(run_dir).loss().index)
+    assert steps == list(range(len(steps))) and len(steps) > 1000 - 100
+
+
 def test_killed_mid_write_is_readable(tmp_path):
     """Killed at an arbitrary moment: whatever was flushed reads back, nothing raises."""
     run_dir = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-c", HANG, str(run_dir), "100000"],
+    proc = subprocess.Popen([sys.executable, "-c", HANG, str(run_dir), "100000", "0.2"],
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "RUNNING"
     time.sleep(1.5)  # mid-run: the writer is somewhere between flushes and part rolls
@@ -205,10 +217,10 @@ def test_recording_never_changes_the_training_random_stream(tmp_path):
 
 
 def test_every_path_to_the_statistics_gives_the_same_trace(tmp_path, monkeypatch):
-    from tracelab.recorders import torch_recorder, transfer
+    from tracelab.recorders import parameters, transfer
     _train_cnn(tmp_path / "compiled")  # kernels on the tensors in place, inputs on the writer
     monkeypatch.setattr(transfer, "HOST_COPY_BYTES", 0)  # a writer that has fallen behind
-    monkeypatch.setattr(torch_recorder, "_host_layout", lambda tensors: None)  # torch reductions
+    monkeypatch.setattr(parameters, "host_layout", lambda tensors: None)  # torch reductions
     _train_cnn(tmp_path / "torch")
     compiled, plain = (tracelab.open_run(tmp_path / n) for n in ("compiled", "torch"))
     for table in ("tensors", "inputs"):

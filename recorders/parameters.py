@@ -1,0 +1,142 @@
+"""Weight, grad and update statistics of a model's trainable parameters.
+
+The update is the weight after `optimizer.step()` minus the weight before it, so `snapshot()`
+runs in the optimizer's step pre-hook and `producer()` after the step.
+
+On the CPU, when every parameter and grad is a contiguous tensor of one float dtype, the
+compiled kernels do it all in two calls: `gather` copies the weights before the step into one
+flat array, and `tensor_stats` reads every weight, grad and snapshot where they lie. Otherwise
+(devices, mixed dtypes, other layouts) the snapshot is one copy per parameter on its device and
+the statistics are fused torch reductions that join the step's packed copy.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import torch
+
+from tracelab.recorders import kernels
+from tracelab.recorders.stats import RAW, finish, raw_stats
+from tracelab.recorders.transfer import dense_equivalent
+from tracelab.schema import GRAD, TENSORS, UPDATE, WEIGHT
+
+Layout = tuple[np.ndarray, np.ndarray, np.dtype]  # addresses, sizes, numpy dtype
+_KERNEL_DTYPES = {torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64)}
+
+
+class ParameterStats:
+    """The statistics rows of `tracked` ((name, parameter) pairs) at recorded steps."""
+
+    def __init__(self, tracked: list[tuple[str, torch.nn.Parameter]]):
+        self.tracked = tracked
+        self.taken = False  # this step's snapshot is taken (the recorder resets it each step)
+        # The weights before the step: a flat array (kernels.gather), or a copy per parameter.
+        self._snapshot: np.ndarray | list[torch.Tensor] | None = None
+        self._layout_key: list[int] | None = None  # the parameters' addresses at the last check
+        self._layout: Layout | None = None
+
+    def snapshot(self) -> None:
+        """Keep the weights as they are before the optimizer step (its pre-hook)."""
+        params = [p for _, p in self.tracked]  # read in place or copied: autograd never sees it
+        layout = self._param_layout(params)
+        if layout is not None:
+            addresses, sizes, dtype = layout
+            total = int(sizes.sum())
+            if not isinstance(self._snapshot, np.ndarray) or self._snapshot.dtype != dtype \
+                    or len(self._snapshot) != total:
+                self._snapshot = np.empty(total, dtype)
+            kernels.gather(addresses, sizes, self._snapshot)
+        elif params:
+            params = [p.detach() for p in params]
+            if not isinstance(self._snapshot, list):
+                self._snapshot = [torch.empty_like(p) for p in params]
+            torch._foreach_copy_(self._snapshot, params)
+        self.taken = True
+
+    def producer(self, step: int, parts: list[torch.Tensor], snapshot_taken: bool
+                 ) -> Callable[[list[np.ndarray]], list[tuple[str, dict]]]:
+        """Reduce now; return the writer-thread function that makes the rows.
+
+        Device reductions are appended to `parts`, the step's packed copy, whose host values the
+        returned function receives. Updates are recorded when a snapshot was taken this step.
+        """
+        updates = snapshot_taken and bool(self.tracked)
+        # Few calls per tensor: inside a training loop each one costs microseconds.
+        params = [p for _, p in self.tracked]
+        grads = [(n, p.grad) for n, p in self.tracked if p.grad is not None]
+        weight_names = [n for n, _ in self.tracked]
+        names = weight_names + [n for n, _ in grads] + (weight_names if updates else [])
+        kinds = [WEIGHT] * len(params) + [GRAD] * len(grads) + [UPDATE] * len(params) * updates
+        if not names:
+            return lambda values: []
+        grad_tensors = [dense_equivalent(g) for _, g in grads]
+        numel = np.array([t.numel() for t in params + [g for _, g in grads]
+                          + params * updates], np.int64)
+        layout = _join(self._param_layout(params), host_layout(grad_tensors))
+        snapshot = self._snapshot
+        if layout is not None and (not updates or isinstance(snapshot, np.ndarray)
+                                   and snapshot.dtype == layout[2]):
+            addresses, sizes, dtype = layout
+            raw = np.empty((len(names), len(RAW)))
+            kernels.tensor_stats(addresses, sizes, snapshot if updates else np.empty(0, dtype),
+                                 raw)
+        else:
+            raw = None
+            tensors = [t.detach() for t in params + grad_tensors]
+            if updates:
+                tensors += self._deltas(tensors[:len(params)])
+            at = len(parts)
+            parts.append(raw_stats(tensors))
+
+        def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
+            found = raw if raw is not None else values[at].reshape(len(names), -1)
+            cols = finish(found, numel)
+            cols.update(step=np.full(len(names), step, dtype=np.int64), kind=kinds, name=names)
+            return [(TENSORS, cols)]
+        return rows
+
+    def _param_layout(self, params: list[torch.Tensor]) -> Layout | None:
+        """host_layout of the parameters, checked again only when one of them moves (a new
+        dtype, device or layout gives it new storage)."""
+        key = [p.data_ptr() for p in params]
+        if key != self._layout_key:
+            self._layout_key, self._layout = key, host_layout(params)
+        return self._layout
+
+    def _deltas(self, params: list[torch.Tensor]) -> list[torch.Tensor]:
+        """The updates (after minus before) as tensors, for reductions in torch."""
+        if isinstance(self._snapshot, np.ndarray):  # taken by kernels.gather
+            olds = torch.from_numpy(self._snapshot).split([p.numel() for p in params])
+            return [p - old.view_as(p) for p, old in zip(params, olds)]
+        # The per-parameter snapshot becomes the update in place: no allocation on devices.
+        torch._foreach_sub_(self._snapshot, params)
+        torch._foreach_neg_(self._snapshot)
+        return self._snapshot
+
+
+def host_layout(tensors: list[torch.Tensor]) -> Layout | None:
+    """(addresses, sizes, numpy dtype) when every tensor is a contiguous CPU tensor of one float
+    dtype that the kernels read in place, else None."""
+    if not tensors:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.dtype(np.float32)
+    dtype = tensors[0].dtype
+    if dtype not in _KERNEL_DTYPES:
+        return None
+    for t in tensors:
+        if not t.is_cpu or t.dtype != dtype or t.layout != torch.strided \
+                or not t.is_contiguous():
+            return None
+    return (np.array([t.data_ptr() for t in tensors], dtype=np.int64),
+            np.array([t.numel() for t in tensors], dtype=np.int64), _KERNEL_DTYPES[dtype])
+
+
+def _join(first: Layout | None, second: Layout | None) -> Layout | None:
+    """The host_layout of two lists of tensors one after the other, from theirs."""
+    if first is None or second is None:
+        return None
+    dtypes = {layout[2] for layout in (first, second) if len(layout[0])}
+    if len(dtypes) > 1:
+        return None
+    return (np.concatenate([first[0], second[0]]), np.concatenate([first[1], second[1]]),
+            dtypes.pop() if dtypes else first[2])
