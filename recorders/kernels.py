@@ -26,7 +26,7 @@ from numba.extending import intrinsic
 # meaning (no nnan/ninf), because they are what the rules look for.
 _FAST = {"reassoc", "nsz", "contract"}
 _L = 16  # lanes: two AVX-512 float64 registers per aggregate
-_CHUNK = 4096  # differences are formed this many at a time, in the L1 cache
+_CHUNK = 1 << 14  # differences are formed this many at a time, in the L2 cache
 
 
 def _jit(fn):
@@ -46,38 +46,50 @@ def _pointer(typingctx, address):
 
 
 @numba.njit(inline="always", nogil=True, fastmath=_FAST)
-def _add(v, k, shift, lo, hi, s1, s2, sa, nz, sat, top, bottom):
-    w = np.float64(v) - shift
+def _add(w, nonzero, k, s1, s2, sa, nz, top, bottom):
     s1[k] += w
     s2[k] += w * w
     sa[k] += abs(w)
-    nz[k] += v != 0
-    sat[k] += (v <= lo) | (v >= hi)
+    nz[k] += nonzero
     top[k] = w if w > top[k] else top[k]
     bottom[k] = w if w < bottom[k] else bottom[k]
 
 
 @_jit
-def _moments(x, shift, lo, hi):
-    """(sum, sum of squares, sum of |w|, max, min) of w = v - shift, and (nonzero, count
-    outside (lo, hi)) of v, over the values v of x.
+def _moments(x):
+    """(sum, sum of squares, sum of |v|, nonzero, max, min) of the values v of x.
 
     NaN is skipped by max and min here; callers look for NaN when the sum is not finite.
     """
-    s1 = np.zeros(_L)
-    s2 = np.zeros(_L)
-    sa = np.zeros(_L)
+    s1, s2, sa, top, bottom = np.zeros(_L), np.zeros(_L), np.zeros(_L), np.zeros(_L), np.zeros(_L)
     nz = np.zeros(_L, np.int64)
-    sat = np.zeros(_L, np.int64)
-    top = np.full(_L, -np.inf)
-    bottom = np.full(_L, np.inf)
-    n = x.shape[0]
-    full = n // _L * _L
+    top[:], bottom[:] = -np.inf, np.inf
+    full = x.shape[0] // _L * _L
     for j in range(0, full, _L):
         for k in range(_L):
-            _add(x[j + k], k, shift, lo, hi, s1, s2, sa, nz, sat, top, bottom)
-    for j in range(full, n):
-        _add(x[j], j - full, shift, lo, hi, s1, s2, sa, nz, sat, top, bottom)
+            _add(np.float64(x[j + k]), x[j + k] != 0, k, s1, s2, sa, nz, top, bottom)
+    for j in range(full, x.shape[0]):
+        _add(np.float64(x[j]), x[j] != 0, j - full, s1, s2, sa, nz, top, bottom)
+    return s1.sum(), s2.sum(), sa.sum(), nz.sum(), top.max(), bottom.min()
+
+
+@_jit
+def _moments_banded(x, shift, lo, hi):
+    """_moments of w = v - shift over the values v of x (nonzero still counts v != 0), and the
+    count of v outside (lo, hi). Slower: kept apart for the outputs and inputs that need it."""
+    s1, s2, sa, top, bottom = np.zeros(_L), np.zeros(_L), np.zeros(_L), np.zeros(_L), np.zeros(_L)
+    nz, sat = np.zeros(_L, np.int64), np.zeros(_L, np.int64)
+    top[:], bottom[:] = -np.inf, np.inf
+    full = x.shape[0] // _L * _L
+    for j in range(0, full, _L):
+        for k in range(_L):
+            v = x[j + k]
+            _add(np.float64(v) - shift, v != 0, k, s1, s2, sa, nz, top, bottom)
+            sat[k] += (v <= lo) | (v >= hi)
+    for j in range(full, x.shape[0]):
+        v = x[j]
+        _add(np.float64(v) - shift, v != 0, j - full, s1, s2, sa, nz, top, bottom)
+        sat[j - full] += (v <= lo) | (v >= hi)
     return s1.sum(), s2.sum(), sa.sum(), nz.sum(), top.max(), bottom.min(), sat.sum()
 
 
@@ -109,7 +121,7 @@ def _store(out, s1, s2, sa, nz, top, bottom, nan, inf, n):
 @_jit
 def _raw(x, out):
     """out[:8] = stats.RAW of x."""
-    s1, s2, sa, nz, top, bottom, _ = _moments(x, 0.0, -np.inf, np.inf)
+    s1, s2, sa, nz, top, bottom = _moments(x)
     nan = inf = 0
     if not np.isfinite(s1):
         nan, inf = _nonfinite(x)
@@ -132,7 +144,7 @@ def _raw_with_update(x, old, out, update, scratch):
             d[i] = chunk[i] - old[at + i]
         for r in range(2):
             part = chunk if r == 0 else d
-            c1, c2, ca, cz, ct, cb, _ = _moments(part, 0.0, -np.inf, np.inf)
+            c1, c2, ca, cz, ct, cb = _moments(part)
             if not np.isfinite(c1):
                 cn, ci = _nonfinite(part)
                 acc[r, 6] += cn
@@ -210,7 +222,7 @@ def activation_row(x3, blocks, block, lo, hi, total, nan, inf, out):
     flat = x3.reshape(-1)
     n = flat.shape[0]
     if blocks.shape[0] == 0:
-        s1, s2, sa, nz, top, bottom, sat = _moments(flat, 0.0, lo, hi)
+        s1, s2, sa, nz, top, bottom, sat = _moments_banded(flat, 0.0, lo, hi)
         nan = inf = 0
         if not np.isfinite(s1):
             nan, inf = _nonfinite(flat)
@@ -222,7 +234,7 @@ def activation_row(x3, blocks, block, lo, hi, total, nan, inf, out):
             for i in range(block):
                 sub[j * block + i] = flat[at + i]
         k = sub.shape[0]
-        s1, s2, sa, nz, top, bottom, sat = _moments(sub, 0.0, lo, hi)
+        s1, s2, sa, nz, top, bottom, sat = _moments_banded(sub, 0.0, lo, hi)
         if not np.isfinite(s1) and _nonfinite(sub)[0]:
             top = bottom = np.nan
         # The norm that, with the exact total, gives the subsample's variance in finish().
@@ -260,7 +272,7 @@ def feature_profile(x3, stride, idx, packed, windows, samples):
             values[o * inner:(o + 1) * inner] = x3[o, f]
         shift = np.float64(values[0]) if count else 0.0
         shift = shift if np.isfinite(shift) else 0.0
-        s1, s2, _, _, top, bottom, _ = _moments(values, shift, -np.inf, np.inf)
+        s1, s2, _, _, top, bottom, _ = _moments_banded(values, shift, np.inf, -np.inf)
         nan = inf = 0
         if not np.isfinite(s1):
             nan, inf = _nonfinite(values)
