@@ -4,8 +4,8 @@ On the CPU every statistic of a tensor is a pass over its memory, and inside a t
 each small torch call costs tens of microseconds. These kernels read each value once and keep
 every aggregate of the trace's tensor row at the same time, in float64, with the loop split into
 lanes the compiler vectorizes. One call covers all of a model's weights, grads and updates: the
-tensors are passed as addresses, so that no copy is made and no call is spent per tensor. They
-release the GIL.
+tensors are passed as (address, size) rows, so that no copy is made and no call is spent per
+tensor. They release the GIL.
 
 The aggregates are stats.RAW: sum, l2 (the norm), l1, nonzero, max, negmin, nan, inf. A NaN
 makes max and min NaN (as in torch and numpy); NaN counts as nonzero.
@@ -162,34 +162,38 @@ def _raw_with_update(x, old, out, update, scratch):
 
 
 @_jit
-def tensor_stats(addresses, sizes, before, out):
-    """stats.RAW of tensors given by address, with no copy.
+def tensor_stats(weights, grads, before, out):
+    """stats.RAW of tensors given by (address, size) rows, with no copy.
 
-    out[t] covers the contiguous tensor at addresses[t] (sizes[t] elements of before's dtype).
-    When `before` is not empty, it holds the first tensors' earlier values one after another
-    (the weights before the optimizer step, from `gather`), and the rows after those of the
-    tensors cover the updates: each of those tensors minus its earlier values.
+    out holds a row per tensor of `weights`, then of `grads`, then, when `before` is not empty,
+    of each weight's update: the weight minus its earlier value in `before` (the weights
+    before the optimizer step, one after another, from `gather`). Every tensor is contiguous
+    and of before's dtype.
     """
-    n = addresses.shape[0]
-    at = 0
     scratch = np.empty(_CHUNK, before.dtype)
-    for t in range(n):
-        x = numba.carray(_pointer(addresses[t]), sizes[t], before.dtype)
-        if at < before.shape[0]:
-            _raw_with_update(x, before[at:at + sizes[t]], out[t], out[n + t], scratch)
-            at += sizes[t]
+    at = 0
+    for t in range(weights.shape[0]):
+        x = numba.carray(_pointer(weights[t, 0]), weights[t, 1], before.dtype)
+        if before.shape[0]:
+            update = out[weights.shape[0] + grads.shape[0] + t]
+            _raw_with_update(x, before[at:at + x.shape[0]], out[t], update, scratch)
+            at += x.shape[0]
         else:
             _raw(x, out[t])
+    for t in range(grads.shape[0]):
+        x = numba.carray(_pointer(grads[t, 0]), grads[t, 1], before.dtype)
+        _raw(x, out[weights.shape[0] + t])
 
 
 @_jit
-def gather(addresses, sizes, out):
-    """Copy the contiguous tensors at `addresses` (sizes[t] elements of out's dtype) into out,
+def gather(tensors, out):
+    """Copy the contiguous tensors of (address, size) rows `tensors` (of out's dtype) into out,
     one after another."""
     at = 0
-    for t in range(addresses.shape[0]):
-        out[at:at + sizes[t]] = numba.carray(_pointer(addresses[t]), sizes[t], out.dtype)
-        at += sizes[t]
+    for t in range(tensors.shape[0]):
+        out[at:at + tensors[t, 1]] = numba.carray(_pointer(tensors[t, 0]), tensors[t, 1],
+                                                  out.dtype)
+        at += tensors[t, 1]
 
 
 @_jit
@@ -294,10 +298,10 @@ def warm_up() -> None:
     step: the first compilation takes seconds, a load from the cache a fraction of one."""
     x = np.zeros(8, np.float32)
     raw = np.empty((2, 8))
-    address = np.array([x.ctypes.data])
-    tensor_stats(address, np.array([8]), x, raw)
-    tensor_stats(address, np.array([8]), x[:0], raw)
-    gather(np.array([x.ctypes.data]), np.array([8]), np.empty(8, np.float32))
+    table = np.array([[x.ctypes.data, 8]])
+    tensor_stats(table, table[:0], x, raw)
+    tensor_stats(table[:0], table, x[:0], raw)
+    gather(table, np.empty(8, np.float32))
     activation_row(x.reshape(2, 2, 2), np.empty(0, np.int64), 1, -np.inf, np.inf, 0.0, 0.0, 0.0,
                    np.empty(10))
     feature_profile(x.reshape(2, 2, 2), 1, np.zeros(1, np.int64), np.empty((2, 8)),

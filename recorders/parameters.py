@@ -11,7 +11,7 @@ the statistics are fused torch reductions that join the step's packed copy.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 import torch
@@ -21,8 +21,13 @@ from tracelab.recorders.stats import RAW, finish, raw_stats
 from tracelab.recorders.transfer import dense_equivalent
 from tracelab.schema import GRAD, TENSORS, UPDATE, WEIGHT
 
-Layout = tuple[np.ndarray, np.ndarray, np.dtype]  # addresses, sizes, numpy dtype
 _KERNEL_DTYPES = {torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64)}
+
+
+class Layout(NamedTuple):
+    """Tensors as the kernels read them: (address, size) rows of one dtype."""
+    table: np.ndarray
+    dtype: np.dtype | None  # None: no tensors
 
 
 class ParameterStats:
@@ -35,18 +40,18 @@ class ParameterStats:
         self._snapshot: np.ndarray | list[torch.Tensor] | None = None
         self._layout_key: list[int] | None = None  # the parameters' addresses at the last check
         self._layout: Layout | None = None
+        self._total = 0  # the parameters' elements
 
     def snapshot(self) -> None:
         """Keep the weights as they are before the optimizer step (its pre-hook)."""
         params = [p for _, p in self.tracked]  # read in place or copied: autograd never sees it
         layout = self._param_layout(params)
         if layout is not None:
-            addresses, sizes, dtype = layout
-            total = int(sizes.sum())
-            if not isinstance(self._snapshot, np.ndarray) or self._snapshot.dtype != dtype \
-                    or len(self._snapshot) != total:
-                self._snapshot = np.empty(total, dtype)
-            kernels.gather(addresses, sizes, self._snapshot)
+            # Few numpy calls: inside a training loop each costs tens of microseconds.
+            if not isinstance(self._snapshot, np.ndarray) or len(self._snapshot) != self._total \
+                    or self._snapshot.dtype != layout.dtype:
+                self._snapshot = np.empty(self._total, layout.dtype)
+            kernels.gather(layout.table, self._snapshot)
         elif params:
             params = [p.detach() for p in params]
             if not isinstance(self._snapshot, list):
@@ -71,16 +76,16 @@ class ParameterStats:
         if not names:
             return lambda values: []
         grad_tensors = [dense_equivalent(g) for _, g in grads]
-        numel = np.array([t.numel() for t in params + [g for _, g in grads]
-                          + params * updates], np.int64)
-        layout = _join(self._param_layout(params), host_layout(grad_tensors))
+        numel = [t.numel() for t in params + [g for _, g in grads] + params * updates]
+        weights, gradients = self._param_layout(params), host_layout(grad_tensors)
+        dtypes = {x.dtype for x in (weights, gradients) if x is not None and x.dtype is not None}
         snapshot = self._snapshot
-        if layout is not None and (not updates or isinstance(snapshot, np.ndarray)
-                                   and snapshot.dtype == layout[2]):
-            addresses, sizes, dtype = layout
+        if weights is not None and gradients is not None and len(dtypes) <= 1 and (
+                not updates or isinstance(snapshot, np.ndarray) and dtypes == {snapshot.dtype}):
             raw = np.empty((len(names), len(RAW)))
-            kernels.tensor_stats(addresses, sizes, snapshot if updates else np.empty(0, dtype),
-                                 raw)
+            dtype = dtypes.pop() if dtypes else np.dtype(np.float32)
+            before = snapshot if updates else _NO_VALUES[dtype]
+            kernels.tensor_stats(weights.table, gradients.table, before, raw)
         else:
             raw = None
             tensors = [t.detach() for t in params + grad_tensors]
@@ -91,7 +96,7 @@ class ParameterStats:
 
         def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
             found = raw if raw is not None else values[at].reshape(len(names), -1)
-            cols = finish(found, numel)
+            cols = finish(found, np.array(numel, dtype=np.int64))
             cols.update(step=np.full(len(names), step, dtype=np.int64), kind=kinds, name=names)
             return [(TENSORS, cols)]
         return rows
@@ -102,6 +107,7 @@ class ParameterStats:
         key = [p.data_ptr() for p in params]
         if key != self._layout_key:
             self._layout_key, self._layout = key, host_layout(params)
+            self._total = int(self._layout.table[:, 1].sum()) if self._layout else 0
         return self._layout
 
     def _deltas(self, params: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -116,27 +122,17 @@ class ParameterStats:
 
 
 def host_layout(tensors: list[torch.Tensor]) -> Layout | None:
-    """(addresses, sizes, numpy dtype) when every tensor is a contiguous CPU tensor of one float
-    dtype that the kernels read in place, else None."""
-    if not tensors:
-        return np.empty(0, np.int64), np.empty(0, np.int64), np.dtype(np.float32)
-    dtype = tensors[0].dtype
-    if dtype not in _KERNEL_DTYPES:
+    """The Layout of tensors that are all contiguous CPU tensors of one float dtype, which the
+    kernels read in place; else None."""
+    dtype = tensors[0].dtype if tensors else None
+    if tensors and dtype not in _KERNEL_DTYPES:
         return None
     for t in tensors:
         if not t.is_cpu or t.dtype != dtype or t.layout != torch.strided \
                 or not t.is_contiguous():
             return None
-    return (np.array([t.data_ptr() for t in tensors], dtype=np.int64),
-            np.array([t.numel() for t in tensors], dtype=np.int64), _KERNEL_DTYPES[dtype])
+    table = np.array([(t.data_ptr(), t.numel()) for t in tensors], dtype=np.int64)
+    return Layout(table.reshape(-1, 2), _KERNEL_DTYPES.get(dtype))
 
 
-def _join(first: Layout | None, second: Layout | None) -> Layout | None:
-    """The host_layout of two lists of tensors one after the other, from theirs."""
-    if first is None or second is None:
-        return None
-    dtypes = {layout[2] for layout in (first, second) if len(layout[0])}
-    if len(dtypes) > 1:
-        return None
-    return (np.concatenate([first[0], second[0]]), np.concatenate([first[1], second[1]]),
-            dtypes.pop() if dtypes else first[2])
+_NO_VALUES = {dtype: np.empty(0, dtype) for dtype in _KERNEL_DTYPES.values()}

@@ -257,10 +257,11 @@ def test_compiled_tensor_statistics_match_reference(dtype):
                torch.randn(3, 3, 3, 3) * 1e4, torch.randn(37),  # 37: not a multiple of the lanes
                torch.randn(9000)]                               # longer than one chunk
     tensors = [t.to(dtype) for t in tensors]
-    addresses = np.array([t.data_ptr() for t in tensors])
-    sizes = np.array([t.numel() for t in tensors])
+    table = np.array([(t.data_ptr(), t.numel()) for t in tensors])
+    sizes = table[:, 1]
     raw = np.empty((2 * len(tensors), len(RAW)))
-    tensor_stats(addresses, sizes, np.empty(0, tensors[0].numpy().dtype), raw)
+    # Split between the weights' and grads' tables, which the kernel reads alike.
+    tensor_stats(table[:4], table[4:], np.empty(0, tensors[0].numpy().dtype), raw)
     cols = finish(raw[:len(tensors)], sizes)
     for i, t in enumerate(tensors):
         if t.numel():
@@ -269,10 +270,10 @@ def test_compiled_tensor_statistics_match_reference(dtype):
     # With the earlier values gathered: the updates, in the tensors' own precision.
     before = [t.clone() for t in tensors]
     snapshot = np.empty(int(sizes.sum()), before[0].numpy().dtype)
-    gather(np.array([t.data_ptr() for t in before]), sizes, snapshot)
+    gather(np.array([(t.data_ptr(), t.numel()) for t in before]), snapshot)
     for t in tensors:
         t.add_(torch.randn_like(t) * 1e-3)
-    tensor_stats(addresses, sizes, snapshot, raw)
+    tensor_stats(table, table[:0], snapshot, raw)
     cols = finish(raw, np.concatenate([sizes, sizes]))
     for i, (a, b) in enumerate(zip(tensors + tensors, tensors + before)):
         if a.numel():
