@@ -1,10 +1,11 @@
 """Tensor statistics computed on the tensors' own device with few fused ops and no host sync.
 
 The device side returns raw aggregates per tensor, stacked into one tensor so that a step's
-statistics travel to the host in a single copy; on the CPU the recorder reduces a flat host copy
-with kernels.tensor_stats instead, and `raw_stats` serves other layouts and dtypes. `finish()` turns them into the trace's columns on the host (the writer
-thread). Aggregates are exact in float64 for tensors whose mean dwarfs their spread (BatchNorm
-weights near 1): on accelerators always, on the CPU for the tensors that need it.
+statistics travel to the host in a single copy. On the CPU the recorder reads the tensors in
+place with kernels.tensor_stats instead, and `raw_stats` serves other layouts and dtypes.
+`finish()` turns the aggregates into the trace's columns on the host (the writer thread).
+Aggregates are exact in float64 for tensors whose mean dwarfs their spread (BatchNorm weights
+near 1): on accelerators and in the kernels always, in CPU torch for the tensors that need it.
 """
 from __future__ import annotations
 
