@@ -21,7 +21,7 @@ from typing import Union
 import numpy as np
 import torch
 
-from tracelab.recorders import kernels
+from tracelab.recorders import compiled
 from tracelab.recorders.stats import RAW
 
 _HALF = (torch.float16, torch.bfloat16)
@@ -128,10 +128,17 @@ def dead_units(x: torch.Tensor) -> int:
     unit, a dying one reads its dead units in full. NaN is not > 0 and never hides a positive
     value of the same unit.
     """
-    return int(kernels.dead_units(unit_array(x.detach())))
+    x = x.detach()
+    if compiled.kernels() is None:
+        t, dims = _units(x)
+        return int((~_any_positive(t, dims)).sum())
+    return int(compiled.kernels().dead_units(unit_array(x)))
 
 
 def _cpu_stats(x: torch.Tensor, bounds: tuple[float, float] | None) -> np.ndarray:
+    kernels = compiled.kernels()
+    if kernels is None:  # the accelerator's reductions, run by torch on the CPU
+        return _device_stats(x, bounds).numpy()
     n = x.numel()
     total = nan = inf = 0.0
     blocks = _NO_BLOCKS

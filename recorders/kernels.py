@@ -16,8 +16,8 @@ import numpy as np
 
 try:
     import numba
-except ImportError as exc:  # the analysis side never imports this module
-    raise ImportError("tracelab's Recorder needs numba: pip install 'tracelab[torch]'") from exc
+except ImportError as exc:  # recorders.compiled then falls back to torch
+    raise ImportError("numba is not installed (pip install 'tracelab[torch]')") from exc
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic

@@ -16,7 +16,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import torch
 
-from tracelab.recorders import kernels
+from tracelab.recorders import compiled
 from tracelab.recorders.stats import RAW, finish, raw_stats
 from tracelab.recorders.transfer import dense_equivalent
 from tracelab.schema import GRAD, TENSORS, UPDATE, WEIGHT
@@ -51,7 +51,7 @@ class ParameterStats:
             if not isinstance(self._snapshot, np.ndarray) or len(self._snapshot) != self._total \
                     or self._snapshot.dtype != layout.dtype:
                 self._snapshot = np.empty(self._total, layout.dtype)
-            kernels.gather(layout.table, self._snapshot)
+            compiled.kernels().gather(layout.table, self._snapshot)
         elif params:
             params = [p.detach() for p in params]
             if not isinstance(self._snapshot, list):
@@ -85,7 +85,7 @@ class ParameterStats:
             raw = np.empty((len(names), len(RAW)))
             dtype = dtypes.pop() if dtypes else np.dtype(np.float32)
             before = snapshot if updates else _NO_VALUES[dtype]
-            kernels.tensor_stats(weights.table, gradients.table, before, raw)
+            compiled.kernels().tensor_stats(weights.table, gradients.table, before, raw)
         else:
             raw = None
             tensors = [t.detach() for t in params + grad_tensors]
@@ -125,7 +125,7 @@ def host_layout(tensors: list[torch.Tensor]) -> Layout | None:
     """The Layout of tensors that are all contiguous CPU tensors of one float dtype, which the
     kernels read in place; else None."""
     dtype = tensors[0].dtype if tensors else None
-    if tensors and dtype not in _KERNEL_DTYPES:
+    if tensors and dtype not in _KERNEL_DTYPES or compiled.kernels() is None:
         return None
     for t in tensors:
         if not t.is_cpu or t.dtype != dtype or t.layout != torch.strided \

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from tracelab.recorders import kernels
+from tracelab.recorders import compiled
 from tracelab.schema import N_UNIQUE_CAP, RESOLUTIONS, unique_stride
 
 SAMPLES_PER_BATCH = 64
@@ -97,7 +97,7 @@ def array_profile(a: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, 
     packed = np.empty((n_feat, len(PACKED)))
     windows = np.empty((n_feat, -(-count // stride)), x3.dtype)
     samples = np.empty((n_feat, len(idx)))
-    kernels.feature_profile(x3, stride, idx, packed, windows, samples)
+    compiled.kernels().feature_profile(x3, stride, idx, packed, windows, samples)
     ordered = np.sort(windows, axis=1)
     with np.errstate(invalid="ignore"):
         distinct = (ordered[:, 1:] != ordered[:, :-1]).sum(axis=1) + 1

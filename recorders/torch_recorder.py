@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from tracelab.recorders import environment as env
-from tracelab.recorders import kernels
+from tracelab.recorders import compiled
 from tracelab.recorders.activations import EXTRA, ActivationStats, activation_stats
 from tracelab.recorders.profile import (PACKED, Reservoir, array_profile, dtype_name,
                                         feature_names, feature_shape, frame_profile,
@@ -77,7 +77,7 @@ class Recorder:
         if rank != 0 or (torch.distributed.is_available() and torch.distributed.is_initialized()):
             meta["world_size"] = torch.distributed.get_world_size() \
                 if torch.distributed.is_initialized() else None
-        kernels.warm_up()  # now, not in the first recorded step (a first compilation takes seconds)
+        compiled.kernels()  # now, not in the first recorded step (a first compilation takes seconds)
         self.writer = RunWriter(run_dir, meta, rank=rank, flush_interval=flush_interval)
         self.rank = rank
         self._reservoir = Reservoir(sample_size, seed=rank)
@@ -288,7 +288,7 @@ class Recorder:
                 self._input_devices[key] = str(x.device)
                 self.writer.update_meta(input_devices=dict(self._input_devices))
             # A host copy is profiled on the writer thread; else the device profile is packed.
-            source: Any = self._host.clone(x)
+            source: Any = self._host.clone(x) if compiled.kernels() else None
             if source is None:
                 source = len(parts)
                 parts.extend(tensor_profile(x, self._generator(x.device)))

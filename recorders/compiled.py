@@ -1,0 +1,29 @@
+"""The compiled kernels, when numba can provide them.
+
+The recorder's CPU statistics come from recorders/kernels.py. Where numba is missing or fails
+(an unusual platform, a read-only install), recording goes on with the torch reductions the
+recorder uses on accelerators: slower on the CPU, never a crash.
+"""
+from __future__ import annotations
+
+import types
+import warnings
+
+_kernels: types.ModuleType | None = None
+_loaded = False
+
+
+def kernels() -> types.ModuleType | None:
+    """recorders.kernels, compiled (or loaded from numba's cache) on the first call, or None."""
+    global _kernels, _loaded
+    if not _loaded:
+        _loaded = True
+        try:
+            from tracelab.recorders import kernels as module
+            module.warm_up()
+            _kernels = module
+        except Exception as exc:  # recording must never stop training
+            warnings.warn(f"tracelab: compiled CPU statistics unavailable ({type(exc).__name__}: "
+                          f"{exc}); recording with torch reductions, which cost more on the CPU",
+                          RuntimeWarning, stacklevel=2)
+    return _kernels
