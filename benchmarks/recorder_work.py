@@ -6,7 +6,9 @@ thread's CPU seconds) over 60 steps, after 11 warm-up steps. Each setting runs `
 times, interleaved; the figures are medians, and the last column is the sum as a share of the
 step time measured in the same run.
 
-    python benchmarks/recorder_work.py [--repeats 3] [--steps 60]
+    python benchmarks/recorder_work.py [--repeats 3] [--steps 60] [--without-kernels]
+
+--without-kernels measures the fallback used where numba is missing: torch reductions.
 """
 from __future__ import annotations
 
@@ -63,7 +65,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--without-kernels", action="store_true",
+                        help="record as without numba: torch reductions on the CPU")
     args = parser.parse_args()
+    if args.without_kernels:
+        from tracelab.recorders import compiled
+        compiled._loaded, compiled._kernels = True, None
     torch.manual_seed(0)
     model = small_cnn()
     batches = [(torch.randn(64, 3, 32, 32), torch.randint(0, 10, (64,))) for _ in range(10)]

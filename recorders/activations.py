@@ -130,29 +130,58 @@ def dead_units(x: torch.Tensor) -> int:
     """
     x = x.detach()
     if compiled.kernels() is None:
-        t, dims = _units(x)
-        return int((~_any_positive(t, dims)).sum())
+        return _dead_units_torch(x)
     return int(compiled.kernels().dead_units(unit_array(x)))
 
 
 def _cpu_stats(x: torch.Tensor, bounds: tuple[float, float] | None) -> np.ndarray:
-    kernels = compiled.kernels()
-    if kernels is None:  # the accelerator's reductions, run by torch on the CPU
-        return _device_stats(x, bounds).numpy()
     n = x.numel()
     total = nan = inf = 0.0
-    blocks = _NO_BLOCKS
     if n > ACTIVATION_SUBSAMPLE:
         total = float(x.sum())  # the one full pass: exact mean, and NaN/Inf show up in it
         if not math.isfinite(total):
             nan, inf = float(torch.isnan(x).sum()), float(torch.isinf(x).sum())
             if not (nan or inf):  # finite values overflowed float32
                 total = float(x.sum(dtype=torch.float64))
-        blocks = _cpu_blocks(n // _BLOCK)
     lo, hi = (bounds[0] + 0.01, bounds[1] - 0.01) if bounds else (-math.inf, math.inf)
+    kernels = compiled.kernels()
+    if kernels is None:
+        return _cpu_stats_torch(x, total, nan, inf, lo, hi)
     row = np.empty(len(RAW) + len(EXTRA))
+    blocks = _cpu_blocks(n // _BLOCK) if n > ACTIVATION_SUBSAMPLE else _NO_BLOCKS
     kernels.activation_row(unit_array(x), blocks, _BLOCK, lo, hi, total, nan, inf, row)
     return row
+
+
+def _cpu_stats_torch(x: torch.Tensor, total: float, nan: float, inf: float, lo: float,
+                     hi: float) -> np.ndarray:
+    """kernels.activation_row without numba: the subsample copied and reduced in numpy."""
+    s = subsample(_flat_view(x)).numpy().astype(np.float64)
+    n, k = x.numel(), len(s)
+    if k == n:  # the whole output
+        total, nan, inf = float(s.sum()), float(np.isnan(s).sum()), float(np.isinf(s).sum())
+    with np.errstate(invalid="ignore", over="ignore"):
+        var = float(s.var(ddof=1)) if k > 1 else 0.0
+        square = float(np.square(s).sum()) if k == n else var * (n - 1) + total * total / n
+    top, bottom = (math.nan, math.nan) if np.isnan(s).any() else (float(s.max()), float(s.min()))
+    n_units = x.shape[1] if x.dim() >= 4 else (x.shape[-1] if x.dim() else 1)
+    saturated = np.count_nonzero((s <= lo) | (s >= hi)) / k if math.isfinite(lo) else math.nan
+    return np.array([total, math.sqrt(max(square, 0.0)) if math.isfinite(square) else math.nan,
+                     float(np.abs(s).sum()) * n / k, np.count_nonzero(s) * n / k, top, -bottom,
+                     nan, inf, _dead_units_torch(x) / max(n_units, 1), saturated])
+
+
+def _dead_units_torch(x: torch.Tensor) -> int:
+    """dead_units in torch: a unit seen positive in a leading slice of the batch is alive, and
+    only the others are read in full."""
+    t, dims = _units(x)
+    per_sample = max(1, math.prod(t.shape[1:]))
+    lead = min(t.shape[0], max(1, -(-ACTIVATION_SUBSAMPLE // per_sample)))
+    alive = _any_positive(t[:lead], dims)
+    candidates = torch.nonzero(~alive).flatten()
+    if not len(candidates):
+        return 0
+    return int((~_any_positive(t.index_select(1, candidates), dims)).sum())
 
 
 def _any_positive(t: torch.Tensor, dims: list[int]) -> torch.Tensor:

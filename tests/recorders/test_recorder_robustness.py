@@ -233,26 +233,22 @@ def test_every_path_to_the_statistics_gives_the_same_trace(tmp_path, monkeypatch
 
 
 def test_without_compiled_kernels_recording_goes_on_in_torch(tmp_path, monkeypatch):
-    from tracelab.recorders import compiled
+    from tracelab.recorders import activations, compiled
     _train_cnn(tmp_path / "compiled")
     monkeypatch.setattr(compiled, "_kernels", None)  # numba missing or failing
+    calls = []
+    torch_stats = activations._cpu_stats_torch
+    monkeypatch.setattr(activations, "_cpu_stats_torch",
+                        lambda *args: calls.append(1) or torch_stats(*args))
     _train_cnn(tmp_path / "torch")
+    assert calls
     runs = [tracelab.open_run(tmp_path / n) for n in ("compiled", "torch")]
     for table in ("tensors", "inputs"):
         a, b = (getattr(run, table) for run in runs)
         assert len(a) == len(b) > 0
-        # Activation ranges are the subsample's on the CPU, every element's in torch.
-        exact = ~a["kind"].eq("activation").to_numpy() if table == "tensors" else slice(None)
-        for column in [c for c in a.columns if a[c].dtype.kind == "f" and c != "wall_time"]:
-            same = a[column].to_numpy(float)[exact], b[column].to_numpy(float)[exact]
-            if column in ("min", "max"):
-                np.testing.assert_allclose(*same, rtol=1e-5, atol=1e-7)
-            else:
-                np.testing.assert_allclose(a[column].to_numpy(float), b[column].to_numpy(float),
-                                           rtol=1e-5, atol=1e-7, err_msg=column)
-    # Torch did the work: its activation maxima cover every element, beyond the subsample's.
-    act = [run.tensors[run.tensors.kind == "activation"]["max"].to_numpy() for run in runs]
-    assert (act[1] >= act[0]).all() and (act[1] > act[0]).any()
+        numeric = [c for c in a.columns if a[c].dtype.kind == "f" and c != "wall_time"]
+        np.testing.assert_allclose(a[numeric].to_numpy(float), b[numeric].to_numpy(float),
+                                   rtol=1e-5, atol=1e-7)
 
 
 def test_cost_of_recording_is_measured_and_kept_in_meta(tmp_path):
