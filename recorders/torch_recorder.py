@@ -91,6 +91,10 @@ class Recorder:
         self._tracked: list[tuple[str, torch.nn.Parameter]] = []
         self._parameters = ParameterStats([])
         self._handles: list[Any] = []
+        # Forward hooks exist only for steps that record activations: on the other steps a
+        # hooked leaf module costs each forward pass a Python call for nothing.
+        self._leaves: list[torch.nn.Module] = []
+        self._forward_handles: list[Any] = []
         self._activations: list[tuple[str, int, ActivationStats]] = []
         self._captured: set[int] = set()
         self._module_names: dict[int, tuple[str, str]] = {}
@@ -106,18 +110,16 @@ class Recorder:
               optimizer: torch.optim.Optimizer | None = None) -> "Recorder":
         """Attach a model and/or optimizer (frameworks create them after the recorder)."""
         if model is not None:
-            for handle in [h for h in self._handles if getattr(h, "_tracelab_kind", "") == "fwd"]:
-                handle.remove()
+            self._arm(False)
             self.model = env.unwrap(model)
             self._tracked = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
             self._parameters = ParameterStats(self._tracked)
+            self._leaves = [m for m in self.model.modules() if next(m.children(), None) is None]
             for path, module in self.model.named_modules():
-                if next(module.children(), None) is None:  # leaf modules
+                if next(module.children(), None) is None:
                     self._module_names[id(module)] = (path or type(module).__name__,
                                                       type(module).__name__)
-                    handle = module.register_forward_hook(self._forward_hook)
-                    handle._tracelab_kind = "fwd"
-                    self._handles.append(handle)
+            self._arm(self._step % self.activation_every == 0)
         if optimizer is not None:
             self.optimizer = optimizer
             self._handles.append(optimizer.register_step_pre_hook(self._before_optimizer_step))
@@ -125,6 +127,16 @@ class Recorder:
         if self.model is not None:
             self.writer.update_meta(model=env.model_summary(self.model, self.optimizer))
         return self
+
+    def _arm(self, on: bool) -> None:
+        """Hook the leaf modules' forward passes, or unhook them."""
+        if on and not self._forward_handles:
+            self._forward_handles = [m.register_forward_hook(self._forward_hook)
+                                     for m in self._leaves]
+        elif not on and self._forward_handles:
+            for handle in self._forward_handles:
+                handle.remove()
+            self._forward_handles = []
 
     # -- hooks (training thread) ----------------------------------------------------------------
     def _records_tensors(self, step: int) -> bool:
@@ -184,6 +196,8 @@ class Recorder:
         step = self._step
         self._step += 1
         now = time.perf_counter()
+        self._arm(self._step % self.activation_every == 0
+                  and not (self.writer.failed or self.writer.closed))
         activations, self._activations = self._activations, []
         self._captured.clear()
         snapshot_taken, self._parameters.taken = self._parameters.taken, False
@@ -355,6 +369,7 @@ class Recorder:
 
     def close(self, status: Mapping[str, Any] | None = None) -> None:
         """Flush everything and mark the run completed (or with the given status)."""
+        self._arm(False)
         for handle in self._handles:
             handle.remove()
         self._handles.clear()

@@ -251,6 +251,23 @@ def test_without_compiled_kernels_recording_goes_on_in_torch(tmp_path, monkeypat
                                    rtol=1e-5, atol=1e-7)
 
 
+def test_forward_hooks_exist_only_for_steps_that_record_activations(tmp_path):
+    model, opt = _tiny()
+
+    def hooked() -> int:
+        return sum(len(m._forward_hooks) for m in model.modules())
+    rec = tracelab.Recorder(tmp_path / "run", model, opt, activation_every=3)
+    seen = []
+    for _ in range(7):
+        seen.append(hooked())
+        _fit(rec, model, opt, 1)
+    rec.close()
+    assert seen == [3, 0, 0, 3, 0, 0, 3]  # the three leaf modules, at steps 0, 3 and 6
+    assert hooked() == 0
+    acts = tracelab.open_run(tmp_path / "run").tensors.query("kind == 'activation'")
+    assert sorted(set(acts.step)) == [0, 3, 6]
+
+
 def test_cost_of_recording_is_measured_and_kept_in_meta(tmp_path):
     _train_cnn(tmp_path / "run", steps=6)
     meta = tracelab.open_run(tmp_path / "run").meta
