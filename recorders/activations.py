@@ -44,9 +44,9 @@ def activation_stats(out: torch.Tensor, module_type: str) -> ActivationStats:
     """RAW aggregates plus EXTRA of one module output.
 
     A device tensor on accelerators (packed and copied with the step's other statistics); on
-    the CPU the finished float64 row. A unit
-    is a channel (dim 1) for 4-D/5-D outputs, else the last dimension; it is dead when its
-    output is <= 0 for every sample and position in the batch.
+    the CPU the finished float64 row. A unit is a channel (dim 1) for 4-D/5-D outputs, else the
+    last dimension; it is dead when its output is <= 0 for every sample and position in the
+    batch.
     """
     x = out.detach()
     if x.dtype in _HALF and x.device.type == "cpu":
@@ -164,7 +164,7 @@ def _cpu_stats_torch(x: torch.Tensor, total: float, nan: float, inf: float, lo: 
         var = float(s.var(ddof=1)) if k > 1 else 0.0
         square = float(np.square(s).sum()) if k == n else var * (n - 1) + total * total / n
     top, bottom = (math.nan, math.nan) if np.isnan(s).any() else (float(s.max()), float(s.min()))
-    n_units = x.shape[1] if x.dim() >= 4 else (x.shape[-1] if x.dim() else 1)
+    n_units = _units(x)[0].shape[1]
     saturated = np.count_nonzero((s <= lo) | (s >= hi)) / k if math.isfinite(lo) else math.nan
     return np.array([total, math.sqrt(max(square, 0.0)) if math.isfinite(square) else math.nan,
                      float(np.abs(s).sum()) * n / k, np.count_nonzero(s) * n / k, top, -bottom,

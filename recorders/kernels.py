@@ -276,7 +276,7 @@ def feature_profile(x3, stride, idx, packed, windows, samples):
             values[o * inner:(o + 1) * inner] = x3[o, f]
         shift = np.float64(values[0]) if count else 0.0
         shift = shift if np.isfinite(shift) else 0.0
-        s1, s2, _, _, top, bottom, _ = _moments_banded(values, shift, np.inf, -np.inf)
+        s1, s2, _, _, top, bottom, _ = _moments_banded(values, shift, -np.inf, np.inf)
         nan = inf = 0
         if not np.isfinite(s1):
             nan, inf = _nonfinite(values)

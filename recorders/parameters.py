@@ -38,7 +38,7 @@ class ParameterStats:
         self.taken = False  # this step's snapshot is taken (the recorder resets it each step)
         # The weights before the step: a flat array (kernels.gather), or a copy per parameter.
         self._snapshot: np.ndarray | list[torch.Tensor] | None = None
-        self._layout_key: list[int] | None = None  # the parameters' addresses at the last check
+        self._layout_key: list[tuple] | None = None  # what _param_layout last checked
         self._layout: Layout | None = None
         self._total = 0  # the parameters' elements
 
@@ -102,9 +102,10 @@ class ParameterStats:
         return rows
 
     def _param_layout(self, params: list[torch.Tensor]) -> Layout | None:
-        """host_layout of the parameters, checked again only when one of them moves (a new
-        dtype, device or layout gives it new storage)."""
-        key = [p.data_ptr() for p in params]
+        """host_layout of the parameters, checked in full again only when one of them changes
+        address, size, dtype or contiguity (`p.data = ...`): the kernels read the memory a
+        Layout names, so it must never outlive the tensors' shapes."""
+        key = [(p.data_ptr(), p.numel(), p.dtype, p.is_contiguous()) for p in params]
         if key != self._layout_key:
             self._layout_key, self._layout = key, host_layout(params)
             self._total = int(self._layout.table[:, 1].sum()) if self._layout else 0

@@ -114,9 +114,10 @@ class Recorder:
             self.model = env.unwrap(model)
             self._tracked = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
             self._parameters = ParameterStats(self._tracked)
-            self._leaves = [m for m in self.model.modules() if next(m.children(), None) is None]
+            self._leaves = []
             for path, module in self.model.named_modules():
                 if next(module.children(), None) is None:
+                    self._leaves.append(module)
                     self._module_names[id(module)] = (path or type(module).__name__,
                                                       type(module).__name__)
             self._arm(self._step % self.activation_every == 0)

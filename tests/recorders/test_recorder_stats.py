@@ -102,6 +102,20 @@ def test_recorded_weights_grads_updates_match_reference(tmp_path, optimizer_cls,
                 assert_matches(row.iloc[0], reference_stats(tensor), rtol=1e-5, atol=1e-10)
 
 
+def test_a_parameter_replaced_in_place_is_read_at_its_new_size():
+    from tracelab.recorders.parameters import ParameterStats
+    weight = torch.nn.Parameter(torch.randn(10))
+    stats = ParameterStats([("w", weight)])
+
+    def recorded() -> dict:
+        rows = stats.producer(0, [], snapshot_taken=False)([])
+        return {k: v[0] for k, v in rows[0][1].items()}
+    assert_matches(recorded(), reference_stats(weight))
+    weight.data = weight.data[:4]  # same storage, same address, fewer elements
+    assert recorded()["numel"] == 4
+    assert_matches(recorded(), reference_stats(weight))
+
+
 def test_activation_stats_and_dead_and_saturated_fractions(tmp_path):
     run, refs, _ = _train(torch.optim.SGD, tmp_path / "run", lr=0.1)
     tn = run.tensors
