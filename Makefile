@@ -7,7 +7,7 @@ EXTRAS ?= torch,test,tensorboard,dask,lightning,hf
 comma  := ,
 STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: demo test venv bench clean
+.PHONY: demo test lint venv bench clean
 
 venv: $(STAMP)
 
@@ -20,8 +20,16 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(BIN)/tracelab demo tracelab-demo
 
-test: $(STAMP)
+test: lint
 	$(BIN)/python -m pytest -q
+
+# The import layers (docs/architecture.md). import-linter reads packages from disk, and three of
+# ours live outside tracelab/ (package-dir), so it reads the tree as a wheel would install it.
+LAYERS := build/layers
+lint: $(STAMP)
+	@rm -rf $(LAYERS)
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --target $(LAYERS) . 2>&1 | grep -v '^WARNING: Location' || true
+	cd $(LAYERS) && PYTHONPATH=. ../../$(BIN)/lint-imports --config ../../pyproject.toml --no-cache
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/recorder_overhead.py

@@ -9,8 +9,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from tracelab.run import Run
-from tracelab.schema import TRAIN, UPDATE, WEIGHT
+from tracelab.core.run import Run
+from tracelab.core.schema import TRAIN, UPDATE, WEIGHT
 
 # Names a validation split usually goes by, most likely first.
 EVAL_SPLITS = ("val", "valid", "validation", "eval", "dev", "test")

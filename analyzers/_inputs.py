@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._dynamics import fmt as number
-from tracelab.run import Run
-from tracelab.schema import RESOLUTIONS, TRAIN, unique_window
+from tracelab.core.run import Run
+from tracelab.core.schema import RESOLUTIONS, TRAIN, unique_window
 
 RES_RANK = {unit: i for i, (unit, _) in enumerate(RESOLUTIONS)}
 RES_NS = dict(RESOLUTIONS)

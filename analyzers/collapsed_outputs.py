@@ -31,10 +31,10 @@ from __future__ import annotations
 import numpy as np
 
 from tracelab.analyzers._dynamics import finite_stat, fmt, tail
-from tracelab.findings import WARNING, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
-from tracelab.schema import ACTIVATION, ACTIVATIONS
+from tracelab.core.findings import WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import ACTIVATION, ACTIVATIONS
 
 
 @rule(name="collapsed-outputs", code="TL207", requires=(ACTIVATIONS,))

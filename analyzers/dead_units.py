@@ -27,10 +27,10 @@ False positives
 from __future__ import annotations
 
 from tracelab.analyzers._dynamics import finite_stat, fmt, sustained
-from tracelab.findings import ERROR, WARNING, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
-from tracelab.schema import ACTIVATION, ACTIVATIONS, MODEL
+from tracelab.core.findings import ERROR, WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import ACTIVATION, ACTIVATIONS, MODEL
 
 RELU_TYPES = ("ReLU", "ReLU6")
 

@@ -33,10 +33,10 @@ from __future__ import annotations
 import numpy as np
 
 from tracelab.analyzers._dynamics import layer_of, name_list, param_info, subject_of
-from tracelab.findings import INFO, WARNING, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
-from tracelab.schema import GRAD, UPDATE, WEIGHT, WEIGHTS
+from tracelab.core.findings import INFO, WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import GRAD, UPDATE, WEIGHT, WEIGHTS
 
 _STATS = ("norm", "mean", "min", "max")
 

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import math
 
-from tracelab.findings import INFO, WARNING, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
-from tracelab.schema import ENVIRONMENT, MODEL
+from tracelab.core.findings import INFO, WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import ENVIRONMENT, MODEL
 
 
 @rule(name="gpu-unused", code="TL402", requires=(ENVIRONMENT, MODEL))

@@ -37,10 +37,10 @@ import pandas as pd
 
 from tracelab.analyzers._inputs import (Side, check_pair, feature_rows, fmt, profile,
                                         samples_of, time_changes)
-from tracelab.findings import ERROR, INFO, WARNING, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
-from tracelab.schema import INPUTS_REQ, TRAIN
+from tracelab.core.findings import ERROR, INFO, WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import INPUTS_REQ, TRAIN
 
 _FIX = {
     "resolution": "Find the step that truncates this timestamp ({where}): .dt.floor('D'), "

@@ -30,10 +30,10 @@ from __future__ import annotations
 import numpy as np
 
 from tracelab.analyzers._inputs import fmt
-from tracelab.findings import WARNING, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
-from tracelab.schema import DATA_TIME, DATA_TIMING, STEP_TIME
+from tracelab.core.findings import WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import DATA_TIME, DATA_TIMING, STEP_TIME
 
 
 @rule(name="input-pipeline-bound", code="TL403", requires=(DATA_TIMING,))

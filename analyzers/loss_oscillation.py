@@ -36,10 +36,10 @@ import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._dynamics import finite, fmt, initial, update_ratios
-from tracelab.findings import WARNING, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
-from tracelab.schema import LOSS
+from tracelab.core.findings import WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import LOSS
 
 
 @rule(name="loss-oscillation", code="TL101", requires=(LOSS,))

@@ -35,11 +35,11 @@ import numpy as np
 from tracelab.analyzers._dynamics import (edge_len, finite, finite_stat, fmt, matrix_params,
                                           name_list, update_ratios)
 from tracelab.analyzers.dead_units import RELU_TYPES
-from tracelab.findings import ERROR, WARNING, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
-from tracelab.schema import (ACTIVATION, ACTIVATIONS, GRAD, GRADS, LOSS, UPDATE, WEIGHT,
-                             WEIGHTS)
+from tracelab.core.findings import ERROR, WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import (ACTIVATION, ACTIVATIONS, GRAD, GRADS, LOSS, UPDATE, WEIGHT,
+                                  WEIGHTS)
 
 
 @rule(name="loss-plateau", code="TL103", requires=(LOSS,))

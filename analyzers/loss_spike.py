@@ -39,10 +39,10 @@ import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._dynamics import MAD_TO_STD, finite, fmt, initial, rolling_previous
-from tracelab.findings import WARNING, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
-from tracelab.schema import GRAD, LOSS, LR_PREFIX, TRAIN
+from tracelab.core.findings import WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import GRAD, LOSS, LR_PREFIX, TRAIN
 
 
 @rule(name="loss-spike", code="TL102", requires=(LOSS,))

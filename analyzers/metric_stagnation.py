@@ -32,10 +32,10 @@ import re
 import numpy as np
 
 from tracelab.analyzers._dynamics import finite, fmt, param_shapes
-from tracelab.findings import ERROR, WARNING, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
-from tracelab.schema import EVAL, LOSS_NAME, TRAIN
+from tracelab.core.findings import ERROR, WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import EVAL, LOSS_NAME, TRAIN
 
 _CLASS_KEYS = ("num_classes", "n_classes", "classes", "num_labels", "n_labels", "n_class",
                "nclasses", "num_class")

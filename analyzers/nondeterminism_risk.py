@@ -36,10 +36,10 @@ from __future__ import annotations
 import numpy as np
 
 from tracelab.analyzers._inputs import fmt
-from tracelab.findings import INFO, WARNING, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
-from tracelab.schema import ENVIRONMENT
+from tracelab.core.findings import INFO, WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import ENVIRONMENT
 
 
 @rule(name="nondeterminism-risk", code="TL401", requires=(ENVIRONMENT,))

@@ -32,10 +32,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracelab.findings import ERROR, INFO, WARNING, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
-from tracelab.schema import ACTIVATION, GRAD, LOSS_NAME, TRAIN, WEIGHT
+from tracelab.core.findings import ERROR, INFO, WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import ACTIVATION, GRAD, LOSS_NAME, TRAIN, WEIGHT
 
 _FIX = {
     "input": "Clean the data pipeline: drop or impute NaN/Inf values before batching.",

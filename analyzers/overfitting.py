@@ -32,10 +32,10 @@ from __future__ import annotations
 import numpy as np
 
 from tracelab.analyzers._dynamics import MAD_TO_STD, eval_split, finite, fmt
-from tracelab.findings import WARNING, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
-from tracelab.schema import EVAL, LOSS, LOSS_NAME
+from tracelab.core.findings import WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import EVAL, LOSS, LOSS_NAME
 
 
 @rule(name="overfitting", code="TL105", requires=(LOSS, EVAL))

@@ -42,10 +42,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracelab.findings import ERROR, WARNING, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
-from tracelab.schema import GRAD, LOSS, LOSS_NAME, TRAIN
+from tracelab.core.findings import ERROR, WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import GRAD, LOSS, LOSS_NAME, TRAIN
 
 
 def _by_rank(rows: pd.DataFrame, value: str) -> pd.DataFrame:

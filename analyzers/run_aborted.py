@@ -23,9 +23,9 @@ False positives
 """
 from __future__ import annotations
 
-from tracelab.findings import ERROR, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
+from tracelab.core.findings import ERROR, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
 
 
 @rule(name="run-aborted", code="TL107")

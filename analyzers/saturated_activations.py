@@ -24,10 +24,10 @@ False positives
 from __future__ import annotations
 
 from tracelab.analyzers._dynamics import finite_stat, fmt, sustained
-from tracelab.findings import WARNING, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
-from tracelab.schema import ACTIVATION, ACTIVATIONS
+from tracelab.core.findings import WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import ACTIVATION, ACTIVATIONS
 
 
 @rule(name="saturated-activations", code="TL204", requires=(ACTIVATIONS,))

@@ -38,10 +38,10 @@ from scipy import stats
 
 from tracelab.analyzers._inputs import (Profile, feature_rows, fmt, profile, range_label,
                                         samples_of, stats_text)
-from tracelab.findings import ERROR, WARNING, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
-from tracelab.schema import INPUTS_REQ, TRAIN
+from tracelab.core.findings import ERROR, WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import INPUTS_REQ, TRAIN
 
 
 @rule(name="train-val-mismatch", code="TL301", requires=(INPUTS_REQ,))

@@ -40,10 +40,10 @@ import numpy as np
 
 from tracelab.analyzers._inputs import (Profile, dtype_kind, feature_rows, fmt, profile,
                                         stats_text)
-from tracelab.findings import WARNING, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
-from tracelab.schema import INPUTS_REQ, TRAIN
+from tracelab.core.findings import WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import INPUTS_REQ, TRAIN
 
 _STANDARDIZE = ("Standardize each feature with statistics fitted on the training split "
                 "(StandardScaler, or (x - mean) / std) and apply the same transform to every "

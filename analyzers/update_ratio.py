@@ -30,10 +30,10 @@ from __future__ import annotations
 import numpy as np
 
 from tracelab.analyzers._dynamics import fmt, matrix_params, name_list, subject_of
-from tracelab.findings import WARNING, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
-from tracelab.schema import UPDATE, UPDATES, WEIGHT, WEIGHTS
+from tracelab.core.findings import WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import UPDATE, UPDATES, WEIGHT, WEIGHTS
 
 
 @rule(name="update-ratio", code="TL206", requires=(UPDATES, WEIGHTS))

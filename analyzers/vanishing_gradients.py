@@ -36,10 +36,10 @@ from __future__ import annotations
 import numpy as np
 
 from tracelab.analyzers._dynamics import fmt, matrix_params, name_list, subject_of
-from tracelab.findings import WARNING, Finding
-from tracelab.rules import rule
-from tracelab.run import Run
-from tracelab.schema import GRAD, GRADS
+from tracelab.core.findings import WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import GRAD, GRADS
 
 
 @rule(name="vanishing-gradients", code="TL201", requires=(GRADS,))

@@ -39,7 +39,7 @@ _MEASURE = r"""
 import json, resource, sys, time
 t0 = time.perf_counter()
 import tracelab
-from tracelab.run import open_run
+from tracelab.core.run import open_run
 t1 = time.perf_counter()
 mode, path = sys.argv[1], sys.argv[2]
 if mode == "read":
@@ -60,8 +60,8 @@ print(json.dumps(result))
 
 def generate(path: Path, steps: int, seed: int = 0) -> int:
     """Write a healthy-looking run of `steps` steps; returns the number of tensor rows."""
-    from tracelab.schema import ACTIVATION, GRAD, INPUTS, SCALARS, TENSORS, UPDATE, WEIGHT
-    from tracelab.writer import RunWriter
+    from tracelab.core.schema import ACTIVATION, GRAD, INPUTS, SCALARS, TENSORS, UPDATE, WEIGHT
+    from tracelab.core.writer import RunWriter
 
     rng = np.random.default_rng(seed)
     names = [f"blocks.{i // 2}.{'weight' if i % 2 == 0 else 'bias'}" for i in range(PARAMS)]

@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tracelab.schema import ARROW_SCHEMAS, SCALARS, SCHEMA_VERSION, TENSORS
+from tracelab.core.schema import ARROW_SCHEMAS, SCALARS, SCHEMA_VERSION, TENSORS
 
 STEPS, EVERY_TENSOR, EVERY_VAL = 2000, 4, 100
 PARAMS = [("fc1.weight", 4096), ("fc1.bias", 64), ("fc2.weight", 640), ("fc2.bias", 10)]

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 import tracelab
-from tracelab.findings import Severity
+from tracelab.core.findings import Severity
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ BUDGET = 1_500_000
 
 
 def build_run(layers: int, steps: int, seed: int = 0):
-    from tracelab.run import Run
+    from tracelab.core.run import Run
     rng = np.random.default_rng(seed)
     s = np.arange(steps)
     loss = 2.3 * np.exp(-s / (steps / 4)) + 0.1 + 0.05 * rng.random(steps)

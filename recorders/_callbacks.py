@@ -11,7 +11,7 @@ import time
 import warnings
 from typing import Any, Callable, Mapping
 
-from tracelab.schema import LOSS_NAME, TRAIN
+from tracelab.core.schema import LOSS_NAME, TRAIN
 
 # Metric-name prefixes that say which split a framework metric belongs to.
 SPLIT_PREFIXES = {

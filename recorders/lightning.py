@@ -29,7 +29,7 @@ import torch
 
 from tracelab.recorders._callbacks import Guard, guarded, loss_value, metrics_for
 from tracelab.recorders.torch_recorder import Recorder
-from tracelab.schema import TRAIN
+from tracelab.core.schema import TRAIN
 
 
 def first_tensor(batch: Any) -> Any:

@@ -19,7 +19,7 @@ import torch
 from tracelab.recorders import compiled
 from tracelab.recorders.stats import RAW, finish, raw_stats
 from tracelab.recorders.transfer import dense_equivalent
-from tracelab.schema import GRAD, TENSORS, UPDATE, WEIGHT
+from tracelab.core.schema import GRAD, TENSORS, UPDATE, WEIGHT
 
 _KERNEL_DTYPES = {torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64)}
 

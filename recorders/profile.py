@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from tracelab.recorders import compiled
-from tracelab.schema import N_UNIQUE_CAP, RESOLUTIONS, unique_stride
+from tracelab.core.schema import N_UNIQUE_CAP, RESOLUTIONS, unique_stride
 
 SAMPLES_PER_BATCH = 64
 # Columns of the packed per-feature tensor profile.

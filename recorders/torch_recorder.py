@@ -36,9 +36,9 @@ from tracelab.recorders.profile import (PACKED, Reservoir, array_profile, dtype_
 from tracelab.recorders.parameters import ParameterStats
 from tracelab.recorders.stats import RAW, finish
 from tracelab.recorders.transfer import HostCopies, Packed
-from tracelab.schema import (ACTIVATION, DATA_TIME, INPUTS, LOSS_NAME, LR_PREFIX, SCALARS,
-                             STEP_TIME, TENSORS, TRAIN)
-from tracelab.writer import RunWriter
+from tracelab.core.schema import (ACTIVATION, DATA_TIME, INPUTS, LOSS_NAME, LR_PREFIX, SCALARS,
+                                  STEP_TIME, TENSORS, TRAIN)
+from tracelab.core.writer import RunWriter
 
 Number = (int, float)
 

@@ -5,15 +5,19 @@
     finding_plots.py  one plot per finding, keyed by rule name
     html.py           the HTML report and the demo's index page (Jinja2, autoescaped)
     markdown.py       the ticket summary with its key plots as PNG files
+    text.py           the diagnosis as text for a terminal
+    diff_report.py    `tracelab diff` as text and as one HTML page
+    batch_index.py    the sortable index page of `tracelab batch`
+
+The HTML and Markdown writers are imported on first use: they bring matplotlib and Jinja2,
+which a command that writes neither should not pay for.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from tracelab.findings import Diagnosis
-from tracelab.reports.html import write_html, write_index
-from tracelab.reports.markdown import write_markdown
+from tracelab.core.findings import Diagnosis
 
 __all__ = ["write_html", "write_markdown", "write_json", "json_text", "write_index"]
 
@@ -27,3 +31,15 @@ def write_json(diagnosis: Diagnosis, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json_text(diagnosis), encoding="utf-8")
     return path
+
+
+_LAZY = {"write_html": "tracelab.reports.html", "write_index": "tracelab.reports.html",
+         "write_markdown": "tracelab.reports.markdown"}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tracelab.reports' has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(module), name)

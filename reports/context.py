@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 
 from tracelab._version import __version__
-from tracelab.findings import Diagnosis, Finding, Severity
+from tracelab.core.findings import Diagnosis, Finding, Severity
 from tracelab.reports import fmt
 from tracelab.reports.finding_plots import FINDING_PLOTS, finding_figure, mentioned
 from tracelab.reports.overview import OVERVIEW
 from tracelab.reports.plots import style, to_uri, unique
-from tracelab.schema import ACTIVATION, GRAD, REQUIREMENTS, STEP_TIME, UPDATE, WEIGHT
+from tracelab.core.schema import ACTIVATION, GRAD, REQUIREMENTS, STEP_TIME, UPDATE, WEIGHT
 
 SEVERITY_LABELS = {"error": "Error", "warning": "Warning", "info": "Info", None: "OK"}
 MAX_FEATURES = 40
@@ -182,8 +182,7 @@ def findings_context(d: Diagnosis, *, plots: bool = True) -> list[dict[str, Any]
 
 
 def finding_context(d: Diagnosis, f: Finding, index: int, *, plots: bool = True) -> dict[str, Any]:
-    from tracelab.engine import find_rule
-    spec = find_rule(f.rule)
+    spec = d.rules.get(f.rule)
     doc = fmt.parse_doc(spec.doc) if spec else {"summary": "", "sections": []}
     plot_fn = FINDING_PLOTS.get(f.rule, "generic")
     plot = {"function": getattr(plot_fn, "__name__", str(plot_fn)) if plot_fn else None,

@@ -9,7 +9,7 @@ import jinja2
 import numpy as np
 
 from tracelab._version import __version__
-from tracelab.diff import RANK_LABEL
+from tracelab.core.comparison import RANK_LABEL
 
 MAX_POINTS = 2000
 

@@ -12,13 +12,13 @@ from typing import Optional
 import pandas as pd
 from matplotlib.figure import Figure
 
-from tracelab.findings import Diagnosis, Finding
+from tracelab.core.findings import Diagnosis, Finding
 from tracelab.reports import plots_inputs as inputs
 from tracelab.reports import plots_layers as layers
 from tracelab.reports import plots_training as training
 from tracelab.reports.plots import log_if_wide, shade
 from tracelab.reports.pointers import PlotFn, canvas, layer_lines, mentioned
-from tracelab.schema import ACTIVATION, GRAD, UPDATE, WEIGHT
+from tracelab.core.schema import ACTIVATION, GRAD, UPDATE, WEIGHT
 
 __all__ = ["FINDING_PLOTS", "finding_figure", "generic", "mentioned"]
 

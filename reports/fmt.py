@@ -6,7 +6,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from tracelab.rules import DOC_SECTIONS
+from tracelab.core.rules import DOC_SECTIONS
 
 MAX_ITEMS = 12
 

@@ -7,7 +7,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from tracelab.findings import Diagnosis, Severity
+from tracelab.core.findings import Diagnosis, Severity
 from tracelab.reports.context import SEVERITY_LABELS, build_context
 
 TEMPLATES = Path(__file__).parent / "templates"

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-from tracelab.findings import Diagnosis
+from tracelab.core.findings import Diagnosis
 from tracelab.reports.context import build_context
 from tracelab.reports.finding_plots import finding_figure
 from tracelab.reports.overview import curves_figure

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from tracelab.reports.plots import (LINES_UP_TO, MARK, SPLIT_COLORS, draw_heatmap, draw_series,
                                     figure, finite, heat_height, label, log_if_wide,
                                     outside_legend, unique, update_ratio)
-from tracelab.schema import ACTIVATION, DATA_TIME, GRAD, LOSS_NAME, LR_PREFIX, STEP_TIME, TRAIN
+from tracelab.core.schema import ACTIVATION, DATA_TIME, GRAD, LOSS_NAME, LR_PREFIX, STEP_TIME, TRAIN
 
 
 def scalar_names(run) -> list[str]:

@@ -22,7 +22,7 @@ from matplotlib.colors import LinearSegmentedColormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from tracelab.schema import UPDATE, WEIGHT
+from tracelab.core.schema import UPDATE, WEIGHT
 
 MAX_POINTS = 600       # points per line; longer series become a min/max envelope
 MAX_COLUMNS = 300      # heatmap columns (step bins)

@@ -7,11 +7,11 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from tracelab.findings import Diagnosis, Finding
+from tracelab.core.findings import Diagnosis, Finding
 from tracelab.reports.plots import (FINDING_WIDTH, MARK, SPLIT_COLORS, draw_series, finite,
                                     label, shade)
 from tracelab.reports.pointers import canvas, features, mentioned
-from tracelab.schema import TRAIN
+from tracelab.core.schema import TRAIN
 
 
 

@@ -6,12 +6,12 @@ from typing import Optional
 import numpy as np
 from matplotlib.figure import Figure
 
-from tracelab.findings import Diagnosis, Finding
+from tracelab.core.findings import Diagnosis, Finding
 from tracelab.reports.plots import (LINES_UP_TO, MARK, draw_heatmap, draw_series, finite,
                                     heat_height, label, log_if_wide, set_log, shade,
                                     update_ratio)
 from tracelab.reports.pointers import PlotFn, canvas, evidence_number, layer_lines, mentioned
-from tracelab.schema import ACTIVATION, GRAD, WEIGHT
+from tracelab.core.schema import ACTIVATION, GRAD, WEIGHT
 
 
 

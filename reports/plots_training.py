@@ -7,12 +7,12 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from tracelab.findings import Diagnosis, Finding
+from tracelab.core.findings import Diagnosis, Finding
 from tracelab.reports.overview import timing_figure
 from tracelab.reports.plots import MARK, draw_series, finite, label, shade, unique
 from tracelab.reports.pointers import (canvas, curve, evidence_number, mentioned, nonfinite_rug,
                                        subject_scalar, total_norm, window)
-from tracelab.schema import GRAD, LOSS_NAME, LR_PREFIX, TRAIN, WEIGHT
+from tracelab.core.schema import GRAD, LOSS_NAME, LR_PREFIX, TRAIN, WEIGHT
 
 
 

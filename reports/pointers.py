@@ -13,10 +13,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.transforms import blended_transform_factory
 
-from tracelab.findings import Diagnosis, Finding
+from tracelab.core.findings import Diagnosis, Finding
 from tracelab.reports.plots import (FINDING_WIDTH, MARK, MARKED, SPLIT_COLORS, draw_series,
                                     figure, log_if_wide, outside_legend, unique)
-from tracelab.schema import LOSS_NAME
+from tracelab.core.schema import LOSS_NAME
 
 PlotFn = Callable[[Diagnosis, Finding], Optional[Figure]]
 

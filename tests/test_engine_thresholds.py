@@ -4,9 +4,9 @@ import pandas as pd
 import pytest
 
 import tracelab
-from tracelab.config import Config
-from tracelab.errors import ConfigError
-from tracelab.run import Run
+from tracelab.core.config import Config
+from tracelab.core.errors import ConfigError
+from tracelab.core.run import Run
 
 
 def _run():

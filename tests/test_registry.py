@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from tracelab.analyzers import RULES
-from tracelab.rules import DOC_SECTIONS
-from tracelab.run import Run
-from tracelab.schema import REQUIREMENTS, Requirement
+from tracelab.core.rules import DOC_SECTIONS
+from tracelab.core.run import Run
+from tracelab.core.schema import REQUIREMENTS, Requirement
 
 SPECS = [r.spec for r in RULES]
 IDS = [s.name for s in SPECS]

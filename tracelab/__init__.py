@@ -1,19 +1,42 @@
-"""tracelab: record a PyTorch training run, analyze its trace, report what went wrong."""
-from tracelab._version import __version__
-from tracelab.config import Config, load_config
-from tracelab.engine import analyze
-from tracelab.errors import ConfigError, RunExistsError, TraceError, TracelabError
-from tracelab.findings import Diagnosis, Finding, Severity
-from tracelab.run import Run, open_run
+"""tracelab: record a PyTorch training run, analyze its trace, report what went wrong.
 
-__all__ = ["__version__", "analyze", "open_run", "Run", "Finding", "Diagnosis", "Severity",
-           "Config", "load_config", "Recorder", "TraceError", "TracelabError", "RunExistsError",
-           "ConfigError"]
+The package is layered (docs/architecture.md): `tracelab.core` is the foundation, the stages
+`tracelab.recorders`, `tracelab.analyzers` and `tracelab.reports` stand on it, and
+`tracelab.app` (engine, CLI, batch, diff, demo) sits above them. This module only names the
+public API; each name is imported when first used, so `import tracelab` stays cheap and the
+analysis side imports without torch.
+"""
+from tracelab._version import __version__
+
+# public name -> the module that defines it
+_API = {
+    "analyze": "tracelab.app.engine",
+    "open_run": "tracelab.core.run",
+    "Run": "tracelab.core.run",
+    "Finding": "tracelab.core.findings",
+    "Diagnosis": "tracelab.core.findings",
+    "Severity": "tracelab.core.findings",
+    "Config": "tracelab.core.config",
+    "load_config": "tracelab.core.config",
+    "TracelabError": "tracelab.core.errors",
+    "TraceError": "tracelab.core.errors",
+    "RunExistsError": "tracelab.core.errors",
+    "ConfigError": "tracelab.core.errors",
+    "Recorder": "tracelab.recorders.torch_recorder",  # needs torch
+}
+
+__all__ = ["__version__", *_API]
 
 
 def __getattr__(name: str):
-    # The recorder needs torch; the analysis side must import without it.
-    if name == "Recorder":
-        from tracelab.recorders.torch_recorder import Recorder
-        return Recorder
-    raise AttributeError(f"module 'tracelab' has no attribute {name!r}")
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tracelab' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,3 +1,3 @@
-from tracelab.cli import main
+from tracelab.app.cli import main
 
 raise SystemExit(main())

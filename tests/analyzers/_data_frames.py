@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracelab.schema import RESOLUTIONS
+from tracelab.core.schema import RESOLUTIONS
 
 SAMPLES_PER_BATCH = 64
 RESERVOIR = 2000

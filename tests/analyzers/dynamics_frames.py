@@ -6,7 +6,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from tracelab.run import Run
+from tracelab.core.run import Run
 
 
 def scalar_rows(name: str, values: Sequence[float], *, split: str = "train",

@@ -6,7 +6,7 @@ import pandas as pd
 from tracelab.analyzers.gpu_unused import gpu_unused
 from tracelab.analyzers.input_pipeline_bound import input_pipeline_bound
 from tracelab.analyzers.nondeterminism_risk import nondeterminism_risk
-from tracelab.run import Run
+from tracelab.core.run import Run
 
 SAFE = {"cuda_available": False, "seed_set": True, "seed": 0, "cudnn_benchmark": False,
         "cudnn_deterministic": False, "tf32_matmul": False, "tf32_cudnn": True,

@@ -6,7 +6,7 @@ import pytest
 from _data_frames import input_frames
 
 from tracelab.analyzers.input_collapse import input_collapse
-from tracelab.run import Run
+from tracelab.core.run import Run
 
 RNG = np.random.default_rng(0)
 N = 3000

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from tracelab.analyzers.rank_divergence import rank_divergence
-from tracelab.findings import ERROR, WARNING
-from tracelab.run import Run
+from tracelab.core.findings import ERROR, WARNING
+from tracelab.core.run import Run
 
 STEPS = np.arange(120)
 

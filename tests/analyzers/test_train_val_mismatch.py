@@ -9,7 +9,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
 from tracelab.analyzers.train_val_mismatch import train_val_mismatch
-from tracelab.run import Run
+from tracelab.core.run import Run
 
 
 def _run(train, val, *, epochs=3, samples=True, seed=0, **kw):

@@ -8,7 +8,7 @@ from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine
 from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
 from tracelab.analyzers.unnormalized_inputs import unnormalized_inputs
-from tracelab.run import Run
+from tracelab.core.run import Run
 
 RNG = np.random.default_rng(0)
 CONV = {"model": {"modules": [{"path": "conv", "type": "Conv2d"}]}}

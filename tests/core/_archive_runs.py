@@ -58,7 +58,7 @@ def killed_run(path: Path) -> Path:
     """A writer SIGKILLed mid-run: meta says running, the process is gone, the beat is old."""
     code = textwrap.dedent(f"""
         import os, signal, time
-        from tracelab.writer import RunWriter
+        from tracelab.core.writer import RunWriter
         w = RunWriter({str(path)!r}, {{"config": {{"lr": 0.1}}}}, flush_interval=0.05)
         w.write(("scalars", {{"step": list(range(20)), "split": ["train"] * 20,
                               "name": ["loss"] * 20, "value": [1.0 / (i + 1) for i in range(20)],

@@ -1,7 +1,7 @@
 """A batch worker that dies on one run, like an OOM kill (no torch: workers import it)."""
 import os
 
-from tracelab.batch import analyze_task
+from tracelab.app.batch import analyze_task
 
 
 def die_on_ok2(task):

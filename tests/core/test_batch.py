@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tracelab.batch import run_batch, safe_name
-from tracelab.cli import main
-from tracelab.config import Config
+from tracelab.app.batch import run_batch, safe_name
+from tracelab.app.cli import main
+from tracelab.core.config import Config
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _archive_runs import csv_log, killed_run, tensorboard_log, train_run, tree_state  # noqa
@@ -220,7 +220,7 @@ def test_safe_names_are_unique_and_readable():
 
 def test_a_dying_worker_costs_only_its_own_run(archive, tmp_path):
     from _dying_worker import die_on_ok2
-    from tracelab.batch import plan, process_pool
+    from tracelab.app.batch import plan, process_pool
     quick = {"team-a/ok-2", "broken/corrupt", "broken/no-meta",
              "team-b/lightning_logs/version_0"}
     tasks = [t for t in plan(archive, tmp_path, Config(), reports="none") if t.rel in quick]

@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 import torch
 
-from tracelab.cli import main
-from tracelab.diff import diff_runs
+from tracelab.app.cli import main
+from tracelab.app.diff import diff_runs
 from tracelab.reports.diff_report import diff_text
-from tracelab.engine import all_rules
-from tracelab.run import Run, open_run
+from tracelab.app.engine import all_rules
+from tracelab.core.run import Run, open_run
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _archive_runs import train_run  # noqa: E402

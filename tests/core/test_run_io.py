@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 
 import tracelab
-from tracelab.errors import TraceError
-from tracelab.writer import RunWriter, to_batch
+from tracelab.core.errors import TraceError
+from tracelab.core.writer import RunWriter, to_batch
 
 
 def _scalars(step, value):

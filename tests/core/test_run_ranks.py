@@ -9,10 +9,10 @@ import textwrap
 import pandas as pd
 import pytest
 
-from tracelab.errors import TraceError
-from tracelab.run import Run, open_run
-from tracelab.schema import GRAD, SCALARS, SCHEMA_VERSION, TENSORS
-from tracelab.writer import RunWriter
+from tracelab.core.errors import TraceError
+from tracelab.core.run import Run, open_run
+from tracelab.core.schema import GRAD, SCALARS, SCHEMA_VERSION, TENSORS
+from tracelab.core.writer import RunWriter
 
 
 def _write_rank(path, rank, losses, *, grad_norm=1.0, status=None, start=0):
@@ -97,7 +97,7 @@ def killed(tmp_path_factory):
     dirs = {name: tmp_path_factory.mktemp(name) for name in ("r1_5", "r1_3", "r0_3")}
     code = textwrap.dedent(f"""
         import os
-        from tracelab.writer import RunWriter
+        from tracelab.core.writer import RunWriter
         for path, rank, steps in [({str(dirs["r1_5"])!r}, 1, 5), ({str(dirs["r1_3"])!r}, 1, 3),
                                   ({str(dirs["r0_3"])!r}, 0, 3)]:
             w = RunWriter(path, rank=rank, flush_interval=60)

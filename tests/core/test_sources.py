@@ -3,9 +3,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tracelab.errors import TraceError
-from tracelab.run import Run
-from tracelab.sources import CSV, NATIVE, TENSORBOARD, default_report_path, detect, discover, \
+from tracelab.core.errors import TraceError
+from tracelab.core.run import Run
+from tracelab.app.sources import CSV, NATIVE, TENSORBOARD, default_report_path, detect, discover, \
     open_any
 
 

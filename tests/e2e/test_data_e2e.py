@@ -15,7 +15,7 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.preprocessing import MinMaxScaler, StandardScaler  # noqa: E402
 
 import tracelab  # noqa: E402
-from tracelab.findings import Severity  # noqa: E402
+from tracelab.core.findings import Severity  # noqa: E402
 
 DATA_RULES = {"train-val-mismatch", "input-collapse", "unnormalized-inputs",
               "nondeterminism-risk", "gpu-unused", "input-pipeline-bound"}

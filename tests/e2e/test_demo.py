@@ -2,8 +2,8 @@
 import pytest
 
 import tracelab
-from tracelab.demo import SCENARIOS, run_demo
-from tracelab.findings import Severity
+from tracelab.app.demo import SCENARIOS, run_demo
+from tracelab.core.findings import Severity
 
 
 @pytest.fixture(scope="module")

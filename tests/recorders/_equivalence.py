@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 from tracelab import analyze, open_run
-from tracelab.findings import INFO
+from tracelab.core.findings import INFO
 
 
 def shape(run) -> dict:

@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 
 import tracelab
-from tracelab.cli import main
-from tracelab.errors import TraceError
-from tracelab.recorders.csv_import import import_csv, read_csv_log
-from tracelab.recorders.importing import TagMap
+from tracelab.app.cli import main
+from tracelab.core.errors import TraceError
+from tracelab.recorders.importers.csv import import_csv, read_csv_log
+from tracelab.recorders.importers.common import TagMap
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "core"))
 from _archive_runs import csv_log, tree_state  # noqa: E402

@@ -13,7 +13,7 @@ if not torch.distributed.is_available():
     pytest.skip("this torch build has no torch.distributed", allow_module_level=True)
 
 from tracelab import analyze, open_run  # noqa: E402
-from tracelab.findings import ERROR, WARNING  # noqa: E402
+from tracelab.core.findings import ERROR, WARNING  # noqa: E402
 
 WORKER = Path(__file__).with_name("_ddp_worker.py")
 WORLD = 2

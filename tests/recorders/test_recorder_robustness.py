@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import tracelab
-from tracelab.errors import RunExistsError
+from tracelab.core.errors import RunExistsError
 
 
 def _tiny():

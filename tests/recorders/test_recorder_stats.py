@@ -10,7 +10,7 @@ import tracelab
 from tracelab.recorders.activations import activation_row
 from tracelab.recorders.profile import datetime_resolution, tensor_profile
 from tracelab.recorders.stats import RAW, finish, raw_stats, reference_stats
-from tracelab.schema import UNIQUE_EXACT
+from tracelab.core.schema import UNIQUE_EXACT
 
 STATS = ("numel", "mean", "std", "min", "max", "abs_mean", "norm", "zero_frac", "nan_count",
          "inf_count")
@@ -339,7 +339,7 @@ def test_analyzers_know_how_many_values_n_unique_counted(count):
     # The rules compare distinct counts at the window the recorder counted them on, for tensor
     # and DataFrame inputs alike.
     from tracelab.recorders.profile import array_profile, frame_profile
-    from tracelab.schema import N_UNIQUE_CAP, unique_window
+    from tracelab.core.schema import N_UNIQUE_CAP, unique_window
     values = np.arange(count, dtype=np.float64)  # all distinct
     want = min(float(unique_window(count)), N_UNIQUE_CAP)
     packed, _ = tensor_profile(torch.from_numpy(values).reshape(-1, 1))

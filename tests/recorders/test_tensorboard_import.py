@@ -12,10 +12,10 @@ pytest.importorskip("tensorboard")
 from torch.utils.tensorboard import SummaryWriter  # noqa: E402
 
 import tracelab  # noqa: E402
-from tracelab.cli import main  # noqa: E402
-from tracelab.errors import ConfigError, RunExistsError, TraceError  # noqa: E402
-from tracelab.recorders.importing import TagMap, default_histogram, default_scalar  # noqa: E402
-from tracelab.recorders.tensorboard_import import import_tensorboard, read_tensorboard  # noqa: E402
+from tracelab.app.cli import main  # noqa: E402
+from tracelab.core.errors import ConfigError, RunExistsError, TraceError  # noqa: E402
+from tracelab.recorders.importers.common import TagMap, default_histogram, default_scalar  # noqa: E402
+from tracelab.recorders.importers.tensorboard import import_tensorboard, read_tensorboard  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "core"))
 from _archive_runs import tensorboard_log, tree_state  # noqa: E402

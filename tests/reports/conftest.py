@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from report_data import synthetic_diagnosis
-from tracelab.findings import Diagnosis
+from tracelab.core.findings import Diagnosis
 
 
 @pytest.fixture

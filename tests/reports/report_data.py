@@ -4,8 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracelab.findings import Diagnosis, Finding, RuleError, Skipped
-from tracelab.run import Run
+from tracelab.app.engine import all_rules
+from tracelab.core.findings import Diagnosis, Finding, RuleError, Skipped
+from tracelab.core.run import Run
 
 EVIL = "<script>alert(1)</script>"
 
@@ -156,4 +157,5 @@ def synthetic_diagnosis(run: Run | None = None, **kw) -> Diagnosis:
         skipped=[Skipped("rank-divergence", "TL501", "not recorded: a second rank")],
         errors=[RuleError("loss-spike", "TL102", "ValueError: odd <data> (loss_spike.py:12)")],
         rules_run=["vanishing-gradients", "dead-units", "train-val-mismatch",
-                   "nondeterminism-risk", "metric-stagnation"])
+                   "nondeterminism-risk", "metric-stagnation"],
+        rules={s.name: s for s in all_rules()})

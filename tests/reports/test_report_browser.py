@@ -49,7 +49,7 @@ def demo_report(tmp_path_factory) -> Path:
     """A demo scenario trained for real (a few seconds), analyzed and reported."""
     pytest.importorskip("torch", reason="the demo scenarios train with torch")
     import tracelab
-    from tracelab.demo import SCENARIOS
+    from tracelab.app.demo import SCENARIOS
 
     run_dir = tmp_path_factory.mktemp("demo") / "timestamp_collapse"
     SCENARIOS["timestamp_collapse"].train(run_dir)  # the quickest scenario to train

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from report_data import synthetic_run
-from tracelab.cli import main
-from tracelab.writer import RunWriter
+from tracelab.app.cli import main
+from tracelab.core.writer import RunWriter
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,12 @@ import pytest
 from matplotlib.figure import Figure
 
 from report_data import EVIL, synthetic_diagnosis, synthetic_run
-from tracelab.findings import Diagnosis, Finding
+from tracelab.core.findings import Diagnosis, Finding
 from tracelab.reports import fmt
 from tracelab.reports.context import build_context
 from tracelab.reports.finding_plots import FINDING_PLOTS, finding_figure, generic, mentioned
 from tracelab.reports.plots import binned, envelope, style
-from tracelab.run import Run
+from tracelab.core.run import Run
 
 # The rule names fixed by the project (issue 3 and the rule codes list).
 RULE_NAMES = {
@@ -98,7 +98,7 @@ def test_list_of_records_evidence_becomes_a_table(ctx):
 
 
 def test_rule_explanation_comes_from_the_rule_docstring(ctx):
-    from tracelab.engine import find_rule
+    from tracelab.app.engine import find_rule
     dead = next(f for f in ctx["findings"] if f["rule"] == "dead-units")
     spec = find_rule("dead-units")
     assert spec is not None
@@ -181,7 +181,7 @@ def test_a_plot_that_breaks_costs_the_plot_not_the_report(monkeypatch):
 
 # -- plots keyed by rule -------------------------------------------------------------------------
 def test_every_registered_rule_has_an_explicit_plot_entry():
-    from tracelab.engine import all_rules
+    from tracelab.app.engine import all_rules
     assert set(FINDING_PLOTS) == RULE_NAMES
     assert {s.name for s in all_rules()} <= set(FINDING_PLOTS)
 

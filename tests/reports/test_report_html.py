@@ -8,7 +8,7 @@ import pytest
 
 from report_data import EVIL, synthetic_diagnosis, synthetic_run
 from tracelab import reports
-from tracelab.findings import Diagnosis
+from tracelab.core.findings import Diagnosis
 from tracelab.reports.markdown import cell
 
 

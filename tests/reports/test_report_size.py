@@ -6,7 +6,7 @@ import re
 
 from report_data import synthetic_diagnosis, synthetic_run
 from tracelab import reports
-from tracelab.findings import Diagnosis, Finding
+from tracelab.core.findings import Diagnosis, Finding
 from tracelab.reports.context import build_context
 
 BUDGET = 1_500_000

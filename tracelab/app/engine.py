@@ -5,11 +5,11 @@ import os
 import traceback
 from typing import Any, Iterable, Optional, Sequence
 
-from tracelab.config import Config
-from tracelab.errors import ConfigError, TraceError
-from tracelab.findings import Diagnosis, Finding, RuleError, Skipped
-from tracelab.rules import RuleSpec
-from tracelab.run import Run, open_run
+from tracelab.core.config import Config
+from tracelab.core.errors import ConfigError, TraceError
+from tracelab.core.findings import Diagnosis, Finding, RuleError, Skipped
+from tracelab.core.rules import RuleSpec
+from tracelab.core.run import Run, open_run
 
 
 def all_rules() -> list[RuleSpec]:
@@ -77,7 +77,8 @@ def analyze(run: Run | str | os.PathLike, *, config: Config | None = None,
     skipped: list[Skipped] = []
     errors: list[RuleError] = []
     ran: list[str] = []
-    for spec in all_rules():
+    specs = all_rules()
+    for spec in specs:
         if (wanted is not None and spec.name not in wanted) or spec.name in dropped:
             continue
         kwargs = _thresholds(spec, config)
@@ -98,4 +99,4 @@ def analyze(run: Run | str | os.PathLike, *, config: Config | None = None,
         findings.extend(result)
     findings.sort(key=lambda f: f.sort_key)
     return Diagnosis(run=run, findings=findings, skipped=skipped, errors=errors,
-                     baseline=base, rules_run=ran)
+                     baseline=base, rules_run=ran, rules={s.name: s for s in specs})

@@ -13,133 +13,25 @@ to explain. The comparison lists, most telling first:
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Optional
 
 import numpy as np
 import pandas as pd
 
-from tracelab.config import Config
-from tracelab.errors import TracelabError
-from tracelab.findings import Finding
-from tracelab.run import Run
-from tracelab.schema import (DATA_TIME, GRAD, INPUTS_REQ, LOSS_NAME, SAMPLES_REQ, STEP_TIME,
-                             TRAIN)
+from tracelab.core.comparison import (CAUSE, INCIDENTAL, MISSING, VERSION, Change, FeatureDiff,
+                                      LayerDiff, RunDiff, SeriesDiff, show)
+from tracelab.core.config import Config
+from tracelab.core.errors import TracelabError
+from tracelab.core.findings import Finding
+from tracelab.core.run import Run
+from tracelab.core.schema import (DATA_TIME, GRAD, INPUTS_REQ, LOSS_NAME, SAMPLES_REQ, STEP_TIME,
+                                  TRAIN)
 
-# Ranks of a setup difference: how likely it is to change the numbers a run produces.
-CAUSE, VERSION, INCIDENTAL = 0, 1, 2
+
 _FLAGS = {"tf32_matmul", "tf32_cudnn", "float32_matmul_precision", "cudnn_benchmark",
           "cudnn_deterministic", "deterministic_algorithms", "seed", "seed_set",
           "pythonhashseed"}
 _INCIDENTAL = {"hostname", "platform", "argv"}
-RANK_LABEL = {CAUSE: "cause", VERSION: "version", INCIDENTAL: "incidental"}
-
-
-@dataclass
-class Change:
-    section: str            # config, environment, optimizer, model
-    key: str
-    a: Any
-    b: Any
-    rank: int = CAUSE
-    note: str = ""
-
-    @property
-    def label(self) -> str:
-        return f"{self.section}.{self.key}"
-
-    def text(self) -> str:
-        note = f" ({self.note})" if self.note else ""
-        return f"{self.label}: {_show(self.a)} → {_show(self.b)}{note}"
-
-
-@dataclass
-class SeriesDiff:
-    split: str
-    name: str
-    common_steps: int
-    first_step: Optional[int]        # first common step beyond tolerance
-    a_at: Optional[float]
-    b_at: Optional[float]
-    max_rel_diff: float
-    final_a: Optional[float]
-    final_b: Optional[float]
-
-
-@dataclass
-class LayerDiff:
-    name: str
-    common_steps: int
-    median_ratio: float              # median over common steps of norm_B / norm_A
-    max_ratio: float
-    min_ratio: float
-    first_step: Optional[int]        # first step beyond tolerance
-
-
-@dataclass
-class FeatureDiff:
-    split: str
-    feature: str
-    a: dict[str, Any]
-    b: dict[str, Any]
-    why: list[str]
-
-
-@dataclass
-class RunDiff:
-    a: str
-    b: str
-    rtol: float
-    atol: float
-    changes: list[Change] = field(default_factory=list)
-    series: list[SeriesDiff] = field(default_factory=list)
-    layers: list[LayerDiff] = field(default_factory=list)
-    layers_only: dict[str, list[str]] = field(default_factory=dict)
-    drift: list[Finding] = field(default_factory=list)
-    drift_note: str = ""
-    features: list[FeatureDiff] = field(default_factory=list)
-    only_a: list[Finding] = field(default_factory=list)
-    only_b: list[Finding] = field(default_factory=list)
-    shared_findings: int = 0
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def causes(self) -> list[Change]:
-        """Setup differences that can change results; versions when nothing else differs."""
-        for rank in (CAUSE, VERSION):
-            found = [c for c in self.changes if c.rank == rank]
-            if found:
-                return found
-        return []
-
-    @property
-    def loss(self) -> Optional[SeriesDiff]:
-        return next((s for s in self.series if (s.split, s.name) == (TRAIN, LOSS_NAME)), None)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["causes"] = [c.label for c in self.causes]
-        for key in ("drift", "only_a", "only_b"):
-            d[key] = [f.to_dict() for f in getattr(self, key)]
-        for c in d["changes"]:
-            c["rank"] = RANK_LABEL[c["rank"]]
-        return d
-
-
-def _show(value: Any) -> str:
-    if value is _MISSING:
-        return "(absent)"
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return repr(value) if isinstance(value, str) else str(value)
-
-
-class _Missing:
-    def __repr__(self) -> str:
-        return "(absent)"
-
-
-_MISSING = _Missing()
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -155,7 +47,7 @@ def _compare(section: str, a: Mapping, b: Mapping, rank_of) -> list[Change]:
     fa, fb = _flatten(a or {}), _flatten(b or {})
     changes = []
     for key in list(fa) + [k for k in fb if k not in fa]:
-        va, vb = fa.get(key, _MISSING), fb.get(key, _MISSING)
+        va, vb = fa.get(key, MISSING), fb.get(key, MISSING)
         if not _same(va, vb):
             changes.append(Change(section, key, va, vb, rank_of(key)))
     return changes
@@ -192,7 +84,7 @@ def _merge_tf32(changes: list[Change]) -> list[Change]:
     tf32, precision = found.get("tf32_matmul"), found.get("float32_matmul_precision")
     if tf32 is None or precision is None:
         return changes
-    tf32.note = (f"float32_matmul_precision {_show(precision.a)} → {_show(precision.b)}: "
+    tf32.note = (f"float32_matmul_precision {show(precision.a)} → {show(precision.b)}: "
                  "the same setting")
     return [c for c in changes if c is not precision]
 
@@ -310,7 +202,7 @@ def feature_diffs(a: Run, b: Run, *, shift: float = 0.5) -> list[FeatureDiff]:
 
 
 def _drift(a: Run, b: Run, config: Config) -> tuple[list[Finding], str]:
-    from tracelab.engine import all_rules, analyze
+    from tracelab.app.engine import all_rules, analyze
     data = (INPUTS_REQ, SAMPLES_REQ)
     names = [s.name for s in all_rules()
              if s.uses_baseline and any(r in data for r in s.requires)]
@@ -324,7 +216,7 @@ def _drift(a: Run, b: Run, config: Config) -> tuple[list[Finding], str]:
 
 
 def _findings(run: Run, config: Config) -> Optional[list[Finding]]:
-    from tracelab.engine import analyze
+    from tracelab.app.engine import analyze
     if run.is_empty:
         return None
     return analyze(run, config=config).findings
@@ -361,7 +253,7 @@ def diff_runs(a: Run, b: Run, *, config: Optional[Config] = None, rtol: float = 
 
 
 def open_pair(path_a: str, path_b: str) -> tuple[Run, Run]:
-    from tracelab.sources import open_any
+    from tracelab.app.sources import open_any
     a, b = open_any(path_a), open_any(path_b)
     if a.path is not None and b.path is not None and a.path.resolve() == b.path.resolve():
         raise TracelabError(f"{path_a}: both arguments name the same run")

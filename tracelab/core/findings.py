@@ -3,7 +3,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
+
+if TYPE_CHECKING:
+    from tracelab.core.rules import RuleSpec
 
 
 class Severity(str, Enum):
@@ -90,12 +93,15 @@ class Skipped:
 
 @dataclass
 class Diagnosis:
-    run: Any  # tracelab.run.Run; Any keeps this module free of the reader's imports
+    run: Any  # tracelab.core.run.Run; Any keeps this module free of the reader's imports
     findings: list[Finding]
     skipped: list[Skipped]
     errors: list[RuleError]
     baseline: Any = None
     rules_run: list[str] = field(default_factory=list)
+    # name -> spec of every rule the engine knew: the renderers read each finding's rule
+    # documentation here instead of importing the analyzers.
+    rules: Mapping[str, "RuleSpec"] = field(default_factory=dict)
 
     @property
     def worst(self) -> Optional[Severity]:

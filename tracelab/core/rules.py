@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable
 
-from tracelab.findings import Finding
-from tracelab.schema import Requirement
+from tracelab.core.findings import Finding
+from tracelab.core.schema import Requirement
 
 DOC_SECTIONS = ("What it detects", "Why it matters", "Example", "How to fix", "False positives")
 

@@ -14,9 +14,9 @@ from typing import Any, Optional
 
 import pandas as pd
 
-from tracelab.errors import TraceError
-from tracelab.schema import SCALARS
-from tracelab.recorders.importing import Imported, TagMap, base_meta, pick_granularity
+from tracelab.core.errors import TraceError
+from tracelab.core.schema import SCALARS
+from tracelab.recorders.importers.common import Imported, TagMap, base_meta, pick_granularity
 
 CSV_NAME = "metrics.csv"
 HPARAMS = "hparams.yaml"

@@ -19,9 +19,9 @@ from typing import Any, Mapping, Optional, Sequence
 import pandas as pd
 import pyarrow as pa
 
-from tracelab.errors import ConfigError
-from tracelab.schema import (ACTIVATION, ARROW_SCHEMAS, GRAD, KINDS, LOSS_NAME, LR_PREFIX, TRAIN,
-                             UPDATE, WEIGHT)
+from tracelab.core.errors import ConfigError
+from tracelab.core.schema import (ACTIVATION, ARROW_SCHEMAS, GRAD, KINDS, LOSS_NAME, LR_PREFIX,
+                                  TRAIN, UPDATE, WEIGHT)
 
 SKIP = "skip"
 _SPLITS = {"train": TRAIN, "training": TRAIN, "val": "val", "valid": "val", "validation": "val",
@@ -202,7 +202,7 @@ class Imported:
 
     def as_run(self, path: Path):
         """An in-memory Run, named after the imported log; nothing is written anywhere."""
-        from tracelab.run import Run
+        from tracelab.core.run import Run
         frames = {}
         for table, data in self.tables.items():
             df = data.to_pandas()
@@ -212,7 +212,7 @@ class Imported:
 
     def write(self, run_dir: Path) -> Path:
         """Write as a tracelab run through RunWriter; refuses an existing run."""
-        from tracelab.writer import RunWriter
+        from tracelab.core.writer import RunWriter
         meta = {k: v for k, v in self.meta.items() if k not in ("status", "end_time")}
         writer = RunWriter(run_dir, meta, flush_interval=3600.0)
         for table, data in self.tables.items():
@@ -227,7 +227,7 @@ class Imported:
 def base_meta(fmt: str, path: Path, wall_times: pd.Series, *, name: Optional[str] = None,
               **extra: Any) -> dict[str, Any]:
     from tracelab._version import __version__
-    from tracelab.schema import SCHEMA_VERSION
+    from tracelab.core.schema import SCHEMA_VERSION
     walls = pd.to_numeric(wall_times, errors="coerce").dropna()
     start = float(walls.min()) if len(walls) else None
     end = float(walls.max()) if len(walls) else None

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from tracelab._version import __version__
-from tracelab.errors import TracelabError
-from tracelab.findings import Diagnosis, Severity
+from tracelab.core.errors import TracelabError
+from tracelab.core.findings import Diagnosis, Severity
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 FAIL_ON = ("error", "warning", "info", "never")
@@ -50,31 +50,6 @@ def _add_analyze(sub) -> None:
     p.set_defaults(handler=cmd_analyze)
 
 
-def format_finding(f, prefix: str = "") -> str:
-    steps = f"steps {f.steps[0]}-{f.steps[1]}" if f.steps and f.steps[0] != f.steps[1] else (
-        f"step {f.steps[0]}" if f.steps else "")
-    where = f" {steps}" if steps else ""
-    return f"{prefix}{f.code} {f.severity.value:<7} {f.rule} [{f.subject}]{where}: {f.message}"
-
-
-def print_diagnosis(diagnosis: Diagnosis, out=sys.stdout) -> None:
-    run = diagnosis.run
-    summary = run.summary()
-    first, last = summary["steps"]
-    print(f"{run.path or run.name}: {summary['status']}, steps {first}-{last}", file=out)
-    for f in diagnosis.findings:
-        print(format_finding(f, "  "), file=out)
-    for e in diagnosis.errors:
-        print(f"  {e.code} internal-error {e.rule}: {e.error}", file=out)
-    if diagnosis.skipped:
-        reasons = sorted({s.reason for s in diagnosis.skipped})
-        names = ", ".join(s.rule for s in diagnosis.skipped)
-        n = len(diagnosis.skipped)
-        print(f"  skipped {n} rule{'s' if n != 1 else ''} ({'; '.join(reasons)}): {names}", file=out)
-    for problem in run.problems:
-        print(f"  unreadable, skipped: {problem}", file=out)
-
-
 def exit_code(diagnosis: Diagnosis, fail_on: str) -> int:
     if fail_on == "never":
         return EXIT_OK
@@ -94,10 +69,11 @@ def _write_output(kind: str, target: Path, write: Callable[[], object], hint: st
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from tracelab.config import load_config
-    from tracelab.engine import analyze
+    from tracelab.core.config import load_config
+    from tracelab.app.engine import analyze
     from tracelab import reports
-    from tracelab.sources import default_report_path, open_any
+    from tracelab.app.sources import default_report_path, open_any
+    from tracelab.reports.text import print_diagnosis
 
     config = load_config(args.config)
     run = open_any(args.run)
@@ -153,7 +129,7 @@ def _add_rules(sub) -> None:
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
-    from tracelab.engine import all_rules
+    from tracelab.app.engine import all_rules
     specs = all_rules()
     width = max(len(s.name) for s in specs)
     for spec in sorted(specs, key=lambda s: s.code):
@@ -163,7 +139,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from tracelab.engine import find_rule
+    from tracelab.app.engine import find_rule
     spec = find_rule(args.rule)
     if spec is None:
         raise TracelabError(f"unknown rule '{args.rule}'; `tracelab rules` lists them")
@@ -186,7 +162,7 @@ def _add_demo(sub) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from tracelab.demo import run_demo
+    from tracelab.app.demo import run_demo
     return run_demo(Path(args.dir), only=args.only)
 
 
@@ -214,8 +190,8 @@ def _add_batch(sub) -> None:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from tracelab.batch import run_batch
-    from tracelab.config import load_config
+    from tracelab.app.batch import run_batch
+    from tracelab.core.config import load_config
     if args.jobs is not None and args.jobs < 1:
         raise TracelabError(f"--jobs {args.jobs}: expected a positive number of processes")
     result = run_batch(args.archive, args.out, jobs=args.jobs, scheduler=args.scheduler,
@@ -248,8 +224,8 @@ def _add_diff(sub) -> None:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     import json
-    from tracelab.config import load_config
-    from tracelab.diff import diff_runs, open_pair
+    from tracelab.core.config import load_config
+    from tracelab.app.diff import diff_runs, open_pair
     from tracelab.reports.diff_report import diff_text, write_diff_html
     a, b = open_pair(args.run_a, args.run_b)
     result = diff_runs(a, b, config=load_config(args.config), rtol=args.rtol, atol=args.atol)
@@ -284,13 +260,13 @@ def _add_import(sub) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from tracelab.recorders.importing import TagMap
+    from tracelab.recorders.importers.common import TagMap
     tags = TagMap(scalars=args.map, histograms=getattr(args, "hist_map", []))
     if args.format == "tensorboard":
-        from tracelab.recorders.tensorboard_import import read_tensorboard
+        from tracelab.recorders.importers.tensorboard import read_tensorboard
         imported = read_tensorboard(args.source, tags)
     else:
-        from tracelab.recorders.csv_import import read_csv_log
+        from tracelab.recorders.importers.csv import read_csv_log
         imported = read_csv_log(args.source, tags, step_column=args.step_column)
     run_dir = imported.write(Path(args.run))
     counts = {t: imported.tables[t].num_rows for t in imported.tables}

@@ -23,7 +23,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-from tracelab.errors import ConfigError
+from tracelab.core.errors import ConfigError
 
 
 @dataclass

@@ -22,12 +22,12 @@ import pyarrow as pa
 import pyarrow.ipc
 import pyarrow.parquet as pq
 
-from tracelab.errors import TraceError
-from tracelab.schema import (ACTIVATION, ACTIVATIONS, ARROW_SCHEMAS, DATA_TIME, DATA_TIMING,
-                             ENVIRONMENT, EVAL, GRAD, GRADS, HEARTBEAT_FILE, INPUTS, INPUTS_REQ,
-                             LOSS, LOSS_NAME, META_FILE, MODEL, SAMPLES, SAMPLES_REQ, SCALARS,
-                             SCHEMA_VERSION, TENSORS, TRAIN, UPDATE, UPDATES, WEIGHT, WEIGHTS,
-                             Requirement)
+from tracelab.core.errors import TraceError
+from tracelab.core.schema import (ACTIVATION, ACTIVATIONS, ARROW_SCHEMAS, DATA_TIME, DATA_TIMING,
+                                  ENVIRONMENT, EVAL, GRAD, GRADS, HEARTBEAT_FILE, INPUTS,
+                                  INPUTS_REQ, LOSS, LOSS_NAME, META_FILE, MODEL, SAMPLES,
+                                  SAMPLES_REQ, SCALARS, SCHEMA_VERSION, TENSORS, TRAIN, UPDATE,
+                                  UPDATES, WEIGHT, WEIGHTS, Requirement)
 
 _PART = re.compile(r"^r(\d+)-(.+)\.(parquet|arrows)$")
 _RANK_META = re.compile(r"^meta\.rank(\d+)\.json$")

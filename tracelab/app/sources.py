@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from tracelab.errors import TraceError
-from tracelab.run import Run, open_run
-from tracelab.schema import META_FILE, TABLES
+from tracelab.core.errors import TraceError
+from tracelab.core.run import Run, open_run
+from tracelab.core.schema import META_FILE, TABLES
 
 NATIVE, TENSORBOARD, CSV = "tracelab", "tensorboard", "csv"
 CSV_NAME = "metrics.csv"  # Lightning's CSVLogger
@@ -115,9 +115,9 @@ def open_source(source: Source, tags=None) -> Run:
     if source.format == NATIVE:
         return open_run(source.path)
     if source.format == TENSORBOARD:
-        from tracelab.recorders.tensorboard_import import read_tensorboard
+        from tracelab.recorders.importers.tensorboard import read_tensorboard
         return read_tensorboard(source.path, tags).as_run(source.path)
-    from tracelab.recorders.csv_import import read_csv_log
+    from tracelab.recorders.importers.csv import read_csv_log
     named = source.path.parent if source.path.name == CSV_NAME else source.path
     return read_csv_log(source.path, tags).as_run(named)
 

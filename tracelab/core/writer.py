@@ -30,9 +30,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tracelab._version import __version__
-from tracelab.errors import RunExistsError
-from tracelab.schema import (ARROW_SCHEMAS, HEARTBEAT_FILE, META_FILE, SAMPLES, SCHEMA_VERSION,
-                             TABLES)
+from tracelab.core.errors import RunExistsError
+from tracelab.core.schema import (ARROW_SCHEMAS, HEARTBEAT_FILE, META_FILE, SAMPLES, SCHEMA_VERSION,
+                                  TABLES)
 
 Columns = Mapping[str, Any]
 Rows = Iterable[tuple[str, Columns]]

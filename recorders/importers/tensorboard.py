@@ -29,9 +29,10 @@ from typing import Any, Iterator, Optional
 import numpy as np
 import pandas as pd
 
-from tracelab.errors import TraceError, TracelabError
-from tracelab.schema import SCALARS, TENSORS
-from tracelab.recorders.importing import Imported, ScalarKey, TagMap, base_meta, pick_granularity
+from tracelab.core.errors import TraceError, TracelabError
+from tracelab.core.schema import SCALARS, TENSORS
+from tracelab.recorders.importers.common import (Imported, ScalarKey, TagMap, base_meta,
+                                                 pick_granularity)
 
 EVENTS_MARK = "tfevents"
 _ZERO_EPS = 1e-9

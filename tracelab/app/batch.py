@@ -29,13 +29,14 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from tracelab._version import __version__
-from tracelab.config import Config
-from tracelab.errors import ConfigError, TraceError, TracelabError
-from tracelab.sources import Source, data_files, discover, open_source
+from tracelab.app import executors
+from tracelab.core.batch_schema import UNREADABLE, finding_row, run_row
+from tracelab.core.config import Config
+from tracelab.core.errors import ConfigError, TraceError, TracelabError
+from tracelab.app.sources import Source, data_files, discover, open_source
 
 RESULT_FILE = "result.json"
 REPORT_FILE = "report.html"
-UNREADABLE = "unreadable"
 REPORTS = ("all", "findings", "none")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -78,7 +79,7 @@ def safe_name(rel: str) -> str:
 
 
 def config_digest(config: Config, reports: str) -> str:
-    from tracelab.engine import all_rules
+    from tracelab.app.engine import all_rules
     rules = sorted((s.code, s.name, sorted(s.thresholds().items(), key=str))
                    for s in all_rules())
     payload = {"version": __version__, "select": config.select, "ignore": config.ignore,
@@ -126,20 +127,13 @@ def _status_detail(status: dict[str, Any]) -> Optional[str]:
 
 
 def _row(task: Task, detail: Optional[str] = None) -> dict[str, Any]:
-    return {
-        "run": task.rel, "name": task.name, "format": task.source.format,
-        "path": str(task.source.path), "status": UNREADABLE, "detail": detail,
-        "first_step": None, "last_step": None, "worst": None, "n_error": 0, "n_warning": 0,
-        "n_info": 0, "n_rule_errors": 0, "n_skipped": 0, "rule_counts": {}, "recorded": [],
-        "problems": [], "report": None, "start_time": None, "end_time": None,
-        "analysis_s": None, "tracelab_version": __version__, "analyzed_at": time.time(),
-        "cache_key": task.key,
-    }
+    return run_row(run=task.rel, name=task.name, format=task.source.format,
+                   path=str(task.source.path), cache_key=task.key, detail=detail)
 
 
 def analyze_task(task: Task) -> dict[str, Any]:
     """Analyze one run; never raises for a bad run (only for a bad configuration)."""
-    from tracelab.engine import analyze
+    from tracelab.app.engine import analyze
     started = time.perf_counter()
     row = _row(task)
     findings: list[dict[str, Any]] = []
@@ -182,12 +176,7 @@ def _fill(row: dict[str, Any], findings: list, diagnosis, task: Task) -> None:
     per_rule: dict[str, int] = {}
     for f in diagnosis.findings:
         per_rule[f.code] = per_rule.get(f.code, 0) + 1
-        first, last = f.steps or (None, None)
-        findings.append({"run": task.rel, "name": task.name, "rule": f.rule, "code": f.code,
-                         "severity": f.severity.value, "subject": f.subject,
-                         "first_step": first, "last_step": last, "message": f.message,
-                         "fix": f.fix, "evidence": json.dumps(dict(f.evidence), default=str,
-                                                              sort_keys=True)})
+        findings.append(finding_row(task.rel, task.name, f))
     row["rule_counts"] = per_rule
     if diagnosis.errors:
         broke = "; ".join(f"{e.rule} broke ({e.error})" for e in diagnosis.errors)
@@ -218,119 +207,17 @@ def _close_figures() -> None:
         plt.close("all")
 
 
-# -- executors ------------------------------------------------------------------------------
-Executor = Callable[[list[Task], Callable[[Task, dict], None]], None]
-_IN_FLIGHT_PER_WORKER = 2
-
-
+# -- where tasks run ------------------------------------------------------------------------
 def _failed(task: Task, why: str) -> dict[str, Any]:
     return {"key": task.key, "cacheable": False, "findings": [], "run": _row(task, why)}
 
 
-def run_inline(tasks: list[Task], done: Callable[[Task, dict], None]) -> None:
-    for task in tasks:
-        done(task, analyze_task(task))
-
-
-def _one_thread() -> None:
-    # The pool already uses every core; Arrow's own thread pool would only contend with it.
-    import pyarrow
-    pyarrow.set_cpu_count(1)
-
-
 def process_pool(jobs: int, worker: Optional[Callable[[Task], dict]] = None, *,
-                 reports: bool = True) -> Executor:
+                 reports: bool = True) -> executors.Executor:
     """A local pool of `jobs` processes running `worker` (default: analyze_task)."""
-    worker = worker or analyze_task
-    preload = ["tracelab.batch", "tracelab.engine", "tracelab.analyzers"] + (
-        ["tracelab.reports"] if reports else [])
-
-    def execute(tasks: list[Task], done: Callable[[Task, dict], None]) -> None:
-        import multiprocessing as mp
-        from collections import deque
-        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-        from concurrent.futures.process import BrokenProcessPool
-        ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods()
-                             else "spawn")
-        if ctx.get_start_method() == "forkserver":
-            # Workers fork from a server that imported these once: a new worker is cheap.
-            ctx.set_forkserver_preload(preload)
-        # A dead worker (a crash, the OOM killer) breaks the whole pool. The tasks it held
-        # become suspects and run again one at a time in a fresh pool: one that breaks it
-        # alone is reported, and the innocent ones get their results.
-        queue, suspects = deque(tasks), deque()
-        while queue or suspects:
-            pool = ProcessPoolExecutor(jobs, mp_context=ctx, max_tasks_per_child=200,
-                                       initializer=_one_thread)
-            running: dict = {}
-            try:
-                while queue or suspects or running:
-                    if suspects and not running:
-                        task = suspects.popleft()
-                        running[pool.submit(worker, task)] = (task, True)
-                    while queue and not suspects and len(running) < jobs * _IN_FLIGHT_PER_WORKER:
-                        task = queue.popleft()
-                        running[pool.submit(worker, task)] = (task, False)
-                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                    if any(isinstance(f.exception(), BrokenProcessPool) for f in finished):
-                        wait(running)
-                        for future, (task, alone) in running.items():
-                            if not isinstance(future.exception(), BrokenProcessPool):
-                                done(task, future.result())
-                            elif alone:
-                                done(task, _failed(task, "the analysis process died (a crash "
-                                                         "or out of memory)"))
-                            else:
-                                suspects.append(task)
-                        break
-                    for future in finished:
-                        task, _ = running.pop(future)
-                        done(task, future.result())
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
-    return execute
-
-
-def dask_cluster(address: str) -> Executor:
-    def execute(tasks: list[Task], done: Callable[[Task, dict], None]) -> None:
-        try:
-            from distributed import Client, as_completed
-        except ImportError:
-            raise ConfigError("--scheduler needs dask.distributed: pip install "
-                              "'tracelab[dask]'") from None
-        try:
-            client = Client(address, timeout="20s")
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise ConfigError(f"--scheduler {address}: cannot connect ({exc})") from None
-        try:
-            window = max(2, sum(client.nthreads().values())) * _IN_FLIGHT_PER_WORKER
-            pending = iter(tasks)
-            futures = as_completed()
-            owner = {}
-            for task in pending:
-                future = client.submit(analyze_task, task, pure=False)
-                owner[future.key] = task
-                futures.add(future)
-                if futures.count() >= window:
-                    break
-            for future in futures:
-                task = owner.pop(future.key)
-                try:
-                    done(task, future.result())
-                except ConfigError:
-                    raise
-                except Exception as exc:  # a lost worker, KilledWorker, a broken environment
-                    done(task, _failed(task, f"the analysis failed on the cluster "
-                                             f"({type(exc).__name__}: {exc})"))
-                future.release()
-                nxt = next(pending, None)
-                if nxt is not None:
-                    new = client.submit(analyze_task, nxt, pure=False)
-                    owner[new.key] = nxt
-                    futures.add(new)
-        finally:
-            client.close()
-    return execute
+    preload = ["tracelab.app.batch", "tracelab.app.engine", "tracelab.analyzers"] + (
+        ["tracelab.reports.html"] if reports else [])
+    return executors.process_pool(jobs, worker or analyze_task, _failed, preload=preload)
 
 
 # -- the batch ------------------------------------------------------------------------------
@@ -356,7 +243,7 @@ def run_batch(archive: str | os.PathLike, out: str | os.PathLike = "tracelab-bat
               progress: bool = True) -> BatchResult:
     """Analyze every run under `archive` into `out`; see the module docstring."""
     from tqdm import tqdm
-    from tracelab.reports.batch_index import write_outputs
+    from tracelab.app.batch_outputs import write_outputs
     archive, out = Path(archive).resolve(), Path(out).resolve()
     if reports not in REPORTS:
         raise ConfigError(f"reports={reports!r}: expected one of {', '.join(REPORTS)}")
@@ -393,9 +280,9 @@ def run_batch(archive: str | os.PathLike, out: str | os.PathLike = "tracelab-bat
         bar.update(1)
 
     if scheduler:
-        execute = dask_cluster(scheduler)
+        execute = executors.dask_cluster(scheduler, analyze_task, _failed)
     elif (jobs or os.cpu_count() or 1) <= 1 or len(todo) <= 1:
-        execute = run_inline
+        execute = executors.run_inline(analyze_task)
     else:
         execute = process_pool(min(jobs or os.cpu_count() or 1, len(todo)),
                                reports=reports != "none")
