@@ -14,23 +14,23 @@ which a command that writes neither should not pay for.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from tracelab.core.files import write_atomic
 from tracelab.core.findings import Diagnosis
+from tracelab.core.findings import json_text as strict_json
 
 __all__ = ["write_html", "write_markdown", "write_json", "json_text", "write_index"]
 
 
 def json_text(diagnosis: Diagnosis) -> str:
-    return json.dumps(diagnosis.to_dict(), indent=2, default=str) + "\n"
+    return strict_json(diagnosis.to_dict())
 
 
 def write_json(diagnosis: Diagnosis, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json_text(diagnosis), encoding="utf-8")
-    return path
+    return write_atomic(path, json_text(diagnosis))
 
 
 _LAZY = {"write_html": "tracelab.reports.html", "write_index": "tracelab.reports.html",

@@ -9,10 +9,11 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-import jinja2
 import pyarrow.parquet as pq
 
 from tracelab._version import __version__
+from tracelab.core.files import atomic_path
+from tracelab.reports.templating import environment, page_script
 
 _BATCH_ROWS = 1000
 _SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
@@ -31,17 +32,16 @@ def _index_rows(runs_file: Path, codes: list[str]) -> Iterator[dict[str, Any]]:
 def write_index(out: Path, rules: dict[str, str], counts: dict[str, dict[str, int]], *,
                 archive: str = "") -> Path:
     """OUT/index.html from OUT/runs.parquet; `rules` maps the codes found to rule names."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
-                             autoescape=True, trim_blocks=True, lstrip_blocks=True)
-    template = env.get_template("batch_index.html.j2")
+    template = environment(trim_blocks=True, lstrip_blocks=True).get_template(
+        "batch_index.html.j2")
+    script, script_csp = page_script("batch_index.js")
     target = out / "index.html"
-    tmp = target.with_name(target.name + ".tmp")
     codes = list(rules)
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_path(target) as tmp, open(tmp, "w", encoding="utf-8") as f:
         for chunk in template.generate(
                 rows=_index_rows(out / "runs.parquet", codes), rules=rules, counts=counts,
                 total=sum(counts["status"].values()), archive=archive, version=__version__,
+                script=script, script_csp=script_csp,
                 generated=time.strftime("%Y-%m-%d %H:%M:%S")):
             f.write(chunk)
-    tmp.replace(target)
     return target

@@ -5,10 +5,11 @@ import io
 from pathlib import Path
 from typing import Any, Optional
 
-import jinja2
 import numpy as np
 
 from tracelab._version import __version__
+from tracelab.core.files import write_atomic
+from tracelab.reports.templating import environment
 from tracelab.core.comparison import RANK_LABEL
 
 MAX_POINTS = 2000
@@ -98,8 +99,7 @@ def diff_text(d, *, limit: int = 10) -> str:
 
 
 def render_diff(diff, a, b) -> str:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
-                             autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    env = environment(trim_blocks=True, lstrip_blocks=True)
     loss = diff.loss
     context: dict[str, Any] = {
         "d": diff, "causes": diff.causes,
@@ -114,7 +114,4 @@ def render_diff(diff, a, b) -> str:
 def write_diff_html(diff, a, b, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(render_diff(diff, a, b), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_atomic(path, render_diff(diff, a, b))

@@ -5,15 +5,14 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, Union
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import StrictUndefined
 
+from tracelab.core.files import write_atomic
 from tracelab.core.findings import Diagnosis, Severity
 from tracelab.reports.context import SEVERITY_LABELS, build_context
+from tracelab.reports.templating import environment, page_script
 
-TEMPLATES = Path(__file__).parent / "templates"
-
-_env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                   undefined=StrictUndefined, trim_blocks=False, lstrip_blocks=False,
+_env = environment(undefined=StrictUndefined, trim_blocks=False, lstrip_blocks=False,
                    keep_trailing_newline=True)
 
 
@@ -22,7 +21,9 @@ STATUS_ICONS = {"completed": None, "failed": "error", "killed": "error", "runnin
 
 
 def render_html(context: Mapping[str, Any]) -> str:
-    return _env.get_template("report.html.j2").render(status_icons=STATUS_ICONS, **context)
+    script, script_csp = page_script("report.js")
+    return _env.get_template("report.html.j2").render(status_icons=STATUS_ICONS, script=script,
+                                                      script_csp=script_csp, **context)
 
 
 def write_html(diagnosis: Diagnosis, path: Path) -> Path:
@@ -30,14 +31,8 @@ def write_html(diagnosis: Diagnosis, path: Path) -> Path:
     path = Path(path)
     text = render_html(build_context(diagnosis))
     path.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic(path, text)
+    write_atomic(path, text)
     return path
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 # -- index ----------------------------------------------------------------------------------------
@@ -73,5 +68,5 @@ def write_index(entries: Iterable[Entry], path: Path, *, title: str = "tracelab 
     text = _env.get_template("index.html.j2").render(entries=rows, title=title,
                                                      tracelab_version=__version__)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic(path, text)
+    write_atomic(path, text)
     return path

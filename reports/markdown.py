@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
+from tracelab.core.files import write_atomic
 from tracelab.core.findings import Diagnosis
 from tracelab.reports.context import build_context
 from tracelab.reports.finding_plots import finding_figure
@@ -96,6 +97,5 @@ def write_markdown(diagnosis: Diagnosis, path: Path, *, html_name: Optional[str]
     path.parent.mkdir(parents=True, exist_ok=True)
     ctx = build_context(diagnosis, plots=False)
     plots = key_plots(diagnosis, path)
-    path.write_text(render_markdown(ctx, plots, html_name), encoding="utf-8")
-    return path
+    return write_atomic(path, render_markdown(ctx, plots, html_name))
 

@@ -22,6 +22,8 @@ from matplotlib.colors import LinearSegmentedColormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from tracelab.core.errors import TracelabError
+from tracelab.core.files import atomic_path
 from tracelab.core.schema import UPDATE, WEIGHT
 
 MAX_POINTS = 600       # points per line; longer series become a min/max envelope
@@ -98,9 +100,26 @@ def to_uri(fig: Figure, fmt: str = "svg") -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
+# PNG files tracelab writes carry this in their Software text chunk: a rerun may replace its own
+# plots, never a file of the user's that happens to have the same name.
+PNG_SOFTWARE = "tracelab"
+
+
+def _png_is_ours(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return b"Software\x00" + PNG_SOFTWARE.encode() in f.read(4096)
+    except OSError:
+        return False
+
+
 def to_png(fig: Figure, path: Path) -> Path:
-    with style():
-        fig.savefig(path, format="png", dpi=110, metadata={"Software": None})
+    """Save `fig` as `path`; a file already there that tracelab did not write is refused."""
+    if path.exists() and not _png_is_ours(path):
+        raise TracelabError(f"{path}: a file tracelab did not write is in the way of a plot of the "
+                            "Markdown summary; move it, or write the summary elsewhere")
+    with style(), atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110, metadata={"Software": PNG_SOFTWARE})
     fig.clear()
     return path
 

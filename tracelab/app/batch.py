@@ -30,8 +30,10 @@ from typing import Any, Callable, Optional
 
 from tracelab._version import __version__
 from tracelab.app import executors
+from tracelab.app.batch_outputs import check_output_folder, claim_output_folder
 from tracelab.core.batch_schema import UNREADABLE, finding_row, run_row
 from tracelab.core.config import Config
+from tracelab.core.files import write_atomic
 from tracelab.core.errors import ConfigError, TraceError, TracelabError
 from tracelab.app.sources import Source, data_files, discover, open_source
 
@@ -251,11 +253,12 @@ def run_batch(archive: str | os.PathLike, out: str | os.PathLike = "tracelab-bat
         raise TraceError(f"{archive}: no such directory; expected an archive of runs")
     config = config or Config()
     started = time.perf_counter()
+    check_output_folder(out, archive)
     tasks = plan(archive, out, config, reports=reports, remote=scheduler is not None)
     if not tasks:
         raise TraceError(f"{archive}: no runs found (tracelab runs, TensorBoard logs or "
                          "metrics.csv files)")
-    out.mkdir(parents=True, exist_ok=True)
+    claim_output_folder(out)
     summary = BatchResult(out=out, total=len(tasks))
     todo = []
     for task in tasks:
@@ -272,10 +275,8 @@ def run_batch(archive: str | os.PathLike, out: str | os.PathLike = "tracelab-bat
         folder.mkdir(parents=True, exist_ok=True)
         report = result.pop("report_bytes", None)
         if report is not None:
-            (folder / REPORT_FILE).write_bytes(report)
-        tmp = folder / (RESULT_FILE + ".tmp")
-        tmp.write_text(json.dumps(result, default=str), encoding="utf-8")
-        os.replace(tmp, folder / RESULT_FILE)
+            write_atomic(folder / REPORT_FILE, report)
+        write_atomic(folder / RESULT_FILE, json.dumps(result, default=str))
         summary.analyzed += 1
         bar.update(1)
 

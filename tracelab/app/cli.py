@@ -57,8 +57,13 @@ def exit_code(diagnosis: Diagnosis, fail_on: str) -> int:
     return EXIT_FINDINGS if any(f.severity.rank <= limit for f in diagnosis.findings) else EXIT_OK
 
 
-def _write_output(kind: str, target: Path, write: Callable[[], object], hint: str) -> None:
-    """Run a writer; an unwritable place becomes one line naming it, never a traceback."""
+def _write_output(kind: str, target: Path, write: Callable[[], object], option: str,
+                  sources: Sequence[Optional[str]] = (), hint: str = "") -> None:
+    """Run a writer for `option`; a target that is part of a source's recorded data, or an
+    unwritable place, becomes one line naming it, never a traceback."""
+    from tracelab.app.outputs import refuse_over_sources
+    refuse_over_sources(target, sources, option)
+    hint = hint or f"choose another {option} PATH"
     try:
         write()
     except OSError as exc:
@@ -80,6 +85,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     diagnosis = analyze(run, config=config,
                         baseline=open_any(args.baseline) if args.baseline else None,
                         select=args.select, ignore=args.ignore)
+    sources = (args.run, args.baseline)
     to_stdout = args.json == "-"
     out = sys.stderr if to_stdout else sys.stdout
     print_diagnosis(diagnosis, out)
@@ -87,9 +93,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     html_path = None
     if not args.no_html:
         target = Path(args.html) if args.html else default_report_path(run)
-        hint = ("choose another --html PATH" if args.html else
-                "pass --html PATH to write the report elsewhere, or --no-html")
-        _write_output("report", target, lambda: reports.write_html(diagnosis, target), hint)
+        hint = "" if args.html else "pass --html PATH to write the report elsewhere, or --no-html"
+        _write_output("report", target, lambda: reports.write_html(diagnosis, target), "--html",
+                      sources, hint)
         written.append(("report", target))
         html_path = target
     if args.json:
@@ -98,7 +104,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         else:
             _write_output("JSON", Path(args.json),
                           lambda: reports.write_json(diagnosis, Path(args.json)),
-                          "choose another --json PATH")
+                          "--json", sources)
             written.append(("json", Path(args.json)))
     if args.markdown:
         md = Path(args.markdown)
@@ -106,7 +112,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         html_name = os.path.relpath(html_path, md.resolve().parent) if html_path else None
         _write_output("Markdown", md,
                       lambda: reports.write_markdown(diagnosis, md, html_name=html_name),
-                      "choose another --markdown PATH")
+                      "--markdown", sources)
         written.append(("markdown", md))
     fail_on = args.fail_on or config.fail_on or "error"
     if fail_on not in FAIL_ON:
@@ -223,19 +229,25 @@ def _add_diff(sub) -> None:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    import json
     from tracelab.core.config import load_config
+    from tracelab.core.files import write_atomic
+    from tracelab.core.findings import json_text
     from tracelab.app.diff import diff_runs, open_pair
     from tracelab.reports.diff_report import diff_text, write_diff_html
     a, b = open_pair(args.run_a, args.run_b)
     result = diff_runs(a, b, config=load_config(args.config), rtol=args.rtol, atol=args.atol)
     sys.stdout.write(diff_text(result))
+    sources = (args.run_a, args.run_b)
     if args.html:
-        print(f"html: {write_diff_html(result, a, b, Path(args.html))}")
+        html = Path(args.html)
+        _write_output("comparison", html, lambda: write_diff_html(result, a, b, html),
+                      "--html", sources)
+        print(f"html: {html}")
     if args.json:
-        Path(args.json).write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n",
-                                   encoding="utf-8")
-        print(f"json: {args.json}")
+        target = Path(args.json)
+        _write_output("JSON", target, lambda: write_atomic(target, json_text(result.to_dict())),
+                      "--json", sources)
+        print(f"json: {target}")
     return EXIT_OK
 
 
@@ -260,6 +272,7 @@ def _add_import(sub) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from tracelab.app.outputs import refuse_over_sources
     from tracelab.recorders.importers.common import TagMap
     tags = TagMap(scalars=args.map, histograms=getattr(args, "hist_map", []))
     if args.format == "tensorboard":
@@ -268,7 +281,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     else:
         from tracelab.recorders.importers.csv import read_csv_log
         imported = read_csv_log(args.source, tags, step_column=args.step_column)
-    run_dir = imported.write(Path(args.run))
+    target = Path(args.run)
+    refuse_over_sources(target / "meta.json", (args.source,), "RUN")
+    try:
+        run_dir = imported.write(target)
+    except OSError as exc:
+        raise TracelabError(f"{target}: cannot create the run there "
+                            f"({(exc.strerror or str(exc)).lower()}); choose another RUN "
+                            "directory") from None
     counts = {t: imported.tables[t].num_rows for t in imported.tables}
     print(f"{run_dir}: imported {counts['scalars']} scalar and {counts['tensors']} tensor rows "
           f"from {args.source}; next: tracelab analyze {run_dir}")

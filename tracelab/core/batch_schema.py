@@ -75,22 +75,48 @@ def _ts(value: Any) -> datetime | None:
         return None
 
 
+def _fits(field: pa.Field, value: Any) -> Any:
+    """`value` as the column's type, or None: a row read back from an older or damaged
+    result.json must not stop the whole batch."""
+    if value is None:
+        return None
+    kind = field.type
+    if pa.types.is_string(kind):
+        return value if isinstance(value, str) else str(value)
+    if pa.types.is_boolean(kind):
+        return value if isinstance(value, bool) else None
+    if pa.types.is_integer(kind):
+        number = _number(value)
+        return int(number) if number is not None and abs(number) < 2 ** 63 else None
+    if pa.types.is_floating(kind):
+        return _number(value)
+    return value
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+    return float(value) if ok else None
+
+
 def runs_record(row: dict[str, Any]) -> dict[str, Any]:
     """A run's row as runs.parquet holds it: every column, timestamps, counts and totals."""
-    full = {f.name: row.get(f.name) for f in RUNS_SCHEMA}
-    start, end = row.get("start_time"), row.get("end_time")
-    full["duration_s"] = (end - start) if isinstance(start, (int, float)) and isinstance(
-        end, (int, float)) else None
+    full = {f.name: _fits(f, row.get(f.name)) for f in RUNS_SCHEMA
+            if not pa.types.is_timestamp(f.type)}
+    start, end = _number(row.get("start_time")), _number(row.get("end_time"))
+    full["duration_s"] = (end - start) if start is not None and end is not None else None
     for key in _TIMES:
         full[key] = _ts(row.get(key))
-    full["rule_counts"] = sorted((row.get("rule_counts") or {}).items())
-    full["recorded"] = list(row.get("recorded") or [])
-    full["problems"] = list(row.get("problems") or [])
+    counts = row.get("rule_counts")
+    full["rule_counts"] = sorted((str(k), int(v)) for k, v in counts.items()
+                                 if isinstance(v, int)) if isinstance(counts, dict) else []
+    for key in ("recorded", "problems"):
+        values = row.get(key)
+        full[key] = [str(v) for v in values] if isinstance(values, list) else []
     for key in _COUNTS:
-        full[key] = int(row.get(key) or 0)
+        full[key] = full[key] or 0
     full["n_findings"] = full["n_error"] + full["n_warning"] + full["n_info"]
     return full
 
 
 def findings_record(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: row.get(k) for k in FINDINGS_SCHEMA.names}
+    return {f.name: _fits(f, row.get(f.name)) for f in FINDINGS_SCHEMA}

@@ -1,6 +1,7 @@
 """Finding: what a rule reports. Diagnosis: everything one analysis returns."""
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Mapping, Optional
@@ -58,6 +59,24 @@ class Finding:
         d["severity"] = self.severity.value
         d["steps"] = list(self.steps) if self.steps else None
         return d
+
+
+def json_text(data: Any) -> str:
+    """Strict JSON (RFC 8259): NaN becomes null and an infinity the string "inf" or "-inf",
+    where json.dumps would write bare NaN/Infinity that strict parsers reject."""
+    return json.dumps(_strict(data), indent=2, default=str, allow_nan=False) + "\n"
+
+
+def _strict(value: Any) -> Any:
+    if isinstance(value, float):
+        if value != value:
+            return None
+        return value if abs(value) != float("inf") else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    return value
 
 
 def _plain(value: Any) -> Any:

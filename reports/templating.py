@@ -1,0 +1,51 @@
+"""The Jinja2 environment every HTML page is rendered with, and the page scripts.
+
+- Autoescape is on, and every value is also made visible: control characters (NUL and the
+  like) and the invisible or bidirectional formatting characters (U+202E turns the rest of a
+  line around) are shown as `\\uXXXX` escapes. A run name cannot hide or disguise text.
+- A page's script is a file beside the templates, inlined with its SHA-256 in the page's
+  Content-Security-Policy (`script-src 'sha256-...'`): the browser runs that script and no
+  other, so an injected inline script would not run even if escaping ever failed.
+"""
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader
+from markupsafe import Markup
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+_INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e"
+                        "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]")
+
+
+def visible(text: str) -> str:
+    """`text` with control and invisible formatting characters written as \\uXXXX."""
+    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _finalize(value: Any) -> Any:
+    # Markup is HTML the renderers built themselves (plots, scripts); everything else may
+    # come from a run.
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible(value)
+    return value
+
+
+def environment(**options: Any) -> Environment:
+    return Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                       finalize=_finalize, **options)
+
+
+@functools.lru_cache(maxsize=None)
+def page_script(name: str) -> tuple[Markup, str]:
+    """A script file beside the templates and the CSP source that allows exactly it."""
+    text = (TEMPLATES / name).read_text(encoding="utf-8")
+    digest = base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+    return Markup(text), f"'sha256-{digest}'"

@@ -1,0 +1,45 @@
+"""Inputs of the adversarial tests, built for real, and a check that they survived."""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import numpy as np
+from tracelab.core.writer import RunWriter
+
+
+def write_run(path: Path, steps: int = 120, *, seed: int = 0) -> Path:
+    """A completed native run with a train loss, an accuracy and a val loss, as RunWriter
+    writes it."""
+    rng = np.random.default_rng(seed)
+    writer = RunWriter(path, {"config": {"lr": 0.01, "seed": seed}})
+    loss = 2.0 * np.exp(-np.arange(steps) / 40) + 0.05 * rng.random(steps)
+    for step in range(steps):
+        writer.write(("scalars", {"step": [step, step], "split": ["train", "train"],
+                                  "name": ["loss", "acc"], "value": [loss[step], 0.5],
+                                  "wall_time": [1.0e9 + step, 1.0e9 + step]}))
+        if step % 20 == 19:
+            writer.write(("scalars", {"step": [step], "split": ["val"], "name": ["loss"],
+                                      "value": [loss[step] * 1.1], "wall_time": [1.0e9]}))
+    writer.close()
+    return path
+
+
+def write_csv_log(path: Path, steps: int = 80) -> Path:
+    lines = ["step,train_loss,val_loss"]
+    lines += [f"{s},{1.5 * 0.98 ** s:.5f},{'' if s % 10 else f'{1.6 * 0.98 ** s:.5f}'}"
+              for s in range(steps)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def snapshot(*roots: Path) -> dict[str, str]:
+    """Every file under `roots` (or the file itself) with the sha256 of its bytes."""
+    out = {}
+    for root in roots:
+        files = [root] if root.is_file() else [Path(d) / n for d, _, names in os.walk(root)
+                                               for n in names]
+        for f in files:
+            out[str(f)] = hashlib.sha256(f.read_bytes()).hexdigest()
+    return out

@@ -1,0 +1,110 @@
+"""Output paths that point at what was recorded are refused with one line and exit 2; the
+recorded bytes are unchanged afterwards."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from _inputs import snapshot, write_csv_log, write_run
+from tracelab.app.cli import main
+
+
+def _refused(argv, capsys, *roots):
+    before = snapshot(*roots)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tracelab: error: ") and err.count("\n") == 1, err
+    assert "part of the recorded data" in err
+    assert snapshot(*roots) == before
+    return err
+
+
+@pytest.mark.parametrize("option", ["--html", "--json", "--markdown"])
+def test_analyze_refuses_to_write_over_the_runs_metadata(run_dir, capsys, option):
+    extra = ["--no-html"] if option != "--html" else []
+    err = _refused(["analyze", str(run_dir), option, str(run_dir / "meta.json"), *extra],
+                   capsys, run_dir)
+    assert option in err and "meta.json" in err
+
+
+def test_part_files_new_rank_files_and_table_folders_are_refused(run_dir, capsys):
+    part = next((run_dir / "scalars").glob("r0-*.parquet"))
+    for target in (part, run_dir / "scalars" / "r0-000099.parquet", run_dir / "meta.rank3.json",
+                   run_dir / "heartbeat.r0", run_dir / "tensors" / "notes.json"):
+        _refused(["analyze", str(run_dir), "--no-html", "--json", str(target)], capsys, run_dir)
+
+
+def test_other_spellings_of_the_same_file_are_refused(run_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(run_dir / "scalars")
+    _refused(["analyze", "..", "--html", "../meta.json"], capsys, run_dir)
+    link = tmp_path / "innocent.html"
+    link.symlink_to(run_dir / "meta.json")
+    _refused(["analyze", str(run_dir), "--html", str(link)], capsys, run_dir)
+    hard = tmp_path / "hard.json"
+    os.link(run_dir / "meta.json", hard)
+    _refused(["analyze", str(run_dir), "--no-html", "--json", str(hard)], capsys, run_dir)
+
+
+def test_the_baseline_is_protected_too(run_dir, tmp_path, capsys):
+    good = write_run(tmp_path / "good", seed=1)
+    _refused(["analyze", str(run_dir), "--baseline", str(good), "--html",
+              str(good / "meta.json")], capsys, run_dir, good)
+
+
+def test_diff_refuses_either_runs_files(run_dir, tmp_path, capsys):
+    good = write_run(tmp_path / "good", seed=1)
+    _refused(["diff", str(good), str(run_dir), "--json", str(run_dir / "meta.json")],
+             capsys, run_dir, good)
+    _refused(["diff", str(good), str(run_dir), "--html", str(good / "meta.json")],
+             capsys, run_dir, good)
+
+
+def test_an_imported_csv_log_is_protected(tmp_path, capsys, monkeypatch):
+    log = write_csv_log(tmp_path / "log.csv")
+    monkeypatch.chdir(tmp_path)
+    _refused(["analyze", str(log), "--html", str(log)], capsys, log)
+    _refused(["analyze", str(log), "--no-html", "--json", "log.csv"], capsys, log)
+
+
+def test_a_tensorboard_logs_event_files_are_protected(tmp_path, capsys):
+    SummaryWriter = pytest.importorskip("torch.utils.tensorboard").SummaryWriter
+    logdir = tmp_path / "tb"
+    writer = SummaryWriter(str(logdir))
+    for step in range(60):
+        writer.add_scalar("train/loss", 1.0 / (step + 1), step)
+    writer.close()
+    events = next(logdir.glob("events.out.tfevents.*"))
+    _refused(["analyze", str(logdir), "--no-html", "--json", str(events)], capsys, logdir)
+    _refused(["analyze", str(logdir), "--no-html", "--json",
+              str(logdir / "events.out.tfevents.planted")], capsys, logdir)
+
+
+def test_writing_next_to_the_trace_is_still_allowed(run_dir, capsys):
+    assert main(["analyze", str(run_dir), "--json", str(run_dir / "findings.json"),
+                 "--markdown", str(run_dir / "summary.md")]) in (0, 1)
+    assert (run_dir / "report.html").is_file() and (run_dir / "findings.json").is_file()
+    assert (run_dir / "summary.md").is_file()
+
+
+def test_unwritable_outputs_of_diff_are_one_line(run_dir, tmp_path, capsys):
+    good = write_run(tmp_path / "good", seed=1)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    for target in (tmp_path, blocker / "out.json"):
+        assert main(["diff", str(good), str(run_dir), "--json", str(target)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("tracelab: error: ") and err.count("\n") == 1, err
+    assert blocker.read_text() == "x"
+
+
+def test_import_onto_a_file_or_the_source_itself_is_one_line(tmp_path, capsys):
+    log = write_csv_log(tmp_path / "log.csv")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    before = snapshot(log, blocker)
+    for target in (blocker, blocker / "run", log):
+        assert main(["import", "csv", str(log), str(target)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("tracelab: error: ") and err.count("\n") == 1, err
+    assert snapshot(log, blocker) == before

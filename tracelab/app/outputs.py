@@ -1,0 +1,59 @@
+"""Output paths the user types: never one that lands on what was recorded.
+
+`tracelab analyze RUN --html RUN/meta.json` must not destroy the run, whatever the spelling of the
+path (relative, through a symlink, a hard link). A report, JSON or Markdown file is refused when
+it would replace or add a file that the analysis of one of the sources reads: a run's metadata,
+heartbeats and table parts, a TensorBoard log's event files, a CSV log and its hparams.yaml.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable, Optional
+
+from tracelab.app.sources import CSV, NATIVE, TENSORBOARD, Source, data_files, detect
+from tracelab.core.errors import TracelabError
+from tracelab.core.schema import TABLES
+
+
+def _identity(path: Path) -> Optional[tuple[int, int]]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _would_be_read(source: Source, target: Path) -> bool:
+    """Whether a file at `target` (resolved) is, or would become, part of `source`'s data."""
+    root = source.path.resolve()
+    if source.format == CSV:
+        return target == root or target == root.parent / "hparams.yaml"
+    if not target.is_relative_to(root):
+        return False
+    rel = target.relative_to(root)
+    if source.format == TENSORBOARD:
+        return rel.name.startswith("events.out.")
+    if source.format == NATIVE:
+        if len(rel.parts) > 1:
+            return rel.parts[0] in TABLES
+        return rel.name.startswith(("meta", "heartbeat")) or rel.name in TABLES
+    return False
+
+
+def refuse_over_sources(target: os.PathLike | str, paths: Iterable[os.PathLike | str | None],
+                        option: str) -> None:
+    """One line and exit 2 when writing `target` would overwrite or add to the recorded data of
+    any of `paths` (runs, logs, baselines); `option` names the flag that chose the target."""
+    target = Path(target)
+    resolved = target.resolve()
+    same = _identity(target)
+    for path in paths:
+        source = detect(path) if path is not None else None
+        if source is None:
+            continue
+        hit = _would_be_read(source, resolved) or (
+            same is not None and any(_identity(f) == same for f in data_files(source)))
+        if hit:
+            raise TracelabError(f"{target}: is part of the recorded data of {source.path}; "
+                                f"{option} must not overwrite it, choose another path")

@@ -1,0 +1,57 @@
+"""Writing files without ever losing what is there: atomic replacement through a temporary file
+that only this process could have created.
+
+A temporary name derived from the target (`.report.html.tmp`) can be planted in advance, as a
+symlink to a file elsewhere; writing through it would overwrite that file. So the temporary
+file is made with `tempfile.mkstemp` in the target's directory (O_CREAT | O_EXCL: a fresh,
+unguessable name that never follows a link), filled, and renamed over the target. The rename
+replaces the target's directory entry, so a target that is itself a symlink is replaced, not
+written through. Whatever fails on the way, the temporary file is removed and the target is
+left as it was.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterator, Union
+
+Data = Union[str, bytes]
+
+
+def _default_mode() -> int:
+    """What open() would give a new file: mkstemp makes it 0600, a report is for sharing."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+@contextlib.contextmanager
+def atomic_path(path: Union[str, os.PathLike]) -> Iterator[Path]:
+    """A fresh temporary path beside `path` to write; renamed over `path` when the block ends
+    without an exception, removed otherwise."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:64]}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, _default_mode())
+    finally:
+        os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_atomic(path: Union[str, os.PathLike], data: Data, *, encoding: str = "utf-8") -> Path:
+    """Replace `path` with `data` (text or bytes) in one rename; see the module docstring."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        if isinstance(data, str):
+            tmp.write_text(data, encoding=encoding)
+        else:
+            tmp.write_bytes(data)
+    return path
