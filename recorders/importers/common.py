@@ -208,7 +208,14 @@ class Imported:
             df = data.to_pandas()
             sort = ["step"] if "step" in df and len(df) else []
             frames[table] = df.sort_values(sort, kind="stable", ignore_index=True) if sort else df
-        return Run(Path(path), self.meta, frames=frames)
+        run = Run(Path(path), self.meta, frames=frames)
+        run.problems.extend(self.problems)
+        return run
+
+    @property
+    def problems(self) -> list[str]:
+        """What the importer could not read (damaged or truncated files), one line each."""
+        return list((self.meta.get("source") or {}).get("problems") or [])
 
     def write(self, run_dir: Path) -> Path:
         """Write as a tracelab run through RunWriter; refuses an existing run."""

@@ -33,6 +33,7 @@ from tracelab.core.errors import TraceError, TracelabError
 from tracelab.core.schema import SCALARS, TENSORS
 from tracelab.recorders.importers.common import (Imported, ScalarKey, TagMap, base_meta,
                                                  pick_granularity)
+from tracelab.recorders.importers.tfrecord import check_records
 
 EVENTS_MARK = "tfevents"
 _ZERO_EPS = 1e-9
@@ -83,6 +84,16 @@ def _accumulators(logdir: Path) -> Iterator[tuple[str, Any]]:
                              f"{exc})") from None
         rel = folder.relative_to(logdir).as_posix()
         yield ("" if rel == "." else rel), acc
+
+
+def unreadable_parts(logdir: Path) -> list[str]:
+    """What TensorBoard's reader silently left out: one line per damaged event file."""
+    problems = []
+    for file in event_files(logdir):
+        damage = check_records(file)
+        if damage is not None:
+            problems.append(damage.describe(file.relative_to(logdir).as_posix()))
+    return problems
 
 
 def _full_tag(prefix: str, tag: str) -> str:
@@ -204,6 +215,9 @@ def read_tensorboard(logdir: str | os.PathLike, tags: TagMap | None = None) -> I
     sc = pd.DataFrame(rows, columns=["step", "split", "name", "value", "wall_time"])
     tn = pd.DataFrame(hists) if hists else pd.DataFrame(columns=["step", "kind", "name"])
     meta = base_meta("tensorboard", logdir, sc["wall_time"], config=config)
+    problems = unreadable_parts(logdir)
+    if problems:
+        meta["source"]["problems"] = problems
     return Imported.from_columns(meta, {SCALARS: {c: sc[c] for c in sc},
                                         TENSORS: {c: tn[c] for c in tn}})
 

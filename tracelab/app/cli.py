@@ -292,6 +292,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     counts = {t: imported.tables[t].num_rows for t in imported.tables}
     print(f"{run_dir}: imported {counts['scalars']} scalar and {counts['tensors']} tensor rows "
           f"from {args.source}; next: tracelab analyze {run_dir}")
+    for problem in imported.problems:
+        print(f"  unreadable, skipped: {problem}")
     return EXIT_OK
 
 

@@ -131,11 +131,15 @@ class Diagnosis:
 
     def verdict(self) -> str:
         c = self.counts()
-        if not self.findings:
-            return "no problems found"
         parts = [f"{c[s.value]} {s.value}{'s' if c[s.value] != 1 else ''}" for s in Severity
                  if c[s.value]]
-        return ", ".join(parts)
+        text = ", ".join(parts) or "no problems found"
+        # A clean verdict on half a log would mislead: say that part of it could not be read.
+        unread = len(getattr(self.run, "problems", None) or ())
+        if unread:
+            text += (f" in what could be read ({unread} unreadable part"
+                     f"{'s' if unread != 1 else ''} skipped)")
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         from tracelab._version import __version__

@@ -1,0 +1,70 @@
+"""The framing of TensorBoard event files (TFRecord), checked record by record.
+
+An event file is a sequence of records: an 8-byte little-endian length, a 4-byte masked CRC-32C
+of that length, the data, and a 4-byte masked CRC-32C of the data. TensorBoard's reader stops
+at the first record that fails its checksum or is cut short, and says nothing about what it
+left out; `check_records` finds that record, so an import can say what it could not read.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+_HEADER = 12   # length (8) + its checksum (4)
+_FOOTER = 4    # the data's checksum
+
+
+@dataclass(frozen=True)
+class Damage:
+    """Where an event file stops being readable."""
+    record: int        # index of the first bad record (records before it are whole)
+    offset: int        # its byte offset
+    reason: str
+    after: int         # bytes from `offset` to the end of the file
+
+    def describe(self, name: str) -> str:
+        return (f"{name}: {self.reason} in record {self.record} at byte {self.offset}; "
+                f"the last {self.after} bytes of the file (record {self.record} on) were not "
+                "read")
+
+
+def _crc32c():
+    """google-crc32c (C, with the tensorboard extra) reads about 1,000x faster than
+    TensorBoard's pure-Python fallback, which checks about 6 MB/s."""
+    try:
+        from google_crc32c import value
+        return value
+    except ImportError:
+        from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import crc32c
+        return crc32c
+
+
+def _masked_crc(data: bytes, crc=None) -> int:
+    x = (crc or _crc32c())(data) & 0xFFFFFFFF
+    return (((x >> 15) | (x << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def check_records(path: Path) -> Optional[Damage]:
+    """The first unreadable record of an event file, or None when every record is whole."""
+    data = Path(path).read_bytes()
+    crc = _crc32c()
+    offset, record, size = 0, 0, len(data)
+    while offset < size:
+        if size - offset < _HEADER:
+            return Damage(record, offset, "the file ends inside a record's header", size - offset)
+        header = data[offset:offset + 8]
+        (length,) = struct.unpack("<Q", header)
+        (length_crc,) = struct.unpack("<I", data[offset + 8:offset + _HEADER])
+        if _masked_crc(header, crc) != length_crc:
+            return Damage(record, offset, "a damaged record length", size - offset)
+        end = offset + _HEADER + length + _FOOTER
+        if end > size:
+            return Damage(record, offset, "the file ends inside a record", size - offset)
+        body = data[offset + _HEADER:offset + _HEADER + length]
+        (body_crc,) = struct.unpack("<I", data[end - _FOOTER:end])
+        if _masked_crc(body, crc) != body_crc:
+            return Damage(record, offset, "a checksum mismatch", size - offset)
+        offset, record = end, record + 1
+    return None
