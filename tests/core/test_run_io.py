@@ -12,7 +12,7 @@ import pytest
 
 import tracelab
 from tracelab.core.errors import TraceError
-from tracelab.core.writer import RunWriter, to_batch
+from tracelab.core.writer import FLUSH_ITEMS, RunWriter, to_batch
 
 
 def _scalars(step, value):
@@ -108,7 +108,8 @@ def _tail_batches(path):
 
 def test_many_small_items_become_one_batch_per_flush(tmp_path):
     writer = RunWriter(tmp_path / "run", flush_interval=60)
-    for step in range(300):
+    n = FLUSH_ITEMS - 10  # fewer than make the writer flush by count
+    for step in range(n):
         # The recorder hands numpy arrays; other callers hand lists. Both may share a flush.
         column = np.array if step % 2 else list
         writer.write(("scalars", {"step": column([step, step]), "split": ["train", "val"],
@@ -117,21 +118,21 @@ def test_many_small_items_become_one_batch_per_flush(tmp_path):
     assert writer.flush()
     writer.write(("scalars", {"step": [], "value": []}))  # no rows: no batch
     assert writer.flush()
-    writer.write(_scalars(300, 0.5))
+    writer.write(_scalars(n, 0.5))
     assert writer.flush()
     tail = tmp_path / "run" / "scalars" / "r0-000000.arrows"
     batches = _tail_batches(tail)
-    assert [b.num_rows for b in batches] == [600, 1]
+    assert [b.num_rows for b in batches] == [2 * n, 1]
     first = batches[0].to_pydict()
-    assert first["step"] == [s for s in range(300) for _ in range(2)]
+    assert first["step"] == [s for s in range(n) for _ in range(2)]
     assert first["value"][:6] == [0.0, 0.0, 1.0, -1.0, 2.0, -2.0]
     assert first["split"][:4] == ["train", "val", "train", "val"]
     # A copy of the live directory is what a killed process leaves: every row reads back.
     shutil.copytree(tmp_path / "run", tmp_path / "killed")
     writer.close()
     run = tracelab.open_run(tmp_path / "killed")
-    assert list(run.loss().index) == list(range(301)) and run.problems == []
-    assert list(tracelab.open_run(tmp_path / "run").loss("val")) == [-s for s in range(300)]
+    assert list(run.loss().index) == list(range(n + 1)) and run.problems == []
+    assert list(tracelab.open_run(tmp_path / "run").loss("val")) == [-s for s in range(n)]
 
 
 def _tensor_item(step, kind, names, **extra):

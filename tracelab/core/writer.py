@@ -27,12 +27,13 @@ from typing import Any, Callable, Iterable, Mapping, Union
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tracelab._version import __version__
 from tracelab.core.errors import RunExistsError
-from tracelab.core.schema import (ARROW_SCHEMAS, HEARTBEAT_FILE, META_FILE, SAMPLES, SCHEMA_VERSION,
-                                  TABLES)
+from tracelab.core.schema import (ARROW_SCHEMAS, HEARTBEAT_FILE, META_FILE, SAMPLES, SCALARS,
+                                  SCHEMA_VERSION, TABLES)
 
 Columns = Mapping[str, Any]
 Rows = Iterable[tuple[str, Columns]]
@@ -50,6 +51,12 @@ WRITER_NICENESS = 10
 # loses fewer than 100 steps of a fast loop.
 DRAIN_INTERVAL = 0.2
 FLUSH_ITEMS = 50
+# On a loaded machine the writer thread may not be scheduled for seconds (its niceness, the GIL
+# held by a fast training loop), or it may be slower than the loop. Then the training thread does
+# the writer's work itself: when the last flush is a drain interval overdue (if the writer is not
+# at it right now), and when this many items wait (waiting for the writer to let go first). A
+# kill then loses at most about a second or 100 items, and the queue stays bounded.
+HELP_ITEMS = 2 * FLUSH_ITEMS
 # The samples snapshot is a whole file: the periodic flush rewrites it at most this often.
 SAMPLES_INTERVAL = 10.0
 
@@ -61,6 +68,12 @@ def _lower_priority() -> None:
         os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + WRITER_NICENESS)
     except (AttributeError, OSError):  # not Linux-like thread priorities: keep the default
         pass
+
+
+def _warm_up() -> None:
+    """Load now what the first flush would load: pyarrow's conversion imports pandas on first
+    use, a second or more on a loaded machine, which the writer would spend holding its work."""
+    build_batch(SCALARS, [(1, {"step": np.zeros(1, np.int64), "value": np.zeros(1)})])
 
 
 def meta_filename(rank: int) -> str:
@@ -136,6 +149,7 @@ class _Table:
         self.pending: list[tuple[int, Columns]] = []
         self.part: list[pa.RecordBatch] = []
         self.part_rows = 0
+        self.last_step: int | None = None  # the highest step on disk
         self.sink = None
         self.stream = None
 
@@ -153,6 +167,10 @@ class _Table:
             self.stream = pa.ipc.new_stream(self.sink, batch.schema)
         self.stream.write_batch(batch)
         self.sink.flush()
+        if batch.num_rows and "step" in batch.schema.names:
+            top = pc.max(batch.column("step")).as_py()
+            if top is not None:
+                self.last_step = top if self.last_step is None else max(top, self.last_step)
         self.part.append(batch)
         self.part_rows += batch.num_rows
 
@@ -183,6 +201,8 @@ class RunWriter:
         self.part_rows = part_rows
         self.failed = False
         self.closed = False
+        # Why recording stopped early (a full disk, ...): {"after_step", "reason"}, else None.
+        self.stopped: dict[str, Any] | None = None
         self._meta_path = self.path / meta_filename(rank)
         if self._meta_path.exists():
             raise RunExistsError(f"{self.path}: already holds a run ({self._meta_path.name}); "
@@ -201,6 +221,7 @@ class RunWriter:
         }
         self._meta_lock = threading.Lock()
         write_json_atomic(self._meta_path, self._meta)
+        _warm_up()
         self._heartbeat = self.path / f"{HEARTBEAT_FILE}.r{rank}"
         self._heartbeat.touch()
         self._tables = {t: _Table(self.path / t, t, rank) for t in TABLES}
@@ -211,6 +232,11 @@ class RunWriter:
         self._items: collections.deque = collections.deque()
         self._wake = threading.Event()
         self._unflushed = 0  # items accepted since the last flush
+        # Whoever does the writer's work holds this: the writer thread, or the training thread
+        # when the writer is late (see HELP_ITEMS).
+        self._lock = threading.Lock()
+        self._flushed_at = time.monotonic()
+        self._late_after = flush_interval + DRAIN_INTERVAL
         self.cpu_seconds = 0.0  # the writer thread's CPU time so far (its share of the cost)
         self._thread = threading.Thread(target=self._run, name=f"tracelab-writer-r{rank}",
                                         daemon=True)
@@ -221,9 +247,23 @@ class RunWriter:
     def write(self, item: Item) -> None:
         """Queue rows: `(table, columns)` or a callable returning `[(table, columns), ...]`."""
         if not self.failed and not self.closed:
-            self._items.append(item)
-            if len(self._items) >= FLUSH_ITEMS:
+            items = self._items
+            items.append(item)
+            if len(items) >= FLUSH_ITEMS:
                 self._wake.set()
+            full = len(items) >= HELP_ITEMS
+            if full or time.monotonic() - self._flushed_at > self._late_after:
+                self._help(wait=full)
+
+    def _help(self, wait: bool = False) -> None:
+        """Do the late writer's work on this thread; unless `wait`, only if the writer is not at
+        it right now."""
+        if self._lock.acquire(blocking=wait):
+            try:
+                while self._items and self._drain() and not self.failed:
+                    self._guard(self._flush, False)
+            finally:
+                self._lock.release()
 
     def set_samples(self, columns: Columns | Callable[[], Columns]) -> None:
         """Replace the samples snapshot: columns, or a callable giving them at the next flush.
@@ -257,6 +297,15 @@ class RunWriter:
                 except OSError as exc:
                     self._fail(exc)
 
+    def _write_meta_anyway(self, **fields: Any) -> None:
+        """After a failure, the metadata still says how the run ended, if the disk takes it."""
+        with self._meta_lock:
+            self._meta.update(fields)
+            try:
+                write_json_atomic(self._meta_path, self._meta)
+            except OSError:
+                pass  # the failure was warned about once already
+
     def close(self, status: Mapping[str, Any] | None = None) -> None:
         """Drain the queue, turn every tail into Parquet and record the end status."""
         if self.closed:
@@ -266,7 +315,12 @@ class RunWriter:
         self._wake.set()
         self._thread.join()
         atexit.unregister(self._at_exit)
-        self.update_meta(end_time=time.time(), status=dict(status or {"state": "completed"}))
+        status = dict(status or {"state": "completed"})
+        if self.stopped is not None:  # training went on; only the recording stopped
+            status["recording_stopped"] = dict(self.stopped)
+            self._write_meta_anyway(end_time=time.time(), status=status)
+        else:
+            self.update_meta(end_time=time.time(), status=status)
 
     def _at_exit(self) -> None:
         # The interpreter is exiting without close(): keep the data, and say so in the status.
@@ -275,30 +329,41 @@ class RunWriter:
     # -- writer thread --------------------------------------------------------------------------
     def _run(self) -> None:
         _lower_priority()
-        next_flush = time.monotonic() + self.flush_interval
         cpu_start = time.thread_time()
         while True:
             self.cpu_seconds = time.thread_time() - cpu_start
-            self._wake.wait(min(DRAIN_INTERVAL, max(0.0, next_flush - time.monotonic())))
+            due = self._flushed_at + self.flush_interval
+            self._wake.wait(min(DRAIN_INTERVAL, max(0.0, due - time.monotonic())))
             self._wake.clear()
-            while self._items:
-                item = self._items.popleft()
-                if item is _CLOSE:
-                    self._guard(self._finish)
-                    self.cpu_seconds = time.thread_time() - cpu_start
-                    return
-                if isinstance(item, threading.Event):
-                    if not self.failed:
-                        self._guard(self._flush, item.samples)
-                    self.cpu_seconds = time.thread_time() - cpu_start
-                    item.set()
-                elif not self.failed:
-                    self._guard(self._accept, item)
-                    self._unflushed += 1
-            if time.monotonic() >= next_flush or self._unflushed >= FLUSH_ITEMS:
+            while True:  # a flush at least every FLUSH_ITEMS items, the lock let go in between
+                with self._lock:
+                    if not self._drain():
+                        self._guard(self._finish)
+                        self.cpu_seconds = time.thread_time() - cpu_start
+                        return
+                    if not self.failed and (self._unflushed >= FLUSH_ITEMS or time.monotonic()
+                                            >= self._flushed_at + self.flush_interval):
+                        self._guard(self._flush, False)
+                    if len(self._items) < FLUSH_ITEMS:
+                        break
+
+    def _drain(self) -> bool:
+        """Take up to FLUSH_ITEMS waiting items (the caller holds the lock and flushes after);
+        False when the close sentinel is next, which stays in place for the writer thread."""
+        items = self._items
+        for _ in range(min(len(items), FLUSH_ITEMS)):
+            item = items[0]
+            if item is _CLOSE:
+                return False
+            items.popleft()
+            if isinstance(item, threading.Event):
                 if not self.failed:
-                    self._guard(self._flush, False)
-                next_flush = time.monotonic() + self.flush_interval
+                    self._guard(self._flush, item.samples)
+                item.set()
+            elif not self.failed:
+                self._guard(self._accept, item)
+                self._unflushed += 1
+        return True
 
     def _accept(self, item: Item) -> None:
         if callable(item):
@@ -315,6 +380,7 @@ class RunWriter:
         """Tails to disk; the samples snapshot too when `everything` or when it is due (the
         periodic flush rewrites it at most every SAMPLES_INTERVAL seconds)."""
         self._unflushed = 0
+        self._flushed_at = time.monotonic()
         for table in self._tables.values():
             table.flush()
             if table.part_rows >= self.part_rows:
@@ -334,12 +400,9 @@ class RunWriter:
         self._samples_due = time.monotonic() + SAMPLES_INTERVAL
 
     def _finish(self) -> None:
-        while self._items:
-            item = self._items.popleft()
-            if isinstance(item, threading.Event):
-                item.set()
-            elif item is not _CLOSE and not self.failed:
-                self._guard(self._accept, item)
+        self._items.popleft()  # the close sentinel
+        while self._items and self._drain():
+            pass
         if not self.failed:
             self._flush()
             for table in self._tables.values():
@@ -354,5 +417,7 @@ class RunWriter:
     def _fail(self, exc: BaseException) -> None:
         if not self.failed:
             self.failed = True
+            last = self._tables[SCALARS].last_step
+            self.stopped = {"after_step": last, "reason": f"{type(exc).__name__}: {exc}"}
             warnings.warn(f"tracelab: writing {self.path} failed ({type(exc).__name__}: {exc}); "
                           "recording stopped, training continues", RuntimeWarning, stacklevel=2)
