@@ -30,16 +30,11 @@ import numpy as np
 import pandas as pd
 
 from tracelab.core.errors import TraceError, TracelabError
-from tracelab.core.schema import SCALARS, TENSORS
+from tracelab.core.schema import EVENT_FILES, SCALARS, TENSORS, is_event_file
 from tracelab.recorders.importers.common import (Imported, ScalarKey, TagMap, base_meta,
                                                  pick_granularity)
 
-EVENTS_MARK = "tfevents"
 _ZERO_EPS = 1e-9
-
-
-def is_event_file(name: str) -> bool:
-    return name.startswith("events.out.") and EVENTS_MARK in name
 
 
 def has_event_files(path: Path) -> bool:
@@ -164,7 +159,7 @@ def read_tensorboard(logdir: str | os.PathLike, tags: TagMap | None = None) -> I
     if not logdir.is_dir():
         raise TraceError(f"{logdir}: no such directory; expected a TensorBoard log directory")
     if not event_files(logdir):
-        raise TraceError(f"{logdir}: no TensorBoard event files (events.out.tfevents.*)")
+        raise TraceError(f"{logdir}: no TensorBoard event files ({EVENT_FILES})")
     _tensorboard()
     from tensorboard.util import tensor_util
     tags = tags or TagMap()

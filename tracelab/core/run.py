@@ -24,13 +24,11 @@ import pyarrow.parquet as pq
 
 from tracelab.core.errors import TraceError
 from tracelab.core.schema import (ACTIVATION, ACTIVATIONS, ARROW_SCHEMAS, DATA_TIME, DATA_TIMING,
-                                  ENVIRONMENT, EVAL, GRAD, GRADS, HEARTBEAT_FILE, INPUTS,
-                                  INPUTS_REQ, LOSS, LOSS_NAME, META_FILE, MODEL, SAMPLES,
-                                  SAMPLES_REQ, SCALARS, SCHEMA_VERSION, TENSORS, TRAIN, UPDATE,
-                                  UPDATES, WEIGHT, WEIGHTS, Requirement)
+                                  ENVIRONMENT, EVAL, GRAD, GRADS, INPUTS, INPUTS_REQ, LOSS,
+                                  LOSS_NAME, META_FILE, MODEL, SAMPLES, SAMPLES_REQ, SCALARS,
+                                  SCHEMA_VERSION, TENSORS, TRAIN, UPDATE, UPDATES, WEIGHT, WEIGHTS,
+                                  Requirement, heartbeat_filename, rank_of_meta, rank_of_part)
 
-_PART = re.compile(r"^r(\d+)-(.+)\.(parquet|arrows)$")
-_RANK_META = re.compile(r"^meta\.rank(\d+)\.json$")
 # A live writer touches its heartbeat every flush; this much silence means it is gone.
 KILLED_AFTER_S = 60.0
 # A rank that stops takes the others down: their collectives fail (errors like these) or the
@@ -49,11 +47,11 @@ def open_run(path: str | os.PathLike) -> "Run":
         raise TraceError(f"{path}: not a directory; expected a tracelab run directory")
     # Each rank of a distributed run writes its own meta file; any readable one opens the run,
     # so the ranks that survived stay readable when another rank died or lost its file.
-    files = {0: path / META_FILE} if (path / META_FILE).exists() else {}
-    for extra in path.glob("meta.rank*.json"):
-        match = _RANK_META.match(extra.name)
-        if match:
-            files[int(match.group(1))] = extra
+    try:
+        names = sorted(os.listdir(path))
+    except OSError:
+        names = []
+    files = {rank: path / name for name in names if (rank := rank_of_meta(name)) is not None}
     if not files:
         raise TraceError(f"{path}: not a tracelab run (no {META_FILE})")
     ranks: dict[int, dict[str, Any]] = {}
@@ -177,16 +175,15 @@ class Run:
         parts: dict[str, Path] = {}
         if directory and directory.is_dir():
             for file in sorted(directory.iterdir()):
-                match = _PART.match(file.name)
                 # A roll interrupted between rename and unlink leaves both; the Parquet wins.
-                if match and not (file.suffix == ".arrows"
-                                  and file.with_suffix(".parquet").exists()):
+                if rank_of_part(file.name) is not None and not (
+                        file.suffix == ".arrows" and file.with_suffix(".parquet").exists()):
                     parts[file.name] = file
         tables, ranks = [], []
         for name, file in parts.items():
             try:
                 tables.append(_read_part(file).select(schema.names).cast(schema))
-                ranks.append(int(_PART.match(name).group(1)))
+                ranks.append(rank_of_part(name))
             except Exception as exc:  # a corrupt part must not hide the rest of the run
                 self.problems.append(f"{table}/{name}: unreadable ({type(exc).__name__})")
         if len(self.ranks) > 1:
@@ -216,8 +213,8 @@ class Run:
             for table in ARROW_SCHEMAS:
                 directory = self.path / table
                 if directory.is_dir():
-                    found.update(int(m.group(1)) for m in map(_PART.match, (
-                        f.name for f in directory.iterdir())) if m)
+                    found.update(r for r in map(rank_of_part, (f.name for f in directory.iterdir()))
+                                 if r is not None)
         return sorted(found)
 
     @property
@@ -295,7 +292,7 @@ class Run:
     def _heartbeat(self, rank: int) -> float:
         """When the rank's writer last flushed (epoch seconds; 0 when unknown)."""
         try:
-            return (self.path / f"{HEARTBEAT_FILE}.r{rank}").stat().st_mtime if self.path else 0.0
+            return (self.path / heartbeat_filename(rank)).stat().st_mtime if self.path else 0.0
         except OSError:
             return 0.0
 
