@@ -15,6 +15,7 @@ from typing import Any, Optional
 import pandas as pd
 
 from tracelab.core.errors import TraceError
+from tracelab.core.formats import CSV
 from tracelab.core.schema import CSV_HPARAMS, CSV_LOG, SCALARS
 from tracelab.recorders.importers.common import Imported, TagMap, base_meta, pick_granularity
 
@@ -76,7 +77,7 @@ def read_csv_log(file: str | os.PathLike, tags: TagMap | None = None, *,
     sc = pd.concat(parts, ignore_index=True)
     sc["wall_time"] = float("nan")
     hparams = file.parent / CSV_HPARAMS
-    meta = base_meta("csv", file, sc["wall_time"], name=log_name(file),
+    meta = base_meta(CSV, file, sc["wall_time"], name=log_name(file),
                      config=_read_hparams(hparams) if hparams.is_file() else {})
     return Imported.from_columns(meta, {SCALARS: {c: sc[c] for c in sc}})
 

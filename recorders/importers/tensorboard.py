@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from tracelab.core.errors import TraceError, TracelabError
+from tracelab.core.formats import TENSORBOARD
 from tracelab.core.schema import EVENT_FILES, SCALARS, TENSORS, is_event_file
 from tracelab.recorders.importers.common import (Imported, ScalarKey, TagMap, base_meta,
                                                  pick_granularity)
@@ -198,7 +199,7 @@ def read_tensorboard(logdir: str | os.PathLike, tags: TagMap | None = None) -> I
             for tag, key in pick_granularity(keys).items() for step, value, wall in scalars[tag]]
     sc = pd.DataFrame(rows, columns=["step", "split", "name", "value", "wall_time"])
     tn = pd.DataFrame(hists) if hists else pd.DataFrame(columns=["step", "kind", "name"])
-    meta = base_meta("tensorboard", logdir, sc["wall_time"], config=config)
+    meta = base_meta(TENSORBOARD, logdir, sc["wall_time"], config=config)
     return Imported.from_columns(meta, {SCALARS: {c: sc[c] for c in sc},
                                         TENSORS: {c: tn[c] for c in tn}})
 

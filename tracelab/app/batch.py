@@ -33,8 +33,9 @@ from tracelab.app import executors
 from tracelab.core.batch_schema import UNREADABLE, finding_row, run_row
 from tracelab.core.config import Config
 from tracelab.core.errors import ConfigError, TraceError, TracelabError
+from tracelab.core.formats import CSV, Source
 from tracelab.core.schema import CSV_LOG
-from tracelab.app.sources import CSV, Source, data_files, discover, open_source
+from tracelab.app.sources import data_files, discover, open_source
 
 RESULT_FILE = "result.json"
 REPORT_FILE = "report.html"

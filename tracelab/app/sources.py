@@ -7,26 +7,14 @@ ever written next to them (an archive may be read-only).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from tracelab.core.errors import TraceError
+from tracelab.core.formats import CSV, NATIVE, TENSORBOARD, Source
 from tracelab.core.run import Run, open_run
 from tracelab.core.schema import (CSV_HPARAMS, CSV_LOG, EVENT_FILES, META_FILE, TABLES,
                                   is_event_file, is_trace_file, rank_of_meta, rank_of_part)
-
-NATIVE, TENSORBOARD, CSV = "tracelab", "tensorboard", "csv"
-
-
-@dataclass(frozen=True)
-class Source:
-    path: Path
-    format: str
-
-    @property
-    def imported(self) -> bool:
-        return self.format != NATIVE
 
 
 def _entries(path: Path) -> list[os.DirEntry]:
@@ -135,8 +123,9 @@ def open_any(path: str | os.PathLike, tags=None) -> Run:
 
 
 def default_report_path(run: Run) -> Path:
-    """RUN/report.html for a tracelab run; for a log imported on the fly, NAME-report.html in
-    the working directory: the log's own directory may be read-only, and is never written."""
-    if run.path is not None and run.path.is_dir() and (run.path / META_FILE).exists():
-        return run.path / "report.html"
+    """RUN/report.html for a tracelab run; for a log imported on the fly (or a run built in
+    memory), NAME-report.html in the working directory: the log's own directory may be
+    read-only, and is never written."""
+    if run.source is not None and not run.source.imported:
+        return run.source.path / "report.html"
     return Path.cwd() / f"{run.name}-report.html"
