@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 
 from tracelab.core.errors import ConfigError
+from tracelab.core.formats import Source
 from tracelab.core.schema import (ACTIVATION, ARROW_SCHEMAS, GRAD, KINDS, LOSS_NAME, LR_PREFIX,
                                   TRAIN, UPDATE, WEIGHT)
 
@@ -201,14 +202,17 @@ class Imported:
         return cls(dict(meta), tables)
 
     def as_run(self, path: Path):
-        """An in-memory Run, named after the imported log; nothing is written anywhere."""
+        """An in-memory Run, named after the imported log; nothing is written anywhere. Its
+        `source` is the log's format and file (or directory), from `meta["source"]`."""
         from tracelab.core.run import Run
         frames = {}
         for table, data in self.tables.items():
             df = data.to_pandas()
             sort = ["step"] if "step" in df and len(df) else []
             frames[table] = df.sort_values(sort, kind="stable", ignore_index=True) if sort else df
-        run = Run(Path(path), self.meta, frames=frames)
+        source = self.meta["source"]
+        run = Run(Path(path), self.meta, frames=frames,
+                  source=Source(Path(source["path"]), source["format"]))
         run.problems.extend(self.problems)
         return run
 

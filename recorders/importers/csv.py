@@ -15,11 +15,9 @@ from typing import Any, Optional
 import pandas as pd
 
 from tracelab.core.errors import TraceError
-from tracelab.core.schema import SCALARS
+from tracelab.core.formats import CSV
+from tracelab.core.schema import CSV_HPARAMS, CSV_LOG, SCALARS
 from tracelab.recorders.importers.common import Imported, TagMap, base_meta, pick_granularity
-
-CSV_NAME = "metrics.csv"
-HPARAMS = "hparams.yaml"
 
 
 def _read_hparams(path: Path) -> dict[str, Any]:
@@ -36,7 +34,7 @@ def _read_hparams(path: Path) -> dict[str, Any]:
 
 def log_name(file: Path) -> str:
     """`lightning_logs/version_3/metrics.csv` is `version_3`; any other file its stem."""
-    return file.parent.name if file.name == CSV_NAME else file.stem
+    return file.parent.name if file.name == CSV_LOG else file.stem
 
 
 def read_csv_log(file: str | os.PathLike, tags: TagMap | None = None, *,
@@ -44,7 +42,7 @@ def read_csv_log(file: str | os.PathLike, tags: TagMap | None = None, *,
     """Read a CSV metrics log into trace tables (in memory)."""
     file = Path(file)
     if file.is_dir():
-        file = file / CSV_NAME
+        file = file / CSV_LOG
     try:
         df = pd.read_csv(file)
     except FileNotFoundError:
@@ -78,8 +76,8 @@ def read_csv_log(file: str | os.PathLike, tags: TagMap | None = None, *,
         raise TraceError(f"{file}: no numeric metric columns besides '{step_column}'")
     sc = pd.concat(parts, ignore_index=True)
     sc["wall_time"] = float("nan")
-    hparams = file.parent / HPARAMS
-    meta = base_meta("csv", file, sc["wall_time"], name=log_name(file),
+    hparams = file.parent / CSV_HPARAMS
+    meta = base_meta(CSV, file, sc["wall_time"], name=log_name(file),
                      config=_read_hparams(hparams) if hparams.is_file() else {})
     return Imported.from_columns(meta, {SCALARS: {c: sc[c] for c in sc}})
 

@@ -30,17 +30,13 @@ import numpy as np
 import pandas as pd
 
 from tracelab.core.errors import TraceError, TracelabError
-from tracelab.core.schema import SCALARS, TENSORS
+from tracelab.core.formats import TENSORBOARD
+from tracelab.core.schema import EVENT_FILES, SCALARS, TENSORS, is_event_file
 from tracelab.recorders.importers.common import (Imported, ScalarKey, TagMap, base_meta,
                                                  pick_granularity)
 from tracelab.recorders.importers.tfrecord import check_records
 
-EVENTS_MARK = "tfevents"
 _ZERO_EPS = 1e-9
-
-
-def is_event_file(name: str) -> bool:
-    return name.startswith("events.out.") and EVENTS_MARK in name
 
 
 def has_event_files(path: Path) -> bool:
@@ -175,7 +171,7 @@ def read_tensorboard(logdir: str | os.PathLike, tags: TagMap | None = None) -> I
     if not logdir.is_dir():
         raise TraceError(f"{logdir}: no such directory; expected a TensorBoard log directory")
     if not event_files(logdir):
-        raise TraceError(f"{logdir}: no TensorBoard event files (events.out.tfevents.*)")
+        raise TraceError(f"{logdir}: no TensorBoard event files ({EVENT_FILES})")
     _tensorboard()
     from tensorboard.util import tensor_util
     tags = tags or TagMap()
@@ -214,7 +210,7 @@ def read_tensorboard(logdir: str | os.PathLike, tags: TagMap | None = None) -> I
             for tag, key in pick_granularity(keys).items() for step, value, wall in scalars[tag]]
     sc = pd.DataFrame(rows, columns=["step", "split", "name", "value", "wall_time"])
     tn = pd.DataFrame(hists) if hists else pd.DataFrame(columns=["step", "kind", "name"])
-    meta = base_meta("tensorboard", logdir, sc["wall_time"], config=config)
+    meta = base_meta(TENSORBOARD, logdir, sc["wall_time"], config=config)
     problems = unreadable_parts(logdir)
     if problems:
         meta["source"]["problems"] = problems

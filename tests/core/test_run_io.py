@@ -38,6 +38,16 @@ def test_closed_run_is_parquet_only(tmp_path):
     assert run.meta["config"] == {"lr": 0.1}
 
 
+def test_status_is_decided_once_per_opened_run(tmp_path):
+    writer = _write(tmp_path / "run", 5, close=False)
+    assert writer.flush()
+    run = tracelab.open_run(tmp_path / "run")
+    assert run.status["state"] == "running" and run.rank_status(0) == run.status
+    writer.close()  # the run ends while it is being analyzed: one analysis sees one status
+    assert run.status["state"] == "running"
+    assert tracelab.open_run(tmp_path / "run").status["state"] == "completed"
+
+
 def test_parts_roll_and_read_back_in_order(tmp_path):
     _write(tmp_path / "run", 120, part_rows=25)
     # Rolling happens at flush time, so parts hold at least part_rows rows each.

@@ -5,6 +5,7 @@ import pytest
 
 from tracelab.core.errors import TraceError
 from tracelab.core.run import Run
+from tracelab.core.writer import RunWriter
 from tracelab.app.sources import CSV, NATIVE, TENSORBOARD, default_report_path, detect, discover, \
     open_any
 
@@ -52,10 +53,15 @@ def test_reports_of_imported_logs_go_to_the_working_directory(tmp_path, monkeypa
     run = open_any(file.parent)
     assert run.name == "v3" and run.loss().tolist() == [1.0, 0.5]
     assert default_report_path(run) == tmp_path / "v3-report.html"
-    native = Run.from_frames()
-    native.path = tmp_path / "native"
-    _touch(native.path / "meta.json", "{}")
+    assert run.source.format == CSV and run.source.imported
+    RunWriter(tmp_path / "native").close()
+    native = open_any(tmp_path / "native")
+    assert native.source.format == NATIVE and not native.source.imported
     assert default_report_path(native) == tmp_path / "native" / "report.html"
+    # The run's own origin decides, not what the disk holds now.
+    (tmp_path / "native" / "meta.json").unlink()
+    assert default_report_path(native) == tmp_path / "native" / "report.html"
+    assert default_report_path(Run.from_frames({"name": "mem"})) == tmp_path / "mem-report.html"
 
 
 def _reference_stat(run, kind, stat):

@@ -35,7 +35,9 @@ from tracelab.core.batch_schema import UNREADABLE, finding_row, run_row
 from tracelab.core.config import Config
 from tracelab.core.files import write_atomic
 from tracelab.core.errors import ConfigError, TraceError, TracelabError
-from tracelab.app.sources import Source, data_files, discover, open_source
+from tracelab.core.formats import CSV, Source
+from tracelab.core.schema import CSV_LOG
+from tracelab.app.sources import data_files, discover, open_source
 
 RESULT_FILE = "result.json"
 REPORT_FILE = "report.html"
@@ -230,7 +232,7 @@ def plan(archive: Path, out: Path, config: Config, *, reports: str = "all",
     tasks = []
     for source in sources:
         rel = source.path.relative_to(archive).as_posix()
-        if source.format == "csv" and source.path.name == "metrics.csv":
+        if source.format == CSV and source.path.name == CSV_LOG:
             rel = source.path.parent.relative_to(archive).as_posix()
         if rel == ".":
             rel = archive.name or "run"

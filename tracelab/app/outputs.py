@@ -13,7 +13,7 @@ from typing import Iterable, Optional
 
 from tracelab.app.sources import CSV, NATIVE, TENSORBOARD, Source, data_files, detect
 from tracelab.core.errors import TracelabError
-from tracelab.core.schema import TABLES
+from tracelab.core.schema import CSV_HPARAMS, TABLES, is_event_file, is_trace_file
 
 
 def _identity(path: Path) -> Optional[tuple[int, int]]:
@@ -28,16 +28,16 @@ def _would_be_read(source: Source, target: Path) -> bool:
     """Whether a file at `target` (resolved) is, or would become, part of `source`'s data."""
     root = source.path.resolve()
     if source.format == CSV:
-        return target == root or target == root.parent / "hparams.yaml"
+        return target == root or target == root.parent / CSV_HPARAMS
     if not target.is_relative_to(root):
         return False
     rel = target.relative_to(root)
     if source.format == TENSORBOARD:
-        return rel.name.startswith("events.out.")
+        return is_event_file(rel.name)
     if source.format == NATIVE:
         if len(rel.parts) > 1:
             return rel.parts[0] in TABLES
-        return rel.name.startswith(("meta", "heartbeat")) or rel.name in TABLES
+        return is_trace_file(rel.name) or rel.name in TABLES
     return False
 
 

@@ -7,32 +7,14 @@ ever written next to them (an archive may be read-only).
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from tracelab.core.errors import TraceError
+from tracelab.core.formats import CSV, NATIVE, TENSORBOARD, Source
 from tracelab.core.run import Run, open_run
-from tracelab.core.schema import META_FILE, TABLES
-
-NATIVE, TENSORBOARD, CSV = "tracelab", "tensorboard", "csv"
-CSV_NAME = "metrics.csv"  # Lightning's CSVLogger
-_PART = re.compile(r"^r\d+-.+\.(parquet|arrows)$")  # a table part file
-
-
-@dataclass(frozen=True)
-class Source:
-    path: Path
-    format: str
-
-    @property
-    def imported(self) -> bool:
-        return self.format != NATIVE
-
-
-def _is_event_file(name: str) -> bool:
-    return name.startswith("events.out.") and "tfevents" in name
+from tracelab.core.schema import (CSV_HPARAMS, CSV_LOG, EVENT_FILES, META_FILE, TABLES,
+                                  is_event_file, is_trace_file, rank_of_meta, rank_of_part)
 
 
 def _entries(path: Path) -> list[os.DirEntry]:
@@ -43,10 +25,10 @@ def _entries(path: Path) -> list[os.DirEntry]:
 
 
 def _looks_native(path: Path, names: set[str]) -> bool:
-    if META_FILE in names or any(n.startswith("meta.rank") and n.endswith(".json") for n in names):
+    if any(rank_of_meta(n) is not None for n in names):
         return True
     # Tables without metadata: a run that lost its meta.json; it must show up as unreadable.
-    return any(t in names and any(_PART.match(e.name) for e in _entries(path / t))
+    return any(t in names and any(rank_of_part(e.name) is not None for e in _entries(path / t))
                for t in TABLES)
 
 
@@ -59,10 +41,10 @@ def detect(path: str | os.PathLike) -> Optional[Source]:
     names = {e.name for e in entries}
     if _looks_native(path, names):
         return Source(path, NATIVE)
-    if any(_is_event_file(e.name) for e in entries if e.is_file()):
+    if any(is_event_file(e.name) for e in entries if e.is_file()):
         return Source(path, TENSORBOARD)
-    if CSV_NAME in names:
-        return Source(path / CSV_NAME, CSV)
+    if CSV_LOG in names:
+        return Source(path / CSV_LOG, CSV)
     return None
 
 
@@ -92,7 +74,7 @@ def data_files(source: Source) -> list[Path]:
     """The files a run's analysis reads: what the batch cache fingerprints."""
     path = source.path
     if source.format == CSV:
-        extra = path.parent / "hparams.yaml"
+        extra = path.parent / CSV_HPARAMS
         return [path] + ([extra] if extra.is_file() else [])
     files = []
     for folder, dirs, names in os.walk(path):
@@ -101,10 +83,9 @@ def data_files(source: Source) -> list[Path]:
         if source.format == NATIVE and rel.parts and rel.parts[0] not in TABLES:
             continue
         for name in sorted(names):
-            if source.format == TENSORBOARD and not _is_event_file(name):
+            if source.format == TENSORBOARD and not is_event_file(name):
                 continue
-            if source.format == NATIVE and not rel.parts and not (
-                    name.startswith("meta") or name.startswith("heartbeat")):
+            if source.format == NATIVE and not rel.parts and not is_trace_file(name):
                 continue  # reports and notes next to the trace are not the trace
             files.append(Path(folder) / name)
     return files
@@ -118,7 +99,7 @@ def open_source(source: Source, tags=None) -> Run:
         from tracelab.recorders.importers.tensorboard import read_tensorboard
         return read_tensorboard(source.path, tags).as_run(source.path)
     from tracelab.recorders.importers.csv import read_csv_log
-    named = source.path.parent if source.path.name == CSV_NAME else source.path
+    named = source.path.parent if source.path.name == CSV_LOG else source.path
     return read_csv_log(source.path, tags).as_run(named)
 
 
@@ -135,16 +116,16 @@ def open_any(path: str | os.PathLike, tags=None) -> Run:
                 raise TraceError(f"{path}: holds runs in subdirectories (e.g. {inner.path}); "
                                  "analyze one of them, or all with `tracelab batch`")
             raise TraceError(f"{path}: not a tracelab run (no {META_FILE}), nor a TensorBoard "
-                             "log directory (no events.out.tfevents.* files) or a CSV metrics "
-                             "log")
+                             f"log directory (no {EVENT_FILES} files) or a CSV metrics log")
         raise TraceError(f"{path}: not a run; expected a run directory, a TensorBoard log "
                          "directory or a .csv metrics log")
     return open_source(source, tags)
 
 
 def default_report_path(run: Run) -> Path:
-    """RUN/report.html for a tracelab run; for a log imported on the fly, NAME-report.html in
-    the working directory: the log's own directory may be read-only, and is never written."""
-    if run.path is not None and run.path.is_dir() and (run.path / META_FILE).exists():
-        return run.path / "report.html"
+    """RUN/report.html for a tracelab run; for a log imported on the fly (or a run built in
+    memory), NAME-report.html in the working directory: the log's own directory may be
+    read-only, and is never written."""
+    if run.source is not None and not run.source.imported:
+        return run.source.path / "report.html"
     return Path.cwd() / f"{run.name}-report.html"

@@ -1,143 +1,57 @@
-"""Run: the reader of a run directory, and the views of its tables that rules share.
+"""Run: one recorded run as rules see it, and open_run, which opens a run directory.
 
-`open_run(path)` validates the directory and reads meta.json at once; the tables are read on
-first use. Parts that cannot be read are skipped and listed in `Run.problems`, so a partly
-corrupt or killed run is analyzed as far as it can be read.
+`open_run(path)` validates the directory and reads every rank's metadata at once; the tables
+are read on first use (reader.py). Parts that cannot be read are skipped and listed in
+`Run.problems`, so a partly corrupt or killed run is analyzed as far as it can be read. The
+status is decided once per Run (run_status.py), so one analysis sees one status even while the
+run goes on; the views rules share are kept apart from the tables (run_views.py).
 """
 from __future__ import annotations
 
-import json
-import math
 import os
-import re
-import socket
-import time
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping
 
-import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.ipc
-import pyarrow.parquet as pq
 
-from tracelab.core.errors import TraceError
+from tracelab.core import reader, run_status
+from tracelab.core.formats import NATIVE, Source
+from tracelab.core.run_views import Views
 from tracelab.core.schema import (ACTIVATION, ACTIVATIONS, ARROW_SCHEMAS, DATA_TIME, DATA_TIMING,
-                                  ENVIRONMENT, EVAL, GRAD, GRADS, HEARTBEAT_FILE, INPUTS,
-                                  INPUTS_REQ, LOSS, LOSS_NAME, META_FILE, MODEL, SAMPLES,
-                                  SAMPLES_REQ, SCALARS, SCHEMA_VERSION, TENSORS, TRAIN, UPDATE,
-                                  UPDATES, WEIGHT, WEIGHTS, Requirement)
-
-_PART = re.compile(r"^r(\d+)-(.+)\.(parquet|arrows)$")
-_RANK_META = re.compile(r"^meta\.rank(\d+)\.json$")
-# A live writer touches its heartbeat every flush; this much silence means it is gone.
-KILLED_AFTER_S = 60.0
-# A rank that stops takes the others down: their collectives fail (errors like these) or the
-# launcher kills them. A distributed run's status is that of the rank that stopped first.
-_COLLECTIVE_ERROR = re.compile(r"DistBackendError|DistNetworkError|DistStoreError|NCCL|gloo|"
-                               r"connection (closed|reset) by peer|timed? ?out", re.I)
-_STOP_ORDER = {"failed": 0, "killed": 1, "collective-failed": 2, "running": 3, "completed": 4}
+                                  ENVIRONMENT, EVAL, GRAD, GRADS, INPUTS, INPUTS_REQ, LOSS,
+                                  LOSS_NAME, MODEL, SAMPLES, SAMPLES_REQ, SCALARS, SCHEMA_VERSION,
+                                  TENSORS, TRAIN, UPDATE, UPDATES, WEIGHT, WEIGHTS, Requirement)
 
 
 def open_run(path: str | os.PathLike) -> "Run":
     """Open a run directory written by tracelab. Raises TraceError with a one-line reason."""
     path = Path(path)
-    if not path.exists():
-        raise TraceError(f"{path}: no such directory")
-    if not path.is_dir():
-        raise TraceError(f"{path}: not a directory; expected a tracelab run directory")
-    # Each rank of a distributed run writes its own meta file; any readable one opens the run,
-    # so the ranks that survived stay readable when another rank died or lost its file.
-    files = {0: path / META_FILE} if (path / META_FILE).exists() else {}
-    for extra in path.glob("meta.rank*.json"):
-        match = _RANK_META.match(extra.name)
-        if match:
-            files[int(match.group(1))] = extra
-    if not files:
-        raise TraceError(f"{path}: not a tracelab run (no {META_FILE})")
-    ranks: dict[int, dict[str, Any]] = {}
-    problems: list[str] = []
-    failure: TraceError | None = None
-    for rank, file in sorted(files.items()):
-        try:
-            ranks[rank] = _read_meta(file)
-        except TraceError as exc:
-            if isinstance(exc, _UnsupportedVersion):  # reading on would misread the run
-                raise
-            failure = failure or exc
-            problems.append(f"{file.name}: unreadable, rank {rank} metadata skipped")
-    if not ranks:
-        raise failure  # type: ignore[misc]
-    if 0 not in files:
-        problems.append(f"{META_FILE}: missing; run metadata taken from rank {min(ranks)}")
-    run = Run(path, ranks[min(ranks)], rank_meta=ranks)
+    ranks, problems = reader.read_rank_meta(path)
+    run = Run(path, ranks[min(ranks)], rank_meta=ranks, source=Source(path, NATIVE))
     run.problems.extend(problems)
     return run
 
 
-def _last_per_cell(cells: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
-    """`size` cells, each the last non-missing of its values (NaN when none), like
-    groupby().last(), as one scatter: pivot_table costs 30x more on a 10,000-row table."""
-    ok = ~np.isnan(values)
-    cells, values = cells[ok], values[ok]
-    last = len(cells) - 1 - np.unique(cells[::-1], return_index=True)[1]
-    out = np.full(size, np.nan)
-    out[cells[last]] = values[last]
-    return out
-
-
-class _UnsupportedVersion(TraceError):
-    pass
-
-
-def _read_meta(meta_path: Path) -> dict[str, Any]:
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TraceError(f"{meta_path}: unreadable ({exc}); expected tracelab run metadata "
-                         "as JSON") from None
-    if not isinstance(meta, dict):
-        raise TraceError(f"{meta_path}: expected a JSON object")
-    version = meta.get("schema_version")
-    if not isinstance(version, int):
-        raise TraceError(f"{meta_path}: field 'schema_version' missing or not an integer")
-    if version > SCHEMA_VERSION or version < 1:
-        raise _UnsupportedVersion(f"{meta_path}: schema version {version} is not supported by "
-                                  f"this tracelab (reads 1..{SCHEMA_VERSION}); upgrade tracelab")
-    return meta
-
-
-def _read_part(file: Path) -> pa.Table:
-    if file.suffix == ".parquet":
-        return pq.read_table(file)
-    # An Arrow IPC tail: keep every complete batch; a kill may have cut the last one short.
-    batches = []
-    with pa.OSFile(str(file)) as source:
-        try:
-            reader = pa.ipc.open_stream(source)
-            while True:
-                batches.append(reader.read_next_batch())
-        except StopIteration:
-            pass
-        except (pa.ArrowInvalid, OSError):
-            if not batches:
-                raise
-    return pa.Table.from_batches(batches)
-
-
 class Run:
-    """A recorded run: metadata plus four lazily loaded tables (pandas DataFrames)."""
+    """A recorded run: metadata plus four lazily loaded tables (pandas DataFrames).
+
+    `source` says what it was read from (None for a run built in memory).
+    """
 
     def __init__(self, path: Path | None, meta: Mapping[str, Any], *,
                  rank_meta: Mapping[int, Mapping[str, Any]] | None = None,
-                 frames: Mapping[str, pd.DataFrame] | None = None):
+                 frames: Mapping[str, pd.DataFrame] | None = None,
+                 source: Source | None = None):
         self.path = path
         self.meta = dict(meta)
         self.rank_meta = {r: self.meta if m is meta else dict(m)
                           for r, m in (rank_meta or {0: meta}).items()}
+        self.source = source
         self.problems: list[str] = []
-        self._frames = dict(frames or {})
+        self._tables = dict(frames or {})
+        self._views = Views(self)
+        self._rank_states: dict[int, dict[str, Any]] = {}
 
     @classmethod
     def from_frames(cls, meta: Mapping[str, Any] | None = None, **frames: pd.DataFrame) -> "Run":
@@ -167,39 +81,11 @@ class Run:
 
     # -- tables ---------------------------------------------------------------------------------
     def _table(self, table: str) -> pd.DataFrame:
-        if table not in self._frames:
-            self._frames[table] = self._load(table)
-        return self._frames[table]
-
-    def _load(self, table: str) -> pd.DataFrame:
-        schema = ARROW_SCHEMAS[table]
-        directory = self.path / table if self.path else None
-        parts: dict[str, Path] = {}
-        if directory and directory.is_dir():
-            for file in sorted(directory.iterdir()):
-                match = _PART.match(file.name)
-                # A roll interrupted between rename and unlink leaves both; the Parquet wins.
-                if match and not (file.suffix == ".arrows"
-                                  and file.with_suffix(".parquet").exists()):
-                    parts[file.name] = file
-        tables, ranks = [], []
-        for name, file in parts.items():
-            try:
-                tables.append(_read_part(file).select(schema.names).cast(schema))
-                ranks.append(int(_PART.match(name).group(1)))
-            except Exception as exc:  # a corrupt part must not hide the rest of the run
-                self.problems.append(f"{table}/{name}: unreadable ({type(exc).__name__})")
-        if len(self.ranks) > 1:
-            tables = [t.append_column("rank", pa.array([r] * t.num_rows, pa.int32()))
-                      for t, r in zip(tables, ranks)]
-            schema = schema.append(pa.field("rank", pa.int32()))
-        if not tables:
-            return schema.empty_table().to_pandas()
-        df = pa.concat_tables(tables).to_pandas()
-        sort = [c for c in ("step", "rank") if c in df]
-        if sort == ["step"] and df["step"].is_monotonic_increasing:
-            return df  # one writer appends in step order: sorting 1M rows again costs ~0.5 s
-        return df.sort_values(sort, kind="stable", ignore_index=True) if sort else df
+        if table not in self._tables:
+            df, problems = reader.read_table(self.path, table, distributed=len(self.ranks) > 1)
+            self.problems.extend(problems)
+            self._tables[table] = df
+        return self._tables[table]
 
     @cached_property
     def ranks(self) -> list[int]:
@@ -209,15 +95,11 @@ class Run:
         """
         found = set(self.rank_meta)
         if self.path is None:
-            in_data = {int(r) for t in ARROW_SCHEMAS if t in self._frames
-                       and "rank" in self._frames[t] for r in self._frames[t]["rank"].dropna()}
+            in_data = {int(r) for t in ARROW_SCHEMAS if t in self._tables
+                       and "rank" in self._tables[t] for r in self._tables[t]["rank"].dropna()}
             found = in_data or found
         else:
-            for table in ARROW_SCHEMAS:
-                directory = self.path / table
-                if directory.is_dir():
-                    found.update(int(m.group(1)) for m in map(_PART.match, (
-                        f.name for f in directory.iterdir())) if m)
+            found |= reader.part_ranks(self.path)
         return sorted(found)
 
     @property
@@ -241,63 +123,30 @@ class Run:
             self._table(table)
         return self
 
-    # -- status ---------------------------------------------------------------------------------
-    @property
+    # -- status (decided once per Run: probing a live writer again could change it) -------------
+    @cached_property
     def status(self) -> dict[str, Any]:
         """`{"state": "completed"|"failed"|"killed"|"running", ...}`; a dead writer means killed.
 
         With several ranks it is the status of the rank that most likely stopped the run, plus
-        `rank` (that rank) and `ranks` (every rank's state; "unknown" for a rank that left data
-        but no metadata): a rank that raised, else one that was killed, else one whose
-        collective failed (a consequence), each the earliest to stop; then running, completed.
+        `rank` and `ranks` (every rank's state; "unknown" for a rank that left data but no
+        metadata); see `run_status.run_status`.
         """
         if len(self.ranks) <= 1:
             return self.rank_status(min(self.rank_meta))
-        states = {r: self.rank_status(r) if r in self.rank_meta else {"state": "unknown"}
+        states = {r: self.rank_status(r) if r in self.rank_meta else dict(run_status.UNKNOWN)
                   for r in self.ranks}
-        first = min(states, key=lambda r: self._stop_order(r, states[r]))
-        return {**states[first], "rank": first,
-                "ranks": {r: st["state"] for r, st in states.items()}}
-
-    def _stop_order(self, rank: int, status: Mapping[str, Any]) -> tuple:
-        state = status["state"]
-        if state == "failed" and _COLLECTIVE_ERROR.search(
-                f"{status.get('exception_type', '')} {status.get('exception_message', '')}"):
-            state = "collective-failed"
-        when = self.rank_meta.get(rank, {}).get("end_time") or self._heartbeat(rank)
-        return _STOP_ORDER.get(state, len(_STOP_ORDER)), when or math.inf, rank
+        return run_status.run_status(self.path, states, self.rank_meta)
 
     def rank_status(self, rank: int) -> dict[str, Any]:
         """One rank's status, from its own metadata and its own writer's liveness."""
-        meta = self.rank_meta[rank]
-        status = dict(meta.get("status") or {"state": "running"})
-        if status.get("state") == "running" and self._writer_gone(meta, rank):
-            status["state"] = "killed"
-            status["last_step"] = self._last_step_of(rank)
-        return status
+        if rank not in self._rank_states:
+            self._rank_states[rank] = run_status.rank_status(
+                self.path, rank, self.rank_meta[rank], lambda: self._last_step_of(rank))
+        return self._rank_states[rank]
 
     def _last_step_of(self, rank: int) -> int | None:
         return self._rank_steps(rank)[1] if len(self.ranks) > 1 else self.last_step
-
-    def _writer_gone(self, meta: Mapping[str, Any], rank: int) -> bool:
-        if self.path is None:
-            return False
-        writer = meta.get("writer") or {}
-        if writer.get("hostname") == socket.gethostname() and isinstance(writer.get("pid"), int):
-            try:
-                os.kill(writer["pid"], 0)
-            except ProcessLookupError:
-                return True
-            except PermissionError:
-                pass
-        return time.time() - self._heartbeat(rank) > KILLED_AFTER_S
-
-    def _heartbeat(self, rank: int) -> float:
-        """When the rank's writer last flushed (epoch seconds; 0 when unknown)."""
-        try:
-            return (self.path / f"{HEARTBEAT_FILE}.r{rank}").stat().st_mtime if self.path else 0.0
-        except OSError:
-            return 0.0
 
     @cached_property
     def step_range(self) -> tuple[int, int] | None:
@@ -343,83 +192,27 @@ class Run:
             have.add(MODEL)
         return frozenset(have)
 
-    # -- views rules share (cached: several rules read the same ones) -----------------------------
-    # A distributed run's views merge its ranks the way a single process training on the global
-    # batch would see them. Scalars: the mean over the ranks that logged the step, which is the
-    # global-batch loss or metric for mean-reduced values and equal per-rank batches (lr is the
-    # same on every rank). Tensor stats: the lowest rank that recorded the step; weights, grads
-    # and updates are identical on every rank after DDP's all-reduce, and activations are that
-    # rank's own batch. The raw tables keep every rank's rows; rank-divergence compares them.
+    # -- views rules share (run_views.py: cached, and how a distributed run's ranks merge) ------
     def scalar(self, name: str, split: str = TRAIN) -> pd.Series:
         """One scalar over steps (float Series indexed by step; the last value per step wins;
         several ranks: the mean over ranks of each rank's last value)."""
-        key = ("scalar", name, split)
-        if key not in self._frames:
-            sc = self.scalars
-            if "rank" in sc and len(self.ranks) > 1:
-                rows = sc[(sc["name"] == name) & (sc["split"] == split)]
-                rows = rows.groupby(["step", "rank"], sort=True)["value"].last().reset_index()
-                series = rows.groupby("step", sort=True)["value"].mean().astype(float)
-            else:
-                pos = self._scalar_rows().get((split, name), np.empty(0, dtype=np.int64))
-                steps, codes = np.unique(sc["step"].to_numpy(dtype=np.int64)[pos],
-                                         return_inverse=True)
-                values = sc["value"].to_numpy(dtype=float, na_value=np.nan)[pos]
-                series = pd.Series(_last_per_cell(codes.reshape(-1), values, len(steps)),
-                                   index=pd.Index(steps, name="step"))
-            series.name = name
-            self._frames[key] = series
-        return self._frames[key]
-
-    def _scalar_rows(self) -> dict[tuple[str, str], np.ndarray]:
-        """Row positions of each (split, name) in the scalars table."""
-        if "scalar_rows" not in self._frames:
-            sc = self.scalars
-            self._frames["scalar_rows"] = (sc.groupby(["split", "name"], sort=False).indices
-                                           if len(sc) else {})
-        return self._frames["scalar_rows"]
+        return self._views.scalar(name, split)
 
     def loss(self, split: str = TRAIN) -> pd.Series:
         return self.scalar(LOSS_NAME, split)
 
     def splits(self) -> list[str]:
         """Splits recorded in scalars or inputs, train first."""
-        found = set(self.scalars["split"].unique()) | set(self.inputs["split"].unique())
-        return sorted(found, key=lambda s: (s != TRAIN, s))
+        return self._views.splits()
 
     def stat(self, kind: str, stat: str) -> pd.DataFrame:
         """One tensor statistic as a step × name frame, columns in recording (model) order
         (several ranks: each step's lowest recording rank)."""
-        key = ("stat", kind, stat)
-        if key not in self._frames:
-            steps, names, cells, rows = self._layout(kind)
-            values = rows[stat].to_numpy(dtype=float, na_value=np.nan)
-            wide = _last_per_cell(cells, values, len(steps) * len(names))
-            self._frames[key] = pd.DataFrame(wide.reshape(len(steps), len(names)),
-                                             index=pd.Index(steps, name="step"),
-                                             columns=pd.Index(names, name="name"))
-        return self._frames[key]
-
-    def _layout(self, kind: str) -> tuple[np.ndarray, list[str], np.ndarray, pd.DataFrame]:
-        """A kind's rows, its steps, its names in recording order, and each row's cell."""
-        key = ("layout", kind)
-        if key not in self._frames:
-            tn = self.tensors
-            rows = tn[(tn["kind"] == kind) & tn["name"].notna()]
-            if "rank" in rows and len(self.ranks) > 1:
-                lowest = rows.groupby(["step", "name"])["rank"].transform("min")
-                rows = rows[rows["rank"] == lowest]
-            name_codes, names = pd.factorize(rows["name"])
-            steps, step_codes = np.unique(rows["step"].to_numpy(dtype=np.int64),
-                                          return_inverse=True)
-            self._frames[key] = (steps, [str(n) for n in names],
-                                 step_codes.reshape(-1) * len(names) + name_codes, rows)
-        return self._frames[key]
+        return self._views.stat(kind, stat)
 
     def names(self, kind: str) -> list[str]:
         """Parameter or module names of a kind, in recording (model) order."""
-        tn = self.tensors
-        return [str(n) for n in pd.unique(tn.loc[tn["kind"] == kind, "name"].dropna())]
+        return self._views.names(kind)
 
     def module_types(self) -> dict[str, str]:
         """Module path → type name, from the model summary."""

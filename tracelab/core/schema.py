@@ -4,29 +4,82 @@ A run is a directory::
 
     meta.json                 run metadata (see docs/trace-format.md)
     meta.rank<N>.json         per-rank metadata of ranks other than 0 (distributed runs)
+    heartbeat.r<N>            touched by rank N's writer at every flush
     scalars/  tensors/  inputs/  samples/
         r<rank>-<seq>.parquet  closed part files
         r<rank>-<seq>.arrows   the open tail of a live (or killed) writer: an Arrow IPC stream
+        r<rank>-reservoir.parquet  (samples/ only) the latest reservoir snapshot
 
 Every table is in long format. Bump SCHEMA_VERSION on any change a reader of an older version
 could misread; readers refuse versions newer than their own.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 SCHEMA_VERSION = 1
-META_FILE = "meta.json"
-HEARTBEAT_FILE = "heartbeat"
 
 SCALARS = "scalars"
 TENSORS = "tensors"
 INPUTS = "inputs"
 SAMPLES = "samples"
 TABLES = (SCALARS, TENSORS, INPUTS, SAMPLES)
+
+# -- file names: the writer, the reader and source detection all spell them from here ------------
+META_FILE = "meta.json"  # rank 0's (or the only process's) metadata
+HEARTBEAT_FILE = "heartbeat"
+_RANK_META = re.compile(r"^meta\.rank(\d+)\.json$")
+# A table's part files; groups: rank, sequence (or RESERVOIR), extension.
+PART_FILE = re.compile(r"^r(\d+)-(.+)\.(parquet|arrows)$")
+PARQUET, ARROWS = "parquet", "arrows"  # a closed part; the open tail of a writer
+RESERVOIR = "reservoir"  # the samples snapshot, rewritten whole: one file per rank, no sequence
+
+
+def meta_filename(rank: int) -> str:
+    return META_FILE if rank == 0 else f"meta.rank{rank}.json"
+
+
+def rank_of_meta(name: str) -> int | None:
+    """The rank whose metadata file is `name`; None for any other file."""
+    if name == META_FILE:
+        return 0
+    match = _RANK_META.match(name)
+    return int(match.group(1)) if match else None
+
+
+def heartbeat_filename(rank: int) -> str:
+    return f"{HEARTBEAT_FILE}.r{rank}"
+
+
+def part_name(rank: int, seq: int | str, ext: str) -> str:
+    """`r<rank>-<seq>.<ext>`: seq is a part's number (zero-padded, so parts sort) or RESERVOIR."""
+    return f"r{rank}-{seq:06d}.{ext}" if isinstance(seq, int) else f"r{rank}-{seq}.{ext}"
+
+
+def rank_of_part(name: str) -> int | None:
+    """The rank that wrote the part file `name`; None when `name` is no part file."""
+    match = PART_FILE.match(name)
+    return int(match.group(1)) if match else None
+
+
+def is_trace_file(name: str) -> bool:
+    """Whether a file at a run directory's top level belongs to the trace (metadata and
+    heartbeats, their temporaries too), unlike the reports and notes kept next to it."""
+    return name.startswith(("meta", HEARTBEAT_FILE))
+
+
+# Other loggers' files, which tracelab reads as runs too.
+EVENT_FILES = "events.out.tfevents.*"  # TensorBoard's event files, as users know the pattern
+CSV_LOG = "metrics.csv"  # Lightning's CSVLogger
+CSV_HPARAMS = "hparams.yaml"  # written next to it
+
+
+def is_event_file(name: str) -> bool:
+    return name.startswith("events.out.") and "tfevents" in name
 
 # tensors.kind
 WEIGHT = "weight"

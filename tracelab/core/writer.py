@@ -32,8 +32,9 @@ import pyarrow.parquet as pq
 
 from tracelab._version import __version__
 from tracelab.core.errors import RunExistsError
-from tracelab.core.schema import (ARROW_SCHEMAS, HEARTBEAT_FILE, META_FILE, SAMPLES, SCALARS,
-                                  SCHEMA_VERSION, TABLES)
+from tracelab.core.schema import (ARROWS, ARROW_SCHEMAS, PARQUET, RESERVOIR, SAMPLES, SCALARS,
+                                  SCHEMA_VERSION, TABLES, heartbeat_filename, meta_filename,
+                                  part_name)
 
 Columns = Mapping[str, Any]
 Rows = Iterable[tuple[str, Columns]]
@@ -74,10 +75,6 @@ def _warm_up() -> None:
     """Load now what the first flush would load: pyarrow's conversion imports pandas on first
     use, a second or more on a loaded machine, which the writer would spend holding its work."""
     build_batch(SCALARS, [(1, {"step": np.zeros(1, np.int64), "value": np.zeros(1)})])
-
-
-def meta_filename(rank: int) -> str:
-    return META_FILE if rank == 0 else f"meta.rank{rank}.json"
 
 
 def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
@@ -153,8 +150,8 @@ class _Table:
         self.sink = None
         self.stream = None
 
-    def _stem(self) -> Path:
-        return self.directory / f"r{self.rank}-{self.seq:06d}"
+    def _file(self, ext: str) -> Path:
+        return self.directory / part_name(self.rank, self.seq, ext)
 
     def flush(self) -> None:
         if not self.pending:
@@ -163,7 +160,7 @@ class _Table:
         self.pending.clear()
         if self.stream is None:
             self.directory.mkdir(parents=True, exist_ok=True)
-            self.sink = open(self._stem().with_suffix(".arrows"), "wb")
+            self.sink = open(self._file(ARROWS), "wb")
             self.stream = pa.ipc.new_stream(self.sink, batch.schema)
         self.stream.write_batch(batch)
         self.sink.flush()
@@ -178,13 +175,13 @@ class _Table:
         """Rewrite the tail as a Parquet part: write a temporary file, rename, drop the tail."""
         if not self.part:
             return
-        stem = self._stem()
-        tmp = stem.with_suffix(".parquet.tmp")
+        target = self._file(PARQUET)
+        tmp = target.with_name(target.name + ".tmp")
         pq.write_table(pa.Table.from_batches(self.part), tmp, compression="zstd")
-        os.replace(tmp, stem.with_suffix(".parquet"))
+        os.replace(tmp, target)
         self.stream.close()
         self.sink.close()
-        os.remove(stem.with_suffix(".arrows"))
+        os.remove(self._file(ARROWS))
         self.stream = self.sink = None
         self.part, self.part_rows = [], 0
         self.seq += 1
@@ -222,7 +219,7 @@ class RunWriter:
         self._meta_lock = threading.Lock()
         write_json_atomic(self._meta_path, self._meta)
         _warm_up()
-        self._heartbeat = self.path / f"{HEARTBEAT_FILE}.r{rank}"
+        self._heartbeat = self.path / heartbeat_filename(rank)
         self._heartbeat.touch()
         self._tables = {t: _Table(self.path / t, t, rank) for t in TABLES}
         self._samples: Columns | None = None
@@ -392,7 +389,7 @@ class RunWriter:
     def _write_samples(self, columns: Columns) -> None:
         directory = self.path / SAMPLES
         directory.mkdir(exist_ok=True)
-        target = directory / f"r{self.rank}-reservoir.parquet"
+        target = directory / part_name(self.rank, RESERVOIR, PARQUET)
         tmp = target.with_suffix(".parquet.tmp")
         pq.write_table(pa.Table.from_batches([to_batch(SAMPLES, columns)]), tmp)
         os.replace(tmp, target)

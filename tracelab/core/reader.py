@@ -1,0 +1,141 @@
+"""Reading a run directory's files: every rank's metadata, and a table's part files.
+
+The counterpart of writer.py. It reads what a killed or partly corrupt run left as far as it
+can: an unreadable part or rank metadata file is skipped and reported as a problem (one line),
+so the rest of the run is still analyzed. `Run` (run.py) decides when to read what.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.ipc
+import pyarrow.parquet as pq
+
+from tracelab.core.errors import TraceError
+from tracelab.core.schema import (ARROWS, ARROW_SCHEMAS, META_FILE, PARQUET, SCHEMA_VERSION,
+                                  rank_of_meta, rank_of_part)
+
+
+class _UnsupportedVersion(TraceError):
+    pass
+
+
+def read_rank_meta(path: Path) -> tuple[dict[int, dict[str, Any]], list[str]]:
+    """Every readable rank's metadata, and the problems met on the way.
+
+    Raises TraceError with a one-line reason when `path` is no run, or no metadata is readable.
+    """
+    if not path.exists():
+        raise TraceError(f"{path}: no such directory")
+    if not path.is_dir():
+        raise TraceError(f"{path}: not a directory; expected a tracelab run directory")
+    # Each rank of a distributed run writes its own meta file; any readable one opens the run,
+    # so the ranks that survived stay readable when another rank died or lost its file.
+    try:
+        names = sorted(os.listdir(path))
+    except OSError:
+        names = []
+    files = {rank: path / name for name in names if (rank := rank_of_meta(name)) is not None}
+    if not files:
+        raise TraceError(f"{path}: not a tracelab run (no {META_FILE})")
+    ranks: dict[int, dict[str, Any]] = {}
+    problems: list[str] = []
+    failure: TraceError | None = None
+    for rank, file in sorted(files.items()):
+        try:
+            ranks[rank] = _read_meta(file)
+        except TraceError as exc:
+            if isinstance(exc, _UnsupportedVersion):  # reading on would misread the run
+                raise
+            failure = failure or exc
+            problems.append(f"{file.name}: unreadable, rank {rank} metadata skipped")
+    if not ranks:
+        raise failure  # type: ignore[misc]
+    if 0 not in files:
+        problems.append(f"{META_FILE}: missing; run metadata taken from rank {min(ranks)}")
+    return ranks, problems
+
+
+def _read_meta(meta_path: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TraceError(f"{meta_path}: unreadable ({exc}); expected tracelab run metadata "
+                         "as JSON") from None
+    if not isinstance(meta, dict):
+        raise TraceError(f"{meta_path}: expected a JSON object")
+    version = meta.get("schema_version")
+    if not isinstance(version, int):
+        raise TraceError(f"{meta_path}: field 'schema_version' missing or not an integer")
+    if version > SCHEMA_VERSION or version < 1:
+        raise _UnsupportedVersion(f"{meta_path}: schema version {version} is not supported by "
+                                  f"this tracelab (reads 1..{SCHEMA_VERSION}); upgrade tracelab")
+    return meta
+
+
+def part_ranks(path: Path) -> set[int]:
+    """The ranks that left part files in any table of the run directory `path`."""
+    found = set()
+    for table in ARROW_SCHEMAS:
+        directory = path / table
+        if directory.is_dir():
+            found.update(r for r in map(rank_of_part, (f.name for f in directory.iterdir()))
+                         if r is not None)
+    return found
+
+
+def read_part(file: Path) -> pa.Table:
+    """A Parquet part, or every complete batch of an Arrow IPC tail (a kill may have cut the
+    last one short)."""
+    if file.suffix == f".{PARQUET}":
+        return pq.read_table(file)
+    batches = []
+    with pa.OSFile(str(file)) as source:
+        try:
+            reader = pa.ipc.open_stream(source)
+            while True:
+                batches.append(reader.read_next_batch())
+        except StopIteration:
+            pass
+        except (pa.ArrowInvalid, OSError):
+            if not batches:
+                raise
+    return pa.Table.from_batches(batches)
+
+
+def read_table(path: Path | None, table: str, *,
+               distributed: bool) -> tuple[pd.DataFrame, list[str]]:
+    """One table of the run directory `path` (None: an empty one), sorted by step (and rank),
+    and the problems met. `distributed`: the table gets a `rank` column (int32)."""
+    schema = ARROW_SCHEMAS[table]
+    directory = path / table if path else None
+    parts: dict[str, Path] = {}
+    if directory and directory.is_dir():
+        for file in sorted(directory.iterdir()):
+            # A roll interrupted between rename and unlink leaves both; the Parquet wins.
+            if rank_of_part(file.name) is not None and not (
+                    file.suffix == f".{ARROWS}" and file.with_suffix(f".{PARQUET}").exists()):
+                parts[file.name] = file
+    tables, ranks, problems = [], [], []
+    for name, file in parts.items():
+        try:
+            tables.append(read_part(file).select(schema.names).cast(schema))
+            ranks.append(rank_of_part(name))
+        except Exception as exc:  # a corrupt part must not hide the rest of the run
+            problems.append(f"{table}/{name}: unreadable ({type(exc).__name__})")
+    if distributed:
+        tables = [t.append_column("rank", pa.array([r] * t.num_rows, pa.int32()))
+                  for t, r in zip(tables, ranks)]
+        schema = schema.append(pa.field("rank", pa.int32()))
+    if not tables:
+        return schema.empty_table().to_pandas(), problems
+    df = pa.concat_tables(tables).to_pandas()
+    sort = [c for c in ("step", "rank") if c in df]
+    if sort == ["step"] and df["step"].is_monotonic_increasing:
+        return df, problems  # one writer appends in step order: sorting 1M rows again costs ~0.5 s
+    return (df.sort_values(sort, kind="stable", ignore_index=True) if sort else df), problems
