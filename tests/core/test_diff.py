@@ -6,7 +6,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from tracelab.app import engine
 from tracelab.app.cli import main
@@ -27,12 +26,9 @@ def trio(tmp_path_factory):
     root = tmp_path_factory.mktemp("diff")
     base = train_run(root / "base", seed=0, steps=30)
     seeded = train_run(root / "seed1", seed=1, steps=30)
-    before = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = True
-    try:
-        tf32 = train_run(root / "tf32", seed=0, steps=30)
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = before
+    # torch.backends.cuda.matmul.allow_tf32 = True, as the Recorder records it
+    tf32 = train_run(root / "tf32", seed=0, steps=30,
+                     environment={"tf32_matmul": True, "float32_matmul_precision": "high"})
     return base, seeded, tf32
 
 
