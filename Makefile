@@ -7,7 +7,7 @@ EXTRAS ?= torch,test,tensorboard,dask,lightning,hf
 comma  := ,
 STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: demo test lint venv bench clean
+.PHONY: demo test test-notorch lint venv bench clean
 
 venv: $(STAMP)
 
@@ -20,8 +20,27 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(BIN)/tracelab demo tracelab-demo
 
-test: lint
+test: lint test-notorch
 	$(BIN)/python -m pytest -q
+
+# The analysis side works without torch: its tests again, in a venv without torch or numba.
+NOTORCH        := .venv-notorch
+NOTORCH_EXTRAS := test,tensorboard,dask
+NOTORCH_STAMP  := $(NOTORCH)/.installed-$(subst $(comma),-,$(NOTORCH_EXTRAS))
+NOTORCH_TESTS := tests/core tests/analyzers tests/reports tests/recorders/test_csv_import.py \
+                 tests/test_registry.py tests/test_engine_thresholds.py tests/test_config.py
+
+$(NOTORCH_STAMP): pyproject.toml constraints.txt
+	@test -x $(NOTORCH)/bin/python || $(PYTHON) -m venv $(NOTORCH)
+	$(NOTORCH)/bin/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[$(NOTORCH_EXTRAS)]"
+	@if $(NOTORCH)/bin/python -c "import torch" 2>/dev/null || \
+	    $(NOTORCH)/bin/python -c "import numba" 2>/dev/null; then \
+	    echo "$(NOTORCH) holds torch or numba: it must not"; exit 1; fi
+	@rm -f $(NOTORCH)/.installed-*
+	@touch $@
+
+test-notorch: $(NOTORCH_STAMP)
+	$(NOTORCH)/bin/python -m pytest -q -p no:cacheprovider $(NOTORCH_TESTS)
 
 # The import layers (docs/architecture.md). import-linter reads packages from disk, and three of
 # ours live outside tracelab/ (package-dir), so it reads the tree as a wheel would install it.
@@ -37,4 +56,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/batch_scale.py
 
 clean:
-	rm -rf $(VENV) tracelab-demo build *.egg-info
+	rm -rf $(VENV) $(NOTORCH) tracelab-demo build *.egg-info

@@ -94,13 +94,15 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
             if train is not None and split != TRAIN:
                 report(split, train, side)
                 report(TRAIN, side, train)
+        # Whether the feature is constant is this run's own finding, baseline or not.
+        own = bool(reported)
         for split, side in sides.items():
             ref = base.get(feature, {}).get(split)
             if ref is not None:
                 report(split, Side(f"the baseline's {split}", ref,
                                    base_samples.get((split, feature))),
                        Side(f"this run's {split}", side.rows, side.raw_samples))
-        if not reported and all(profile(r).constant for r in by_split.values()):
+        if not own and all(profile(r).constant for r in by_split.values()):
             values = {profile(r).min for r in by_split.values()}
             if len(values) == 1:
                 findings.append(_constant(feature, pd.concat(list(by_split.values())),

@@ -99,9 +99,12 @@ def test_collapse_against_the_baseline_run():
     # Both splits lost the hour: only the archived good run can show it.
     run = _run(TRAIN.assign(hour=0), VAL.assign(hour=0), seed=1)
     found = input_collapse(run, baseline=baseline)
-    assert [f.subject for f in found] == ["hour", "hour"]
+    assert [f.subject for f in found] == ["hour", "hour", "hour"]
     assert "collapsed in this run's train, compared with the baseline's train" in found[0].message
     assert "this run's val" in found[1].message and "always 0" in found[1].message
+    # That the hour is constant is the run's own finding, told with a baseline or without.
+    assert found[2:] == input_collapse(run)
+    assert found[2].severity.value == "info" and "is constant (0)" in found[2].message
     assert input_collapse(_run(TRAIN, VAL, seed=2), baseline=baseline) == []
 
 

@@ -6,13 +6,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
+from tracelab.app import engine
 from tracelab.app.cli import main
-from tracelab.app.diff import diff_runs
+from tracelab.app.diff import against_baseline, diff_runs
 from tracelab.reports.diff_report import diff_text
 from tracelab.app.engine import all_rules
+from tracelab.core.config import Config
 from tracelab.core.run import Run, open_run
+from tracelab.core.schema import INPUTS_REQ, SAMPLES_REQ
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _archive_runs import train_run  # noqa: E402
@@ -24,12 +26,9 @@ def trio(tmp_path_factory):
     root = tmp_path_factory.mktemp("diff")
     base = train_run(root / "base", seed=0, steps=30)
     seeded = train_run(root / "seed1", seed=1, steps=30)
-    before = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = True
-    try:
-        tf32 = train_run(root / "tf32", seed=0, steps=30)
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = before
+    # torch.backends.cuda.matmul.allow_tf32 = True, as the Recorder records it
+    tf32 = train_run(root / "tf32", seed=0, steps=30,
+                     environment={"tf32_matmul": True, "float32_matmul_precision": "high"})
     return base, seeded, tf32
 
 
@@ -134,3 +133,94 @@ def test_cli_diff_with_html_and_json(trio, tmp_path, capsys):
     assert main(["diff", str(base), str(base)]) == 2
     assert "same run" in capsys.readouterr().err
     assert main(["diff", str(base), str(tmp_path / "missing")]) == 2
+
+
+def _drifted_pair():
+    loss = 2.0 * np.exp(-np.arange(200) / 60) + 0.1
+    meta_a, fa = _frames(loss)
+    meta_b, fb = _frames(loss * 1.3, shift=3.0, seed=1)
+    return Run.from_frames(meta_a, **fa), Run.from_frames(meta_b, **fb)
+
+
+def _constant_pair():
+    a, _ = _drifted_pair()
+    meta, frames = _frames(2.0 * np.exp(-np.arange(200) / 60) + 0.1)
+    frames["inputs"] = frames["inputs"].assign(std=0.0, min=1.0, max=1.0, mean=1.0, n_unique=1)
+    frames["samples"] = frames["samples"].assign(value=1.0)
+    return a, Run.from_frames(meta, **frames)
+
+
+DATA_RULES = [s.name for s in all_rules() if s.uses_baseline
+              and any(r in (INPUTS_REQ, SAMPLES_REQ) for r in s.requires)]
+
+
+@pytest.mark.parametrize("pair", [_drifted_pair, _constant_pair])
+def test_each_run_is_analyzed_once_with_the_three_analyses_results(pair, monkeypatch):
+    a, b = pair()
+    calls = []
+    real = engine.analyze
+    monkeypatch.setattr(engine, "analyze", lambda run, **kw: calls.append(run) or real(run, **kw))
+    d = diff_runs(a, b)
+    assert calls == [a, b]
+    monkeypatch.undo()
+    # What analyzing B twice (on its own, then its data rules against A) gives.
+    drift = engine.analyze(b, baseline=a, select=DATA_RULES).findings
+    fa, fb = engine.analyze(a).findings, engine.analyze(b).findings
+    key = lambda f: (f.rule, f.subject)  # noqa: E731
+    assert d.drift == drift and d.drift
+    assert d.only_b == [f for f in fb if key(f) not in {key(g) for g in fa}]
+    assert d.only_a == [f for f in fa if key(f) not in {key(g) for g in fb}]
+
+
+@pytest.mark.parametrize("pair", [_drifted_pair, _constant_pair])
+def test_a_runs_own_data_findings_do_not_depend_on_a_baseline(pair):
+    """The diff takes B's own findings from its analysis against A: what the data rules find
+    comparing with the baseline must come on top of, never change, what they find alone."""
+    a, b = pair()
+    alone = engine.analyze(b, select=DATA_RULES).findings
+    against = engine.analyze(b, baseline=a, select=DATA_RULES).findings
+    assert [f for f in against if not against_baseline(f)] == alone
+    assert any(against_baseline(f) for f in against)
+    assert not any(against_baseline(f) for f in alone)
+
+
+def test_the_diff_thresholds_come_from_the_config():
+    a, b = _drifted_pair()
+    assert [f.feature for f in diff_runs(a, b).features] == ["x0"]
+    assert diff_runs(a, b).loss.first_step == 0
+    lenient = Config.from_mapping({"diff": {"mean_shift": 5.0, "rtol": 0.5}}, "tracelab.toml")
+    d = diff_runs(a, b, config=lenient)
+    assert d.features == [] and d.loss.first_step is None and d.rtol == 0.5
+    assert diff_runs(a, b, config=lenient, rtol=1e-4).loss.first_step == 0  # the argument wins
+    narrow = Config.from_mapping({"diff": {"std_ratio_min": 0.99, "std_ratio_max": 1.0}}, "t")
+    assert [f.feature for f in diff_runs(a, a, config=narrow).features] == []
+    spread = Config.from_mapping({"diff": {"std_ratio_min": 2.0, "std_ratio_max": 3.0}}, "t")
+    assert {f.feature for f in diff_runs(a, a, config=spread).features} == {"x0", "x1"}
+    few = Config.from_mapping({"diff": {"unique_min": 100}}, "t")
+    assert diff_runs(a, a, config=few).features == []
+
+
+def test_cli_diff_reads_the_diff_table_and_the_options_override_it(trio, tmp_path, capsys):
+    base, seeded, _ = trio
+    config = tmp_path / "tracelab.toml"
+    config.write_text("[diff]\nrtol = 1e3\natol = 1e3\n")
+    js = tmp_path / "diff.json"
+    assert main(["diff", str(base), str(seeded), "--config", str(config), "--json", str(js)]) == 0
+    out = json.loads(js.read_text())
+    assert (out["rtol"], out["atol"]) == (1e3, 1e3)
+    assert out["series"][0]["first_step"] is None  # everything within a tolerance of 1000
+    assert main(["diff", str(base), str(seeded), "--config", str(config), "--json", str(js),
+                 "--rtol", "1e-4", "--atol", "0"]) == 0
+    out = json.loads(js.read_text())
+    assert (out["rtol"], out["atol"]) == (1e-4, 0.0) and out["series"][0]["first_step"] == 0
+    capsys.readouterr()
+
+
+def test_diff_help_documents_the_table(capsys):
+    with pytest.raises(SystemExit):
+        main(["diff", "--help"])
+    text = capsys.readouterr().out
+    assert "[tool.tracelab.diff]" in text
+    for name in ("rtol", "atol", "mean_shift", "std_ratio_min", "std_ratio_max", "unique_min",
+                 "unique_ratio"):
+        assert f"  {name} = " in text

@@ -248,12 +248,13 @@ def run_batch(archive: str | os.PathLike, out: str | os.PathLike = "tracelab-bat
     """Analyze every run under `archive` into `out`; see the module docstring."""
     from tqdm import tqdm
     from tracelab.app.batch_outputs import write_outputs
+    from tracelab.app.engine import checked
     archive, out = Path(archive).resolve(), Path(out).resolve()
     if reports not in REPORTS:
         raise ConfigError(f"reports={reports!r}: expected one of {', '.join(REPORTS)}")
+    config = checked(config)  # a bad config fails here, not in the first worker
     if not archive.is_dir():
         raise TraceError(f"{archive}: no such directory; expected an archive of runs")
-    config = config or Config()
     started = time.perf_counter()
     check_output_folder(out, archive)
     tasks = plan(archive, out, config, reports=reports, remote=scheduler is not None)

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from tracelab._version import __version__
+from tracelab.core.config import FAIL_ON, Config, DiffThresholds, load_config
 from tracelab.core.errors import TracelabError
 from tracelab.core.findings import Diagnosis, Severity
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
-FAIL_ON = ("error", "warning", "info", "never")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,6 +26,12 @@ class _Parser(argparse.ArgumentParser):
 
 def _csv(value: str) -> list[str]:
     return [v for v in (p.strip() for p in value.split(",")) if v]
+
+
+def _config(args: argparse.Namespace) -> Config:
+    """The config (--config FILE, or the one found upwards), checked whole before any work."""
+    from tracelab.app.engine import checked
+    return checked(load_config(args.config))
 
 
 # -- analyze ------------------------------------------------------------------------------------
@@ -74,13 +80,13 @@ def _write_output(kind: str, target: Path, write: Callable[[], object], option: 
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from tracelab.core.config import load_config
-    from tracelab.app.engine import analyze
+    from tracelab.app.engine import analyze, selected
     from tracelab import reports
     from tracelab.app.sources import default_report_path, open_any
     from tracelab.reports.text import print_diagnosis
 
-    config = load_config(args.config)
+    config = _config(args)
+    selected(config, args.select, args.ignore)  # unknown names fail before the run is read
     run = open_any(args.run)
     diagnosis = analyze(run, config=config,
                         baseline=open_any(args.baseline) if args.baseline else None,
@@ -114,11 +120,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                       lambda: reports.write_markdown(diagnosis, md, html_name=html_name),
                       "--markdown", sources)
         written.append(("markdown", md))
-    fail_on = args.fail_on or config.fail_on or "error"
-    if fail_on not in FAIL_ON:
-        raise TracelabError(f"{config.source}: fail-on = {fail_on!r}; expected one of "
-                            + ", ".join(FAIL_ON))
-    code = exit_code(diagnosis, fail_on)
+    code = exit_code(diagnosis, args.fail_on or config.fail_on or "error")
     mark = "FAIL" if code else "ok"
     files = "".join(f"; {kind}: {path}" for kind, path in written)
     print(f"{mark}: {diagnosis.verdict()}{files}", file=out)
@@ -197,11 +199,10 @@ def _add_batch(sub) -> None:
 
 def cmd_batch(args: argparse.Namespace) -> int:
     from tracelab.app.batch import run_batch
-    from tracelab.core.config import load_config
     if args.jobs is not None and args.jobs < 1:
         raise TracelabError(f"--jobs {args.jobs}: expected a positive number of processes")
     result = run_batch(args.archive, args.out, jobs=args.jobs, scheduler=args.scheduler,
-                       config=load_config(args.config), reports=args.reports,
+                       config=_config(args), reports=args.reports,
                        force=args.force, progress=True)
     states = ", ".join(f"{n} {s}" for s, n in sorted(result.by_status.items()))
     worst = ", ".join(f"{result.by_worst[w]} {w if w != 'none' else 'clean'}"
@@ -212,30 +213,55 @@ def cmd_batch(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _tolerance(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not 0 <= number < float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r}: expected a finite number >= 0")
+    return number
+
+
+class _LinesAsIs(argparse.HelpFormatter):
+    """Wraps a one-line text as usual; keeps the lines of a text that has several (a table),
+    the way RawDescriptionHelpFormatter keeps every text's."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" not in text:
+            return super()._fill_text(text, width, indent)
+        return "".join(indent + line for line in text.splitlines(keepends=True))
+
+
 def _add_diff(sub) -> None:
     p = sub.add_parser("diff", help="compare a reference run with another",
+                       formatter_class=_LinesAsIs,
                        description="Compare run B with the reference run A: setup differences "
                                    "(config, flags, versions, devices), where their series "
                                    "part, per-layer gradient norms, input drift and the "
-                                   "findings of only one run.")
+                                   "findings of only one run.",
+                       epilog="Thresholds, set in [tool.tracelab.diff] of the config (--rtol "
+                              "and --atol override it):\n" + DiffThresholds.help())
     p.add_argument("run_a", metavar="RUN_A", help="the reference (good) run")
     p.add_argument("run_b", metavar="RUN_B", help="the run to explain")
     p.add_argument("--html", metavar="PATH", help="also write the comparison as an HTML page")
     p.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
-    p.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance (default 1e-4)")
-    p.add_argument("--atol", type=float, default=1e-8, help="absolute tolerance (default 1e-8)")
+    p.add_argument("--rtol", type=_tolerance, help="relative tolerance (default: the config's "
+                                                  "diff.rtol, else 1e-4)")
+    p.add_argument("--atol", type=_tolerance, help="absolute tolerance (default: the config's "
+                                                  "diff.atol, else 1e-8)")
     p.add_argument("--config", metavar="FILE", help="tracelab.toml or pyproject.toml to use")
     p.set_defaults(handler=cmd_diff)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from tracelab.core.config import load_config
     from tracelab.core.files import write_atomic
     from tracelab.core.findings import json_text
     from tracelab.app.diff import diff_runs, open_pair
     from tracelab.reports.diff_report import diff_text, write_diff_html
+    config = _config(args)
     a, b = open_pair(args.run_a, args.run_b)
-    result = diff_runs(a, b, config=load_config(args.config), rtol=args.rtol, atol=args.atol)
+    result = diff_runs(a, b, config=config, rtol=args.rtol, atol=args.atol)
     sys.stdout.write(diff_text(result))
     sources = (args.run_a, args.run_b)
     if args.html:

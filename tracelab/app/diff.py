@@ -9,10 +9,14 @@ to explain. The comparison lists, most telling first:
 - per-layer gradient-norm divergence (B/A ratio over their common steps);
 - input drift: the data rules run on B with A as their baseline, and per-feature summaries;
 - the findings present in only one of the two runs.
+
+Each run is analyzed once: A on its own, B with A as the baseline of the data rules. The
+thresholds are `DiffThresholds`, overridden in `[tool.tracelab.diff]`.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, Mapping, Optional
 
 import numpy as np
@@ -20,7 +24,7 @@ import pandas as pd
 
 from tracelab.core.comparison import (CAUSE, INCIDENTAL, MISSING, VERSION, Change, FeatureDiff,
                                       LayerDiff, RunDiff, SeriesDiff, show)
-from tracelab.core.config import Config
+from tracelab.core.config import Config, DiffThresholds
 from tracelab.core.errors import TracelabError
 from tracelab.core.findings import Finding
 from tracelab.core.run import Run
@@ -166,7 +170,7 @@ def layer_diffs(a: Run, b: Run, *, rtol: float) -> tuple[list[LayerDiff], dict[s
     return layers, only
 
 
-def feature_diffs(a: Run, b: Run, *, shift: float = 0.5) -> list[FeatureDiff]:
+def feature_diffs(a: Run, b: Run, limits: DiffThresholds = DiffThresholds()) -> list[FeatureDiff]:
     """Per-feature summaries whose dtype, resolution, location, spread or cardinality moved."""
     def summary(run: Run) -> dict[tuple[str, str], dict[str, Any]]:
         inp = run.inputs
@@ -190,19 +194,22 @@ def feature_diffs(a: Run, b: Run, *, shift: float = 0.5) -> list[FeatureDiff]:
         if x["resolution"] != y["resolution"]:
             why.append(f"resolution {x['resolution']} → {y['resolution']}")
         scale = x["std"] if x["std"] and np.isfinite(x["std"]) and x["std"] > 0 else None
-        if scale and abs(y["mean"] - x["mean"]) / scale > shift:
+        if scale and abs(y["mean"] - x["mean"]) / scale > limits.mean_shift:
             why.append(f"mean moved {abs(y['mean'] - x['mean']) / scale:.2g} stds")
-        if scale and np.isfinite(y["std"]) and not 0.5 <= y["std"] / scale <= 2.0:
+        if scale and np.isfinite(y["std"]) and not (
+                limits.std_ratio_min <= y["std"] / scale <= limits.std_ratio_max):
             why.append(f"std ×{y['std'] / scale:.2g}")
-        if x["n_unique"] >= 10 and y["n_unique"] < 0.5 * x["n_unique"]:
+        if x["n_unique"] >= limits.unique_min and \
+                y["n_unique"] < limits.unique_ratio * x["n_unique"]:
             why.append(f"distinct values {x['n_unique']:.0f} → {y['n_unique']:.0f}")
         if why:
             out.append(FeatureDiff(key[0], key[1], x, y, why))
     return out
 
 
-def _drift(a: Run, b: Run, config: Config) -> tuple[list[Finding], str]:
-    from tracelab.app.engine import all_rules, analyze
+def _drift_rules(a: Run, b: Run) -> tuple[list[str], str]:
+    """The data rules with a baseline mode that can compare B with A, and what was done."""
+    from tracelab.app.engine import all_rules
     data = (INPUTS_REQ, SAMPLES_REQ)
     names = [s.name for s in all_rules()
              if s.uses_baseline and any(r in data for r in s.requires)]
@@ -211,35 +218,32 @@ def _drift(a: Run, b: Run, config: Config) -> tuple[list[Finding], str]:
     if not len(a.inputs) or not len(b.inputs):
         which = "A" if not len(a.inputs) else "B"
         return [], f"run {which} recorded no input stats"
-    diagnosis = analyze(b, baseline=a, select=names, config=config)
-    return diagnosis.findings, f"{', '.join(names)} on B with A as baseline"
+    return names, f"{', '.join(names)} on B with A as baseline"
 
 
-def _findings(run: Run, config: Config) -> Optional[list[Finding]]:
-    from tracelab.app.engine import analyze
-    if run.is_empty:
-        return None
-    return analyze(run, config=config).findings
+def against_baseline(finding: Finding) -> bool:
+    """Whether a data rule drew the finding from its baseline comparison: those name their
+    reference "the baseline's SPLIT", which a run's own findings never do."""
+    return "the baseline's" in finding.message
 
 
-def diff_runs(a: Run, b: Run, *, config: Optional[Config] = None, rtol: float = 1e-4,
-              atol: float = 1e-8) -> RunDiff:
-    """Compare run B with the reference run A."""
-    config = config or Config()
-    result = RunDiff(a=str(a.path or a.name), b=str(b.path or b.name), rtol=rtol, atol=atol)
-    result.changes = setup_changes(a, b)
-    env_a, env_b = a.meta.get("environment") or {}, b.meta.get("environment") or {}
-    if any(c.key == "seed" for c in result.changes) and not env_a.get("seed_set", True) \
-            and not env_b.get("seed_set", True):
-        result.notes.append("Neither run set a seed: torch picked a random one for each.")
-    if not env_a or not env_b:
-        result.notes.append("The environment of " + ("A" if not env_a else "B") + " was not "
-                            "recorded (an imported log?): flags and versions cannot be compared.")
-    result.series = series_diffs(a, b, rtol=rtol, atol=atol)
-    result.layers, result.layers_only = layer_diffs(a, b, rtol=rtol)
-    result.features = feature_diffs(a, b)
-    result.drift, result.drift_note = _drift(a, b, config)
-    fa, fb = _findings(a, config), _findings(b, config)
+def _analyze_both(a: Run, b: Run, config: Config, result: RunDiff) -> None:
+    """A on its own and B once, with A as the baseline of the drift rules: the drift findings,
+    and the findings of only one run (B's own, without its comparisons with A)."""
+    from tracelab.app.engine import analyze, selected
+    own = selected(config)
+    drift, result.drift_note = _drift_rules(a, b)
+    drift = selected(config, drift) if drift else []  # the config's ignore still applies
+    fa = analyze(a, config=config).findings if not a.is_empty else None
+    fb = None
+    if not b.is_empty:
+        run = selected(config, own + drift) if own or drift else []
+        findings = analyze(b, config=config, baseline=a if drift else None, select=run,
+                           baseline_rules=drift).findings if run else []
+        result.drift = [f for f in findings if f.rule in drift]
+        fb = [f for f in findings if f.rule in own and not against_baseline(f)]
+    elif drift:
+        result.drift_note = "run B holds no recorded steps"
     key = lambda f: (f.rule, f.subject)  # noqa: E731
     if fa is None or fb is None:
         result.notes.append("Run " + ("A" if fa is None else "B") + " holds no recorded "
@@ -249,6 +253,32 @@ def diff_runs(a: Run, b: Run, *, config: Optional[Config] = None, rtol: float = 
         result.only_a = [f for f in fa if key(f) not in kb]
         result.only_b = [f for f in fb if key(f) not in ka]
         result.shared_findings = len(ka & kb)
+
+
+def diff_runs(a: Run, b: Run, *, config: Optional[Config] = None, rtol: Optional[float] = None,
+              atol: Optional[float] = None) -> RunDiff:
+    """Compare run B with the reference run A. `rtol` and `atol` override the config's."""
+    from tracelab.app.engine import checked
+    config = checked(config)
+    limits = config.diff_thresholds()
+    overrides = {k: v for k, v in (("rtol", rtol), ("atol", atol)) if v is not None}
+    if overrides:
+        limits = replace(limits, **overrides)
+        limits.check("diff_runs")
+    result = RunDiff(a=str(a.path or a.name), b=str(b.path or b.name), rtol=limits.rtol,
+                     atol=limits.atol)
+    result.changes = setup_changes(a, b)
+    env_a, env_b = a.meta.get("environment") or {}, b.meta.get("environment") or {}
+    if any(c.key == "seed" for c in result.changes) and not env_a.get("seed_set", True) \
+            and not env_b.get("seed_set", True):
+        result.notes.append("Neither run set a seed: torch picked a random one for each.")
+    if not env_a or not env_b:
+        result.notes.append("The environment of " + ("A" if not env_a else "B") + " was not "
+                            "recorded (an imported log?): flags and versions cannot be compared.")
+    result.series = series_diffs(a, b, rtol=limits.rtol, atol=limits.atol)
+    result.layers, result.layers_only = layer_diffs(a, b, rtol=limits.rtol)
+    result.features = feature_diffs(a, b, limits)
+    _analyze_both(a, b, config, result)
     return result
 
 

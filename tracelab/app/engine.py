@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import os
 import traceback
-from typing import Any, Iterable, Optional, Sequence
+from typing import Collection, Iterable, Optional, Sequence
 
-from tracelab.core.config import Config
-from tracelab.core.errors import ConfigError, TraceError
+from tracelab.core.config import Config, find_spec, rule_for
+from tracelab.core.errors import TraceError
 from tracelab.core.findings import Diagnosis, Finding, RuleError, Skipped
 from tracelab.core.rules import RuleSpec
 from tracelab.core.run import Run, open_run
@@ -18,39 +18,29 @@ def all_rules() -> list[RuleSpec]:
 
 
 def find_rule(key: str) -> Optional[RuleSpec]:
-    key = key.strip()
-    for spec in all_rules():
-        if key in (spec.name, spec.code) or key.upper() == spec.code:
-            return spec
-    return None
+    return find_spec(key, all_rules())
 
 
-def _resolve(keys: Iterable[str], what: str) -> set[str]:
-    names = set()
-    for key in keys:
-        spec = find_rule(key)
-        if spec is None:
-            raise ConfigError(f"{what}: unknown rule '{key}'; `tracelab rules` lists them")
-        names.add(spec.name)
-    return names
+def checked(config: Config | None) -> Config:
+    """The config checked against the rule list: a bad name, threshold or setting fails here,
+    as one line naming the file, before any run is opened."""
+    return (config or Config()).check(all_rules())
 
 
-def _thresholds(spec: RuleSpec, config: Config) -> dict[str, Any]:
-    given = dict(config.rules.get(spec.name, config.rules.get(spec.code, {})))
-    allowed = spec.thresholds()
-    for key, value in given.items():
-        if key not in allowed:
-            raise ConfigError(f"{config.source}: rule {spec.name} has no threshold '{key}'; "
-                              f"expected one of {', '.join(allowed) or '(none)'}")
-        default = allowed[key]
-        # An int threshold (a window, a count) must stay an int: 50.0 would break the rule.
-        if isinstance(default, bool) != isinstance(value, bool) or (
-                isinstance(default, (int, float)) and not isinstance(value, (int, float))) or (
-                isinstance(default, int) and not isinstance(value, int)):
-            kind = type(default).__name__
-            raise ConfigError(f"{config.source}: {spec.name}.{key} = {value!r}; expected "
-                              f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} like {default!r}")
-    return given
+def _resolve(specs: Sequence[RuleSpec], keys: Iterable[str], what: str) -> set[str]:
+    return {rule_for(key, specs, what).name for key in keys}
+
+
+def selected(config: Config, select: Sequence[str] | None = None,
+             ignore: Sequence[str] | None = None) -> list[str]:
+    """The names of the rules an analysis runs, in rule-list order: `select` (else the config's
+    select, else all) less the config's and `ignore`'s rules."""
+    specs = all_rules()
+    chosen = select if select is not None else config.select
+    wanted = _resolve(specs, chosen, "select") if chosen else None
+    dropped = _resolve(specs, list(config.ignore) + list(ignore or ()), "ignore")
+    return [s.name for s in specs
+            if (wanted is None or s.name in wanted) and s.name not in dropped]
 
 
 def _as_run(run: Run | str | os.PathLike) -> Run:
@@ -60,18 +50,21 @@ def _as_run(run: Run | str | os.PathLike) -> Run:
 def analyze(run: Run | str | os.PathLike, *, config: Config | None = None,
             baseline: Run | str | os.PathLike | None = None,
             select: Sequence[str] | None = None,
-            ignore: Sequence[str] | None = None) -> Diagnosis:
-    """Run every selected rule over a run; findings sorted by severity, then step."""
-    config = config or Config()
+            ignore: Sequence[str] | None = None,
+            baseline_rules: Collection[str] | None = None) -> Diagnosis:
+    """Run every selected rule over a run; findings sorted by severity, then step.
+
+    The config and the selection are checked before the run is opened. The baseline goes to
+    every rule with a baseline mode, or only to `baseline_rules` (names) when given.
+    """
+    config = checked(config)
+    names = selected(config, select, ignore)
     run = _as_run(run)
     if run.is_empty:
         where = run.path or run.name
         raise TraceError(f"{where}: the run holds no recorded steps"
                          + (f" ({'; '.join(run.problems)})" if run.problems else ""))
     base = _as_run(baseline) if baseline is not None else None
-    chosen = select if select is not None else config.select
-    wanted = _resolve(chosen, "select") if chosen else None
-    dropped = _resolve(list(config.ignore) + list(ignore or ()), "ignore")
 
     findings: list[Finding] = []
     skipped: list[Skipped] = []
@@ -79,15 +72,16 @@ def analyze(run: Run | str | os.PathLike, *, config: Config | None = None,
     ran: list[str] = []
     specs = all_rules()
     for spec in specs:
-        if (wanted is not None and spec.name not in wanted) or spec.name in dropped:
+        if spec.name not in names:
             continue
-        kwargs = _thresholds(spec, config)
+        kwargs = config.thresholds(spec)
         missing = [r.label for r in spec.requires if r not in run.available]
         if missing:
             skipped.append(Skipped(spec.name, spec.code, "not recorded: " + ", ".join(missing)))
             continue
         if spec.uses_baseline:
-            kwargs["baseline"] = base
+            kwargs["baseline"] = base if baseline_rules is None or spec.name in baseline_rules \
+                else None
         try:
             result = spec.func(run, **kwargs)
         except Exception as exc:  # a rule that breaks on odd data must not end the analysis
