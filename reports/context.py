@@ -15,6 +15,7 @@ import pandas as pd
 
 from tracelab._version import __version__
 from tracelab.core.findings import Diagnosis, Finding, Severity
+from tracelab.core.run_status import recording_stopped
 from tracelab.reports import fmt
 from tracelab.reports.finding_plots import FINDING_PLOTS, finding_figure, mentioned
 from tracelab.reports.overview import OVERVIEW
@@ -75,6 +76,9 @@ def run_header(run) -> dict[str, Any]:
                  "recorded"
     elif state == "running":
         detail = "still being written, or its writer stopped less than a minute ago"
+    stopped = recording_stopped(status)
+    if stopped:
+        detail = "; ".join(filter(None, [detail, f"{stopped}; training went on"]))
     n_steps = int(run.scalars["step"].nunique()) if len(run.scalars) else None
     end = summary["end_time"]
     duration, approx = summary["duration_s"], False

@@ -48,7 +48,10 @@ def _loss_svg(a, b, first_step: Optional[int]) -> Optional[str]:
 
 def diff_text(d, *, limit: int = 10) -> str:
     """The diff as plain text, most telling first."""
-    lines = [f"A: {d.a}", f"B: {d.b}", ""]
+    lines = [f"A: {d.a}", f"B: {d.b}"]
+    for side, problems in d.unreadable.items():
+        lines += [f"  unreadable in {side}, skipped: {p}" for p in problems]
+    lines.append("")
     causes = d.causes
     if causes:
         head = ("The runs differ in one setting" if len(causes) == 1 else

@@ -22,7 +22,7 @@ from markupsafe import Markup
 TEMPLATES = Path(__file__).parent / "templates"
 
 _INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e"
-                        "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]")
+                        "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\udc80-\udcff]")
 
 
 def visible(text: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 
 from tracelab.core.findings import Diagnosis, Finding
+from tracelab.core.run_status import recording_stopped
 
 
 def format_finding(f: Finding, prefix: str = "") -> str:
@@ -17,7 +18,9 @@ def print_diagnosis(diagnosis: Diagnosis, out=sys.stdout) -> None:
     run = diagnosis.run
     summary = run.summary()
     first, last = summary["steps"]
-    print(f"{run.path or run.name}: {summary['status']}, steps {first}-{last}", file=out)
+    stopped = recording_stopped(summary["status_detail"])
+    print(f"{run.path or run.name}: {summary['status']}, steps {first}-{last}"
+          + (f"; {stopped}" if stopped else ""), file=out)
     for f in diagnosis.findings:
         print(format_finding(f, "  "), file=out)
     for e in diagnosis.errors:
@@ -26,6 +29,7 @@ def print_diagnosis(diagnosis: Diagnosis, out=sys.stdout) -> None:
         reasons = sorted({s.reason for s in diagnosis.skipped})
         names = ", ".join(s.rule for s in diagnosis.skipped)
         n = len(diagnosis.skipped)
-        print(f"  skipped {n} rule{'s' if n != 1 else ''} ({'; '.join(reasons)}): {names}", file=out)
+        print(f"  skipped {n} rule{'s' if n != 1 else ''} ({'; '.join(reasons)}): {names}",
+              file=out)
     for problem in run.problems:
         print(f"  unreadable, skipped: {problem}", file=out)

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
 import pandas as pd
 
 from tracelab.core.errors import TraceError
@@ -58,6 +59,13 @@ def read_csv_log(file: str | os.PathLike, tags: TagMap | None = None, *,
     steps = pd.to_numeric(df[step_column], errors="coerce")
     if steps.isna().all():
         raise TraceError(f"{file}: column '{step_column}' holds no numeric steps")
+    # A step is a whole number an int64 holds: 1e30 would wrap to a negative number, inf and
+    # 2.5 are not steps at all.
+    bad = steps.notna() & ~(np.isfinite(steps) & (steps == np.round(steps)) & (steps.abs() < 2**62))
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise TraceError(f"{file}: column '{step_column}' holds {df[step_column].iloc[row]!r} "
+                         f"in data row {row + 1}; expected whole-number steps")
     tags = tags or TagMap()
     keys = {}
     for column in df.columns:

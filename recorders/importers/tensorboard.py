@@ -86,9 +86,14 @@ def unreadable_parts(logdir: Path) -> list[str]:
     """What TensorBoard's reader silently left out: one line per damaged event file."""
     problems = []
     for file in event_files(logdir):
-        damage = check_records(file)
+        name = file.relative_to(logdir).as_posix()
+        try:
+            damage = check_records(file)
+        except OSError as exc:  # a symlink loop, no read permission, ...
+            problems.append(f"{name}: unreadable ({(exc.strerror or str(exc)).lower()})")
+            continue
         if damage is not None:
-            problems.append(damage.describe(file.relative_to(logdir).as_posix()))
+            problems.append(damage.describe(name))
     return problems
 
 

@@ -39,7 +39,17 @@ def snapshot(*roots: Path) -> dict[str, str]:
     out = {}
     for root in roots:
         files = [root] if root.is_file() else [Path(d) / n for d, _, names in os.walk(root)
-                                               for n in names]
+                                               for n in names if not (Path(d) / n).is_symlink()]
         for f in files:
             out[str(f)] = hashlib.sha256(f.read_bytes()).hexdigest()
     return out
+
+
+def write_tensorboard_log(path: Path, steps: int = 60) -> Path:
+    """A TensorBoard log written by torch's SummaryWriter; returns its event file."""
+    from torch.utils.tensorboard import SummaryWriter
+    writer = SummaryWriter(str(path))
+    for step in range(steps):
+        writer.add_scalar("train/loss", 2.0 / (step + 1), step)
+    writer.close()
+    return next(path.glob("events.out.tfevents.*"))

@@ -3,18 +3,14 @@ from __future__ import annotations
 
 import pytest
 
-from _inputs import snapshot
+from _inputs import snapshot, write_tensorboard_log
 from tracelab.app.cli import main
 
-SummaryWriter = pytest.importorskip("torch.utils.tensorboard").SummaryWriter
+pytest.importorskip("torch")
 
 
-def _log(path, steps=100):
-    writer = SummaryWriter(str(path))
-    for step in range(steps):
-        writer.add_scalar("train/loss", 2.0 / (step + 1), step)
-    writer.close()
-    return next(path.glob("events.out.tfevents.*"))
+def _log(path):
+    return write_tensorboard_log(path, steps=100)
 
 
 def _analyze(logdir, capsys):

@@ -2,7 +2,6 @@
 contiguous steps, and lost at most the last LOST_SECONDS or LOST_STEPS of training."""
 from __future__ import annotations
 
-import mmap
 import multiprocessing as mp
 import os
 import random
@@ -91,9 +90,9 @@ def _kill_once(loops, tmp_path: Path, i: int, rng: random.Random) -> dict:
     last = int(loss.index.max()) if len(loss) else -1
     sc = opened.scalars
     wall = float(sc.loc[sc["step"] == last, "wall_time"].max()) if last >= 0 else float("-inf")
-    return {"state": opened.status["state"], "contiguous": list(loss.index) == list(range(last + 1)),
-            "lost_steps": done - 1 - last, "lost_seconds": killed_at - wall, "done": done,
-            "problems": opened.problems}
+    return {"state": opened.status["state"], "done": done, "problems": opened.problems,
+            "contiguous": list(loss.index) == list(range(last + 1)),
+            "lost_steps": done - 1 - last, "lost_seconds": killed_at - wall}
 
 
 def test_random_kills_under_load_lose_at_most_the_last_second(tmp_path, loops, busy_machine):

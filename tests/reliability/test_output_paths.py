@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from _inputs import snapshot, write_csv_log, write_run
+from _inputs import snapshot, write_csv_log, write_run, write_tensorboard_log
 from tracelab.app.cli import main
 
 
@@ -68,13 +68,9 @@ def test_an_imported_csv_log_is_protected(tmp_path, capsys, monkeypatch):
 
 
 def test_a_tensorboard_logs_event_files_are_protected(tmp_path, capsys):
-    SummaryWriter = pytest.importorskip("torch.utils.tensorboard").SummaryWriter
+    pytest.importorskip("torch")
     logdir = tmp_path / "tb"
-    writer = SummaryWriter(str(logdir))
-    for step in range(60):
-        writer.add_scalar("train/loss", 1.0 / (step + 1), step)
-    writer.close()
-    events = next(logdir.glob("events.out.tfevents.*"))
+    events = write_tensorboard_log(logdir)
     _refused(["analyze", str(logdir), "--no-html", "--json", str(events)], capsys, logdir)
     _refused(["analyze", str(logdir), "--no-html", "--json",
               str(logdir / "events.out.tfevents.planted")], capsys, logdir)

@@ -31,13 +31,14 @@ from typing import Any, Callable, Optional
 from tracelab._version import __version__
 from tracelab.app import executors
 from tracelab.app.batch_outputs import check_output_folder, claim_output_folder
+from tracelab.app.sources import data_files, discover, open_source
 from tracelab.core.batch_schema import UNREADABLE, finding_row, run_row
 from tracelab.core.config import Config
-from tracelab.core.files import write_atomic
 from tracelab.core.errors import ConfigError, TraceError, TracelabError
+from tracelab.core.files import write_atomic
 from tracelab.core.formats import CSV, Source
+from tracelab.core.run_status import recording_stopped
 from tracelab.core.schema import CSV_LOG
-from tracelab.app.sources import data_files, discover, open_source
 
 RESULT_FILE = "result.json"
 REPORT_FILE = "report.html"
@@ -127,7 +128,7 @@ def _status_detail(status: dict[str, Any]) -> Optional[str]:
         return f"{text} (step {status['step']})" if status.get("step") is not None else text
     if state == "killed":
         return f"killed after step {status.get('last_step')}"
-    return None
+    return recording_stopped(status)
 
 
 def _row(task: Task, detail: Optional[str] = None) -> dict[str, Any]:

@@ -33,6 +33,14 @@ _RUN_FORMATS = (NATIVE, TENSORBOARD)
 def check_output_folder(out: Path, archive: Path) -> None:
     """Refuse `out` with one line unless the batch may make it its own: the batch never writes
     inside a run or over a file it did not write. Writes nothing."""
+    try:
+        _check_output_folder(out, archive)
+    except OSError as exc:
+        raise TracelabError(f"{out}: cannot use it for the batch's outputs "
+                            f"({(exc.strerror or str(exc)).lower()}); choose another -o") from None
+
+
+def _check_output_folder(out: Path, archive: Path) -> None:
     if out == archive or archive.is_relative_to(out):
         raise TracelabError(f"{out}: is the archive or holds it; give the batch a folder of its "
                             f"own, e.g. -o {archive.parent / (archive.name + '-batch')}")
@@ -41,17 +49,13 @@ def check_output_folder(out: Path, archive: Path) -> None:
         if source is not None and source.format in _RUN_FORMATS:
             raise TracelabError(f"{out}: inside the run {folder}; the batch never writes into a "
                                 "run, choose a folder outside it")
-    try:
-        if out.exists():
-            if not out.is_dir():
-                raise TracelabError(f"{out}: not a directory; -o names the folder for the "
-                                    "batch's outputs")
-            if any(True for _ in out.iterdir()) and not (out / MARKER).is_file():
-                raise TracelabError(f"{out}: holds files that tracelab batch did not write; "
-                                    "choose a new or empty folder for -o")
-    except OSError as exc:
-        raise TracelabError(f"{out}: cannot use it for the batch's outputs "
-                            f"({(exc.strerror or str(exc)).lower()}); choose another -o") from None
+    if out.exists():
+        if not out.is_dir():
+            raise TracelabError(f"{out}: not a directory; -o names the folder for the "
+                                "batch's outputs")
+        if any(True for _ in out.iterdir()) and not (out / MARKER).is_file():
+            raise TracelabError(f"{out}: holds files that tracelab batch did not write; "
+                                "choose a new or empty folder for -o")
 
 
 def claim_output_folder(out: Path) -> None:

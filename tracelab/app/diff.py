@@ -279,6 +279,8 @@ def diff_runs(a: Run, b: Run, *, config: Optional[Config] = None, rtol: Optional
     result.layers, result.layers_only = layer_diffs(a, b, rtol=limits.rtol)
     result.features = feature_diffs(a, b, limits)
     _analyze_both(a, b, config, result)
+    result.unreadable = {side: list(run.problems) for side, run in (("A", a), ("B", b))
+                         if run.problems}
     return result
 
 

@@ -12,6 +12,7 @@ from typing import Iterable, Iterator, Optional
 
 from tracelab.core.errors import TraceError
 from tracelab.core.formats import CSV, NATIVE, TENSORBOARD, Source
+from tracelab.core.reader import require
 from tracelab.core.run import Run, open_run
 from tracelab.core.schema import (CSV_HPARAMS, CSV_LOG, EVENT_FILES, META_FILE, TABLES,
                                   is_event_file, is_trace_file, rank_of_meta, rank_of_part)
@@ -22,6 +23,13 @@ def _entries(path: Path) -> list[os.DirEntry]:
         return list(os.scandir(path))
     except OSError:
         return []
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:  # a symlink loop, ...: not a file to read
+        return False
 
 
 def _looks_native(path: Path, names: set[str]) -> bool:
@@ -41,7 +49,7 @@ def detect(path: str | os.PathLike) -> Optional[Source]:
     names = {e.name for e in entries}
     if _looks_native(path, names):
         return Source(path, NATIVE)
-    if any(is_event_file(e.name) for e in entries if e.is_file()):
+    if any(is_event_file(e.name) and _is_file(e) for e in entries):
         return Source(path, TENSORBOARD)
     if CSV_LOG in names:
         return Source(path / CSV_LOG, CSV)
@@ -106,8 +114,7 @@ def open_source(source: Source, tags=None) -> Run:
 def open_any(path: str | os.PathLike, tags=None) -> Run:
     """A run directory, a TensorBoard log directory or a CSV metrics log, as a Run."""
     path = Path(path)
-    if not path.exists():
-        raise TraceError(f"{path}: no such file or directory")
+    require(path, "no such file or directory")
     source = detect(path)
     if source is None:
         if path.is_dir():

@@ -82,7 +82,9 @@ def _fits(field: pa.Field, value: Any) -> Any:
         return None
     kind = field.type
     if pa.types.is_string(kind):
-        return value if isinstance(value, str) else str(value)
+        # Paths need not be UTF-8 (surrogate escapes); Parquet strings must be.
+        text = value if isinstance(value, str) else str(value)
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     if pa.types.is_boolean(kind):
         return value if isinstance(value, bool) else None
     if pa.types.is_integer(kind):

@@ -82,6 +82,8 @@ class RunDiff:
     only_b: list[Finding] = field(default_factory=list)
     shared_findings: int = 0
     notes: list[str] = field(default_factory=list)
+    # what could not be read of each run ("A", "B"): the comparison covers the rest only
+    unreadable: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def causes(self) -> list[Change]:

@@ -51,7 +51,8 @@ def write_atomic(path: Union[str, os.PathLike], data: Data, *, encoding: str = "
     path = Path(path)
     with atomic_path(path) as tmp:
         if isinstance(data, str):
-            tmp.write_text(data, encoding=encoding)
+            # A path that is not valid UTF-8 (surrogate escapes) is written escaped.
+            tmp.write_text(data, encoding=encoding, errors="backslashreplace")
         else:
             tmp.write_bytes(data)
     return path

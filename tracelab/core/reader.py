@@ -7,12 +7,14 @@ so the rest of the run is still analyzed. `Run` (run.py) decides when to read wh
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc
 import pyarrow.parquet as pq
 
@@ -25,13 +27,24 @@ class _UnsupportedVersion(TraceError):
     pass
 
 
+def require(path: Path, missing: str) -> None:
+    """TraceError `PATH: <missing>` when nothing is there, or one line saying why the path
+    cannot even be looked at (a name too long, a symlink loop, ...)."""
+    try:
+        there = path.exists()
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot be opened ({(exc.strerror or str(exc)).lower()})") \
+            from None
+    if not there:
+        raise TraceError(f"{path}: {missing}")
+
+
 def read_rank_meta(path: Path) -> tuple[dict[int, dict[str, Any]], list[str]]:
     """Every readable rank's metadata, and the problems met on the way.
 
     Raises TraceError with a one-line reason when `path` is no run, or no metadata is readable.
     """
-    if not path.exists():
-        raise TraceError(f"{path}: no such directory")
+    require(path, "no such directory")
     if not path.is_dir():
         raise TraceError(f"{path}: not a directory; expected a tracelab run directory")
     # Each rank of a distributed run writes its own meta file; any readable one opens the run,
@@ -75,27 +88,64 @@ def _read_meta(meta_path: Path) -> dict[str, Any]:
     if version > SCHEMA_VERSION or version < 1:
         raise _UnsupportedVersion(f"{meta_path}: schema version {version} is not supported by "
                                   f"this tracelab (reads 1..{SCHEMA_VERSION}); upgrade tracelab")
+    for key, (kinds, expected) in _META_FIELDS.items():
+        value = meta.get(key)
+        if value is not None and not _is(value, kinds):
+            raise TraceError(f"{meta_path}: field '{key}' is {_kind(value)}; expected {expected}")
+    state = (meta.get("status") or {}).get("state", "running")
+    if not isinstance(state, str):
+        raise TraceError(f"{meta_path}: field 'status.state' is {_kind(state)}; expected a "
+                         "string such as \"completed\"")
     return meta
+
+
+_OBJECT = (dict,), "a JSON object"
+_TIME = (int, float), "seconds since the epoch, a number"
+# What meta.json fields must be when present: a run's story is told from them.
+_META_FIELDS = {"status": ((dict,), 'an object like {"state": "completed"}'),
+                "start_time": _TIME, "end_time": _TIME, "config": _OBJECT,
+                "environment": _OBJECT, "model": _OBJECT, "optimizer": _OBJECT,
+                "recorder": _OBJECT, "writer": _OBJECT, "source": _OBJECT,
+                "rank": ((int,), "a whole number"), "name": ((str,), "a string")}
+
+
+def _is(value: Any, kinds: tuple[type, ...]) -> bool:
+    if isinstance(value, bool):
+        return bool in kinds
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    return isinstance(value, kinds)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}"
+    names = {dict: "an object", list: "a list", bool: "a boolean", int: "a number",
+             float: "a number"}
+    return f"{names.get(type(value), type(value).__name__)} ({json.dumps(value, default=str)[:40]})"
 
 
 def part_ranks(path: Path) -> set[int]:
     """The ranks that left part files in any table of the run directory `path`."""
     found = set()
     for table in ARROW_SCHEMAS:
-        directory = path / table
-        if directory.is_dir():
-            found.update(r for r in map(rank_of_part, (f.name for f in directory.iterdir()))
-                         if r is not None)
+        try:
+            names = os.listdir(path / table)
+        except OSError:  # absent, or unreadable (read_table reports it)
+            continue
+        found.update(r for r in map(rank_of_part, names) if r is not None)
     return found
 
 
 def read_part(file: Path) -> pa.Table:
     """A Parquet part, or every complete batch of an Arrow IPC tail (a kill may have cut the
     last one short)."""
+    # Opened by Python, not by Arrow: a path that is not valid UTF-8 (surrogate escapes) opens.
     if file.suffix == f".{PARQUET}":
-        return pq.read_table(file)
+        with open(file, "rb") as source:
+            return pq.read_table(source)
     batches = []
-    with pa.OSFile(str(file)) as source:
+    with open(file, "rb") as source:
         try:
             reader = pa.ipc.open_stream(source)
             while True:
@@ -115,19 +165,29 @@ def read_table(path: Path | None, table: str, *,
     schema = ARROW_SCHEMAS[table]
     directory = path / table if path else None
     parts: dict[str, Path] = {}
-    if directory and directory.is_dir():
-        for file in sorted(directory.iterdir()):
-            # A roll interrupted between rename and unlink leaves both; the Parquet wins.
-            if rank_of_part(file.name) is not None and not (
-                    file.suffix == f".{ARROWS}" and file.with_suffix(f".{PARQUET}").exists()):
-                parts[file.name] = file
     tables, ranks, problems = [], [], []
+    try:
+        names = sorted(os.listdir(directory)) if directory and directory.is_dir() else []
+    except OSError as exc:  # a folder without read permission, ...
+        names = []
+        problems.append(f"{table}/: unreadable ({(exc.strerror or str(exc)).lower()})")
+    for name in names:
+        # A roll interrupted between rename and unlink leaves both; the Parquet wins.
+        if rank_of_part(name) is not None and not (
+                name.endswith(f".{ARROWS}") and f"{name[:-len(ARROWS)]}{PARQUET}" in names):
+            parts[name] = directory / name
     for name, file in parts.items():
         try:
-            tables.append(read_part(file).select(schema.names).cast(schema))
-            ranks.append(rank_of_part(name))
+            part = read_part(file).select(schema.names).cast(schema)
         except Exception as exc:  # a corrupt part must not hide the rest of the run
             problems.append(f"{table}/{name}: unreadable ({type(exc).__name__})")
+            continue
+        if "step" in schema.names and part.column("step").null_count:
+            problems.append(f"{table}/{name}: {part.column('step').null_count} of "
+                            f"{part.num_rows} rows without a step skipped")
+            part = part.filter(pc.is_valid(part.column("step")))
+        tables.append(part)
+        ranks.append(rank_of_part(name))
     if distributed:
         tables = [t.append_column("rank", pa.array([r] * t.num_rows, pa.int32()))
                   for t, r in zip(tables, ranks)]

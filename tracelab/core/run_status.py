@@ -26,6 +26,17 @@ _STOP_ORDER = {"failed": 0, "killed": 1, "collective-failed": 2, "running": 3, "
 UNKNOWN = {"state": "unknown"}  # a rank that left data but no metadata
 
 
+def recording_stopped(status: Mapping[str, Any]) -> str | None:
+    """"recording stopped after step N (reason)" when the writer failed while training went on
+    (a full disk, ...); the run itself ended as its state says."""
+    stopped = status.get("recording_stopped")
+    if not isinstance(stopped, Mapping):
+        return None
+    after = stopped.get("after_step")
+    where = f"after step {after}" if after is not None else "before the first step reached disk"
+    return f"recording stopped {where} ({stopped.get('reason') or 'a write failed'})"
+
+
 def heartbeat_time(path: Path | None, rank: int) -> float:
     """When the rank's writer last flushed (epoch seconds; 0 when unknown)."""
     try:

@@ -32,9 +32,10 @@ import pyarrow.parquet as pq
 
 from tracelab._version import __version__
 from tracelab.core.errors import RunExistsError
+from tracelab.core.files import atomic_path, write_atomic
 from tracelab.core.schema import (ARROWS, ARROW_SCHEMAS, PARQUET, RESERVOIR, SAMPLES, SCALARS,
                                   SCHEMA_VERSION, TABLES, heartbeat_filename, meta_filename,
-                                  part_name)
+                                  part_name, rank_of_part)
 
 Columns = Mapping[str, Any]
 Rows = Iterable[tuple[str, Columns]]
@@ -78,11 +79,13 @@ def _warm_up() -> None:
 
 
 def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, default=str)
-        f.write("\n")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def _write_parquet(table: pa.Table, target: Path, **options: Any) -> None:
+    """Through a fresh temporary file and a rename; opened by Python, so any path works."""
+    with atomic_path(target) as tmp, open(tmp, "wb") as f:
+        pq.write_table(table, f, **options)
 
 
 def to_batch(table: str, columns: Columns) -> pa.RecordBatch:
@@ -175,10 +178,7 @@ class _Table:
         """Rewrite the tail as a Parquet part: write a temporary file, rename, drop the tail."""
         if not self.part:
             return
-        target = self._file(PARQUET)
-        tmp = target.with_name(target.name + ".tmp")
-        pq.write_table(pa.Table.from_batches(self.part), tmp, compression="zstd")
-        os.replace(tmp, target)
+        _write_parquet(pa.Table.from_batches(self.part), self._file(PARQUET), compression="zstd")
         self.stream.close()
         self.sink.close()
         os.remove(self._file(ARROWS))
@@ -201,9 +201,10 @@ class RunWriter:
         # Why recording stopped early (a full disk, ...): {"after_step", "reason"}, else None.
         self.stopped: dict[str, Any] | None = None
         self._meta_path = self.path / meta_filename(rank)
-        if self._meta_path.exists():
-            raise RunExistsError(f"{self.path}: already holds a run ({self._meta_path.name}); "
-                                 "tracelab never overwrites one, choose a new directory")
+        own = self._own_files()
+        if own:
+            raise RunExistsError(f"{self.path}: already holds a run ({own}); tracelab never "
+                                 "overwrites one, choose a new directory")
         self.path.mkdir(parents=True, exist_ok=True)
         self._meta: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
@@ -239,6 +240,22 @@ class RunWriter:
                                         daemon=True)
         self._thread.start()
         atexit.register(self._at_exit)
+
+    def _own_files(self) -> str | None:
+        """A file of this rank's share of a run already in the directory (its metadata, or a
+        part of any table: a run that lost its meta.json is still a run), or None. Other
+        ranks' files are expected: the ranks of a distributed run share the directory."""
+        if self._meta_path.exists():
+            return self._meta_path.name
+        for table in TABLES:
+            try:
+                names = os.listdir(self.path / table)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            for name in sorted(names):
+                if rank_of_part(name) == self.rank:
+                    return f"{table}/{name}"
+        return None
 
     # -- training-thread side ------------------------------------------------------------------
     def write(self, item: Item) -> None:
@@ -389,10 +406,8 @@ class RunWriter:
     def _write_samples(self, columns: Columns) -> None:
         directory = self.path / SAMPLES
         directory.mkdir(exist_ok=True)
-        target = directory / part_name(self.rank, RESERVOIR, PARQUET)
-        tmp = target.with_suffix(".parquet.tmp")
-        pq.write_table(pa.Table.from_batches([to_batch(SAMPLES, columns)]), tmp)
-        os.replace(tmp, target)
+        _write_parquet(pa.Table.from_batches([to_batch(SAMPLES, columns)]),
+                       directory / part_name(self.rank, RESERVOIR, PARQUET))
         self._samples = None
         self._samples_due = time.monotonic() + SAMPLES_INTERVAL
 

@@ -1,0 +1,154 @@
+"""Malformed and awkward inputs: one line naming the file or field, exit 2, never a traceback;
+and the inputs' bytes unchanged."""
+from __future__ import annotations
+
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from _inputs import snapshot, write_csv_log, write_run, write_tensorboard_log
+from tracelab.app.cli import main
+
+
+def _one_line(argv, capsys, *roots, code=2, says=""):
+    before = snapshot(*roots)
+    assert main(argv) == code
+    captured = capsys.readouterr()
+    assert snapshot(*roots) == before
+    if code == 2:
+        assert captured.err.startswith("tracelab: error: ") and captured.err.count("\n") == 1, \
+            captured.err
+        assert says in captured.err, captured.err
+    return captured
+
+
+@pytest.mark.parametrize("field, value", [
+    ("status", "completed"), ("status", ["completed"]), ("status", {"state": 5}),
+    ("start_time", "yesterday"), ("end_time", "2024-01-01"), ("environment", "linux"),
+    ("model", []), ("optimizer", 3), ("recorder", "defaults"), ("config", [1, 2])])
+def test_malformed_meta_fields(run_dir, capsys, field, value):
+    meta = json.loads((run_dir / "meta.json").read_text())
+    meta[field] = value
+    (run_dir / "meta.json").write_text(json.dumps(meta))
+    name = "status.state" if field == "status" and isinstance(value, dict) else field
+    _one_line(["analyze", str(run_dir)], capsys, run_dir, says=f"meta.json: field '{name}'")
+
+
+def test_a_part_whose_steps_are_null_is_skipped_with_a_problem(run_dir, capsys):
+    part = next((run_dir / "scalars").glob("r0-*.parquet"))
+    table = pq.read_table(part)
+    nulls = table.set_column(0, "step", pa.nulls(table.num_rows, pa.int64()))
+    pq.write_table(nulls, run_dir / "scalars" / "r0-000001.parquet")
+    out = _one_line(["analyze", str(run_dir), "--no-html"], capsys, run_dir, code=0).out
+    assert "rows without a step skipped" in out
+    part.unlink()  # now no step at all
+    _one_line(["analyze", str(run_dir), "--no-html"], capsys, run_dir,
+              says="holds no recorded steps")
+
+
+@pytest.mark.parametrize("bad", ["inf", "1e30", "2.5", "-inf"])
+def test_csv_steps_that_are_not_whole_numbers(tmp_path, capsys, bad):
+    log = write_csv_log(tmp_path / "log.csv")
+    lines = log.read_text().splitlines()
+    lines[5] = bad + lines[5][lines[5].index(","):]
+    log.write_text("\n".join(lines) + "\n")
+    _one_line(["analyze", str(log), "--no-html"], capsys, log, says="expected whole-number steps")
+    _one_line(["import", "csv", str(log), str(tmp_path / "run")], capsys, log,
+              says="data row 5")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_binary_config_file(run_dir, tmp_path, capsys):
+    config = tmp_path / "tracelab.toml"
+    config.write_bytes(bytes(range(256)) * 4)
+    _one_line(["analyze", str(run_dir), "--config", str(config)], capsys, run_dir, config,
+              says="tracelab.toml")
+
+
+def test_symlink_loops_in_an_archive_a_run_and_a_log(tmp_path, capsys):
+    archive = tmp_path / "archive"
+    run = write_run(archive / "a")
+    (archive / "loop").symlink_to(archive)               # the archive contains itself
+    (run / "scalars" / "r0-000007.parquet").symlink_to(run / "scalars" / "r0-000007.parquet")
+    (run / "elsewhere").symlink_to(run / "elsewhere")
+    out = tmp_path / "out"
+    _one_line(["batch", str(archive), "-o", str(out), "--jobs", "1"], capsys, run, code=0)
+    captured = _one_line(["analyze", str(run), "--no-html"], capsys, run, code=0)
+    assert "r0-000007.parquet: unreadable" in captured.out
+    pytest.importorskip("torch")
+    logdir = tmp_path / "tb"
+    write_tensorboard_log(logdir, steps=30)
+    (logdir / "events.out.tfevents.loop").symlink_to(logdir / "events.out.tfevents.loop")
+    (logdir / "sub").symlink_to(logdir)
+    before = snapshot(run)
+    code = main(["analyze", str(logdir), "--no-html"])
+    err = capsys.readouterr().err
+    assert code in (0, 1, 2) and "Traceback" not in err and err.count("\n") <= 1
+    assert snapshot(run) == before
+
+
+def test_a_directory_name_that_is_not_utf8(tmp_path, capsys):
+    root = os.fsencode(tmp_path) + b"/runs-\xff\xfe"
+    name = os.fsdecode(root)
+    run = write_run(tmp_path / name / "exp")
+    good = write_run(tmp_path / name / "good", seed=1)
+    captured = _one_line(["analyze", str(run), "--no-html"], capsys, run, code=0)
+    assert "steps 0-119" in captured.out
+    _one_line(["diff", str(good), str(run)], capsys, run, good, code=0)
+    _one_line(["batch", str(tmp_path / name), "-o", str(tmp_path / "out"), "--jobs", "1"],
+              capsys, run, good, code=0)
+
+
+def test_names_longer_than_the_filesystem_allows(run_dir, tmp_path, capsys):
+    long = "x" * 300
+    _one_line(["analyze", str(run_dir), "--html", str(tmp_path / f"{long}.html")], capsys,
+              run_dir)
+    _one_line(["analyze", str(tmp_path / long)], capsys, run_dir)
+    _one_line(["batch", str(tmp_path), "-o", str(tmp_path / long)], capsys, run_dir)
+
+
+def test_a_run_that_lost_its_metadata_is_never_written_over(run_dir, tmp_path, capsys):
+    (run_dir / "meta.json").unlink()
+    before = snapshot(run_dir)
+    log = write_csv_log(tmp_path / "log.csv")
+    _one_line(["import", "csv", str(log), str(run_dir)], capsys, run_dir, says="already holds")
+    from tracelab.core.errors import RunExistsError
+    from tracelab.core.writer import RunWriter
+    with pytest.raises(RunExistsError, match="scalars/r0-"):
+        RunWriter(run_dir)
+    assert snapshot(run_dir) == before
+
+
+def test_a_table_folder_without_read_permission(run_dir):
+    """Root reads everything: the analysis runs in a subprocess without the capabilities that
+    let root ignore file permissions (setpriv, from util-linux)."""
+    import shutil
+    import subprocess
+    import sys
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() == 0 and setpriv is None:
+        pytest.skip("needs setpriv to drop root's permission override")
+    drop = [setpriv, "--bounding-set=-dac_override,-dac_read_search",
+            "--inh-caps=-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
+    os.chmod(run_dir / "scalars", 0o000)
+    try:
+        proc = subprocess.run([*drop, sys.executable, "-m", "tracelab", "analyze", str(run_dir),
+                               "--no-html"], capture_output=True, text=True)
+    finally:
+        os.chmod(run_dir / "scalars", 0o755)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "holds no recorded steps" in proc.stderr and "scalars/: unreadable" in proc.stderr
+
+
+def test_diff_says_what_it_could_not_read(run_dir, tmp_path, capsys):
+    good = write_run(tmp_path / "good", seed=1)
+    (run_dir / "scalars" / "r0-000005.parquet").write_bytes(b"not parquet")
+    captured = _one_line(["diff", str(good), str(run_dir), "--html", str(tmp_path / "d.html")],
+                         capsys, run_dir, good, code=0)
+    assert "unreadable in B, skipped: scalars/r0-000005.parquet" in captured.out
+    html = (tmp_path / "d.html").read_text()
+    assert "unreadable in B, skipped: scalars/r0-000005.parquet" in html
