@@ -98,6 +98,8 @@ def _kill_once(loops, tmp_path: Path, i: int, rng: random.Random) -> dict:
 def test_random_kills_under_load_lose_at_most_the_last_second(tmp_path, loops, busy_machine):
     rng = random.Random(1234)
     results = [_kill_once(loops, tmp_path, i, rng) for i in range(KILLS)]
+    print("\n".join(f"kill {i}: {r['done']} steps done, lost {r['lost_steps']} steps, "
+                    f"{r['lost_seconds']:.2f} s" for i, r in enumerate(results)))
     for r in results:
         assert r["state"] == "killed" and r["contiguous"] and r["problems"] == [], results
         assert r["lost_steps"] <= LOST_STEPS or r["lost_seconds"] <= LOST_SECONDS, results
