@@ -7,7 +7,7 @@ subsample of ACTIVATION_SUBSAMPLE elements in short contiguous blocks at fixed p
 offsets. Outputs no larger than the subsample are covered whole, so every statistic is exact.
 
 On the CPU the hook makes two calls: one full torch `sum` (two threads, at memory speed), and one
-compiled kernel (kernels.activation_row) that tests the units, where each unit's scan stops at
+compiled kernel (numba_kernels.activation_row) that tests the units, where each unit's scan stops at
 its first positive value, and reduces the subsample where it lies, without copying it. On an
 accelerator every statistic is a device reduction (min and max cover every element there), with
 no host sync.
@@ -21,7 +21,7 @@ from typing import Union
 import numpy as np
 import torch
 
-from tracelab.recorders import compiled
+from tracelab.recorders import kernel_loader
 from tracelab.recorders.stats import RAW
 
 _HALF = (torch.float16, torch.bfloat16)
@@ -129,9 +129,9 @@ def dead_units(x: torch.Tensor) -> int:
     value of the same unit.
     """
     x = x.detach()
-    if compiled.kernels() is None:
+    if kernel_loader.kernels() is None:
         return _dead_units_torch(x)
-    return int(compiled.kernels().dead_units(unit_array(x)))
+    return int(kernel_loader.kernels().dead_units(unit_array(x)))
 
 
 def _cpu_stats(x: torch.Tensor, bounds: tuple[float, float] | None) -> np.ndarray:
@@ -144,7 +144,7 @@ def _cpu_stats(x: torch.Tensor, bounds: tuple[float, float] | None) -> np.ndarra
             if not (nan or inf):  # finite values overflowed float32
                 total = float(x.sum(dtype=torch.float64))
     lo, hi = (bounds[0] + 0.01, bounds[1] - 0.01) if bounds else (-math.inf, math.inf)
-    kernels = compiled.kernels()
+    kernels = kernel_loader.kernels()
     if kernels is None:
         return _cpu_stats_torch(x, total, nan, inf, lo, hi)
     row = np.empty(len(RAW) + len(EXTRA))
@@ -155,7 +155,7 @@ def _cpu_stats(x: torch.Tensor, bounds: tuple[float, float] | None) -> np.ndarra
 
 def _cpu_stats_torch(x: torch.Tensor, total: float, nan: float, inf: float, lo: float,
                      hi: float) -> np.ndarray:
-    """kernels.activation_row without numba: the subsample copied and reduced in numpy."""
+    """numba_kernels.activation_row without numba: the subsample copied and reduced in numpy."""
     s = subsample(_flat_view(x)).numpy().astype(np.float64)
     n, k = x.numel(), len(s)
     if k == n:  # the whole output

@@ -16,9 +16,8 @@ from typing import Callable, NamedTuple
 import numpy as np
 import torch
 
-from tracelab.recorders import compiled
-from tracelab.recorders.stats import RAW, finish, raw_stats
-from tracelab.recorders.transfer import dense_equivalent
+from tracelab.recorders import kernel_loader
+from tracelab.recorders.stats import RAW, dense_equivalent, finish, raw_stats
 from tracelab.core.schema import GRAD, TENSORS, UPDATE, WEIGHT
 
 _KERNEL_DTYPES = {torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64)}
@@ -36,7 +35,7 @@ class ParameterStats:
     def __init__(self, tracked: list[tuple[str, torch.nn.Parameter]]):
         self.tracked = tracked
         self.taken = False  # this step's snapshot is taken (the recorder resets it each step)
-        # The weights before the step: a flat array (kernels.gather), or a copy per parameter.
+        # The weights before the step: a flat array (numba_kernels.gather), or a copy per parameter.
         self._snapshot: np.ndarray | list[torch.Tensor] | None = None
         self._layout_key: list[tuple] | None = None  # what _param_layout last checked
         self._layout: Layout | None = None
@@ -51,7 +50,7 @@ class ParameterStats:
             if not isinstance(self._snapshot, np.ndarray) or len(self._snapshot) != self._total \
                     or self._snapshot.dtype != layout.dtype:
                 self._snapshot = np.empty(self._total, layout.dtype)
-            compiled.kernels().gather(layout.table, self._snapshot)
+            kernel_loader.kernels().gather(layout.table, self._snapshot)
         elif params:
             params = [p.detach() for p in params]
             if not isinstance(self._snapshot, list):
@@ -85,7 +84,7 @@ class ParameterStats:
             raw = np.empty((len(names), len(RAW)))
             dtype = dtypes.pop() if dtypes else np.dtype(np.float32)
             before = snapshot if updates else _NO_VALUES[dtype]
-            compiled.kernels().tensor_stats(weights.table, gradients.table, before, raw)
+            kernel_loader.kernels().tensor_stats(weights.table, gradients.table, before, raw)
         else:
             raw = None
             tensors = [t.detach() for t in params + grad_tensors]
@@ -113,7 +112,7 @@ class ParameterStats:
 
     def _deltas(self, params: list[torch.Tensor]) -> list[torch.Tensor]:
         """The updates (after minus before) as tensors, for reductions in torch."""
-        if isinstance(self._snapshot, np.ndarray):  # taken by kernels.gather
+        if isinstance(self._snapshot, np.ndarray):  # taken by numba_kernels.gather
             olds = torch.from_numpy(self._snapshot).split([p.numel() for p in params])
             return [p - old.view_as(p) for p, old in zip(params, olds)]
         # The per-parameter snapshot becomes the update in place: no allocation on devices.
@@ -126,7 +125,7 @@ def host_layout(tensors: list[torch.Tensor]) -> Layout | None:
     """The Layout of tensors that are all contiguous CPU tensors of one float dtype, which the
     kernels read in place; else None."""
     dtype = tensors[0].dtype if tensors else None
-    if tensors and dtype not in _KERNEL_DTYPES or compiled.kernels() is None:
+    if tensors and dtype not in _KERNEL_DTYPES or kernel_loader.kernels() is None:
         return None
     for t in tensors:
         if not t.is_cpu or t.dtype != dtype or t.layout != torch.strided \

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from tracelab.recorders import compiled
+from tracelab.recorders import kernel_loader
 from tracelab.core.schema import N_UNIQUE_CAP, RESOLUTIONS, unique_stride
 
 SAMPLES_PER_BATCH = 64
@@ -84,7 +84,7 @@ def tensor_profile(x: torch.Tensor, generator: torch.Generator | None = None
 
 
 def array_profile(a: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """tensor_profile of a host array, in one compiled pass per feature (kernels.feature_profile):
+    """tensor_profile of a host array, in one compiled pass per feature (numba_kernels.feature_profile):
     the CPU recorder runs it on the writer thread."""
     floating = np.issubdtype(a.dtype, np.floating)
     work = a if floating and a.dtype in (np.float32, np.float64) else \
@@ -97,7 +97,7 @@ def array_profile(a: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, 
     packed = np.empty((n_feat, len(PACKED)))
     windows = np.empty((n_feat, -(-count // stride)), x3.dtype)
     samples = np.empty((n_feat, len(idx)))
-    compiled.kernels().feature_profile(x3, stride, idx, packed, windows, samples)
+    kernel_loader.kernels().feature_profile(x3, stride, idx, packed, windows, samples)
     ordered = np.sort(windows, axis=1)
     with np.errstate(invalid="ignore"):
         distinct = (ordered[:, 1:] != ordered[:, :-1]).sum(axis=1) + 1

@@ -2,8 +2,9 @@
 
 The device side returns raw aggregates per tensor, stacked into one tensor so that a step's
 statistics travel to the host in a single copy. On the CPU the recorder reads the tensors in
-place with kernels.tensor_stats instead, and `raw_stats` serves other layouts and dtypes.
-`finish()` turns the aggregates into the trace's columns on the host (the writer thread).
+place with numba_kernels.tensor_stats instead, and `raw_stats` serves other layouts and dtypes.
+`finish()` turns the aggregates into the trace's columns on the host (the writer thread);
+`dense_equivalent` gives a sparse grad a strided stand-in with the same statistics.
 Aggregates are exact in float64 for tensors whose mean dwarfs their spread (BatchNorm weights
 near 1): on accelerators and in the kernels always, in CPU torch for the tensors that need it.
 """
@@ -82,6 +83,21 @@ def finish(raw: np.ndarray, numel: np.ndarray) -> dict[str, np.ndarray]:
     return {"numel": numel.astype(np.int64), "mean": mean, "std": std, "min": -negmin,
             "max": mx, "abs_mean": abs_mean, "norm": l2, "zero_frac": zero_frac,
             "nan_count": nan.astype(np.int64), "inf_count": inf.astype(np.int64)}
+
+
+def dense_equivalent(t: torch.Tensor) -> torch.Tensor:
+    """A strided tensor with the same statistics as t, given t's numel (sparse grads).
+
+    A sparse tensor's statistics are those of its values plus its implicit zeros, and one zero
+    stands for them all in the sums, extremes and non-zero count.
+    """
+    if t.layout == torch.strided:
+        return t
+    values = t.coalesce().values().reshape(-1) if t.layout == torch.sparse_coo else \
+        t.to_dense().reshape(-1)
+    if values.numel() < t.numel():
+        values = torch.cat([values, values.new_zeros(1)])
+    return values
 
 
 def reference_stats(t: torch.Tensor) -> dict[str, float]:

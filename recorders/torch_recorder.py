@@ -11,7 +11,7 @@ of all weights, grads and updates come from a few fused foreach reductions, and 
 step produced is packed into one tensor per device and copied once (non-blocking into pinned
 memory). A step that records nothing beyond its scalars launches one tiny copy and never syncs
 the host. On the CPU, where every small torch call costs tens of microseconds inside a training
-loop, compiled kernels (kernels.py) do the work in few calls: one copy of the weights before the
+loop, compiled kernels (numba_kernels.py) do the work in few calls: one copy of the weights before the
 optimizer step, then one pass over every weight, grad and update where they lie; one torch
 `sum` and one kernel call per activation; an input batch is copied and profiled on the writer
 thread. Building rows and writing Parquet always happen on the writer thread; `cost` says what
@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from tracelab.recorders import environment as env
-from tracelab.recorders import compiled
+from tracelab.recorders import kernel_loader
 from tracelab.recorders.activations import EXTRA, ActivationStats, activation_stats
 from tracelab.recorders.profile import (PACKED, Reservoir, array_profile, dtype_name,
                                         feature_names, feature_shape, frame_profile,
@@ -77,7 +77,7 @@ class Recorder:
         if rank != 0 or (torch.distributed.is_available() and torch.distributed.is_initialized()):
             meta["world_size"] = torch.distributed.get_world_size() \
                 if torch.distributed.is_initialized() else None
-        compiled.kernels()  # now, not in the first recorded step (a first compilation takes seconds)
+        kernel_loader.kernels()  # now, not in the first recorded step (a first compilation takes seconds)
         self.writer = RunWriter(run_dir, meta, rank=rank, flush_interval=flush_interval)
         self.rank = rank
         self._reservoir = Reservoir(sample_size, seed=rank)
@@ -303,7 +303,7 @@ class Recorder:
                 self._input_devices[key] = str(x.device)
                 self.writer.update_meta(input_devices=dict(self._input_devices))
             # A host copy is profiled on the writer thread; else the device profile is packed.
-            source: Any = self._host.clone(x) if compiled.kernels() else None
+            source: Any = self._host.clone(x) if kernel_loader.kernels() else None
             if source is None:
                 source = len(parts)
                 parts.extend(tensor_profile(x, self._generator(x.device)))

@@ -2,7 +2,7 @@
 
 On accelerators the statistics are device reductions, and `Packed` gathers them into one
 non-blocking copy per device. On the CPU, weights, grads and updates are reduced where they lie
-by one compiled call (kernels.tensor_stats); an input batch is copied (`HostCopies`) and
+by one compiled call (numba_kernels.tensor_stats); an input batch is copied (`HostCopies`) and
 profiled by the writer thread.
 """
 from __future__ import annotations
@@ -83,17 +83,3 @@ class HostCopies:
             self._bytes += nbytes
             return True
 
-
-def dense_equivalent(t: torch.Tensor) -> torch.Tensor:
-    """A strided tensor with the same statistics as t, given t's numel (sparse grads).
-
-    A sparse tensor's statistics are those of its values plus its implicit zeros, and one zero
-    stands for them all in the sums, extremes and non-zero count.
-    """
-    if t.layout == torch.strided:
-        return t
-    values = t.coalesce().values().reshape(-1) if t.layout == torch.sparse_coo else \
-        t.to_dense().reshape(-1)
-    if values.numel() < t.numel():
-        values = torch.cat([values, values.new_zeros(1)])
-    return values

@@ -264,7 +264,7 @@ def test_device_statistics_match_the_cpu_path_where_both_are_exact():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_compiled_tensor_statistics_match_reference(dtype):
-    from tracelab.recorders.kernels import gather, tensor_stats
+    from tracelab.recorders.numba_kernels import gather, tensor_stats
     torch.manual_seed(2)
     tensors = [torch.randn(100, 7), torch.randn(1000) * 1e-3 + 1.0, torch.zeros(5), torch.empty(0),
                torch.tensor([1.0, float("nan"), 0.0, 3.0]), torch.tensor([float("inf"), -2.0]),
