@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from tracelab.core.schema import TENSOR_STATS
+
 _HALF = (torch.float16, torch.bfloat16)
 # Columns of the raw aggregate tensor.
 RAW = ("sum", "l2", "l1", "nonzero", "max", "negmin", "nan", "inf")
@@ -71,7 +73,7 @@ def _exact_spread_cpu(raw: np.ndarray, ts: list[np.ndarray]) -> None:
 
 
 def finish(raw: np.ndarray, numel: np.ndarray) -> dict[str, np.ndarray]:
-    """Raw aggregates to the trace's tensor-stat columns (host side)."""
+    """Raw aggregates to the trace's TENSOR_STATS columns (host side)."""
     s, l2, l1, nonzero, mx, negmin, nan, inf = (raw[:, i] for i in range(len(RAW)))
     n = numel.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -80,9 +82,8 @@ def finish(raw: np.ndarray, numel: np.ndarray) -> dict[str, np.ndarray]:
         std = np.sqrt(np.clip(var, 0.0, None))
         std = np.where(np.isnan(var), np.nan, std)
         abs_mean, zero_frac = l1 / n, 1.0 - nonzero / n
-    return {"numel": numel.astype(np.int64), "mean": mean, "std": std, "min": -negmin,
-            "max": mx, "abs_mean": abs_mean, "norm": l2, "zero_frac": zero_frac,
-            "nan_count": nan.astype(np.int64), "inf_count": inf.astype(np.int64)}
+    return dict(zip(TENSOR_STATS, (numel.astype(np.int64), mean, std, -negmin, mx, abs_mean, l2,
+                                   zero_frac, nan.astype(np.int64), inf.astype(np.int64))))
 
 
 def dense_equivalent(t: torch.Tensor) -> torch.Tensor:
@@ -101,7 +102,9 @@ def dense_equivalent(t: torch.Tensor) -> torch.Tensor:
 
 
 def reference_stats(t: torch.Tensor) -> dict[str, float]:
-    """The same statistics in plain torch, one tensor at a time (tests and documentation)."""
+    """The same statistics in plain torch, one tensor at a time (tests and documentation).
+
+    Named one by one, not in TENSOR_STATS order: the reference shares nothing with `finish`."""
     t = t.detach().double()
     return {"numel": t.numel(), "mean": t.mean().item(), "std": t.std().item(),
             "min": t.min().item(), "max": t.max().item(), "abs_mean": t.abs().mean().item(),

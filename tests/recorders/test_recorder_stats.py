@@ -104,11 +104,14 @@ def test_recorded_weights_grads_updates_match_reference(tmp_path, optimizer_cls,
 
 def test_a_parameter_replaced_in_place_is_read_at_its_new_size():
     from tracelab.recorders.parameters import ParameterStats
+    from tracelab.recorders.transfer import StepRecord
     weight = torch.nn.Parameter(torch.randn(10))
     stats = ParameterStats([("w", weight)])
 
     def recorded() -> dict:
-        rows = stats.producer(0, [], snapshot_taken=False)([])
+        record = StepRecord()
+        stats.record(0, record, updates=False)
+        rows = record.seal()()
         return {k: v[0] for k, v in rows[0][1].items()}
     assert_matches(recorded(), reference_stats(weight))
     weight.data = weight.data[:4]  # same storage, same address, fewer elements

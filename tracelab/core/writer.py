@@ -31,8 +31,8 @@ import pyarrow.parquet as pq
 
 from tracelab._version import __version__
 from tracelab.core.errors import RunExistsError
-from tracelab.core.schema import (ARROW_SCHEMAS, HEARTBEAT_FILE, META_FILE, SAMPLES, SCHEMA_VERSION,
-                                  TABLES)
+from tracelab.core.schema import (ARROW_SCHEMAS, HEARTBEAT_FILE, META_FILE, SAMPLES,
+                                  SAMPLES_SNAPSHOT, SCHEMA_VERSION, TABLES)
 
 Columns = Mapping[str, Any]
 Rows = Iterable[tuple[str, Columns]]
@@ -232,7 +232,7 @@ class RunWriter:
         state at each flush, so the file never grows with the run.
         """
         if not self.failed and not self.closed:
-            self._items.append(("__samples__", columns))
+            self._items.append((SAMPLES_SNAPSHOT, columns))
 
     def flush(self, timeout: float | None = 30.0, *, samples: bool = True) -> bool:
         """Block until everything queued so far is on disk; False on timeout or failure.
@@ -306,7 +306,7 @@ class RunWriter:
         else:
             rows = [item]
         for table, columns in rows:
-            if table == "__samples__":
+            if table == SAMPLES_SNAPSHOT:
                 self._samples = columns
             elif n := _row_count(table, columns):
                 self._tables[table].pending.append((n, columns))
