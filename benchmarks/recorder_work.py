@@ -69,8 +69,8 @@ def main() -> None:
                         help="record as without numba: torch reductions on the CPU")
     args = parser.parse_args()
     if args.without_kernels:
-        from tracelab.recorders import compiled
-        compiled._loaded, compiled._kernels = True, None
+        from tracelab.recorders import kernel_loader
+        kernel_loader._loaded, kernel_loader._kernels = True, None
     torch.manual_seed(0)
     model = small_cnn()
     batches = [(torch.randn(64, 3, 32, 32), torch.randint(0, 10, (64,))) for _ in range(10)]

@@ -1,13 +1,14 @@
 """What runs inside training and what brings other loggers' files in: both write the trace format.
 
-    torch_recorder.py  Recorder, attached to a PyTorch training loop
+    torch_recorder.py  Recorder, attached to a PyTorch training loop; the step's scalars
     parameters.py      weight, gradient and update statistics of every parameter
     activations.py     statistics of module outputs (forward hooks)
+    inputs.py          the inputs and samples rows of input batches: where each is profiled
     profile.py         per-feature profiles and samples of input batches
-    stats.py           the tensor statistics computed with torch (devices, fallbacks)
-    kernels.py         compiled one-pass CPU kernels (numba)
-    compiled.py        loads the kernels, or says why the torch path is used instead
-    transfer.py        device-to-host copies of a step's statistics
+    stats.py           the tensor statistics computed with torch (devices, fallbacks), sparse grads
+    numba_kernels.py   the compiled one-pass CPU kernels (numba)
+    kernel_loader.py   loads numba_kernels, or says why the torch path is used instead
+    transfer.py        a step's record of row producers, and its device-to-host copies
     environment.py     the environment, model and optimizer summaries in meta.json
     lightning.py, hf.py, _callbacks.py   PyTorch Lightning and Hugging Face callbacks
     importers/         TensorBoard and CSV logs turned into runs (no torch needed)

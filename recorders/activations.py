@@ -7,7 +7,7 @@ subsample of ACTIVATION_SUBSAMPLE elements in short contiguous blocks at fixed p
 offsets. Outputs no larger than the subsample are covered whole, so every statistic is exact.
 
 On the CPU the hook makes two calls: one full torch `sum` (two threads, at memory speed), and one
-compiled kernel (kernels.activation_row) that tests the units, where each unit's scan stops at
+compiled kernel (numba_kernels.activation_row) that tests the units, where each unit's scan stops at
 its first positive value, and reduces the subsample where it lies, without copying it. On an
 accelerator every statistic is a device reduction (min and max cover every element there), with
 no host sync.
@@ -16,19 +16,19 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Union
+from typing import Sequence, Union
 
 import numpy as np
 import torch
 
-from tracelab.recorders import compiled
-from tracelab.recorders.stats import RAW
+from tracelab.recorders import kernel_loader
+from tracelab.recorders.stats import RAW, finish
+from tracelab.recorders.transfer import StepRecord
+from tracelab.core.schema import ACTIVATION, ACTIVATION_STATS, TENSORS
 
 _HALF = (torch.float16, torch.bfloat16)
 SATURATING = {"Sigmoid": (0.0, 1.0), "Tanh": (-1.0, 1.0), "Hardsigmoid": (0.0, 1.0),
               "Hardtanh": (-1.0, 1.0), "Softsign": (-1.0, 1.0)}
-# An activation row is stats.RAW followed by these.
-EXTRA = ("dead_frac", "saturated_frac")
 
 ACTIVATION_SUBSAMPLE = 1 << 14
 # Contiguous runs make the gather cheap (a cache miss per run, then prefetched lines); 256 of
@@ -41,7 +41,7 @@ ActivationStats = Union[torch.Tensor, np.ndarray]
 
 
 def activation_stats(out: torch.Tensor, module_type: str) -> ActivationStats:
-    """RAW aggregates plus EXTRA of one module output.
+    """RAW aggregates followed by schema.ACTIVATION_STATS of one module output.
 
     A device tensor on accelerators (packed and copied with the step's other statistics); on
     the CPU the finished float64 row. A unit is a channel (dim 1) for 4-D/5-D outputs, else the
@@ -57,8 +57,36 @@ def activation_stats(out: torch.Tensor, module_type: str) -> ActivationStats:
     return _device_stats(x, bounds)
 
 
+def record_activations(step: int, captured: Sequence[tuple[str, int, ActivationStats]],
+                       record: StepRecord) -> None:
+    """Add the rows of a step's captured (module name, numel, activation_stats) to `record`:
+    device statistics join the step's packed copy; CPU rows are finished already."""
+    names = [a[0] for a in captured]
+    numel = np.array([a[1] for a in captured], dtype=np.int64)
+    on_device = [i for i, a in enumerate(captured) if isinstance(a[2], torch.Tensor)]
+    packed: tuple[torch.Tensor, ...] = ()
+    if on_device:
+        device = captured[on_device[0]][2].device
+        packed = (torch.stack([captured[i][2].to(device) for i in on_device]),)
+
+    def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
+        raw = np.empty((len(captured), len(RAW) + len(ACTIVATION_STATS)))
+        if on_device:
+            raw[on_device] = values[0].reshape(len(on_device), -1)
+        for i, a in enumerate(captured):
+            if isinstance(a[2], np.ndarray):  # finished in the hook on the CPU
+                raw[i] = a[2]
+        cols = finish(raw[:, :len(RAW)], numel)
+        cols.update(zip(ACTIVATION_STATS, raw[:, len(RAW):].T))
+        cols.update(step=np.full(len(names), step, dtype=np.int64),
+                    kind=[ACTIVATION] * len(names), name=names)
+        return [(TENSORS, cols)]
+    record.add(rows, packed)
+
+
 def activation_row(out: torch.Tensor, module_type: str) -> np.ndarray:
-    """The finished row (RAW + EXTRA) as float64, whatever the device (tests, documentation)."""
+    """The finished row (RAW + ACTIVATION_STATS) as float64, whatever the device (tests,
+    documentation)."""
     stats = activation_stats(out, module_type)
     return stats.double().cpu().numpy() if isinstance(stats, torch.Tensor) else stats
 
@@ -129,9 +157,9 @@ def dead_units(x: torch.Tensor) -> int:
     value of the same unit.
     """
     x = x.detach()
-    if compiled.kernels() is None:
+    if kernel_loader.kernels() is None:
         return _dead_units_torch(x)
-    return int(compiled.kernels().dead_units(unit_array(x)))
+    return int(kernel_loader.kernels().dead_units(unit_array(x)))
 
 
 def _cpu_stats(x: torch.Tensor, bounds: tuple[float, float] | None) -> np.ndarray:
@@ -144,10 +172,10 @@ def _cpu_stats(x: torch.Tensor, bounds: tuple[float, float] | None) -> np.ndarra
             if not (nan or inf):  # finite values overflowed float32
                 total = float(x.sum(dtype=torch.float64))
     lo, hi = (bounds[0] + 0.01, bounds[1] - 0.01) if bounds else (-math.inf, math.inf)
-    kernels = compiled.kernels()
+    kernels = kernel_loader.kernels()
     if kernels is None:
         return _cpu_stats_torch(x, total, nan, inf, lo, hi)
-    row = np.empty(len(RAW) + len(EXTRA))
+    row = np.empty(len(RAW) + len(ACTIVATION_STATS))
     blocks = _cpu_blocks(n // _BLOCK) if n > ACTIVATION_SUBSAMPLE else _NO_BLOCKS
     kernels.activation_row(unit_array(x), blocks, _BLOCK, lo, hi, total, nan, inf, row)
     return row
@@ -155,7 +183,7 @@ def _cpu_stats(x: torch.Tensor, bounds: tuple[float, float] | None) -> np.ndarra
 
 def _cpu_stats_torch(x: torch.Tensor, total: float, nan: float, inf: float, lo: float,
                      hi: float) -> np.ndarray:
-    """kernels.activation_row without numba: the subsample copied and reduced in numpy."""
+    """numba_kernels.activation_row without numba: the subsample copied and reduced in numpy."""
     s = subsample(_flat_view(x)).numpy().astype(np.float64)
     n, k = x.numel(), len(s)
     if k == n:  # the whole output

@@ -69,7 +69,6 @@ class TracelabCallback(Guard, TrainerCallback):
         self.config = dict(config or {})
         self.options = recorder_options
         self._handles: list[Any] = []
-        self._losses: list[torch.Tensor] = []
         self._summed = False
         self._train_batch: Any = None
         self._eval_batch: Any = None
@@ -98,7 +97,7 @@ class TracelabCallback(Guard, TrainerCallback):
         if module.training:
             self._mark_data_ready()
             self._summed = "num_items_in_batch" in kwargs
-            if self.recorder._step % self.recorder.input_every == 0:
+            if self.recorder.records_inputs:
                 self._train_batch = kwargs
         else:
             self._last_step_end = None  # evaluation time is not the data loader's
@@ -111,19 +110,16 @@ class TracelabCallback(Guard, TrainerCallback):
             return
         loss = loss_value(output)
         if isinstance(loss, torch.Tensor) and loss.numel() == 1:
-            self._losses.append(loss.detach().float().reshape(()))
+            # A model given num_items_in_batch already divides by the whole step's token count.
+            self.recorder.accumulate_loss(loss, summed=self._summed)
 
     @guarded
     def on_optimizer_step(self, args, state, control, **kwargs):
         if self.recorder is None:
             return
-        losses, self._losses = self._losses, []
-        loss = None
-        if losses:
-            # A model given num_items_in_batch already divides by the whole step's token count.
-            loss = torch.stack(losses).sum() if self._summed else torch.stack(losses).mean()
         batch, self._train_batch = self._train_batch, None
-        self.recorder.step(loss=loss, inputs=batch_inputs(batch) if batch else None,
+        # The step's loss: that of its micro-batches (accumulate_loss).
+        self.recorder.step(inputs=batch_inputs(batch) if batch else None,
                            data_time=self._take_data_time())
         self._mark_step_end()
 

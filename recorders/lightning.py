@@ -59,7 +59,6 @@ class TracelabCallback(Guard, pl.Callback):
         self.inputs = inputs
         self.options = recorder_options
         self._steps_seen = 0
-        self._losses: list[Any] = []
         self._val_batch: Any = None
 
     @guarded
@@ -84,17 +83,16 @@ class TracelabCallback(Guard, pl.Callback):
         if isinstance(loss, torch.Tensor):
             # Automatic optimization hands over the loss divided for gradient accumulation.
             scale = trainer.accumulate_grad_batches if pl_module.automatic_optimization else 1
-            self._losses.append(loss.detach() * scale)
+            self.recorder.accumulate_loss(loss, scale=scale)
         # Accumulating gradients: record once the optimizer has stepped.
         if trainer.global_step == self._steps_seen:
             self._mark_step_end()
             return
         self._steps_seen = trainer.global_step
-        losses, self._losses = self._losses, []
-        loss = torch.stack([v.float().reshape(()) for v in losses]).mean() if losses else None
         metrics = metrics_for(trainer.callback_metrics, TRAIN, unprefixed=True)
         metrics.pop("loss", None)  # the step's own loss is recorded as such
-        self.recorder.step(loss=loss, inputs=self.inputs(batch), metrics=metrics,
+        # The step's loss: the mean of its micro-batches' (accumulate_loss).
+        self.recorder.step(inputs=self.inputs(batch), metrics=metrics,
                            data_time=self._take_data_time())
         self._mark_step_end()
 

@@ -12,12 +12,13 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from tracelab.recorders import compiled
-from tracelab.core.schema import N_UNIQUE_CAP, RESOLUTIONS, unique_stride
+from tracelab.recorders import kernel_loader
+from tracelab.core.schema import INPUT_STATS, N_UNIQUE_CAP, RESOLUTIONS, unique_stride
 
 SAMPLES_PER_BATCH = 64
-# Columns of the packed per-feature tensor profile.
-PACKED = ("mean", "std", "min", "max", "n_unique", "int_frac", "nan_count", "inf_count")
+# Columns of the packed per-feature tensor profile: the input statistics but the count, which
+# the batch's shape gives.
+PACKED = tuple(c for c in INPUT_STATS if c != "count")
 
 
 def feature_shape(shape: Sequence[int]) -> tuple[int, int]:
@@ -84,8 +85,8 @@ def tensor_profile(x: torch.Tensor, generator: torch.Generator | None = None
 
 
 def array_profile(a: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """tensor_profile of a host array, in one compiled pass per feature (kernels.feature_profile):
-    the CPU recorder runs it on the writer thread."""
+    """tensor_profile of a host array, in one compiled pass per feature
+    (numba_kernels.feature_profile): the CPU recorder runs it on the writer thread."""
     floating = np.issubdtype(a.dtype, np.floating)
     work = a if floating and a.dtype in (np.float32, np.float64) else \
         a.astype(np.float32 if floating else np.float64)
@@ -97,7 +98,7 @@ def array_profile(a: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, 
     packed = np.empty((n_feat, len(PACKED)))
     windows = np.empty((n_feat, -(-count // stride)), x3.dtype)
     samples = np.empty((n_feat, len(idx)))
-    compiled.kernels().feature_profile(x3, stride, idx, packed, windows, samples)
+    kernel_loader.kernels().feature_profile(x3, stride, idx, packed, windows, samples)
     ordered = np.sort(windows, axis=1)
     with np.errstate(invalid="ignore"):
         distinct = (ordered[:, 1:] != ordered[:, :-1]).sum(axis=1) + 1

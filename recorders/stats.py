@@ -2,8 +2,9 @@
 
 The device side returns raw aggregates per tensor, stacked into one tensor so that a step's
 statistics travel to the host in a single copy. On the CPU the recorder reads the tensors in
-place with kernels.tensor_stats instead, and `raw_stats` serves other layouts and dtypes.
-`finish()` turns the aggregates into the trace's columns on the host (the writer thread).
+place with numba_kernels.tensor_stats instead, and `raw_stats` serves other layouts and dtypes.
+`finish()` turns the aggregates into the trace's columns on the host (the writer thread);
+`dense_equivalent` gives a sparse grad a strided stand-in with the same statistics.
 Aggregates are exact in float64 for tensors whose mean dwarfs their spread (BatchNorm weights
 near 1): on accelerators and in the kernels always, in CPU torch for the tensors that need it.
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+
+from tracelab.core.schema import TENSOR_STATS
 
 _HALF = (torch.float16, torch.bfloat16)
 # Columns of the raw aggregate tensor.
@@ -70,7 +73,7 @@ def _exact_spread_cpu(raw: np.ndarray, ts: list[np.ndarray]) -> None:
 
 
 def finish(raw: np.ndarray, numel: np.ndarray) -> dict[str, np.ndarray]:
-    """Raw aggregates to the trace's tensor-stat columns (host side)."""
+    """Raw aggregates to the trace's TENSOR_STATS columns (host side)."""
     s, l2, l1, nonzero, mx, negmin, nan, inf = (raw[:, i] for i in range(len(RAW)))
     n = numel.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -79,13 +82,29 @@ def finish(raw: np.ndarray, numel: np.ndarray) -> dict[str, np.ndarray]:
         std = np.sqrt(np.clip(var, 0.0, None))
         std = np.where(np.isnan(var), np.nan, std)
         abs_mean, zero_frac = l1 / n, 1.0 - nonzero / n
-    return {"numel": numel.astype(np.int64), "mean": mean, "std": std, "min": -negmin,
-            "max": mx, "abs_mean": abs_mean, "norm": l2, "zero_frac": zero_frac,
-            "nan_count": nan.astype(np.int64), "inf_count": inf.astype(np.int64)}
+    return dict(zip(TENSOR_STATS, (numel.astype(np.int64), mean, std, -negmin, mx, abs_mean, l2,
+                                   zero_frac, nan.astype(np.int64), inf.astype(np.int64))))
+
+
+def dense_equivalent(t: torch.Tensor) -> torch.Tensor:
+    """A strided tensor with the same statistics as t, given t's numel (sparse grads).
+
+    A sparse tensor's statistics are those of its values plus its implicit zeros, and one zero
+    stands for them all in the sums, extremes and non-zero count.
+    """
+    if t.layout == torch.strided:
+        return t
+    values = t.coalesce().values().reshape(-1) if t.layout == torch.sparse_coo else \
+        t.to_dense().reshape(-1)
+    if values.numel() < t.numel():
+        values = torch.cat([values, values.new_zeros(1)])
+    return values
 
 
 def reference_stats(t: torch.Tensor) -> dict[str, float]:
-    """The same statistics in plain torch, one tensor at a time (tests and documentation)."""
+    """The same statistics in plain torch, one tensor at a time (tests and documentation).
+
+    Named one by one, not in TENSOR_STATS order: the reference shares nothing with `finish`."""
     t = t.detach().double()
     return {"numel": t.numel(), "mean": t.mean().item(), "std": t.std().item(),
             "min": t.min().item(), "max": t.max().item(), "abs_mean": t.abs().mean().item(),

@@ -6,16 +6,19 @@
             rec.step(loss=loss, inputs=x, metrics={"acc": acc})
         rec.log("val", metrics={"loss": val_loss, "acc": val_acc}, inputs=x_val)
 
+Each step's producers (its scalars, ParameterStats, record_activations, InputStats) add their
+rows to the step's StepRecord (transfer.py), each with the device tensors it needs.
+
 Cost model. On an accelerator the training thread only launches device work: the statistics
 of all weights, grads and updates come from a few fused foreach reductions, and everything a
 step produced is packed into one tensor per device and copied once (non-blocking into pinned
 memory). A step that records nothing beyond its scalars launches one tiny copy and never syncs
 the host. On the CPU, where every small torch call costs tens of microseconds inside a training
-loop, compiled kernels (kernels.py) do the work in few calls: one copy of the weights before the
-optimizer step, then one pass over every weight, grad and update where they lie; one torch
-`sum` and one kernel call per activation; an input batch is copied and profiled on the writer
-thread. Building rows and writing Parquet always happen on the writer thread; `cost` says what
-all of it took.
+loop, compiled kernels (numba_kernels.py) do the work in few calls: one copy of the weights
+before the optimizer step, then one pass over every weight, grad and update where they lie; one
+torch `sum` and one kernel call per activation; an input batch is copied and profiled on the
+writer thread. Building rows and writing Parquet always happen on the writer thread; `cost` says
+what all of it took.
 """
 from __future__ import annotations
 
@@ -28,19 +31,20 @@ import numpy as np
 import torch
 
 from tracelab.recorders import environment as env
-from tracelab.recorders import compiled
-from tracelab.recorders.activations import EXTRA, ActivationStats, activation_stats
-from tracelab.recorders.profile import (PACKED, Reservoir, array_profile, dtype_name,
-                                        feature_names, feature_shape, frame_profile,
-                                        tensor_profile)
+from tracelab.recorders import kernel_loader
+from tracelab.recorders.activations import ActivationStats, activation_stats, record_activations
+from tracelab.recorders.inputs import InputStats
 from tracelab.recorders.parameters import ParameterStats
-from tracelab.recorders.stats import RAW, finish
-from tracelab.recorders.transfer import HostCopies, Packed
-from tracelab.core.schema import (ACTIVATION, DATA_TIME, INPUTS, LOSS_NAME, LR_PREFIX, SCALARS,
-                                  STEP_TIME, TENSORS, TRAIN)
+from tracelab.recorders.transfer import StepRecord
+from tracelab.core.schema import DATA_TIME, LOSS_NAME, LR_PREFIX, SCALARS, STEP_TIME, TRAIN
 from tracelab.core.writer import RunWriter
 
 Number = (int, float)
+
+
+def due(step: int, every: int) -> bool:
+    """Whether step `step` (counted from 0) records what is recorded every `every` steps."""
+    return step % every == 0
 
 
 class Recorder:
@@ -69,7 +73,6 @@ class Recorder:
             dist = torch.distributed
             rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
         self.every, self.activation_every, self.input_every = every, activation_every, input_every
-        self.feature_names = feature_names
         self._settings = {"every": every, "activation_every": activation_every,
                           "input_every": input_every, "sample_size": sample_size}
         meta = {"config": dict(config or {}), "environment": env.environment(),
@@ -77,13 +80,14 @@ class Recorder:
         if rank != 0 or (torch.distributed.is_available() and torch.distributed.is_initialized()):
             meta["world_size"] = torch.distributed.get_world_size() \
                 if torch.distributed.is_initialized() else None
-        compiled.kernels()  # now, not in the first recorded step (a first compilation takes seconds)
+        kernel_loader.kernels()  # now, not in the first recorded step (compiling takes seconds)
         self.writer = RunWriter(run_dir, meta, rank=rank, flush_interval=flush_interval)
         self.rank = rank
-        self._reservoir = Reservoir(sample_size, seed=rank)
-        self._frame_rng = np.random.default_rng(rank)  # training thread
-        self._writer_rng = np.random.default_rng([rank, 1])  # writer thread
-        self._step = 0
+        self._inputs = InputStats(feature_names, sample_size=sample_size, rank=rank,
+                                  on_devices=lambda d: self.writer.update_meta(input_devices=d))
+        self._step = 0  # the step in progress: the one the next step() records
+        self._losses: list[torch.Tensor] = []  # accumulate_loss of the step in progress
+        self._losses_summed = False
         self._last_step_end: float | None = None
         self._data_time: float | None = None
         self.model: torch.nn.Module | None = None
@@ -98,10 +102,7 @@ class Recorder:
         self._activations: list[tuple[str, int, ActivationStats]] = []
         self._captured: set[int] = set()
         self._module_names: dict[int, tuple[str, str]] = {}
-        self._input_devices: dict[str, str] = {}
         self._cost = 0.0  # seconds the training thread spent in the recorder
-        self._host = HostCopies()
-        self._generators: dict[str, torch.Generator] = {}
         if model is not None or optimizer is not None:
             self.watch(model, optimizer)
 
@@ -120,7 +121,7 @@ class Recorder:
                     self._leaves.append(module)
                     self._module_names[id(module)] = (path or type(module).__name__,
                                                       type(module).__name__)
-            self._arm(self._step % self.activation_every == 0)
+            self._arm(due(self._step, self.activation_every))
         if optimizer is not None:
             self.optimizer = optimizer
             self._handles.append(optimizer.register_step_pre_hook(self._before_optimizer_step))
@@ -140,19 +141,16 @@ class Recorder:
             self._forward_handles = []
 
     # -- hooks (training thread) ----------------------------------------------------------------
-    def _records_tensors(self, step: int) -> bool:
-        return step % self.every == 0
-
     def _before_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if self.writer.failed or self._parameters.taken or not self._records_tensors(self._step):
+        if self.writer.failed or not due(self._step, self.every):
             return
         start = time.perf_counter()
         self._parameters.snapshot()
         self._cost += time.perf_counter() - start
 
     def _forward_hook(self, module: torch.nn.Module, args: Any, output: Any) -> None:
-        if (self._step % self.activation_every or not module.training
-                or id(module) in self._captured or self.writer.failed):
+        # Hooked only while the step in progress records activations (_arm).
+        if not module.training or id(module) in self._captured or self.writer.failed:
             return
         start = time.perf_counter()
         out = output[0] if isinstance(output, (tuple, list)) and output else output
@@ -181,6 +179,7 @@ class Recorder:
              data_time: float | None = None) -> None:
         """Record one optimizer step. Call it once per step, after `optimizer.step()`.
 
+        loss: the step's loss; without one, that of the losses given to `accumulate_loss`.
         data_time: seconds this step waited for its batch, when the loop does not use
         `iterate()` (framework callbacks measure it themselves).
         """
@@ -190,6 +189,28 @@ class Recorder:
         finally:
             self._cost += time.perf_counter() - start
 
+    def accumulate_loss(self, loss: torch.Tensor, *, scale: float = 1,
+                        summed: bool = False) -> None:
+        """Add one micro-batch's loss (a one-element tensor) to the step in progress, for a
+        `step()` given no loss: it records their mean, or their sum when `summed` (each loss
+        was divided by the whole step's count). scale undoes a division of each loss by the
+        number of micro-batches (a framework's gradient accumulation)."""
+        value = loss.detach()
+        if scale != 1:
+            value = value * scale
+        self._losses.append(value.float().reshape(()))
+        self._losses_summed = summed
+
+    @property
+    def step_index(self) -> int:
+        """The step in progress, counted from 0: the one the next `step()` records."""
+        return self._step
+
+    @property
+    def records_inputs(self) -> bool:
+        """Whether the step in progress profiles the inputs given to `step()` (input_every)."""
+        return due(self._step, self.input_every)
+
     def _record_step(self, loss: Any, inputs: Any, metrics: Mapping[str, Any] | None,
                      data_time: float | None) -> None:
         if data_time is not None:
@@ -197,12 +218,14 @@ class Recorder:
         step = self._step
         self._step += 1
         now = time.perf_counter()
-        self._arm(self._step % self.activation_every == 0
-                  and not (self.writer.failed or self.writer.closed))
+        stopped = self.writer.failed or self.writer.closed
+        self._arm(due(step + 1, self.activation_every) and not stopped)
         activations, self._activations = self._activations, []
         self._captured.clear()
-        snapshot_taken, self._parameters.taken = self._parameters.taken, False
-        if self.writer.failed or self.writer.closed:
+        updates = self._parameters.end_step()
+        if self._losses:
+            loss = self._accumulated_loss(loss)
+        if stopped:
             return
         scalars = _Scalars(step, TRAIN)
         if loss is not None:
@@ -219,148 +242,56 @@ class Recorder:
             self._data_time = None
         self._last_step_end = now
 
-        parts: list[torch.Tensor] = list(scalars.tensors)
-        producers = [scalars.rows]
+        record = StepRecord()
+        record.add(scalars.rows, scalars.tensors)
         with torch.no_grad():
-            if self.model is not None and self._records_tensors(step):
-                producers.append(self._parameters.producer(step, parts, snapshot_taken))
+            if self.model is not None and due(step, self.every):
+                self._parameters.record(step, record, updates)
             if activations:
-                producers.append(self._activation_rows(step, parts, activations))
-            if inputs is not None and step % self.input_every == 0:
-                producers.append(self._input_rows(step, TRAIN, inputs, parts))
-        self._emit(parts, producers)
+                record_activations(step, activations, record)
+            if inputs is not None and due(step, self.input_every):
+                self._inputs.record(step, TRAIN, inputs, record)
+        self.writer.write(record.seal())
+
+    def _accumulated_loss(self, loss: Any) -> Any:
+        """The step's loss: `loss` when given, else that of the accumulated ones (then cleared)."""
+        losses, self._losses = self._losses, []
+        if loss is not None:
+            return loss
+        stacked = torch.stack(losses)
+        return stacked.sum() if self._losses_summed else stacked.mean()
 
     def log(self, split: str, metrics: Mapping[str, Any] | None = None,
             inputs: Any = None) -> None:
         """Record another split (val, test, ...) at the current step."""
         if self.writer.failed or self.writer.closed:
             return
-        step = max(self._step - 1, 0)
+        step = self._last_step
         scalars = _Scalars(step, str(split))
         for key, value in (metrics or {}).items():
             scalars.add(str(key), value)
-        parts, producers = list(scalars.tensors), [scalars.rows]
+        record = StepRecord()
+        record.add(scalars.rows, scalars.tensors)
         if inputs is not None:
             with torch.no_grad():
-                producers.append(self._input_rows(step, str(split), inputs, parts))
-        self._emit(parts, producers)
+                self._inputs.record(step, str(split), inputs, record)
+        self.writer.write(record.seal())
 
-    def _emit(self, parts: list[torch.Tensor], producers: list) -> None:
-        packed = Packed(parts) if parts else None
+    @property
+    def feature_names(self) -> Sequence[str] | Mapping[str, Sequence[str]] | None:
+        """Names of the input features (see the class docstring); InputStats reads them."""
+        return self._inputs.feature_names
 
-        def rows() -> list[tuple[str, dict]]:
-            values = packed.resolve() if packed is not None else []
-            out: list[tuple[str, dict]] = []
-            for produce in producers:
-                out.extend(produce(values))
-            return out
-        self.writer.write(rows)
-
-    # -- row producers: the device work happens now, the host work later on the writer thread --
-    def _generator(self, device: torch.device) -> torch.Generator:
-        """The recorder's own random stream per device: sampling never moves the user's."""
-        key = str(device)
-        if key not in self._generators:
-            self._generators[key] = torch.Generator(device=device).manual_seed(self.rank)
-        return self._generators[key]
-
-    def _activation_rows(self, step: int, parts: list[torch.Tensor], activations: list):
-        names = [a[0] for a in activations]
-        numel = np.array([a[1] for a in activations], dtype=np.int64)
-        # Device statistics join the step's packed copy; CPU rows are finished already.
-        on_device = [i for i, a in enumerate(activations) if isinstance(a[2], torch.Tensor)]
-        at = len(parts)
-        if on_device:
-            device = activations[on_device[0]][2].device
-            parts.append(torch.stack([activations[i][2].to(device) for i in on_device]))
-
-        def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
-            raw = np.empty((len(activations), len(RAW) + len(EXTRA)))
-            if on_device:
-                raw[on_device] = values[at].reshape(len(on_device), -1)
-            for i, a in enumerate(activations):
-                if isinstance(a[2], np.ndarray):  # finished in the hook on the CPU
-                    raw[i] = a[2]
-            extra = raw[:, -2:]
-            cols = finish(raw[:, :-2], numel)
-            cols.update(step=np.full(len(names), step, dtype=np.int64),
-                        kind=[ACTIVATION] * len(names), name=names,
-                        dead_frac=extra[:, 0], saturated_frac=extra[:, 1])
-            return [(TENSORS, cols)]
-        return rows
-
-    def _input_rows(self, step: int, split: str, inputs: Any, parts: list[torch.Tensor]):
-        if _is_frame(inputs):
-            profile, samples = frame_profile(inputs, self._frame_rng)
-            return self._frame_rows(step, split, profile, samples)
-        named = self._named_inputs(inputs)
-        layout = []
-        for prefix, x, names in named:
-            if not isinstance(x, torch.Tensor) or x.numel() == 0:
-                continue
-            key = f"{split}:{prefix or 'input'}"
-            if self._input_devices.get(key) != str(x.device):
-                self._input_devices[key] = str(x.device)
-                self.writer.update_meta(input_devices=dict(self._input_devices))
-            # A host copy is profiled on the writer thread; else the device profile is packed.
-            source: Any = self._host.clone(x) if compiled.kernels() else None
-            if source is None:
-                source = len(parts)
-                parts.extend(tensor_profile(x, self._generator(x.device)))
-            n_feat, count = feature_shape(x.shape)
-            layout.append((feature_names(prefix, n_feat, names, x.dim()), dtype_name(x), count,
-                           source))
-        reservoir = self._reservoir
-
-        def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
-            out = []
-            for feats, dtype, count, source in layout:
-                if isinstance(source, int):
-                    packed, sample = values[source], values[source + 1]
-                else:
-                    try:
-                        packed, sample = array_profile(source.numpy(), self._writer_rng)
-                    finally:
-                        self._host.release(source)
-                packed = packed.reshape(len(feats), len(PACKED))
-                cols = {c: packed[:, i] for i, c in enumerate(PACKED)}
-                for c in ("n_unique", "nan_count", "inf_count"):
-                    cols[c] = cols[c].astype(np.int64)
-                cols.update(step=np.full(len(feats), step, dtype=np.int64), split=[split] * len(
-                    feats), feature=feats, dtype=[dtype] * len(feats),
-                    count=np.full(len(feats), count, dtype=np.int64))
-                out.append((INPUTS, cols))
-                sample = sample.reshape(len(feats), -1)
-                for f, vals in zip(feats, sample):
-                    reservoir.add(split, f, step, vals[np.isfinite(vals)])
-            out.append(("__samples__", reservoir.columns))
-            return out
-        return rows
-
-    def _frame_rows(self, step: int, split: str, profile: list[dict], samples: dict):
-        reservoir = self._reservoir
-
-        def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
-            cols = {key: [row.get(key) for row in profile] for key in
-                    ("feature", "dtype", "count", "mean", "std", "min", "max", "n_unique",
-                     "int_frac", "nan_count", "inf_count", "resolution", "time_min",
-                     "time_max")}
-            cols.update(step=[step] * len(profile), split=[split] * len(profile))
-            for feature, vals in samples.items():
-                reservoir.add(split, feature, step, vals)
-            return [(INPUTS, cols), ("__samples__", reservoir.columns)]
-        return rows
-
-    def _named_inputs(self, inputs: Any) -> list[tuple[str, Any, Sequence[str] | None]]:
-        names = self.feature_names
-        if isinstance(inputs, Mapping):
-            per_key = names if isinstance(names, Mapping) else {}
-            return [(str(k), v, per_key.get(k)) for k, v in inputs.items()]
-        if isinstance(inputs, (tuple, list)):
-            return [(f"input{i}", v, None) for i, v in enumerate(inputs)]
-        return [("", inputs, names if not isinstance(names, Mapping) else None)]
+    @feature_names.setter
+    def feature_names(self, names: Sequence[str] | Mapping[str, Sequence[str]] | None) -> None:
+        self._inputs.feature_names = names
 
     # -- ending ---------------------------------------------------------------------------------
+    @property
+    def _last_step(self) -> int:
+        """The step recorded last (0 before the first): where log() and a failure belong."""
+        return max(self._step - 1, 0)
+
     @property
     def cost(self) -> dict[str, float]:
         """What recording has cost so far: seconds on the training thread (hooks and `step`),
@@ -388,7 +319,7 @@ class Recorder:
             self.close({"state": "failed", "exception_type": exc_type.__name__,
                         "exception_message": str(exc),
                         "traceback": "".join(traceback.format_exception(exc_type, exc, tb)),
-                        "step": max(self._step - 1, 0)})
+                        "step": self._last_step})
         return False
 
 
@@ -419,7 +350,8 @@ class _Scalars:
             self.values.append(float(value))
 
     def rows(self, values: list[np.ndarray]) -> list[tuple[str, dict]]:
-        tensor_values = [float(v[0]) for v in values[:len(self.tensors)]]
+        """values: the host copies of `tensors`."""
+        tensor_values = [float(v[0]) for v in values]
         names = self.names + self.tensor_names
         if not names:
             return []
@@ -429,6 +361,3 @@ class _Scalars:
                            "value": np.array(self.values + tensor_values, dtype=np.float64),
                            "wall_time": np.full(n, self.wall_time)})]
 
-
-def _is_frame(obj: Any) -> bool:
-    return type(obj).__name__ == "DataFrame" and hasattr(obj, "dtypes")

@@ -1,22 +1,58 @@
 """Moving a step's statistics off the training thread.
 
-On accelerators the statistics are device reductions, and `Packed` gathers them into one
-non-blocking copy per device. On the CPU, weights, grads and updates are reduced where they lie
-by one compiled call (kernels.tensor_stats); an input batch is copied (`HostCopies`) and
+A step's producers (scalars, parameters, activations, inputs) each add to the step's
+`StepRecord` the function that makes their rows and the device tensors those rows need. On
+accelerators the statistics are device reductions, and `Packed` gathers all of a step's tensors
+into one non-blocking copy per device; the writer thread hands each producer the host values of
+exactly the tensors it added. On the CPU, weights, grads and updates are reduced where they lie
+by one compiled call (numba_kernels.tensor_stats); an input batch is copied (`HostCopies`) and
 profiled by the writer thread.
 """
 from __future__ import annotations
 
 import threading
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
+
+Rows = list[tuple[str, dict]]
+# A producer's writer-thread half: the host values of the tensors it added, in its order.
+MakeRows = Callable[[list[np.ndarray]], Rows]
 
 # CPU copies that may wait for the writer thread at once.
 HOST_COPY_BYTES = 256 << 20
 _NUMPY_DTYPES = (torch.float16, torch.float32, torch.float64, torch.uint8, torch.int8,
                  torch.int16, torch.int32, torch.int64, torch.bool)
+
+
+class StepRecord:
+    """What one step (or one `Recorder.log` call) hands to the writer thread."""
+
+    __slots__ = ("_parts", "_producers")
+
+    def __init__(self) -> None:
+        self._parts: list[torch.Tensor] = []
+        self._producers: list[tuple[MakeRows, int, int]] = []  # rows, its parts' start, stop
+
+    def add(self, rows: MakeRows, tensors: Sequence[torch.Tensor] = ()) -> None:
+        """Queue a producer: `rows` receives the host values of `tensors`."""
+        start = len(self._parts)
+        self._parts.extend(tensors)
+        self._producers.append((rows, start, len(self._parts)))
+
+    def seal(self) -> Callable[[], Rows]:
+        """Launch the step's copies now (training thread); return the writer thread's work."""
+        packed = Packed(self._parts) if self._parts else None
+        producers = self._producers
+
+        def rows() -> Rows:
+            values = packed.resolve() if packed is not None else []
+            out: Rows = []
+            for produce, start, stop in producers:
+                out.extend(produce(values[start:stop]))
+            return out
+        return rows
 
 
 class Packed:
@@ -83,17 +119,3 @@ class HostCopies:
             self._bytes += nbytes
             return True
 
-
-def dense_equivalent(t: torch.Tensor) -> torch.Tensor:
-    """A strided tensor with the same statistics as t, given t's numel (sparse grads).
-
-    A sparse tensor's statistics are those of its values plus its implicit zeros, and one zero
-    stands for them all in the sums, extremes and non-zero count.
-    """
-    if t.layout == torch.strided:
-        return t
-    values = t.coalesce().values().reshape(-1) if t.layout == torch.sparse_coo else \
-        t.to_dense().reshape(-1)
-    if values.numel() < t.numel():
-        values = torch.cat([values, values.new_zeros(1)])
-    return values

@@ -124,7 +124,7 @@ def test_syncs_per_step(tmp_path):
             return counts
 
         measure(2 * EVERY, record=True)  # warm-up: every code path once, CUDA's lazy init
-        assert rec._step % EVERY == 0
+        assert rec.step_index % EVERY == 0
         # A recording step: weights, grads, updates, activations, inputs and the loss.
         full = measure(1, record=True)
         assert (full["main"], full["other"]) == (0, 0) and full["events"] <= 1

@@ -233,9 +233,9 @@ def test_every_path_to_the_statistics_gives_the_same_trace(tmp_path, monkeypatch
 
 
 def test_without_compiled_kernels_recording_goes_on_in_torch(tmp_path, monkeypatch):
-    from tracelab.recorders import activations, compiled
+    from tracelab.recorders import activations, kernel_loader
     _train_cnn(tmp_path / "compiled")
-    monkeypatch.setattr(compiled, "_kernels", None)  # numba missing or failing
+    monkeypatch.setattr(kernel_loader, "_kernels", None)  # numba missing or failing
     calls = []
     torch_stats = activations._cpu_stats_torch
     monkeypatch.setattr(activations, "_cpu_stats_torch",

@@ -104,11 +104,14 @@ def test_recorded_weights_grads_updates_match_reference(tmp_path, optimizer_cls,
 
 def test_a_parameter_replaced_in_place_is_read_at_its_new_size():
     from tracelab.recorders.parameters import ParameterStats
+    from tracelab.recorders.transfer import StepRecord
     weight = torch.nn.Parameter(torch.randn(10))
     stats = ParameterStats([("w", weight)])
 
     def recorded() -> dict:
-        rows = stats.producer(0, [], snapshot_taken=False)([])
+        record = StepRecord()
+        stats.record(0, record, updates=False)
+        rows = record.seal()()
         return {k: v[0] for k, v in rows[0][1].items()}
     assert_matches(recorded(), reference_stats(weight))
     weight.data = weight.data[:4]  # same storage, same address, fewer elements
@@ -264,7 +267,7 @@ def test_device_statistics_match_the_cpu_path_where_both_are_exact():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_compiled_tensor_statistics_match_reference(dtype):
-    from tracelab.recorders.kernels import gather, tensor_stats
+    from tracelab.recorders.numba_kernels import gather, tensor_stats
     torch.manual_seed(2)
     tensors = [torch.randn(100, 7), torch.randn(1000) * 1e-3 + 1.0, torch.zeros(5), torch.empty(0),
                torch.tensor([1.0, float("nan"), 0.0, 3.0]), torch.tensor([float("inf"), -2.0]),

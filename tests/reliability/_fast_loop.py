@@ -15,7 +15,7 @@ import sys
 import torch
 
 import tracelab
-from tracelab.recorders import compiled
+from tracelab.recorders import kernel_loader
 
 
 def train(run_dir: str, progress_file: str) -> None:
@@ -38,7 +38,7 @@ def train(run_dir: str, progress_file: str) -> None:
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
-    compiled.kernels()  # compiled or loaded once, before the forks
+    kernel_loader.kernels()  # compiled or loaded once, before the forks
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # killed children are reaped by the kernel
     print("READY", flush=True)
     for line in sys.stdin:

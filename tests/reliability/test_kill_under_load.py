@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 import tracelab
-from tracelab.core.writer import DRAIN_INTERVAL, HELP_ITEMS
+from tracelab.core.writer import DRAIN_INTERVAL, MAX_UNSAVED
 
 pytest.importorskip("torch")
 
 KILLS = 10
-LOST_STEPS = HELP_ITEMS          # the README's promise, in the writer's own numbers
+LOST_STEPS = MAX_UNSAVED         # the README's promise, in the writer's own numbers
 LOST_SECONDS = 1.0 + DRAIN_INTERVAL
 LOOP = Path(__file__).with_name("_fast_loop.py")
 

@@ -95,29 +95,35 @@ STEP_TIME = "step_time"
 DATA_TIME = "data_time"
 LR_PREFIX = "lr/"
 
+_f64, _i64, _str = pa.float64(), pa.int64(), pa.string()
+
+# The statistic columns, in table order: the recorder fills them by these names, and
+# ARROW_SCHEMAS is built from them. Counts are int64, the others float64.
 TENSOR_STATS = ("numel", "mean", "std", "min", "max", "abs_mean", "norm", "zero_frac",
                 "nan_count", "inf_count")
 ACTIVATION_STATS = ("dead_frac", "saturated_frac")
 INPUT_STATS = ("count", "mean", "std", "min", "max", "n_unique", "int_frac", "nan_count",
                "inf_count")
+COUNT_STATS = frozenset({"numel", "count", "n_unique", "nan_count", "inf_count"})
 
-_f64, _i64, _str = pa.float64(), pa.int64(), pa.string()
+
+def _stat_fields(names: tuple[str, ...]) -> list[tuple[str, pa.DataType]]:
+    return [(name, _i64 if name in COUNT_STATS else _f64) for name in names]
+
 
 ARROW_SCHEMAS: dict[str, pa.Schema] = {
     SCALARS: pa.schema([("step", _i64), ("split", _str), ("name", _str), ("value", _f64),
                         ("wall_time", _f64)]),
-    TENSORS: pa.schema([("step", _i64), ("kind", _str), ("name", _str), ("numel", _i64),
-                        ("mean", _f64), ("std", _f64), ("min", _f64), ("max", _f64),
-                        ("abs_mean", _f64), ("norm", _f64), ("zero_frac", _f64),
-                        ("nan_count", _i64), ("inf_count", _i64),
-                        ("dead_frac", _f64), ("saturated_frac", _f64)]),
+    TENSORS: pa.schema([("step", _i64), ("kind", _str), ("name", _str),
+                        *_stat_fields(TENSOR_STATS), *_stat_fields(ACTIVATION_STATS)]),
     INPUTS: pa.schema([("step", _i64), ("split", _str), ("feature", _str), ("dtype", _str),
-                       ("count", _i64), ("mean", _f64), ("std", _f64), ("min", _f64),
-                       ("max", _f64), ("n_unique", _i64), ("int_frac", _f64),
-                       ("nan_count", _i64), ("inf_count", _i64), ("resolution", _str),
+                       *_stat_fields(INPUT_STATS), ("resolution", _str),
                        ("time_min", pa.timestamp("ns")), ("time_max", pa.timestamp("ns"))]),
     SAMPLES: pa.schema([("split", _str), ("feature", _str), ("step", _i64), ("value", _f64)]),
 }
+# A row producer's pseudo-table for the writer: its columns replace the samples snapshot (the
+# whole reservoir, one file) instead of appending rows to a table.
+SAMPLES_SNAPSHOT = "__samples__"
 
 # Datetime resolutions, finest first, with their length in nanoseconds.
 RESOLUTIONS = (("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000),

@@ -33,9 +33,9 @@ import pyarrow.parquet as pq
 from tracelab._version import __version__
 from tracelab.core.errors import RunExistsError
 from tracelab.core.files import atomic_path, write_atomic
-from tracelab.core.schema import (ARROWS, ARROW_SCHEMAS, PARQUET, RESERVOIR, SAMPLES, SCALARS,
-                                  SCHEMA_VERSION, TABLES, heartbeat_filename, meta_filename,
-                                  part_name, rank_of_part)
+from tracelab.core.schema import (ARROWS, ARROW_SCHEMAS, PARQUET, RESERVOIR, SAMPLES,
+                                  SAMPLES_SNAPSHOT, SCALARS, SCHEMA_VERSION, TABLES,
+                                  heartbeat_filename, meta_filename, part_name, rank_of_part)
 
 Columns = Mapping[str, Any]
 Rows = Iterable[tuple[str, Columns]]
@@ -57,8 +57,10 @@ FLUSH_ITEMS = 50
 # held by a fast training loop), or it may be slower than the loop. Then the training thread does
 # the writer's work itself: when the last flush is a drain interval overdue (if the writer is not
 # at it right now), and when this many items wait (waiting for the writer to let go first). A
-# kill then loses at most about a second or 100 items, and the queue stays bounded.
-HELP_ITEMS = 2 * FLUSH_ITEMS
+# kill then loses at most about a second or MAX_UNSAVED items (those waiting, and those the writer
+# took but has not flushed yet), and the queue stays bounded.
+HELP_ITEMS = FLUSH_ITEMS
+MAX_UNSAVED = HELP_ITEMS + FLUSH_ITEMS
 # The samples snapshot is a whole file: the periodic flush rewrites it at most this often.
 SAMPLES_INTERVAL = 10.0
 
@@ -263,7 +265,7 @@ class RunWriter:
         if not self.failed and not self.closed:
             items = self._items
             items.append(item)
-            if len(items) >= FLUSH_ITEMS:
+            if len(items) >= FLUSH_ITEMS // 2:
                 self._wake.set()
             full = len(items) >= HELP_ITEMS
             if full or time.monotonic() - self._flushed_at > self._late_after:
@@ -286,7 +288,7 @@ class RunWriter:
         state at each flush, so the file never grows with the run.
         """
         if not self.failed and not self.closed:
-            self._items.append(("__samples__", columns))
+            self._items.append((SAMPLES_SNAPSHOT, columns))
 
     def flush(self, timeout: float | None = 30.0, *, samples: bool = True) -> bool:
         """Block until everything queued so far is on disk; False on timeout or failure.
@@ -385,7 +387,7 @@ class RunWriter:
         else:
             rows = [item]
         for table, columns in rows:
-            if table == "__samples__":
+            if table == SAMPLES_SNAPSHOT:
                 self._samples = columns
             elif n := _row_count(table, columns):
                 self._tables[table].pending.append((n, columns))

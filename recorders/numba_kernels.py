@@ -16,7 +16,7 @@ import numpy as np
 
 try:
     import numba
-except ImportError as exc:  # recorders.compiled then falls back to torch
+except ImportError as exc:  # recorders.kernel_loader then falls back to torch
     raise ImportError("numba is not installed (pip install 'tracelab[torch]')") from exc
 from numba import types
 from numba.core import cgutils

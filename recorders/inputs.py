@@ -1,0 +1,128 @@
+"""The inputs and samples rows of a recorder's input batches.
+
+Where a batch is profiled depends on where it lies: a CPU tensor is copied (`HostCopies`) and
+profiled on the writer thread by the compiled kernels; a device tensor, or a CPU tensor past
+the copy budget or without the kernels, is profiled on its device now, and the profile joins the
+step's packed copy. A pandas DataFrame is profiled now, column by column. Sampled values go into
+one reservoir per recorder, whose whole state each producer hands on as the samples snapshot.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from tracelab.recorders import kernel_loader
+from tracelab.recorders.profile import (PACKED, Reservoir, array_profile, dtype_name,
+                                        feature_names, feature_shape, frame_profile,
+                                        tensor_profile)
+from tracelab.recorders.transfer import HostCopies, StepRecord
+from tracelab.core.schema import ARROW_SCHEMAS, COUNT_STATS, INPUTS, SAMPLES_SNAPSHOT
+
+_PACKED_COUNTS = tuple(c for c in PACKED if c in COUNT_STATS)  # int64 in the trace
+# The columns of a DataFrame's profile rows: every inputs column but the two the producer adds.
+_FRAME_COLUMNS = tuple(c for c in ARROW_SCHEMAS[INPUTS].names if c not in ("step", "split"))
+
+
+class InputStats:
+    """Profiles of one recorder's input batches, per split and feature.
+
+    feature_names: names of the input features (dim 1), or a dict of them per input key.
+    on_devices: called with {"split:input": device} whenever an input's device changes.
+    """
+
+    def __init__(self, feature_names: Sequence[str] | Mapping[str, Sequence[str]] | None, *,
+                 sample_size: int, rank: int, on_devices: Callable[[dict[str, str]], None]):
+        self.feature_names = feature_names
+        self.rank = rank
+        self._on_devices = on_devices
+        self._devices: dict[str, str] = {}
+        self._reservoir = Reservoir(sample_size, seed=rank)
+        self._frame_rng = np.random.default_rng(rank)  # training thread
+        self._writer_rng = np.random.default_rng([rank, 1])  # writer thread
+        self._host = HostCopies()
+        self._generators: dict[str, torch.Generator] = {}
+
+    def record(self, step: int, split: str, inputs: Any, record: StepRecord) -> None:
+        """Profile `inputs` (a tensor, a tuple or dict of them, or a DataFrame) into `record`."""
+        if _is_frame(inputs):
+            profile, samples = frame_profile(inputs, self._frame_rng)
+            record.add(self._frame_rows(step, split, profile, samples))
+            return
+        layout, packed = [], []
+        for prefix, x, names in self._named_inputs(inputs):
+            if not isinstance(x, torch.Tensor) or x.numel() == 0:
+                continue
+            key = f"{split}:{prefix or 'input'}"
+            if self._devices.get(key) != str(x.device):
+                self._devices[key] = str(x.device)
+                self._on_devices(dict(self._devices))
+            # A host copy is profiled on the writer thread; else the device profile is packed.
+            copy = self._host.clone(x) if kernel_loader.kernels() else None
+            if copy is None:
+                packed.extend(tensor_profile(x, self._generator(x.device)))
+            n_feat, count = feature_shape(x.shape)
+            layout.append((feature_names(prefix, n_feat, names, x.dim()), dtype_name(x), count,
+                           copy))
+        record.add(self._tensor_rows(step, split, layout), packed)
+
+    def _tensor_rows(self, step: int, split: str, layout: list):
+        reservoir = self._reservoir
+
+        def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
+            out = []
+            profiles = iter(values)  # (packed, sample) of each input without a host copy
+            for feats, dtype, count, copy in layout:
+                if copy is None:
+                    packed, sample = next(profiles), next(profiles)
+                else:
+                    try:
+                        packed, sample = array_profile(copy.numpy(), self._writer_rng)
+                    finally:
+                        self._host.release(copy)
+                packed = packed.reshape(len(feats), len(PACKED))
+                cols = {c: packed[:, i] for i, c in enumerate(PACKED)}
+                for c in _PACKED_COUNTS:
+                    cols[c] = cols[c].astype(np.int64)
+                cols.update(step=np.full(len(feats), step, dtype=np.int64), split=[split] * len(
+                    feats), feature=feats, dtype=[dtype] * len(feats),
+                    count=np.full(len(feats), count, dtype=np.int64))
+                out.append((INPUTS, cols))
+                sample = sample.reshape(len(feats), -1)
+                for f, vals in zip(feats, sample):
+                    reservoir.add(split, f, step, vals[np.isfinite(vals)])
+            out.append((SAMPLES_SNAPSHOT, reservoir.columns))
+            return out
+        return rows
+
+    def _frame_rows(self, step: int, split: str, profile: list[dict], samples: dict):
+        reservoir = self._reservoir
+
+        def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
+            cols = {key: [row.get(key) for row in profile] for key in _FRAME_COLUMNS}
+            cols.update(step=[step] * len(profile), split=[split] * len(profile))
+            for feature, vals in samples.items():
+                reservoir.add(split, feature, step, vals)
+            return [(INPUTS, cols), (SAMPLES_SNAPSHOT, reservoir.columns)]
+        return rows
+
+    def _named_inputs(self, inputs: Any) -> list[tuple[str, Any, Sequence[str] | None]]:
+        names = self.feature_names
+        if isinstance(inputs, Mapping):
+            per_key = names if isinstance(names, Mapping) else {}
+            return [(str(k), v, per_key.get(k)) for k, v in inputs.items()]
+        if isinstance(inputs, (tuple, list)):
+            return [(f"input{i}", v, None) for i, v in enumerate(inputs)]
+        return [("", inputs, names if not isinstance(names, Mapping) else None)]
+
+    def _generator(self, device: torch.device) -> torch.Generator:
+        """The recorder's own random stream per device: sampling never moves the user's."""
+        key = str(device)
+        if key not in self._generators:
+            self._generators[key] = torch.Generator(device=device).manual_seed(self.rank)
+        return self._generators[key]
+
+
+def _is_frame(obj: Any) -> bool:
+    return type(obj).__name__ == "DataFrame" and hasattr(obj, "dtypes")
