@@ -34,10 +34,10 @@ from tracelab.analyzers._dynamics import finite_stat, fmt, tail
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
-from tracelab.core.schema import ACTIVATION, ACTIVATIONS
+from tracelab.core.schema import ACTIVATION, Needs
 
 
-@rule(name="collapsed-outputs", code="TL207", requires=(ACTIVATIONS,))
+@rule(name="collapsed-outputs", code="TL207", requires=(Needs.ACTIVATIONS,))
 def collapsed_outputs(run: Run, *, min_range: float = 0.1, window: float = 1 / 3,
                       min_recordings: int = 4) -> list[Finding]:
     hi, lo = finite_stat(run, ACTIVATION, "max"), finite_stat(run, ACTIVATION, "min")

@@ -30,12 +30,12 @@ from tracelab.analyzers._dynamics import finite_stat, fmt, sustained
 from tracelab.core.findings import ERROR, WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
-from tracelab.core.schema import ACTIVATION, ACTIVATIONS, MODEL
+from tracelab.core.schema import ACTIVATION, Needs
 
 RELU_TYPES = ("ReLU", "ReLU6")
 
 
-@rule(name="dead-units", code="TL203", requires=(ACTIVATIONS, MODEL))
+@rule(name="dead-units", code="TL203", requires=(Needs.ACTIVATIONS, Needs.MODEL))
 def dead_units(run: Run, *, min_dead: float = 0.5, error_dead: float = 0.95,
                window: float = 1 / 3, min_recordings: int = 3) -> list[Finding]:
     types = run.module_types()

@@ -34,10 +34,10 @@ from tracelab.analyzers._dynamics import edge_len, fmt, matrix_params, name_list
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
-from tracelab.core.schema import GRAD, GRADS
+from tracelab.core.schema import GRAD, Needs
 
 
-@rule(name="exploding-gradients", code="TL202", requires=(GRADS,))
+@rule(name="exploding-gradients", code="TL202", requires=(Needs.GRADS,))
 def exploding_gradients(run: Run, *, max_norm: float = 100.0, growth: float = 100.0,
                         min_norm: float = 1.0, smooth: int = 5,
                         min_steps: int = 10) -> list[Finding]:

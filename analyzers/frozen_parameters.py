@@ -36,12 +36,12 @@ from tracelab.analyzers._dynamics import layer_of, name_list, param_info, subjec
 from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
-from tracelab.core.schema import GRAD, UPDATE, WEIGHT, WEIGHTS
+from tracelab.core.schema import GRAD, UPDATE, WEIGHT, Needs
 
 _STATS = ("norm", "mean", "min", "max")
 
 
-@rule(name="frozen-parameters", code="TL205", requires=(WEIGHTS,))
+@rule(name="frozen-parameters", code="TL205", requires=(Needs.WEIGHTS,))
 def frozen_parameters(run: Run, *, rtol: float = 1e-7, negligible: float = 1e-6,
                       min_steps: int = 3) -> list[Finding]:
     norms = run.stat(WEIGHT, "norm")

@@ -40,7 +40,7 @@ from tracelab.analyzers._inputs import (Side, check_pair, feature_rows, fmt, pro
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
-from tracelab.core.schema import INPUTS_REQ, TRAIN
+from tracelab.core.schema import TRAIN, Needs
 
 _FIX = {
     "resolution": "Find the step that truncates this timestamp ({where}): .dt.floor('D'), "
@@ -58,7 +58,7 @@ _FIX = {
 }
 
 
-@rule(name="input-collapse", code="TL302", requires=(INPUTS_REQ,))
+@rule(name="input-collapse", code="TL302", requires=(Needs.INPUTS,))
 def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
                    max_int_frac: float = 0.9, chance: float = 1e-6, min_batches: int = 3,
                    baseline: Run | None = None) -> list[Finding]:

@@ -39,10 +39,10 @@ from tracelab.analyzers._dynamics import finite, fmt, initial, update_ratios
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
-from tracelab.core.schema import LOSS
+from tracelab.core.schema import Needs
 
 
-@rule(name="loss-oscillation", code="TL101", requires=(LOSS,))
+@rule(name="loss-oscillation", code="TL101", requires=(Needs.LOSS,))
 def loss_oscillation(run: Run, *, min_steps: int = 50, min_swing: float = 0.25,
                      max_progress: float = 0.1, rebound: float = 1.75,
                      min_bounce: float = 0.15, min_update_ratio: float = 1e-6) -> list[Finding]:

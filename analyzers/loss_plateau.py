@@ -38,11 +38,10 @@ from tracelab.analyzers.dead_units import RELU_TYPES
 from tracelab.core.findings import ERROR, WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
-from tracelab.core.schema import (ACTIVATION, ACTIVATIONS, GRAD, GRADS, LOSS, UPDATE, WEIGHT,
-                                  WEIGHTS)
+from tracelab.core.schema import ACTIVATION, GRAD, UPDATE, WEIGHT, Needs
 
 
-@rule(name="loss-plateau", code="TL103", requires=(LOSS,))
+@rule(name="loss-plateau", code="TL103", requires=(Needs.LOSS,))
 def loss_plateau(run: Run, *, min_steps: int = 30, min_drop: float = 0.03,
                  max_rise: float = 0.25, low_update_ratio: float = 1e-5) -> list[Finding]:
     loss = finite(run.loss())
@@ -66,8 +65,8 @@ def loss_plateau(run: Run, *, min_steps: int = 30, min_drop: float = 0.03,
 
 def _hint(run: Run, low_update_ratio: float, high_update_ratio: float = 0.1) -> tuple:
     have = run.available
-    grads = run.stat(GRAD, "norm") if GRADS in have else None
-    if WEIGHTS in have and (grads is None or grads.empty or _all_zero(grads)):
+    grads = run.stat(GRAD, "norm") if Needs.GRADS in have else None
+    if Needs.WEIGHTS in have and (grads is None or grads.empty or _all_zero(grads)):
         what = "none were recorded" if grads is None or grads.empty else "all are zero"
         return (ERROR, f"gradients: {what}, so loss.backward() was never called or never "
                 "reaches the parameters", {"grad_norm_max": _max(grads)},
@@ -122,7 +121,7 @@ def _hint(run: Run, low_update_ratio: float, high_update_ratio: float = 0.1) -> 
 
 def _dead_layers(run: Run) -> list[str]:
     """ReLU modules whose units are mostly dead over the second half of the run."""
-    if ACTIVATIONS not in run.available:
+    if Needs.ACTIVATIONS not in run.available:
         return []
     types = run.module_types()
     dead = finite_stat(run, ACTIVATION, "dead_frac")

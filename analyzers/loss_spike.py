@@ -42,10 +42,10 @@ from tracelab.analyzers._dynamics import MAD_TO_STD, finite, fmt, initial, rolli
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
-from tracelab.core.schema import GRAD, LOSS, LR_PREFIX, TRAIN
+from tracelab.core.schema import GRAD, LR_PREFIX, TRAIN, Needs
 
 
-@rule(name="loss-spike", code="TL102", requires=(LOSS,))
+@rule(name="loss-spike", code="TL102", requires=(Needs.LOSS,))
 def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float = 1.0,
                shift: int = 10, z_shift: float = 3.0, min_shift: float = 0.5,
                min_jump_of_start: float = 0.1, max_reported: int = 3, lr_increase: float = 1.5,

@@ -35,7 +35,7 @@ from tracelab.analyzers._dynamics import finite, fmt, param_shapes
 from tracelab.core.findings import ERROR, WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
-from tracelab.core.schema import EVAL, LOSS_NAME, TRAIN
+from tracelab.core.schema import LOSS_NAME, TRAIN, Needs
 
 _CLASS_KEYS = ("num_classes", "n_classes", "classes", "num_labels", "n_labels", "n_class",
                "nclasses", "num_class")
@@ -43,7 +43,7 @@ _ACC = re.compile(r"acc|auc", re.IGNORECASE)
 _NOT_CHANCE = re.compile(r"top.?[2-9]|top.?\d\d", re.IGNORECASE)
 
 
-@rule(name="metric-stagnation", code="TL106", requires=(EVAL,))
+@rule(name="metric-stagnation", code="TL106", requires=(Needs.EVAL,))
 def metric_stagnation(run: Run, *, min_evals: int = 3, tolerance: float = 0.15,
                       min_band: float = 0.03) -> list[Finding]:
     sc = run.scalars

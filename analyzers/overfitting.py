@@ -35,10 +35,10 @@ from tracelab.analyzers._dynamics import MAD_TO_STD, eval_split, finite, fmt
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
-from tracelab.core.schema import EVAL, LOSS, LOSS_NAME
+from tracelab.core.schema import LOSS_NAME, Needs
 
 
-@rule(name="overfitting", code="TL105", requires=(LOSS, EVAL))
+@rule(name="overfitting", code="TL105", requires=(Needs.LOSS, Needs.EVAL))
 def overfitting(run: Run, *, patience: int = 3, min_rise: float = 0.1,
                 min_train_drop: float = 0.05, min_gap: float = 0.1,
                 noise_k: float = 3.0, min_trend: float = 0.5) -> list[Finding]:

@@ -45,7 +45,7 @@ import pandas as pd
 from tracelab.core.findings import ERROR, WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
-from tracelab.core.schema import GRAD, LOSS, LOSS_NAME, TRAIN
+from tracelab.core.schema import GRAD, LOSS_NAME, TRAIN, Needs
 
 
 def _by_rank(rows: pd.DataFrame, value: str) -> pd.DataFrame:
@@ -64,7 +64,7 @@ def _loss_gap(wide: pd.DataFrame, rank: int, floor: float) -> tuple[float, float
     return gap, float((np.sign(diff) == np.sign(gap)).mean())
 
 
-@rule(name="rank-divergence", code="TL501", requires=(LOSS,))
+@rule(name="rank-divergence", code="TL501", requires=(Needs.LOSS,))
 def rank_divergence(run: Run, *, min_steps: int = 30, loss_gap: float = 0.1,
                     consistency: float = 0.8, grad_rtol: float = 0.01,
                     min_grad_steps: int = 3) -> list[Finding]:

@@ -27,10 +27,10 @@ from tracelab.analyzers._dynamics import finite_stat, fmt, sustained
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
-from tracelab.core.schema import ACTIVATION, ACTIVATIONS
+from tracelab.core.schema import ACTIVATION, Needs
 
 
-@rule(name="saturated-activations", code="TL204", requires=(ACTIVATIONS,))
+@rule(name="saturated-activations", code="TL204", requires=(Needs.ACTIVATIONS,))
 def saturated_activations(run: Run, *, min_saturated: float = 0.5, window: float = 1 / 3,
                           min_recordings: int = 3) -> list[Finding]:
     sat = finite_stat(run, ACTIVATION, "saturated_frac")

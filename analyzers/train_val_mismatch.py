@@ -41,10 +41,10 @@ from tracelab.analyzers._inputs import (Profile, feature_rows, fmt, profile, ran
 from tracelab.core.findings import ERROR, WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
-from tracelab.core.schema import INPUTS_REQ, TRAIN
+from tracelab.core.schema import TRAIN, Needs
 
 
-@rule(name="train-val-mismatch", code="TL301", requires=(INPUTS_REQ,))
+@rule(name="train-val-mismatch", code="TL301", requires=(Needs.INPUTS,))
 def train_val_mismatch(run: Run, *, min_ks: float = 0.15, min_wasserstein: float = 0.3,
                        strong_ks: float = 0.4, strong_wasserstein: float = 1.0,
                        alpha: float = 1e-4, share: float = 0.5, min_samples: int = 20,

@@ -43,14 +43,14 @@ from tracelab.analyzers._inputs import (Profile, dtype_kind, feature_rows, fmt, 
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
-from tracelab.core.schema import INPUTS_REQ, TRAIN
+from tracelab.core.schema import TRAIN, Needs
 
 _STANDARDIZE = ("Standardize each feature with statistics fitted on the training split "
                 "(StandardScaler, or (x - mean) / std) and apply the same transform to every "
                 "split.")
 
 
-@rule(name="unnormalized-inputs", code="TL303", requires=(INPUTS_REQ,))
+@rule(name="unnormalized-inputs", code="TL303", requires=(Needs.INPUTS,))
 def unnormalized_inputs(run: Run, *, max_rms: float = 10.0, max_scale_ratio: float = 100.0,
                         min_pixel_max: float = 100.0, max_listed: int = 5) -> list[Finding]:
     types = set(run.module_types().values())

@@ -33,10 +33,10 @@ from tracelab.analyzers._dynamics import fmt, matrix_params, name_list, subject_
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
-from tracelab.core.schema import UPDATE, UPDATES, WEIGHT, WEIGHTS
+from tracelab.core.schema import UPDATE, WEIGHT, Needs
 
 
-@rule(name="update-ratio", code="TL206", requires=(UPDATES, WEIGHTS))
+@rule(name="update-ratio", code="TL206", requires=(Needs.UPDATES, Needs.WEIGHTS))
 def update_ratio(run: Run, *, high: float = 0.1, low: float = 1e-5,
                  min_steps: int = 5) -> list[Finding]:
     upd, w = run.stat(UPDATE, "norm"), run.stat(WEIGHT, "norm")

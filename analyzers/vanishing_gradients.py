@@ -39,10 +39,10 @@ from tracelab.analyzers._dynamics import fmt, matrix_params, name_list, subject_
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
-from tracelab.core.schema import GRAD, GRADS
+from tracelab.core.schema import GRAD, Needs
 
 
-@rule(name="vanishing-gradients", code="TL201", requires=(GRADS,))
+@rule(name="vanishing-gradients", code="TL201", requires=(Needs.GRADS,))
 def vanishing_gradients(run: Run, *, ratio: float = 1e-3, median_ratio: float = 1e-2,
                         floor: float = 1e-9, settle: float = 0.5, max_reference: float = 100.0,
                         min_steps: int = 3) -> list[Finding]:

@@ -14,7 +14,7 @@ from tracelab.reports.diff_report import diff_text
 from tracelab.app.engine import all_rules
 from tracelab.core.config import Config
 from tracelab.core.run import Run, open_run
-from tracelab.core.schema import INPUTS_REQ, SAMPLES_REQ
+from tracelab.core.schema import Needs
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _archive_runs import train_run  # noqa: E402
@@ -151,7 +151,7 @@ def _constant_pair():
 
 
 DATA_RULES = [s.name for s in all_rules() if s.uses_baseline
-              and any(r in (INPUTS_REQ, SAMPLES_REQ) for r in s.requires)]
+              and any(r in (Needs.INPUTS, Needs.SAMPLES) for r in s.requires)]
 
 
 @pytest.mark.parametrize("pair", [_drifted_pair, _constant_pair])

@@ -28,8 +28,7 @@ from tracelab.core.config import Config, DiffThresholds
 from tracelab.core.errors import TracelabError
 from tracelab.core.findings import Finding
 from tracelab.core.run import Run
-from tracelab.core.schema import (DATA_TIME, GRAD, INPUTS_REQ, LOSS_NAME, SAMPLES_REQ, STEP_TIME,
-                                  TRAIN)
+from tracelab.core.schema import DATA_TIME, GRAD, LOSS_NAME, STEP_TIME, TRAIN, Needs
 
 
 _FLAGS = {"tf32_matmul", "tf32_cudnn", "float32_matmul_precision", "cudnn_benchmark",
@@ -210,7 +209,7 @@ def feature_diffs(a: Run, b: Run, limits: DiffThresholds = DiffThresholds()) -> 
 def _drift_rules(a: Run, b: Run) -> tuple[list[str], str]:
     """The data rules with a baseline mode that can compare B with A, and what was done."""
     from tracelab.app.engine import all_rules
-    data = (INPUTS_REQ, SAMPLES_REQ)
+    data = (Needs.INPUTS, Needs.SAMPLES)
     names = [s.name for s in all_rules()
              if s.uses_baseline and any(r in data for r in s.requires)]
     if not names:

@@ -18,10 +18,9 @@ import pandas as pd
 from tracelab.core import reader, run_status
 from tracelab.core.formats import NATIVE, Source
 from tracelab.core.run_views import Views
-from tracelab.core.schema import (ACTIVATION, ACTIVATIONS, ARROW_SCHEMAS, DATA_TIME, DATA_TIMING,
-                                  ENVIRONMENT, EVAL, GRAD, GRADS, INPUTS, INPUTS_REQ, LOSS,
-                                  LOSS_NAME, MODEL, SAMPLES, SAMPLES_REQ, SCALARS, SCHEMA_VERSION,
-                                  TENSORS, TRAIN, UPDATE, UPDATES, WEIGHT, WEIGHTS, Requirement)
+from tracelab.core.schema import (ACTIVATION, ARROW_SCHEMAS, DATA_TIME, GRAD, INPUTS, LOSS_NAME,
+                                  SAMPLES, SCALARS, SCHEMA_VERSION, TENSORS, TRAIN, UPDATE, WEIGHT,
+                                  Needs, Requirement)
 
 
 def open_run(path: str | os.PathLike) -> "Run":
@@ -171,25 +170,25 @@ class Run:
         if len(sc):
             names = sc.loc[sc["split"] == TRAIN, "name"]
             if (names == LOSS_NAME).any():
-                have.add(LOSS)
+                have.add(Needs.LOSS)
             if (names == DATA_TIME).any():
-                have.add(DATA_TIMING)
+                have.add(Needs.DATA_TIMING)
             if (sc["split"] != TRAIN).any():
-                have.add(EVAL)
+                have.add(Needs.EVAL)
         if len(tn):
             kinds = set(tn["kind"].unique())
-            for kind, req in ((WEIGHT, WEIGHTS), (GRAD, GRADS), (UPDATE, UPDATES),
-                              (ACTIVATION, ACTIVATIONS)):
+            for kind, req in ((WEIGHT, Needs.WEIGHTS), (GRAD, Needs.GRADS), (UPDATE, Needs.UPDATES),
+                              (ACTIVATION, Needs.ACTIVATIONS)):
                 if kind in kinds:
                     have.add(req)
         if len(self.inputs):
-            have.add(INPUTS_REQ)
+            have.add(Needs.INPUTS)
         if len(self.samples):
-            have.add(SAMPLES_REQ)
+            have.add(Needs.SAMPLES)
         if self.meta.get("environment"):
-            have.add(ENVIRONMENT)
+            have.add(Needs.ENVIRONMENT)
         if self.meta.get("model"):
-            have.add(MODEL)
+            have.add(Needs.MODEL)
         return frozenset(have)
 
     # -- views rules share (run_views.py: cached, and how a distributed run's ranks merge) ------

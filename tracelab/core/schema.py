@@ -137,19 +137,22 @@ class Requirement:
     label: str
 
 
-LOSS = Requirement("loss", "train loss")
-EVAL = Requirement("eval", "a validation split in scalars")
-WEIGHTS = Requirement("weights", "weight stats")
-GRADS = Requirement("grads", "gradient stats")
-UPDATES = Requirement("updates", "update stats")
-ACTIVATIONS = Requirement("activations", "activations")
-INPUTS_REQ = Requirement("inputs", "input stats")
-SAMPLES_REQ = Requirement("samples", "input samples")
-ENVIRONMENT = Requirement("environment", "environment metadata")
-MODEL = Requirement("model", "model summary")
-DATA_TIMING = Requirement("data_time", "data-loading time (Recorder.iterate)")
-REQUIREMENTS = (LOSS, EVAL, WEIGHTS, GRADS, UPDATES, ACTIVATIONS, INPUTS_REQ, SAMPLES_REQ,
-                ENVIRONMENT, MODEL, DATA_TIMING)
+class Needs:
+    """What a rule can require, named for the data: `@rule(requires=(Needs.GRADS,))`."""
+    LOSS = Requirement("loss", "train loss")
+    EVAL = Requirement("eval", "a validation split in scalars")
+    WEIGHTS = Requirement("weights", "weight stats")
+    GRADS = Requirement("grads", "gradient stats")
+    UPDATES = Requirement("updates", "update stats")
+    ACTIVATIONS = Requirement("activations", "activations")
+    INPUTS = Requirement("inputs", "input stats")
+    SAMPLES = Requirement("samples", "input samples")
+    ENVIRONMENT = Requirement("environment", "environment metadata")
+    MODEL = Requirement("model", "model summary")
+    DATA_TIMING = Requirement("data_time", "data-loading time (Recorder.iterate)")
+
+
+REQUIREMENTS = tuple(v for v in vars(Needs).values() if isinstance(v, Requirement))
 
 
 # Distinct counts of input features (docs/trace-format.md): n_unique is counted on every
