@@ -12,7 +12,8 @@ import pytest
 
 import tracelab
 from tracelab.core.errors import TraceError
-from tracelab.core.writer import FLUSH_ITEMS, RunWriter, to_batch
+from tracelab.core.batches import to_batch
+from tracelab.core.writer import FLUSH_ITEMS, RunWriter
 
 
 def _scalars(step, value):

@@ -3,6 +3,8 @@
     schema.py        the trace format: tables, columns, file names, data requirements
     formats.py       the kinds of log a run can come from, and Source (a run's kind and path)
     writer.py        RunWriter, the crash-safe writer of a run directory
+    batches.py       rows as Arrow record batches of the trace's schemas
+    files.py         atomic writes through temporary files nobody could have planted
     reader.py        reading a run directory's files: rank metadata and table parts
     run.py           Run and open_run: one run as rules see it (reader, status and views joined)
     run_status.py    a run's status: its metadata, corrected for writers that are gone

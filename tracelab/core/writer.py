@@ -31,13 +31,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tracelab._version import __version__
+from tracelab.core.batches import Columns, build_batch, row_count, to_batch
 from tracelab.core.errors import RunExistsError
 from tracelab.core.files import atomic_path, write_atomic
-from tracelab.core.schema import (ARROWS, ARROW_SCHEMAS, PARQUET, RESERVOIR, SAMPLES,
+from tracelab.core.schema import (ARROWS, PARQUET, RESERVOIR, SAMPLES,
                                   SAMPLES_SNAPSHOT, SCALARS, SCHEMA_VERSION, TABLES,
                                   heartbeat_filename, meta_filename, part_name, rank_of_part)
 
-Columns = Mapping[str, Any]
 Rows = Iterable[tuple[str, Columns]]
 Item = Union[tuple[str, Columns], Callable[[], Rows]]
 
@@ -88,58 +88,6 @@ def _write_parquet(table: pa.Table, target: Path, **options: Any) -> None:
     """Through a fresh temporary file and a rename; opened by Python, so any path works."""
     with atomic_path(target) as tmp, open(tmp, "wb") as f:
         pq.write_table(table, f, **options)
-
-
-def to_batch(table: str, columns: Columns) -> pa.RecordBatch:
-    """Columns to a record batch of the table's schema; absent columns become nulls."""
-    return build_batch(table, [(_row_count(table, columns), columns)])
-
-
-def build_batch(table: str, items: list[tuple[int, Columns]]) -> pa.RecordBatch:
-    """Several `(rows, columns)` items to one record batch of the table's schema.
-
-    A column absent from an item is null in that item's rows, as it is when absent everywhere.
-    """
-    schema = ARROW_SCHEMAS[table]
-    return pa.RecordBatch.from_arrays([_column(f, items) for f in schema], schema=schema)
-
-
-def _row_count(table: str, columns: Columns) -> int:
-    lengths = {name: len(values) for name, values in columns.items()}
-    n = next(iter(lengths.values()), 0)
-    if any(length != n for length in lengths.values()):
-        raise ValueError(f"{table}: columns of unequal length {lengths}")
-    return n
-
-
-def _column(field: pa.Field, items: list[tuple[int, Columns]]) -> pa.Array:
-    chunks = [columns.get(field.name) for _, columns in items]
-    present = [c for c in chunks if c is not None]
-    total = sum(n for n, _ in items)
-    if not present:
-        return pa.nulls(total, field.type)
-    # The producers hand numpy arrays and lists; one concatenation and one conversion per flush
-    # replace one conversion per item. Anything else is converted item by item.
-    if all(type(c) is np.ndarray and c.ndim == 1 and c.dtype == present[0].dtype
-           for c in present):
-        array = pa.array(np.concatenate(present), type=field.type, from_pandas=True)
-        if len(present) == len(chunks):
-            return array
-        # Place the present rows among nulls: a null index takes a null.
-        index, at = [], 0
-        for (n, _), chunk in zip(items, chunks):
-            index.append(np.arange(at, at + n) if chunk is not None else np.full(n, -1))
-            at += n if chunk is not None else 0
-        index = np.concatenate(index)
-        return array.take(pa.array(index, mask=index < 0))
-    if all(isinstance(c, list) for c in present):
-        values: list = []
-        for (n, _), chunk in zip(items, chunks):
-            values.extend(chunk if chunk is not None else [None] * n)
-        return pa.array(values, type=field.type, from_pandas=True)
-    return pa.concat_arrays([
-        pa.array(chunk, type=field.type, from_pandas=True) if chunk is not None
-        else pa.nulls(n, field.type) for (n, _), chunk in zip(items, chunks)])
 
 
 class _Table:
@@ -389,7 +337,7 @@ class RunWriter:
         for table, columns in rows:
             if table == SAMPLES_SNAPSHOT:
                 self._samples = columns
-            elif n := _row_count(table, columns):
+            elif n := row_count(table, columns):
                 self._tables[table].pending.append((n, columns))
 
     def _flush(self, everything: bool = True) -> None:
