@@ -201,6 +201,8 @@ def _readable(t: torch.Tensor, dtype: torch.dtype) -> bool:
     if type(t) not in _PLAIN or not t.is_cpu or t.dtype != dtype or t.layout != torch.strided \
             or not t.is_contiguous() or t.is_neg() or t.is_conj():
         return False
+    if t.numel() == 0:  # nothing is read
+        return True
     storage, size = t.untyped_storage(), t.element_size()
     start = storage.data_ptr() + t.storage_offset() * size
     return t.storage_offset() >= 0 and t.data_ptr() == start \
