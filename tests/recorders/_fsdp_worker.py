@@ -8,18 +8,15 @@ the whole (gathered) weights, grads and updates, in plain torch.
 """
 from __future__ import annotations
 
-import datetime
 import json
 import os
-import sys
-import traceback
 
 import torch
-import torch.distributed as dist
 from torch import nn
 from torch.distributed.fsdp import fully_shard
 
 import tracelab
+from _gloo import serve
 from tracelab.recorders.stats import reference_stats
 
 STEPS, BATCH = 6, 16
@@ -62,23 +59,9 @@ def train(rank: int, out_dir: str) -> None:
             json.dump(reference, f)
 
 
-def main() -> None:
-    rank, world, init_file, out_dir = sys.argv[1:5]
-    rank, world = int(rank), int(world)
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank,
-                            world_size=world, timeout=datetime.timedelta(seconds=30))
-    try:
-        train(rank, out_dir)
-    except BaseException:
-        traceback.print_exc()
-        code = 3
-    else:
-        code = 0
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)  # skip torch's slow interpreter teardown
+def main(rank: int, world: int, args: list[str]) -> None:
+    train(rank, args[0])
 
 
 if __name__ == "__main__":
-    main()
+    serve(main, timeout_s=30)

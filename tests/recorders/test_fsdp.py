@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +18,8 @@ if not hasattr(torch.distributed.fsdp, "fully_shard"):
 from tracelab import open_run  # noqa: E402
 from tracelab.core.schema import TENSOR_STATS  # noqa: E402
 
+from _gloo import launch  # noqa: E402
+
 WORKER = Path(__file__).with_name("_fsdp_worker.py")
 WORLD = 2
 NAMES = ["0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"]
@@ -29,22 +28,9 @@ NAMES = ["0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"]
 @pytest.fixture(scope="module")
 def job(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fsdp")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
-    procs = [subprocess.Popen([sys.executable, str(WORKER), str(rank), str(WORLD),
-                               str(tmp / "init"), str(tmp)],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True)
-             for rank in range(WORLD)]
-    outs = []
-    for rank, p in enumerate(procs):
-        try:
-            outs.append(p.communicate(timeout=120)[0])
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            raise AssertionError(f"rank {rank} hung")
+    procs = launch(WORKER, WORLD, tmp / "init", [str(tmp)], timeout=120)
     # Before the fix, the first optimizer step killed both ranks with SIGSEGV.
-    assert [p.returncode for p in procs] == [0, 0], "\n".join(o[-3000:] for o in outs)
+    assert [p.returncode for p in procs] == [0, 0], "\n".join(p.stdout[-3000:] for p in procs)
     return open_run(tmp / "run"), json.loads((tmp / "reference.json").read_text())
 
 
