@@ -127,8 +127,8 @@ class ParameterStats:
 
     def sharded_names(self) -> list[str]:
         """Names of the parameters recorded as this rank's shard: DTensors sharded on every mesh
-        dimension, so that each element lies on one rank (FSDP2). A replicated DTensor's local
-        tensor is the whole parameter, read like a DDP replica."""
+        dimension, so that each element lies on one rank (FSDP2). A fully replicated DTensor's
+        local tensor is the whole parameter, read like a DDP replica; HSDP's is not merged."""
         return [n for n, p in self.tracked if isinstance(p, DTensor)
                 and all(placement.is_shard() for placement in p.placements)]
 

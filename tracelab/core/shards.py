@@ -50,11 +50,16 @@ def merge_shards(rows: pd.DataFrame) -> pd.DataFrame:
         # Each shard's spread about the whole mean: Σ (n_i - 1) s_i² + n_i (mean_i - mean)².
         whole_mean = (grouped["mean"].transform("sum") / grouped["numel"].transform("sum"))
         parts["m2"] += np.where(has, n * (col["mean"] - whole_mean.to_numpy()) ** 2, 0.0)
+        # groupby sums skip NaN: a NaN in one shard must stay NaN in the whole.
+        summed = ("numel", "sq", "m2", "nan_count", "inf_count", *_SUMS)
+        for c in ("sq", "m2", *_SUMS):
+            parts[f"{c}_nan"] = np.isnan(parts[c].to_numpy())
         out = parts.groupby(["step", "name"], sort=False).agg(
-            kind=("kind", "first"), rank=("rank", "min"), numel=("numel", "sum"),
-            sq=("sq", "sum"), m2=("m2", "sum"), nan_count=("nan_count", "sum"),
-            inf_count=("inf_count", "sum"), min=("min", "min"), max=("max", "max"),
-            nan_extreme=("nan_extreme", "any"), **{c: (c, "sum") for c in _SUMS})
+            kind=("kind", "first"), rank=("rank", "min"), min=("min", "min"), max=("max", "max"),
+            nan_extreme=("nan_extreme", "any"), **{c: (c, "sum") for c in summed},
+            **{f"{c}_nan": (f"{c}_nan", "any") for c in ("sq", "m2", *_SUMS)})
+        for c in ("sq", "m2", *_SUMS):
+            out.loc[out.pop(f"{c}_nan").to_numpy(), c] = np.nan
         total = out["numel"].to_numpy()
         for c in _SUMS:
             out[c] = out[c].to_numpy() / total
