@@ -122,7 +122,7 @@ class ParameterStats:
     def _param_layout(self, params: list[torch.Tensor]) -> Layout | None:
         """The parameters' Layout, and their element count when the kernels read them."""
         layout = self._weights.get(params)
-        self._total = int(layout.table[:, 1].sum()) if layout else 0
+        self._total = self._weights.total
         return layout
 
     def sharded_names(self) -> list[str]:
@@ -156,22 +156,25 @@ class _LayoutCache:
     def __init__(self) -> None:
         self._key: list[tuple] | None = None
         self._layout: Layout | None = None
+        self.total = 0  # the elements the layout names
 
     def get(self, tensors: list[torch.Tensor]) -> Layout | None:
         try:
             key = [_key(t) for t in tensors]
         except Exception:  # a tensor without storage (a subclass): never read by address
-            self._key = None
+            self._key, self._layout, self.total = None, None, 0
             return None
         if key != self._key:
             self._key, self._layout = key, host_layout(tensors)
+            self.total = int(self._layout.table[:, 1].sum()) if self._layout else 0
         return self._layout
 
 
 def _key(t: torch.Tensor) -> tuple:
     if type(t) not in _PLAIN:  # host_layout refuses it whatever else it says of itself
         return (type(t),)
-    return (t.data_ptr(), t.numel(), t.dtype, t.is_contiguous(), t.untyped_storage().nbytes())
+    return (t.data_ptr(), t.numel(), t.dtype, t.is_contiguous(), t.storage_offset(),
+            t.untyped_storage().nbytes())
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
