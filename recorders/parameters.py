@@ -4,11 +4,15 @@ The update is the weight after `optimizer.step()` minus the weight before it, so
 runs in the optimizer's step pre-hook and `record()` after the step; `end_step()` says whether
 the step took its snapshot, and starts the next one without.
 
-On the CPU, when every parameter and grad is a contiguous tensor of one float dtype, the
+On the CPU, when every parameter and grad is a plain contiguous tensor of one float dtype, the
 compiled kernels do it all in two calls: `gather` copies the weights before the step into one
 flat array, and `tensor_stats` reads every weight, grad and snapshot where they lie. Otherwise
-(devices, mixed dtypes, other layouts) the snapshot is one copy per parameter on its device and
-the statistics are fused torch reductions that join the step's packed copy.
+(devices, mixed dtypes, other layouts, tensor subclasses) the snapshot is one copy per parameter
+on its device and the statistics are fused torch reductions that join the step's packed copy.
+
+A DTensor parameter (FSDP2's `fully_shard`, tensor parallelism) and its grad are read as this
+rank's local shard (`to_local()`): each rank records the statistics of its shard, and the
+reader merges the shards named by meta.json's `sharded_parameters` (`sharded_names`).
 """
 from __future__ import annotations
 
@@ -21,6 +25,11 @@ from tracelab.recorders import kernel_loader
 from tracelab.recorders.stats import RAW, dense_equivalent, finish, raw_stats
 from tracelab.recorders.transfer import StepRecord
 from tracelab.core.schema import GRAD, TENSORS, UPDATE, WEIGHT
+
+try:
+    from torch.distributed.tensor import DTensor
+except ImportError:  # a torch build without torch.distributed has no DTensor
+    DTensor = ()  # type: ignore[assignment,misc]
 
 _KERNEL_DTYPES = {torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64)}
 
@@ -39,8 +48,8 @@ class ParameterStats:
         self._taken = False  # the step in progress has its snapshot
         # The weights before the step: a flat array (numba_kernels.gather), or a copy per parameter.
         self._snapshot: np.ndarray | list[torch.Tensor] | None = None
-        self._layout_key: list[tuple] | None = None  # what _param_layout last checked
-        self._layout: Layout | None = None
+        self._weights = _LayoutCache()
+        self._grads = _LayoutCache()
         self._total = 0  # the parameters' elements
 
     def snapshot(self) -> None:
@@ -48,7 +57,12 @@ class ParameterStats:
         so that an optimizer stepping twice in one step keeps the weights of its start."""
         if self._taken:
             return
-        params = [p for _, p in self.tracked]  # read in place or copied: autograd never sees it
+        with torch.no_grad():  # the optimizer's pre-hooks run with autograd on
+            self._snapshot_now()
+        self._taken = True
+
+    def _snapshot_now(self) -> None:
+        params = [local(p) for _, p in self.tracked]  # read in place or copied
         layout = self._param_layout(params)
         if layout is not None:
             # Few numpy calls: inside a training loop each costs tens of microseconds.
@@ -61,7 +75,6 @@ class ParameterStats:
             if not isinstance(self._snapshot, list):
                 self._snapshot = [torch.empty_like(p) for p in params]
             torch._foreach_copy_(self._snapshot, params)
-        self._taken = True
 
     def end_step(self) -> bool:
         """Whether the step that ends took its snapshot; the next one starts without."""
@@ -73,8 +86,8 @@ class ParameterStats:
         copy. updates: the step took its snapshot (end_step)."""
         updates = updates and bool(self.tracked)
         # Few calls per tensor: inside a training loop each one costs microseconds.
-        params = [p for _, p in self.tracked]
-        grads = [(n, p.grad) for n, p in self.tracked if p.grad is not None]
+        params = [local(p) for _, p in self.tracked]
+        grads = [(n, local(p.grad)) for n, p in self.tracked if p.grad is not None]
         weight_names = [n for n, _ in self.tracked]
         names = weight_names + [n for n, _ in grads] + (weight_names if updates else [])
         kinds = [WEIGHT] * len(params) + [GRAD] * len(grads) + [UPDATE] * len(params) * updates
@@ -82,7 +95,7 @@ class ParameterStats:
             return
         grad_tensors = [dense_equivalent(g) for _, g in grads]
         numel = [t.numel() for t in params + [g for _, g in grads] + params * updates]
-        weights, gradients = self._param_layout(params), host_layout(grad_tensors)
+        weights, gradients = self._param_layout(params), self._grads.get(grad_tensors)
         dtypes = {x.dtype for x in (weights, gradients) if x is not None and x.dtype is not None}
         snapshot = self._snapshot
         if weights is not None and gradients is not None and len(dtypes) <= 1 and (
@@ -107,14 +120,17 @@ class ParameterStats:
         record.add(rows, packed)
 
     def _param_layout(self, params: list[torch.Tensor]) -> Layout | None:
-        """host_layout of the parameters, checked in full again only when one of them changes
-        address, size, dtype or contiguity (`p.data = ...`): the kernels read the memory a
-        Layout names, so it must never outlive the tensors' shapes."""
-        key = [(p.data_ptr(), p.numel(), p.dtype, p.is_contiguous()) for p in params]
-        if key != self._layout_key:
-            self._layout_key, self._layout = key, host_layout(params)
-            self._total = int(self._layout.table[:, 1].sum()) if self._layout else 0
-        return self._layout
+        """The parameters' Layout, and their element count when the kernels read them."""
+        layout = self._weights.get(params)
+        self._total = self._weights.total
+        return layout
+
+    def sharded_names(self) -> list[str]:
+        """Names of the parameters recorded as this rank's shard: DTensors sharded on every mesh
+        dimension, so that each element lies on one rank (FSDP2). A fully replicated DTensor's
+        local tensor is the whole parameter, read like a DDP replica; HSDP's is not merged."""
+        return [n for n, p in self.tracked if isinstance(p, DTensor)
+                and all(placement.is_shard() for placement in p.placements)]
 
     def _deltas(self, params: list[torch.Tensor]) -> list[torch.Tensor]:
         """The updates (after minus before) as tensors, for reductions in torch."""
@@ -127,18 +143,73 @@ class ParameterStats:
         return self._snapshot
 
 
+def local(t: torch.Tensor) -> torch.Tensor:
+    """This rank's shard of a DTensor (a sharded parameter or its grad); t itself otherwise."""
+    return t.to_local() if isinstance(t, DTensor) else t
+
+
+class _LayoutCache:
+    """host_layout of a list of tensors, checked in full again only when one of them changes
+    type, address, size, dtype, contiguity or storage (`p.data = ...`, a new grad): the kernels
+    read the memory a Layout names, so it must never outlive the tensors it was checked on."""
+
+    def __init__(self) -> None:
+        self._key: list[tuple] | None = None
+        self._layout: Layout | None = None
+        self.total = 0  # the elements the layout names
+
+    def get(self, tensors: list[torch.Tensor]) -> Layout | None:
+        try:
+            key = [_key(t) for t in tensors]
+        except Exception:  # a tensor without storage (a subclass): never read by address
+            self._key, self._layout, self.total = None, None, 0
+            return None
+        if key != self._key:
+            self._key, self._layout = key, host_layout(tensors)
+            self.total = int(self._layout.table[:, 1].sum()) if self._layout else 0
+        return self._layout
+
+
+def _key(t: torch.Tensor) -> tuple:
+    if type(t) not in _PLAIN:  # host_layout refuses it whatever else it says of itself
+        return (type(t),)
+    return (t.data_ptr(), t.numel(), t.dtype, t.is_contiguous(), t.storage_offset(),
+            t.untyped_storage().nbytes())
+
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
 def host_layout(tensors: list[torch.Tensor]) -> Layout | None:
-    """The Layout of tensors that are all contiguous CPU tensors of one float dtype, which the
-    kernels read in place; else None."""
+    """The Layout of tensors that the kernels may read in place, else None: all of them plain
+    dense contiguous CPU tensors of one float dtype, each within its own storage.
+
+    A subclass can say anything of its size and memory (a DTensor's numel is the global one,
+    its memory the local shard), so only the exact types are read by address; the rest take
+    the torch path, which asks the tensor itself."""
     dtype = tensors[0].dtype if tensors else None
     if tensors and dtype not in _KERNEL_DTYPES or kernel_loader.kernels() is None:
         return None
-    for t in tensors:
-        if not t.is_cpu or t.dtype != dtype or t.layout != torch.strided \
-                or not t.is_contiguous():
+    try:
+        if not all(_readable(t, dtype) for t in tensors):
             return None
+    except Exception:  # whatever a tensor cannot answer, the torch path reads it
+        return None
     table = np.array([(t.data_ptr(), t.numel()) for t in tensors], dtype=np.int64)
     return Layout(table.reshape(-1, 2), _KERNEL_DTYPES.get(dtype))
+
+
+def _readable(t: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Whether numel values of t lie at data_ptr, inside the memory its storage holds."""
+    if type(t) not in _PLAIN or not t.is_cpu or t.dtype != dtype or t.layout != torch.strided \
+            or not t.is_contiguous() or t.is_neg() or t.is_conj():
+        return False
+    if t.numel() == 0:  # nothing is read
+        return True
+    storage, size = t.untyped_storage(), t.element_size()
+    start = storage.data_ptr() + t.storage_offset() * size
+    return t.storage_offset() >= 0 and t.data_ptr() == start \
+        and storage.nbytes() >= (t.storage_offset() + t.numel()) * size
 
 
 _NO_VALUES = {dtype: np.empty(0, dtype) for dtype in _KERNEL_DTYPES.values()}

@@ -10,6 +10,8 @@ near 1): on accelerators and in the kernels always, in CPU torch for the tensors
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -24,9 +26,13 @@ def raw_stats(tensors: list[torch.Tensor]) -> torch.Tensor:
     """[len(tensors), len(RAW)] float64 aggregates, on the tensors' device."""
     ts = [t.detach() for t in tensors]
     ts = [t if t.is_floating_point() else t.double() for t in ts]
+    # An empty tensor (a rank's empty shard) has no extremes: NaN, as the kernels give. Sizes
+    # are host metadata, so asking costs no sync.
+    ext = [t if t.numel() else t.new_full((1,), math.nan) for t in ts]
     if ts[0].device.type == "cpu":
         # CPU reductions of half types return half results, which overflow at 65504.
-        return _raw_stats_cpu([t.float() if t.dtype in _HALF else t for t in ts])
+        return _raw_stats_cpu([t.float() if t.dtype in _HALF else t for t in ts],
+                              [t.float() if t.dtype in _HALF else t for t in ext])
     # On an accelerator the reductions are memory-bound: accumulate in float64 for free, and
     # never branch on values (that would sync the host).
     f64 = torch.float64
@@ -34,18 +40,18 @@ def raw_stats(tensors: list[torch.Tensor]) -> torch.Tensor:
     cols = [torch.stack([t.sum(dtype=f64) for t in ts]), l2,
             torch.stack(torch._foreach_norm(ts, 1, dtype=f64)),
             torch.stack(torch._foreach_norm(ts, 0, dtype=f64)),
-            torch.stack(torch._foreach_max(ts)).to(f64),
-            torch.stack(torch._foreach_max(torch._foreach_neg(ts))).to(f64),
+            torch.stack(torch._foreach_max(ext)).to(f64),
+            torch.stack(torch._foreach_max(torch._foreach_neg(ext))).to(f64),
             torch.stack([torch.isnan(t).sum() for t in ts]).to(f64),
             torch.stack([torch.isinf(t).sum() for t in ts]).to(f64)]
     return torch.stack(cols, dim=1)
 
 
-def _raw_stats_cpu(ts: list[torch.Tensor]) -> torch.Tensor:
+def _raw_stats_cpu(ts: list[torch.Tensor], ext: list[torch.Tensor]) -> torch.Tensor:
     # On the CPU, float64 accumulation of float32 data runs 3-5x slower than the vectorized
     # float32 kernels, and reading values costs nothing: accumulate in float32, then redo in
     # float64 only the tensors whose std would lose digits to E[x^2] - E[x]^2 cancellation.
-    minmax = [torch.aminmax(t) for t in ts]
+    minmax = [torch.aminmax(t) for t in ext]
     cols = [torch.stack([t.sum() for t in ts]), torch.stack(torch._foreach_norm(ts, 2)),
             torch.stack(torch._foreach_norm(ts, 1)),
             torch.stack([torch.count_nonzero(t) for t in ts]),

@@ -115,6 +115,9 @@ class Recorder:
             self.model = env.unwrap(model)
             self._tracked = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
             self._parameters = ParameterStats(self._tracked)
+            sharded = self._parameters.sharded_names()
+            if sharded:  # the reader merges these names' statistics over the ranks
+                self.writer.update_meta(sharded_parameters=sharded)
             self._leaves = []
             for path, module in self.model.named_modules():
                 if next(module.children(), None) is None:

@@ -11,16 +11,14 @@ Scenarios, each recorded into OUT_DIR/SCENARIO:
 """
 from __future__ import annotations
 
-import datetime
 import os
-import sys
-import traceback
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
 import tracelab
+from _gloo import serve
 
 STEPS, BATCH = 60, 32
 
@@ -60,25 +58,11 @@ def train(rank: int, world: int, run_dir: str, scenario: str) -> None:
             rec.log("val", metrics={"loss": nn.functional.cross_entropy(model(x), y)})
 
 
-def main() -> None:
-    rank, world, init_file, out_dir, scenarios = sys.argv[1:6]
-    rank, world = int(rank), int(world)
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank,
-                            world_size=world, timeout=datetime.timedelta(seconds=20))
-    try:
-        for scenario in scenarios.split(","):
-            train(rank, world, os.path.join(out_dir, scenario), scenario)
-    except BaseException:
-        traceback.print_exc()
-        code = 3
-    else:
-        code = 0
-    # Every run is closed by now; skip torch's slow interpreter teardown.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+def main(rank: int, world: int, args: list[str]) -> None:
+    out_dir, scenarios = args
+    for scenario in scenarios.split(","):
+        train(rank, world, os.path.join(out_dir, scenario), scenario)
 
 
 if __name__ == "__main__":
-    main()
+    serve(main)

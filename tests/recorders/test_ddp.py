@@ -1,9 +1,7 @@
 """Two real processes on the gloo backend (CPU), each rank recording its shard of one run."""
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,27 +13,14 @@ if not torch.distributed.is_available():
 from tracelab import analyze, open_run  # noqa: E402
 from tracelab.core.findings import ERROR, WARNING  # noqa: E402
 
+from _gloo import launch  # noqa: E402
+
 WORKER = Path(__file__).with_name("_ddp_worker.py")
 WORLD = 2
 
 
 def _launch(tmp: Path, scenarios: str) -> list[subprocess.CompletedProcess]:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
-    procs = [subprocess.Popen([sys.executable, str(WORKER), str(rank), str(WORLD),
-                               str(tmp / "init"), str(tmp), scenarios],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True)
-             for rank in range(WORLD)]
-    out = []
-    for rank, p in enumerate(procs):
-        try:
-            stdout, _ = p.communicate(timeout=90)
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            raise AssertionError(f"rank {rank} of {scenarios} hung")
-        out.append(subprocess.CompletedProcess(p.args, p.returncode, stdout))
-    return out
+    return launch(WORKER, WORLD, tmp / "init", [str(tmp), scenarios], timeout=90)
 
 
 @pytest.fixture(scope="module")

@@ -106,7 +106,8 @@ _META_FIELDS = {"status": ((dict,), 'an object like {"state": "completed"}'),
                 "start_time": _TIME, "end_time": _TIME, "config": _OBJECT,
                 "environment": _OBJECT, "model": _OBJECT, "optimizer": _OBJECT,
                 "recorder": _OBJECT, "writer": _OBJECT, "source": _OBJECT,
-                "rank": ((int,), "a whole number"), "name": ((str,), "a string")}
+                "rank": ((int,), "a whole number"), "name": ((str,), "a string"),
+                "sharded_parameters": ((list,), "a list of parameter names")}
 
 
 def _is(value: Any, kinds: tuple[type, ...]) -> bool:

@@ -5,17 +5,20 @@ A distributed run's views merge its ranks the way a single process training on t
 would see them. Scalars: the mean over the ranks that logged the step, which is the global-batch
 loss or metric for mean-reduced values and equal per-rank batches (lr is the same on every
 rank). Tensor stats: the lowest rank that recorded the step; weights, grads and updates are
-identical on every rank after DDP's all-reduce, and activations are that rank's own batch. The
-raw tables keep every rank's rows; rank-divergence compares them.
+identical on every rank after DDP's all-reduce, and activations are that rank's own batch.
+Parameters that meta.json names in `sharded_parameters` (FSDP2) are instead the shards' merge
+(shards.py): each rank recorded its own part of them. The raw tables keep every rank's rows;
+rank-divergence compares them.
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol
+from typing import Any, Mapping, NamedTuple, Protocol
 
 import numpy as np
 import pandas as pd
 
-from tracelab.core.schema import TRAIN
+from tracelab.core.schema import GRAD, TRAIN, UPDATE, WEIGHT
+from tracelab.core.shards import merge_shards, sharded_names
 
 
 class Tables(Protocol):
@@ -24,6 +27,7 @@ class Tables(Protocol):
     tensors: pd.DataFrame
     inputs: pd.DataFrame
     ranks: list[int]
+    rank_meta: Mapping[int, Mapping[str, Any]]
 
 
 class _Layout(NamedTuple):
@@ -111,14 +115,31 @@ class Views:
             tn = self._run.tensors
             rows = tn[(tn["kind"] == kind) & tn["name"].notna()]
             if "rank" in rows and self._distributed:
-                lowest = rows.groupby(["step", "name"])["rank"].transform("min")
-                rows = rows[rows["rank"] == lowest]
+                rows = self._merge_ranks(kind, rows)
             name_codes, names = pd.factorize(rows["name"])
             steps, step_codes = np.unique(rows["step"].to_numpy(dtype=np.int64),
                                           return_inverse=True)
             self._layouts[kind] = _Layout(steps, [str(n) for n in names],
                                           step_codes.reshape(-1) * len(names) + name_codes, rows)
         return self._layouts[kind]
+
+    def _merge_ranks(self, kind: str, rows: pd.DataFrame) -> pd.DataFrame:
+        """One row per step and name: the merged shards of a sharded parameter, else the
+        lowest rank's row; in the rows' order, so that names keep the model's order."""
+        sharded = sharded_names(self._run.rank_meta.values()) \
+            if kind in (WEIGHT, GRAD, UPDATE) else set()
+        shard = rows["name"].isin(sharded).to_numpy() if sharded else np.zeros(len(rows), bool)
+        whole = rows[~shard]
+        lowest = whole.groupby(["step", "name"])["rank"].transform("min")
+        whole = whole[whole["rank"] == lowest]
+        if not shard.any():
+            return whole
+        cells = rows[["step", "name"]]
+        group = cells.assign(group=cells.groupby(["step", "name"], sort=False).ngroup())
+        merged = pd.concat([whole, merge_shards(rows[shard])], ignore_index=True)
+        position = merged[["step", "name"]].merge(
+            group.drop_duplicates(["step", "name"]), how="left", on=["step", "name"])["group"]
+        return merged.iloc[np.argsort(position.to_numpy(), kind="stable")].reset_index(drop=True)
 
     def names(self, kind: str) -> list[str]:
         """Parameter or module names of a kind, in recording (model) order."""
