@@ -9,6 +9,7 @@
     run.py           Run and open_run: one run as rules see it (reader, status and views joined)
     run_status.py    a run's status: its metadata, corrected for writers that are gone
     run_views.py     the cached views rules share, and how a distributed run's ranks merge
+    shards.py        sharded (FSDP2) parameters: their ranks' statistics merged into one
     findings.py      Finding, Diagnosis and the other results of an analysis
     rules.py         the @rule decorator and RuleSpec, the metadata of a rule
     config.py        Config, found and validated the way linters find theirs
