@@ -23,7 +23,8 @@ from tracelab.core.schema import SCALARS
 # Python ints below this always fit a float; larger ones take the slow path (OverflowError).
 _BIG = 2 ** 1023
 # Tensors read as a float without a question: the common case, checked by one lookup.
-_PLAIN = frozenset({torch.float32, torch.float64, torch.float16, torch.bfloat16})
+_PLAIN = frozenset({torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
+                    torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool})
 
 
 class WarnOnce:
@@ -103,10 +104,21 @@ class Scalars:
         self.wall_time = time.time()
 
     def add(self, name: str, value: Any) -> None:
-        if isinstance(value, torch.Tensor) and value.dtype in _PLAIN and \
-                value.layout == torch.strided and not value.is_meta:
-            if value.numel() != 1:
-                value = value.detach().float().mean()
+        if isinstance(value, torch.Tensor) and value.dtype in _PLAIN:
+            device = value.device.type
+            if device == "cpu":  # reading it costs nothing, packing it would
+                try:
+                    self.values.append(float(value.detach() if value.numel() == 1
+                                             else value.detach().float().mean()))
+                    self.names.append(name)
+                    return
+                except Exception:  # a sparse tensor, ...: the slow path says what it is
+                    pass
+            elif device != "meta" and value.layout == torch.strided:
+                self.tensor_names.append(name)
+                self.tensors.append((value.detach() if value.numel() == 1
+                                     else value.detach().float().mean()).reshape(1))
+                return
         elif isinstance(value, float) or (isinstance(value, int) and -_BIG < value < _BIG) \
                 or (isinstance(value, np.number) and value.dtype.kind in "iuf"):
             self.names.append(name)
@@ -114,32 +126,32 @@ class Scalars:
             return
         elif value is None:
             return
-        else:
-            try:
-                value, note = scalar_value(value)
-            except Skip as skip:
-                kind, reason = skip.args
-                self.warn(("scalar", name, kind), f"{self.split} scalar {name!r} at step "
-                          f"{self.step}: {reason}; warned once")
-                return
-            except Exception as exc:  # never raise into the training loop
-                self.warn(("scalar", name, type(exc).__name__), f"{self.split} scalar {name!r} "
-                          f"at step {self.step} not recorded ({type(exc).__name__}: {exc}); "
-                          "warned once")
-                return
-            if note is not None:
-                self.warn(("scalar", name, note), f"{self.split} scalar {name!r} at step "
-                          f"{self.step}: {note}; warned once")
-            if not isinstance(value, torch.Tensor):
-                self.names.append(name)
-                self.values.append(value)
-                return
-        if value.device.type == "cpu":  # reading it costs nothing, packing it would
-            self.names.append(name)
-            self.values.append(float(value.detach()))
+        self._add_odd(name, value)
+
+    def _add_odd(self, name: str, value: Any) -> None:
+        try:
+            value, note = scalar_value(value)
+            if isinstance(value, torch.Tensor):
+                if value.device.type != "cpu":
+                    self.tensor_names.append(name)
+                    self.tensors.append(value.detach().reshape(1))
+                    return
+                value = float(value)
+        except Skip as skip:
+            kind, reason = skip.args
+            self.warn(("scalar", name, kind), f"{self.split} scalar {name!r} at step "
+                      f"{self.step}: {reason}; warned once")
             return
-        self.tensor_names.append(name)
-        self.tensors.append(value.detach().reshape(1))
+        except Exception as exc:  # never raise into the training loop
+            self.warn(("scalar", name, type(exc).__name__), f"{self.split} scalar {name!r} "
+                      f"at step {self.step} not recorded ({type(exc).__name__}: {exc}); "
+                      "warned once")
+            return
+        if note is not None:
+            self.warn(("scalar", name, note), f"{self.split} scalar {name!r} at step "
+                      f"{self.step}: {note}; warned once")
+        self.names.append(name)
+        self.values.append(value)
 
     def add_all(self, metrics: Any) -> None:
         """Every (name, value) of `metrics`, a mapping; anything else is warned about once."""
