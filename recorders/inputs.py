@@ -30,12 +30,15 @@ class InputStats:
 
     feature_names: names of the input features (dim 1), or a dict of them per input key.
     on_devices: called with {"split:input": device} whenever an input's device changes.
+    warn(key, message): hears of an input or column left out (see `record`).
     """
 
     def __init__(self, feature_names: Sequence[str] | Mapping[str, Sequence[str]] | None, *,
-                 sample_size: int, rank: int, on_devices: Callable[[dict[str, str]], None]):
+                 sample_size: int, rank: int, on_devices: Callable[[dict[str, str]], None],
+                 warn: Callable[[Any, str], None] | None = None):
         self.feature_names = feature_names
         self.rank = rank
+        self._warn = warn
         self._on_devices = on_devices
         self._devices: dict[str, str] = {}
         self._reservoir = Reservoir(sample_size, seed=rank)
@@ -45,27 +48,51 @@ class InputStats:
         self._generators: dict[str, torch.Generator] = {}
 
     def record(self, step: int, split: str, inputs: Any, record: StepRecord) -> None:
-        """Profile `inputs` (a tensor, a tuple or dict of them, or a DataFrame) into `record`."""
+        """Profile `inputs` (a tensor, a tuple or dict of them, or a DataFrame) into `record`.
+
+        An input or column that cannot be profiled (a sparse or meta-device tensor, complex
+        values, a column of lists, ...) is left out with one warning per feature; the others
+        are profiled.
+        """
         if _is_frame(inputs):
-            profile, samples = frame_profile(inputs, self._frame_rng)
+            profile, samples = frame_profile(inputs, self._frame_rng, self._skip)
             record.add(self._frame_rows(step, split, profile, samples))
             return
         layout, packed = [], []
         for prefix, x, names in self._named_inputs(inputs):
             if not isinstance(x, torch.Tensor) or x.numel() == 0:
                 continue
-            key = f"{split}:{prefix or 'input'}"
+            name = prefix or "input"
+            if x.layout != torch.strided or x.is_meta or x.is_complex() or x.is_quantized:
+                kind = "meta" if x.is_meta else "complex" if x.is_complex() else str(x.layout)
+                self._skip(name, kind, f"a {kind} tensor ({x.dtype}) cannot be profiled")
+                continue
+            key = f"{split}:{name}"
             if self._devices.get(key) != str(x.device):
                 self._devices[key] = str(x.device)
                 self._on_devices(dict(self._devices))
             # A host copy is profiled on the writer thread; else the device profile is packed.
             copy = self._host.clone(x) if kernel_loader.kernels() else None
             if copy is None:
-                packed.extend(tensor_profile(x, self._generator(x.device)))
+                try:
+                    packed.extend(tensor_profile(x, self._generator(x.device)))
+                except Exception as exc:
+                    self._skip(name, type(exc).__name__, f"{type(exc).__name__}: {exc}")
+                    continue
             n_feat, count = feature_shape(x.shape)
-            layout.append((feature_names(prefix, n_feat, names, x.dim()), dtype_name(x), count,
-                           copy))
+            layout.append((name, feature_names(prefix, n_feat, names, x.dim()), dtype_name(x),
+                           count, copy))
         record.add(self._tensor_rows(step, split, layout), packed)
+
+    def _skip(self, feature: str, kind: str, reason: str) -> None:
+        if kind == "duplicate":  # profiled, under a new name
+            message = f"input feature {feature!r}: {reason}; warned once"
+        else:
+            message = f"input feature {feature!r} not profiled: {reason}; the other features " \
+                "and the scalars are recorded, warned once"
+        if self._warn is None:
+            raise ValueError(f"tracelab: {message}")
+        self._warn(("input", feature, kind), message)
 
     def _tensor_rows(self, step: int, split: str, layout: list):
         reservoir = self._reservoir
@@ -73,12 +100,15 @@ class InputStats:
         def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
             out = []
             profiles = iter(values)  # (packed, sample) of each input without a host copy
-            for feats, dtype, count, copy in layout:
+            for name, feats, dtype, count, copy in layout:
                 if copy is None:
                     packed, sample = next(profiles), next(profiles)
                 else:
                     try:
                         packed, sample = array_profile(copy.numpy(), self._writer_rng)
+                    except Exception as exc:  # this input only: the others are profiled
+                        self._skip(name, type(exc).__name__, f"{type(exc).__name__}: {exc}")
+                        continue
                     finally:
                         self._host.release(copy)
                 packed = packed.reshape(len(feats), len(PACKED))

@@ -7,7 +7,7 @@ and dtypes, and datetime columns get their range and resolution.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -132,39 +132,88 @@ def datetime_resolution(ns: np.ndarray) -> str | None:
     return "ns"
 
 
-def frame_profile(df, rng: np.random.Generator) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
-    """One row per column of a pandas DataFrame, plus sampled values per numeric column."""
+def frame_profile(df, rng: np.random.Generator, skip: Callable[[str, str, str], None] | None = None
+                  ) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
+    """One row per column of a pandas DataFrame, plus sampled values per numeric column.
+
+    A column that cannot be profiled (cells holding lists, datetimes beyond the trace's
+    datetime64[ns] range, ...) is left out and reported to skip(feature, kind, reason); the
+    other columns are profiled. A repeated column name gets a suffix: `x`, `x#2`, ...
+    """
+    rows, samples = [], {}
+    seen: dict[str, int] = {}
+    for i, label in enumerate(df.columns):
+        name = str(label)
+        if name in seen:
+            seen[name] += 1
+            if skip is not None:
+                skip(name, "duplicate", f"the column name is repeated: the repeats are profiled "
+                     f"as '{name}#2', ...")
+            name = f"{name}#{seen[name]}"
+        seen.setdefault(name, 1)
+        try:
+            row, values = _column_profile(name, df.iloc[:, i])
+        except Exception as exc:  # one odd column never stops the others' profiles
+            if skip is None:
+                raise
+            kind, reason = exc.args if isinstance(exc, _Unprofiled) else \
+                (type(exc).__name__, f"{type(exc).__name__}: {exc}")
+            skip(name, kind, reason)
+            continue
+        rows.append(row)
+        if values is not None:
+            samples[name] = values
+    return rows, {k: _subsample(v, rng) for k, v in samples.items()}
+
+
+class _Unprofiled(Exception):
+    """A column left out: args are (kind of problem, reason)."""
+
+
+def _fits_ns(times: np.ndarray) -> bool:
+    """Whether datetimes (no NaT) fit the trace's timestamp[ns] columns. Compared as integers in
+    their own unit: numpy compares datetimes of different units in ns, which overflows."""
+    if not len(times) or times.dtype == np.dtype("datetime64[ns]"):
+        return True
+    unit, count = np.datetime_data(times.dtype)
+    length = int(np.timedelta64(count, unit) / np.timedelta64(1, "ns"))
+    limit = (2**63 - 1) // length
+    ints = times.astype(np.int64)
+    return -limit <= int(ints.min()) and int(ints.max()) <= limit
+
+
+def _column_profile(name: str, col) -> tuple[dict[str, Any], np.ndarray | None]:
     import pandas as pd
 
-    rows, samples = [], {}
-    for name in df.columns:
-        col = df[name]
-        row: dict[str, Any] = {"feature": str(name), "dtype": str(col.dtype),
-                               "count": int(len(col))}
-        if pd.api.types.is_datetime64_any_dtype(col):
-            values = col.dropna()
-            if getattr(values.dt, "tz", None) is not None:
-                values = values.dt.tz_convert("UTC").dt.tz_localize(None)
-            ns = values.to_numpy(dtype="datetime64[ns]").astype(np.int64)
-            seconds = ns / 1e9
-            row.update(_numeric(seconds), nan_count=int(col.isna().sum()), inf_count=0,
-                       int_frac=None, resolution=datetime_resolution(ns),
-                       time_min=values.min() if len(values) else None,
-                       time_max=values.max() if len(values) else None)
-            samples[str(name)] = seconds
-        elif pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
-            values = col.to_numpy(dtype=np.float64, na_value=np.nan)
-            finite = values[np.isfinite(values)]
-            row.update(_numeric(finite), nan_count=int(np.isnan(values).sum()),
-                       inf_count=int(np.isinf(values).sum()),
-                       int_frac=float(np.mean(finite == np.round(finite))) if len(finite) else None)
-            samples[str(name)] = finite
-        else:
-            row.update(nan_count=int(col.isna().sum()), inf_count=0)
-        # Counted on the same window as tensor features, so batches compare alike.
-        row["n_unique"] = _distinct(col.iloc[::unique_stride(len(col))])
-        rows.append(row)
-    return rows, {k: _subsample(v, rng) for k, v in samples.items()}
+    row: dict[str, Any] = {"feature": name, "dtype": str(col.dtype), "count": int(len(col))}
+    values = None
+    if pd.api.types.is_datetime64_any_dtype(col):
+        times = col.dropna()
+        if getattr(times.dt, "tz", None) is not None:
+            times = times.dt.tz_convert("UTC").dt.tz_localize(None)
+        raw = times.to_numpy()
+        if not _fits_ns(raw):
+            raise _Unprofiled("datetime-range", f"datetimes from {raw.min()} to {raw.max()} lie "
+                              "beyond datetime64[ns] (years 1678-2262), which the trace holds")
+        ns = raw.astype("datetime64[ns]").astype(np.int64)
+        values = ns / 1e9
+        row.update(_numeric(values), nan_count=int(col.isna().sum()), inf_count=0,
+                   int_frac=None, resolution=datetime_resolution(ns),
+                   time_min=times.min() if len(times) else None,
+                   time_max=times.max() if len(times) else None)
+    elif pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+        if pd.api.types.is_complex_dtype(col):
+            raise _Unprofiled("complex", "complex values have no order; not profiled")
+        floats = col.to_numpy(dtype=np.float64, na_value=np.nan)
+        values = floats[np.isfinite(floats)]
+        row.update(_numeric(values), nan_count=int(np.isnan(floats).sum()),
+                   inf_count=int(np.isinf(floats).sum()),
+                   int_frac=float(np.mean(values == np.round(values))) if len(values) else None)
+    else:
+        row.update(nan_count=int(col.isna().sum()), inf_count=0)
+    # Counted on the same window as tensor features, so batches compare alike.
+    row["n_unique"] = _distinct(col.iloc[::unique_stride(len(col))])
+    return row, values
 
 
 def _numeric(values: np.ndarray) -> dict[str, Any]:
@@ -183,7 +232,10 @@ def _distinct(col) -> int:
         values = col.to_numpy(dtype=np.float64, na_value=np.nan)
         count = len(np.unique(values[np.isfinite(values)]))
     else:
-        count = int(col.nunique(dropna=True))
+        try:
+            count = int(col.nunique(dropna=True))
+        except TypeError as exc:  # cells holding lists, dicts, arrays
+            raise _Unprofiled("unhashable", f"its cells hold unhashable values ({exc})") from exc
     return min(count, N_UNIQUE_CAP)
 
 

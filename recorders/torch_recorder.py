@@ -27,7 +27,6 @@ import time
 import traceback
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-import numpy as np
 import torch
 
 from tracelab.recorders import environment as env
@@ -35,11 +34,10 @@ from tracelab.recorders import kernel_loader
 from tracelab.recorders.activations import ActivationStats, activation_stats, record_activations
 from tracelab.recorders.inputs import InputStats
 from tracelab.recorders.parameters import ParameterStats
+from tracelab.recorders.scalars import Scalars, Skip, WarnOnce, scalar_value
 from tracelab.recorders.transfer import StepRecord
 from tracelab.core.schema import DATA_TIME, LOSS_NAME, LR_PREFIX, SCALARS, STEP_TIME, TRAIN
 from tracelab.core.writer import RunWriter
-
-Number = (int, float)
 
 
 def due(step: int, every: int) -> bool:
@@ -83,8 +81,10 @@ class Recorder:
         kernel_loader.kernels()  # now, not in the first recorded step (compiling takes seconds)
         self.writer = RunWriter(run_dir, meta, rank=rank, flush_interval=flush_interval)
         self.rank = rank
+        self._warn = WarnOnce()  # recording never raises: each kind of problem warns once
         self._inputs = InputStats(feature_names, sample_size=sample_size, rank=rank,
-                                  on_devices=lambda d: self.writer.update_meta(input_devices=d))
+                                  on_devices=lambda d: self.writer.update_meta(input_devices=d),
+                                  warn=self._warn)
         self._step = 0  # the step in progress: the one the next step() records
         self._losses: list[torch.Tensor] = []  # accumulate_loss of the step in progress
         self._losses_summed = False
@@ -189,8 +189,15 @@ class Recorder:
         start = time.perf_counter()
         try:
             self._record_step(loss, inputs, metrics, data_time)
+        except Exception as exc:  # never raise into the training loop
+            self._failed("step", exc)
         finally:
             self._cost += time.perf_counter() - start
+
+    def _failed(self, what: str, exc: Exception) -> None:
+        self._warn((what, type(exc).__name__), f"recording {what} failed at step "
+                   f"{self._last_step} ({type(exc).__name__}: {exc}); training continues, "
+                   "warned once")
 
     def accumulate_loss(self, loss: torch.Tensor, *, scale: float = 1,
                         summed: bool = False) -> None:
@@ -198,6 +205,14 @@ class Recorder:
         `step()` given no loss: it records their mean, or their sum when `summed` (each loss
         was divided by the whole step's count). scale undoes a division of each loss by the
         number of micro-batches (a framework's gradient accumulation)."""
+        if not (isinstance(loss, torch.Tensor) and loss.is_floating_point() and not loss.is_meta):
+            try:
+                value, _ = scalar_value(loss)
+            except Skip as skip:
+                self._warn(("accumulate_loss", skip.args[0]), f"accumulate_loss: {skip.args[1]}"
+                           "; warned once")
+                return
+            loss = torch.as_tensor(value, dtype=torch.float32)
         value = loss.detach()
         if scale != 1:
             value = value * scale
@@ -230,11 +245,10 @@ class Recorder:
             loss = self._accumulated_loss(loss)
         if stopped:
             return
-        scalars = _Scalars(step, TRAIN)
+        scalars = Scalars(step, TRAIN, self._warn)
         if loss is not None:
             scalars.add(LOSS_NAME, loss)
-        for key, value in (metrics or {}).items():
-            scalars.add(str(key), value)
+        scalars.add_all(metrics)
         if self.optimizer is not None:
             for i, group in enumerate(self.optimizer.param_groups):
                 scalars.add(f"{LR_PREFIX}{i}", group.get("lr", math.nan))
@@ -245,16 +259,24 @@ class Recorder:
             self._data_time = None
         self._last_step_end = now
 
-        record = StepRecord()
+        record = StepRecord(self._warn)
         record.add(scalars.rows, scalars.tensors)
+        # Each producer on its own: one that fails is warned about, the others still record.
         with torch.no_grad():
             if self.model is not None and due(step, self.every):
-                self._parameters.record(step, record, updates)
+                self._produce("parameter statistics", self._parameters.record, step, record,
+                              updates)
             if activations:
-                record_activations(step, activations, record)
+                self._produce("activations", record_activations, step, activations, record)
             if inputs is not None and due(step, self.input_every):
-                self._inputs.record(step, TRAIN, inputs, record)
+                self._produce("inputs", self._inputs.record, step, TRAIN, inputs, record)
         self.writer.write(record.seal())
+
+    def _produce(self, what: str, produce: Any, *args: Any) -> None:
+        try:
+            produce(*args)
+        except Exception as exc:
+            self._failed(what, exc)
 
     def _accumulated_loss(self, loss: Any) -> Any:
         """The step's loss: `loss` when given, else that of the accumulated ones (then cleared)."""
@@ -269,16 +291,19 @@ class Recorder:
         """Record another split (val, test, ...) at the current step."""
         if self.writer.failed or self.writer.closed:
             return
-        step = self._last_step
-        scalars = _Scalars(step, str(split))
-        for key, value in (metrics or {}).items():
-            scalars.add(str(key), value)
-        record = StepRecord()
-        record.add(scalars.rows, scalars.tensors)
-        if inputs is not None:
-            with torch.no_grad():
-                self._inputs.record(step, str(split), inputs, record)
-        self.writer.write(record.seal())
+        try:
+            step = self._last_step
+            scalars = Scalars(step, str(split), self._warn)
+            scalars.add_all(metrics)
+            record = StepRecord(self._warn)
+            record.add(scalars.rows, scalars.tensors)
+            if inputs is not None:
+                with torch.no_grad():
+                    self._produce("inputs", self._inputs.record, step, str(split), inputs,
+                                  record)
+            self.writer.write(record.seal())
+        except Exception as exc:  # never raise into the training loop
+            self._failed(f"log({split!r})", exc)
 
     @property
     def feature_names(self) -> Sequence[str] | Mapping[str, Sequence[str]] | None:
@@ -324,43 +349,4 @@ class Recorder:
                         "traceback": "".join(traceback.format_exception(exc_type, exc, tb)),
                         "step": self._last_step})
         return False
-
-
-class _Scalars:
-    """One step's scalars: numbers and CPU tensors are read now, device tensors join the packed
-    copy (reading one would sync the host)."""
-
-    def __init__(self, step: int, split: str):
-        self.step, self.split = step, split
-        self.names: list[str] = []
-        self.values: list[float] = []
-        self.tensor_names: list[str] = []
-        self.tensors: list[torch.Tensor] = []
-        self.wall_time = time.time()
-
-    def add(self, name: str, value: Any) -> None:
-        if isinstance(value, torch.Tensor):
-            if value.numel() != 1:
-                value = value.detach().float().mean()
-            if value.device.type == "cpu":  # reading it costs nothing, packing it would
-                self.names.append(name)
-                self.values.append(float(value.detach()))
-                return
-            self.tensor_names.append(name)
-            self.tensors.append(value.detach().reshape(1))
-        elif isinstance(value, Number) or isinstance(value, np.number):
-            self.names.append(name)
-            self.values.append(float(value))
-
-    def rows(self, values: list[np.ndarray]) -> list[tuple[str, dict]]:
-        """values: the host copies of `tensors`."""
-        tensor_values = [float(v[0]) for v in values]
-        names = self.names + self.tensor_names
-        if not names:
-            return []
-        n = len(names)
-        return [(SCALARS, {"step": np.full(n, self.step, dtype=np.int64),
-                           "split": [self.split] * n, "name": names,
-                           "value": np.array(self.values + tensor_values, dtype=np.float64),
-                           "wall_time": np.full(n, self.wall_time)})]
 

@@ -27,13 +27,18 @@ _NUMPY_DTYPES = (torch.float16, torch.float32, torch.float64, torch.uint8, torch
 
 
 class StepRecord:
-    """What one step (or one `Recorder.log` call) hands to the writer thread."""
+    """What one step (or one `Recorder.log` call) hands to the writer thread.
 
-    __slots__ = ("_parts", "_producers")
+    warn(key, message), when given, hears of a producer whose copy or rows failed: that
+    producer's rows are left out, the others' are written (one odd value never stops recording).
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_parts", "_producers", "_warn")
+
+    def __init__(self, warn: Callable[[Any, str], None] | None = None) -> None:
         self._parts: list[torch.Tensor] = []
         self._producers: list[tuple[MakeRows, int, int]] = []  # rows, its parts' start, stop
+        self._warn = warn
 
     def add(self, rows: MakeRows, tensors: Sequence[torch.Tensor] = ()) -> None:
         """Queue a producer: `rows` receives the host values of `tensors`."""
@@ -43,16 +48,40 @@ class StepRecord:
 
     def seal(self) -> Callable[[], Rows]:
         """Launch the step's copies now (training thread); return the writer thread's work."""
-        packed = Packed(self._parts) if self._parts else None
-        producers = self._producers
+        # (copy, its producers): one copy of every part, or, when some producer's tensors
+        # cannot be copied, one per producer and none for those that failed.
+        groups: list[tuple[Packed | None, list[tuple[MakeRows, int, int]]]]
+        try:
+            groups = [(Packed(self._parts) if self._parts else None, self._producers)]
+        except Exception:
+            groups = []
+            for produce, start, stop in self._producers:
+                try:
+                    part = Packed(self._parts[start:stop]) if stop > start else None
+                    groups.append((part, [(produce, 0, stop - start)]))
+                except Exception as exc:
+                    self._failed(produce, exc)
+        failed = self._failed
 
         def rows() -> Rows:
-            values = packed.resolve() if packed is not None else []
             out: Rows = []
-            for produce, start, stop in producers:
-                out.extend(produce(values[start:stop]))
+            for packed, producers in groups:
+                values = packed.resolve() if packed is not None else []
+                for produce, start, stop in producers:
+                    try:
+                        out.extend(produce(values[start:stop]))
+                    except Exception as exc:
+                        failed(produce, exc)
             return out
         return rows
+
+    def _failed(self, produce: Any, exc: Exception) -> None:
+        if self._warn is None:
+            raise exc
+        what = getattr(produce, "__qualname__", "a producer").split(".<locals>")[0]
+        self._warn(("rows", what, type(exc).__name__), f"{what} left out a step's rows "
+                   f"({type(exc).__name__}: {exc}); the other statistics are recorded, "
+                   "warned once")
 
 
 class Packed:

@@ -100,6 +100,7 @@ class _Table:
         self.part: list[pa.RecordBatch] = []
         self.part_rows = 0
         self.last_step: int | None = None  # the highest step on disk
+        self.warned: set[str] = set()  # the kinds of rows left out (_salvage), warned about
         self.sink = None
         self.stream = None
 
@@ -109,7 +110,10 @@ class _Table:
     def flush(self) -> None:
         if not self.pending:
             return
-        batch = build_batch(self.name, self.pending)
+        try:
+            batch = build_batch(self.name, self.pending)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+            batch = self._salvage(exc)
         self.pending.clear()
         if self.stream is None:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -123,6 +127,24 @@ class _Table:
                 self.last_step = top if self.last_step is None else max(top, self.last_step)
         self.part.append(batch)
         self.part_rows += batch.num_rows
+
+    def _salvage(self, exc: Exception) -> pa.RecordBatch:
+        """The pending items that convert, without the one(s) that do not: one producer's odd
+        values must not stop the whole table (nor the run's recording). Warned once per kind."""
+        good = []
+        for item in self.pending:
+            try:
+                build_batch(self.name, [item])
+                good.append(item)
+            except (pa.ArrowException, TypeError, ValueError, OverflowError) as bad:
+                exc = bad
+        key = type(exc).__name__
+        if key not in self.warned:
+            self.warned.add(key)
+            warnings.warn(f"tracelab: {self.name} rows of {len(self.pending) - len(good)} "
+                          f"item(s) left out, their values do not convert ({key}: {exc}); the "
+                          "other rows are written, warned once", RuntimeWarning, stacklevel=2)
+        return build_batch(self.name, good)
 
     def roll(self) -> None:
         """Rewrite the tail as a Parquet part: write a temporary file, rename, drop the tail."""
