@@ -1,6 +1,7 @@
 """What runs inside training and what brings other loggers' files in: both write the trace format.
 
-    torch_recorder.py  Recorder, attached to a PyTorch training loop; the step's scalars
+    torch_recorder.py  Recorder, attached to a PyTorch training loop
+    scalars.py         a step's losses and metrics: read, or warned about once when odd
     parameters.py      weight, gradient and update statistics of every parameter
     activations.py     statistics of module outputs (forward hooks)
     inputs.py          the inputs and samples rows of input batches: where each is profiled
