@@ -11,11 +11,13 @@ Scalar targets are `SPLIT/NAME` (the name may use the pattern's groups, `\\1` or
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -115,8 +117,9 @@ def _normal_name(name: str) -> str:
 
 
 def default_scalar(tag: str) -> Optional[ScalarKey]:
-    """`train/loss`, `loss/train`, `Loss/train`, `train_loss`, `val_acc_epoch`, `lr-Adam/pg1`..."""
-    if tag.lower() in _IGNORED or tag.startswith("_hparams_"):
+    """`train/loss`, `loss/train`, `Loss/train`, `train_loss`, `val_acc_epoch`, `lr-Adam/pg1`...
+    Bookkeeping is left out: `epoch`, `step`, and W&B's own `_step`, `_runtime`, `_timestamp`."""
+    if tag.lower() in _IGNORED or tag.startswith("_"):
         return None
     lr = _lr(tag)
     if lr:
@@ -182,6 +185,42 @@ def pick_granularity(keys: Mapping[str, ScalarKey]) -> dict[str, ScalarKey]:
             if order[key.granularity] == best[(key.split, key.name)]}
 
 
+def scalar_columns(series: Mapping[str, tuple[Any, Any, Any]], tags: TagMap,
+                   ) -> dict[str, Any]:
+    """The scalars table's columns from `tag → (steps, values, wall_times)` arrays, each tag
+    mapped by `tags` (a tag that maps to nothing is left out)."""
+    keys = {tag: key for tag in series if (key := tags.scalar(tag)) is not None}
+    parts = [(key, series[tag]) for tag, key in pick_granularity(keys).items()]
+    if not parts:
+        return {}
+    sizes = [len(steps) for _, (steps, _, _) in parts]
+    return {"step": np.concatenate([np.asarray(p[1][0], dtype=np.int64) for p in parts]),
+            "split": np.repeat(np.array([k.split for k, _ in parts], dtype=object), sizes),
+            "name": np.repeat(np.array([k.name for k, _ in parts], dtype=object), sizes),
+            "value": np.concatenate([np.asarray(p[1][1], dtype=np.float64) for p in parts]),
+            "wall_time": np.concatenate([np.asarray(p[1][2], dtype=np.float64)
+                                         for p in parts])}
+
+
+def plain_value(text: str) -> Any:
+    """A setting stored as text (MLflow's params): a number or a boolean where it reads as
+    one, so that `lr` sorts and splits as a number; any other text as it is."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return number if math.isfinite(number) else text
+
+
 # -- the result of an import --------------------------------------------------------------------
 @dataclass
 class Imported:
@@ -212,7 +251,7 @@ class Imported:
             frames[table] = df.sort_values(sort, kind="stable", ignore_index=True) if sort else df
         source = self.meta["source"]
         run = Run(Path(path), self.meta, frames=frames,
-                  source=Source(Path(source["path"]), source["format"]))
+                  source=Source(Path(source["path"]), source["format"], source.get("key")))
         run.problems.extend(self.problems)
         return run
 
