@@ -23,6 +23,7 @@ MLflow's is an error naming the file.
 """
 from __future__ import annotations
 
+import io
 import os
 import re
 import sqlite3
@@ -130,9 +131,8 @@ def _parse_lines(lines: list[bytes], name: str, problems: list[str]):
     return array[:, 2], array[:, 1], array[:, 0]
 
 
-def read_metric_file(file: Path, name: str, problems: list[str]):
+def read_metric_text(data: bytes, name: str, problems: list[str]):
     """(steps, values, timestamps in ms) of one metric file; damage goes to `problems`."""
-    data = file.read_bytes()
     cut = data.rfind(b"\n") + 1
     if cut < len(data):  # the last write was cut short: the line may be half a number
         problems.append(f"metrics/{name}: the file ends inside a line (byte {cut}); its last "
@@ -178,6 +178,42 @@ def read_meta_yaml_loose(path: Path) -> dict[str, Any]:
     return out
 
 
+def _read_metrics(folder: Path, problems: list[str]) -> dict[str, tuple]:
+    """Every metric file of a run, parsed at once where every line is whole (the usual case),
+    file by file where one is damaged."""
+    texts: dict[str, bytes] = {}
+    for key, file in _key_files(folder):
+        try:
+            data = file.read_bytes()
+        except OSError as exc:
+            problems.append(f"metrics/{key}: unreadable ({_reason(exc)}); skipped")
+            continue
+        texts[key] = data
+    series = {}
+    whole = all(not data or data.endswith(b"\n") for data in texts.values())
+    if whole and texts:
+        try:
+            table = pd.read_csv(io.BytesIO(b"".join(texts.values())), sep=" ", header=None,
+                                names=["t", "v", "s"], dtype=np.float64, engine="c",
+                                na_filter=True, keep_default_na=False,
+                                na_values={"s": [""]}).to_numpy()
+        except (ValueError, pd.errors.ParserError):
+            table = None
+        if table is not None and len(table) == sum(d.count(b"\n") for d in texts.values()):
+            start = 0
+            for key, data in texts.items():
+                end = start + data.count(b"\n")
+                block = table[start:end]
+                steps = np.nan_to_num(block[:, 2], nan=0.0)  # no step: MLflow's step 0
+                series[key] = (steps, block[:, 1], block[:, 0] / 1000.0)
+                start = end
+            return series
+    for key, data in texts.items():
+        steps, values, stamps = read_metric_text(data, key, problems)
+        series[key] = (steps, values, stamps / 1000.0)
+    return series
+
+
 def read_file_store_run(run_dir: Path, tags: TagMap) -> Imported:
     meta_file = run_dir / META_YAML
     if not meta_file.is_file():
@@ -185,14 +221,7 @@ def read_file_store_run(run_dir: Path, tags: TagMap) -> Imported:
                          "(mlruns/<experiment>/<run>/)")
     meta = read_meta_yaml(meta_file)
     problems: list[str] = []
-    series = {}
-    for key, file in _key_files(run_dir / "metrics"):
-        try:
-            steps, values, stamps = read_metric_file(file, key, problems)
-        except OSError as exc:
-            problems.append(f"metrics/{key}: unreadable ({_reason(exc)}); skipped")
-            continue
-        series[key] = (steps, values, stamps / 1000.0)
+    series = _read_metrics(run_dir / "metrics", problems)
     params = _texts(run_dir / "params", problems)
     run_tags = _texts(run_dir / "tags", problems)
     status = _STATUS_NUMBERS.get(str(meta.get("status")), str(meta.get("status") or ""))
