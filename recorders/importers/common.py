@@ -195,8 +195,8 @@ def scalar_columns(series: Mapping[str, tuple[Any, Any, Any]], tags: TagMap,
         return {}
     sizes = [len(steps) for _, (steps, _, _) in parts]
     return {"step": np.concatenate([np.asarray(p[1][0], dtype=np.int64) for p in parts]),
-            "split": np.repeat(np.array([k.split for k, _ in parts], dtype=object), sizes),
-            "name": np.repeat(np.array([k.name for k, _ in parts], dtype=object), sizes),
+            "split": _repeated([k.split for k, _ in parts], sizes),
+            "name": _repeated([k.name for k, _ in parts], sizes),
             "value": np.concatenate([np.asarray(p[1][1], dtype=np.float64) for p in parts]),
             "wall_time": np.concatenate([np.asarray(p[1][2], dtype=np.float64)
                                          for p in parts])}
@@ -221,6 +221,19 @@ def plain_value(text: str) -> Any:
     return number if math.isfinite(number) else text
 
 
+def _column(values: Any, kind: pa.DataType) -> pa.Array:
+    if isinstance(values, pa.Array):
+        return values.cast(kind)
+    return pa.array(values, type=kind, from_pandas=True)
+
+
+def _repeated(labels: list[str], sizes: list[int]) -> pa.Array:
+    """`labels[i]` `sizes[i]` times, built in Arrow (a Python string per row costs more than
+    the whole import of a metric)."""
+    codes = np.repeat(np.arange(len(labels), dtype=np.int32), sizes)
+    return pa.DictionaryArray.from_arrays(codes, pa.array(labels, pa.string())).cast(pa.string())
+
+
 # -- the result of an import --------------------------------------------------------------------
 @dataclass
 class Imported:
@@ -236,8 +249,8 @@ class Imported:
             cols = columns.get(table) or {}
             n = len(next(iter(cols.values()), ()))
             tables[table] = pa.table(
-                [pa.array(cols[f.name], type=f.type, from_pandas=True) if f.name in cols
-                 else pa.nulls(n, f.type) for f in schema], schema=schema)
+                [_column(cols[f.name], f.type) if f.name in cols else pa.nulls(n, f.type)
+                 for f in schema], schema=schema)
         return cls(dict(meta), tables)
 
     def as_run(self, path: Path):

@@ -23,7 +23,6 @@ MLflow's is an error naming the file.
 """
 from __future__ import annotations
 
-import io
 import os
 import re
 import sqlite3
@@ -32,6 +31,8 @@ from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
 
 from tracelab.core.errors import TraceError
 from tracelab.core.formats import MLFLOW
@@ -192,20 +193,23 @@ def _read_metrics(folder: Path, problems: list[str]) -> dict[str, tuple]:
     series = {}
     whole = all(not data or data.endswith(b"\n") for data in texts.values())
     if whole and texts:
-        try:
-            table = pd.read_csv(io.BytesIO(b"".join(texts.values())), sep=" ", header=None,
-                                names=["t", "v", "s"], dtype=np.float64, engine="c",
-                                na_filter=True, keep_default_na=False,
-                                na_values={"s": [""]}).to_numpy()
-        except (ValueError, pd.errors.ParserError):
+        try:  # Arrow's CSV reader: about 5x pandas' here; any odd line fails it
+            parsed = pa_csv.read_csv(
+                pa.BufferReader(b"".join(texts.values())),
+                read_options=pa_csv.ReadOptions(column_names=["t", "v", "s"]),
+                parse_options=pa_csv.ParseOptions(delimiter=" "),
+                convert_options=pa_csv.ConvertOptions(
+                    column_types=dict.fromkeys("tvs", pa.float64()), strings_can_be_null=False,
+                    null_values=[], quoted_strings_can_be_null=False))
+            table = np.column_stack([parsed.column(c).to_numpy() for c in "tvs"])
+        except (pa.ArrowInvalid, ValueError):
             table = None
         if table is not None and len(table) == sum(d.count(b"\n") for d in texts.values()):
             start = 0
             for key, data in texts.items():
                 end = start + data.count(b"\n")
                 block = table[start:end]
-                steps = np.nan_to_num(block[:, 2], nan=0.0)  # no step: MLflow's step 0
-                series[key] = (steps, block[:, 1], block[:, 0] / 1000.0)
+                series[key] = (block[:, 2], block[:, 1], block[:, 0] / 1000.0)
                 start = end
             return series
     for key, data in texts.items():
