@@ -122,18 +122,17 @@ def _number(item) -> Optional[float]:
     return float(getattr(item, kind)) if kind in ("integer", "number") else None
 
 
-def _histogram(item) -> Optional[dict[str, float]]:
+def _histogram(data: Any) -> Optional[dict[str, float]]:
     """Statistics of a `wandb.Histogram` (`{"_type": "histogram", "bins": [...], "values":
     [...]}`, bins are the edges): everything approximate, from the bucket midpoints."""
-    if '"histogram"' not in item.value_json:
+    if not isinstance(data, dict) or data.get("_type") != "histogram":
         return None
     try:
-        data = json.loads(item.value_json)
         edges = np.asarray(data["bins"], dtype=float)
         counts = np.asarray(data["values"], dtype=float)
     except (ValueError, KeyError, TypeError):
         return None
-    if data.get("_type") != "histogram" or len(edges) != len(counts) + 1 or not len(counts):
+    if edges.ndim != 1 or len(edges) != len(counts) + 1 or not len(counts):
         return None
     used = np.flatnonzero(counts)
     if not len(used):
@@ -213,8 +212,15 @@ def read_wandb(path: str | os.PathLike, tags: TagMap | None = None) -> Imported:
 def _history(history, row: int, series, hists: list, tags: TagMap) -> int:
     step, wall = None, math.nan
     values = []
-    for item in history.item:
-        key = item.key or _key(item)  # inlined where every call counts: 50 items a row
+    groups: dict[str, dict[str, Any]] = {}  # a logged dict, as wandb-core writes it: one item
+    for item in history.item:                # per leaf, its nested_key the path to it
+        key = item.key
+        if not key:
+            nested = item.nested_key
+            if len(nested) > 1:
+                groups.setdefault(".".join(nested[:-1]), {})[nested[-1]] = item
+                continue
+            key = nested[0] if nested else ""
         if key == "_step":
             step = int(_number(item) or 0)
         elif key == "_timestamp":
@@ -223,6 +229,11 @@ def _history(history, row: int, series, hists: list, tags: TagMap) -> int:
             values.append((key, item))
     if step is None:
         step = history.step.num if history.HasField("step") else row
+    for parent, leaves in groups.items():
+        if "_type" in leaves:  # media: a histogram (or an image, a table: left out)
+            _add_histogram(parent, {k: _json(v) for k, v in leaves.items()}, step, hists, tags)
+        else:
+            values.extend((f"{parent}.{leaf}", item) for leaf, item in leaves.items())
     for key, item in values:
         text = item.value_json
         try:
@@ -236,12 +247,16 @@ def _history(history, row: int, series, hists: list, tags: TagMap) -> int:
             got[0].append(step)
             got[1].append(number)
             got[2].append(wall)
-        else:
-            stats = _histogram(item)
-            target = tags.histogram(key) if stats is not None else None
-            if target:
-                hists.append({"step": step, "kind": target[0], "name": target[1], **stats})
+        elif text.startswith("{"):  # a whole dict in one item, as older clients write it
+            _add_histogram(key, _json(item), step, hists, tags)
     return max(row, step) + 1
+
+
+def _add_histogram(key: str, data: Any, step: int, hists: list, tags: TagMap) -> None:
+    stats = _histogram(data)
+    target = tags.histogram(key) if stats is not None else None
+    if target:
+        hists.append({"step": step, "kind": target[0], "name": target[1], **stats})
 
 
 def _imported(path: Path, tags: TagMap, series, hists, config, summary, info, exit_code,

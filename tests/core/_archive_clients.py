@@ -4,7 +4,8 @@ global state (active runs, the wandb service) leaks into the tests.
 
     python _archive_clients.py mlflow-files ROOT   an lr sweep: lr >= 0.3 oscillates
     python _archive_clients.py mlflow-sqlite ROOT  ROOT/mlflow.db with two healthy runs
-    python _archive_clients.py wandb ROOT          wb-nan (NaN loss from step 60), wb-ok
+    python _archive_clients.py wandb ROOT          wb-nan (NaN loss from step 60), wb-ok (with
+                                                   gradient histograms, as wandb.watch logs)
     python _archive_clients.py tensorboard ROOT    vanishing gradients in histograms
 
 The series are synthetic (a decaying loss with noise, or the planted defect); what is under
@@ -88,6 +89,10 @@ def _wandb(root: Path) -> None:
             row = {"train/loss": float(value), "lr": 0.01, "epoch": step // 40}
             if step % 10 == 9:
                 row["val/acc"] = 0.6
+                if name == "wb-ok":  # what wandb.watch logs: histograms of the gradients
+                    rng = np.random.default_rng(step)
+                    row["gradients/fc1.weight"] = wandb.Histogram(rng.standard_normal(500) * 0.01)
+                    row["gradients/fc2.weight"] = wandb.Histogram(rng.standard_normal(500) * 0.02)
             run.log(row, step=step)
         run.summary["best_acc"] = 0.6
         run.finish()

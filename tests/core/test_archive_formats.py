@@ -143,6 +143,19 @@ def test_wandb_offline_run(archive):
     assert "epoch" not in set(run.scalars["name"])  # bookkeeping, like _step and _runtime
 
 
+def test_wandb_histograms_become_gradient_statistics(archive):
+    folder = next(s.path for s in discover(archive / "team-b")
+                  if read_wandb(s.path).meta["name"] == "wb-ok")
+    run = read_wandb(folder).as_run(folder)
+    assert run.names("grad") == ["fc1.weight", "fc2.weight"]
+    std = run.stat("grad", "std")
+    assert std.index.tolist() == list(range(9, clients.STEPS, 10))
+    assert std["fc1.weight"].to_numpy() == pytest.approx(0.01, rel=0.15)
+    assert std["fc2.weight"].to_numpy() == pytest.approx(0.02, rel=0.15)
+    assert (run.stat("grad", "numel") == 500).all().all()
+    assert not any(n.startswith("gradients") for n in run.scalars["name"])
+
+
 def test_tensorboard_tensor_summaries_and_histograms(archive):
     run = open_any(archive / "tb" / "tb-vanishing")
     assert run.loss().index.tolist() == list(range(60))  # every event, no reservoir

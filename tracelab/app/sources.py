@@ -188,4 +188,5 @@ def default_report_path(run: Run) -> Path:
     read-only, and is never written."""
     if run.source is not None and not run.source.imported:
         return run.source.path / "report.html"
-    return Path.cwd() / f"{run.name}-report.html"
+    name = run.name.replace("/", "_").replace(os.sep, "_")  # a user's run name may hold one
+    return Path.cwd() / f"{name}-report.html"
