@@ -211,6 +211,14 @@ def test_import_and_diff_across_formats(archive, tmp_path, capsys):
     assert "config.optimizer: 'sgd' → 'adam'" in out and "train/loss" in out
 
 
+def test_diff_of_two_runs_of_one_database(archive, capsys):
+    db = archive / "db" / "mlflow.db"
+    assert main(["diff", f"{db}#db-ok", f"{db}#db-nan"]) == 0
+    assert "train/loss" in capsys.readouterr().out
+    assert main(["diff", f"{db}#db-ok", f"{db}#{'a' * 32}"]) == 2  # the same run twice
+    assert "the same run" in capsys.readouterr().err
+
+
 # -- damaged and odd input ---------------------------------------------------------------------
 def test_truncated_wandb_file_is_read_to_its_last_whole_record(archive, tmp_path):
     folder = next(s.path for s in discover(archive / "team-b"))
