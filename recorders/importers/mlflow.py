@@ -102,9 +102,16 @@ def _reason(exc: BaseException) -> str:
     return (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__).lower()
 
 
-def _key_files(folder: Path) -> list[tuple[str, Path]]:
+def _key_files(folder: Path, problems: list[str]) -> list[tuple[str, Path]]:
+    """(key, file) of every file under `folder`; a folder that cannot be listed goes to
+    `problems` (a run without params or tags has no such folder: that is no problem)."""
+    def unlisted(exc: OSError) -> None:
+        if not isinstance(exc, FileNotFoundError):
+            rel = Path(exc.filename).relative_to(folder.parent).as_posix()
+            problems.append(f"{rel}: unreadable ({_reason(exc)}); skipped")
+
     found = []
-    for here, dirs, files in os.walk(folder):
+    for here, dirs, files in os.walk(folder, onerror=unlisted):
         dirs.sort()
         for name in sorted(files):
             file = Path(here) / name
@@ -154,7 +161,7 @@ def read_metric_text(data: bytes, name: str, problems: list[str]):
 
 def _texts(folder: Path, problems: list[str]) -> dict[str, str]:
     out = {}
-    for key, file in _key_files(folder):
+    for key, file in _key_files(folder, problems):
         try:
             out[key] = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -183,7 +190,7 @@ def _read_metrics(folder: Path, problems: list[str]) -> dict[str, tuple]:
     """Every metric file of a run, parsed at once where every line is whole (the usual case),
     file by file where one is damaged."""
     texts: dict[str, bytes] = {}
-    for key, file in _key_files(folder):
+    for key, file in _key_files(folder, problems):
         try:
             data = file.read_bytes()
         except OSError as exc:

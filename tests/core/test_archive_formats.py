@@ -167,7 +167,8 @@ def test_tensorboard_tensor_summaries_and_histograms(archive):
 def test_batch_diagnoses_each_planted_defect(batch):
     result, runs, _ = batch
     assert result.total == len(runs) == 12 and set(runs["status"]) <= {"completed", "failed"}
-    cause = {n: c if isinstance(c, str) else None for n, c in zip(runs["source_name"], runs["root_cause"])}
+    cause = {n: c if isinstance(c, str) else None
+             for n, c in zip(runs["source_name"], runs["root_cause"])}
     for lr in (0.3, 0.5, 1.0):
         assert cause[f"sweep-lr{lr}"] == "loss-oscillation"
     for lr in (0.001, 0.003, 0.01):
@@ -255,18 +256,18 @@ def test_truncated_and_unreadable_metric_files(archive, tmp_path):
     copy = tmp_path / run_dir.name
     shutil.copytree(run_dir, copy)
     metric = copy / "metrics" / "train_loss"
-    text = metric.read_bytes()
-    metric.write_bytes(text[:-7])  # cut inside the last line
-    (copy / "metrics" / "val").chmod(0)  # a folder of metric files nobody can read
-    try:
-        run = open_any(copy)
-        assert len(run.loss()) == clients.STEPS - 1
-        assert any("metrics/train_loss: the file ends inside a line" in p for p in run.problems)
-    finally:
-        (copy / "metrics" / "val").chmod(0o755)
+    metric.write_bytes(metric.read_bytes()[:-7])  # cut inside the last line
+    (copy / "metrics" / "val" / "acc").unlink()
+    (copy / "metrics" / "val" / "acc").symlink_to("acc")  # a loop: unreadable, even by root
+    run = open_any(copy)
+    assert len(run.loss()) == clients.STEPS - 1
+    assert any("metrics/train_loss: the file ends inside a line" in p for p in run.problems)
+    assert any(p.startswith("metrics/val/acc: unreadable (") for p in run.problems)
+    assert "val" not in run.splits() and run.scalar("lr/0").notna().all()
     (copy / "metrics" / "lr").write_bytes(b"1700000000000 0.1 0\nnot a line\n")
     run = open_any(copy)
     assert any("metrics/lr: 1 unreadable line (line 2)" in p for p in run.problems)
+    assert run.scalar("lr/0").tolist() == [0.1]
 
 
 def test_malformed_meta_yaml_is_one_line_and_exit_2(archive, tmp_path, capsys):

@@ -4,7 +4,8 @@ tests/core/test_archive_formats.py."""
 import struct
 import zlib
 
-from tracelab.recorders.importers.records import BLOCK, FIRST, FULL, HEADER, LAST, MIDDLE, read_records
+from tracelab.recorders.importers.records import (BLOCK, FIRST, FULL, HEADER, LAST, MIDDLE,
+                                                  read_records)
 
 
 def frame(records: list[bytes]) -> bytes:

@@ -91,8 +91,9 @@ def config_digest(config: Config, reports: str) -> str:
     rules = sorted((s.code, s.name, sorted(s.thresholds().items(), key=str))
                    for s in all_rules())
     # row_format: bumped when a run's row gains fields, so older results are not reused.
-    payload = {"version": __version__, "row_format": 2, "select": config.select, "ignore": config.ignore,
-               "rules_config": config.rules, "rules": rules, "reports": reports}
+    payload = {"version": __version__, "row_format": 2, "select": config.select,
+               "ignore": config.ignore, "rules_config": config.rules, "rules": rules,
+               "reports": reports}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
