@@ -143,7 +143,7 @@ def _histogram(data: Any) -> Optional[dict[str, float]]:
 
 def _apply(target: dict[str, Any], update) -> None:
     """Apply config or summary updates; values stay items, decoded once at the end (W&B
-    writes the whole summary again at every step)."""
+    writes a summary update after every logged row)."""
     for item in update.update:
         key = item.key or _key(item)
         if key[:1] != "_":
