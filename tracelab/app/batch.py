@@ -33,6 +33,7 @@ from tracelab.app import executors
 from tracelab.app.batch_outputs import check_output_folder, claim_output_folder
 from tracelab.app.sources import data_files, discover, open_source
 from tracelab.core.batch_schema import UNREADABLE, finding_row, run_row
+from tracelab.core.causes import LINKS
 from tracelab.core.config import Config
 from tracelab.core.errors import ConfigError, TraceError, TracelabError
 from tracelab.core.files import write_atomic
@@ -87,8 +88,11 @@ def config_digest(config: Config, reports: str) -> str:
     from tracelab.app.engine import all_rules
     rules = sorted((s.code, s.name, sorted(s.thresholds().items(), key=str))
                    for s in all_rules())
+    # The causal links decide the diagnoses: a change to them is a new analysis.
+    links = [(lk.cause, lk.effects, lk.timing, lk.place, lk.why) for lk in LINKS]
     payload = {"version": __version__, "select": config.select, "ignore": config.ignore,
-               "rules_config": config.rules, "rules": rules, "reports": reports}
+               "rules_config": config.rules, "rules": rules, "reports": reports,
+               "links": links}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -179,10 +183,17 @@ def _fill(row: dict[str, Any], findings: list, diagnosis, task: Task) -> None:
                n_error=counts["error"], n_warning=counts["warning"], n_info=counts["info"],
                n_rule_errors=len(diagnosis.errors), n_skipped=len(diagnosis.skipped))
     per_rule: dict[str, int] = {}
+    cause = {e.id: (d.finding.id, n) for n, d in enumerate(diagnosis.diagnoses, 1)
+             for e in (d.finding, *d.explains)}
     for f in diagnosis.findings:
         per_rule[f.code] = per_rule.get(f.code, 0) + 1
-        findings.append(finding_row(task.rel, task.name, f))
+        findings.append(finding_row(task.rel, task.name, f, cause.get(f.id)))
     row["rule_counts"] = per_rule
+    row["n_diagnoses"] = len(diagnosis.diagnoses)
+    if diagnosis.diagnoses:
+        first = diagnosis.diagnoses[0]
+        row.update(root_cause=first.finding.id, root_cause_rule=first.finding.rule,
+                   root_cause_message=first.finding.message, root_cause_fix=first.fix)
     if diagnosis.errors:
         broke = "; ".join(f"{e.rule} broke ({e.error})" for e in diagnosis.errors)
         row["detail"] = "; ".join(filter(None, [row["detail"], broke]))
