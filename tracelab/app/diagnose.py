@@ -11,7 +11,7 @@ from tracelab.core.findings import ERROR, INFO, WARNING, Finding, RootCause
 from tracelab.core.run import Run
 from tracelab.core.schema import TRAIN, Needs
 
-_BASE = {ERROR: 0.6, WARNING: 0.45, INFO: 0.2}
+_BASE = {ERROR: 0.7, WARNING: 0.55, INFO: 0.3}
 
 
 def diagnose(run: Run, findings: Sequence[Finding]) -> tuple[list[Finding], list[RootCause]]:
