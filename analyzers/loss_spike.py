@@ -88,11 +88,12 @@ def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float =
     for i, peak in found[:max_reported]:
         step = int(steps[i])
         cause, kind, evidence = _cause(run, step, int(steps[max(i - window, 0)]),
+                                       int(steps[peak]),
                                        lr_increase=lr_increase, input_ratio=input_ratio,
                                        grad_ratio=grad_ratio)
         score = (values[i] - med[i]) / sigma[i]
-        evidence.update(cause=kind, step=step, loss=values[i], rolling_median=med[i], peak_loss=values[peak],
-                        z_score=score, spikes_total=len(found))
+        evidence.update(cause=kind, step=step, loss=values[i], rolling_median=med[i],
+                        peak_loss=values[peak], z_score=score, spikes_total=len(found))
         findings.append(loss_spike.finding(
             WARNING, "loss", (step, int(steps[peak])),
             f"Train loss jumped to {fmt(values[i])} at step {step} (peak {fmt(values[peak])}), "
@@ -114,9 +115,10 @@ _FIX = {
 }
 
 
-def _cause(run: Run, step: int, since: int, *, lr_increase: float, input_ratio: float,
-           grad_ratio: float) -> tuple[str, str, dict]:
-    """The likely cause of a spike at `step`, judged against the steps since `since`."""
+def _cause(run: Run, step: int, since: int, peak: int, *, lr_increase: float,
+           input_ratio: float, grad_ratio: float) -> tuple[str, str, dict]:
+    """The likely cause of a spike at `step` (highest at `peak`), judged against the steps
+    since `since`."""
     inp = run.inputs
     batch = inp[(inp["step"] == step) & (inp["split"] == TRAIN)]
     bad = batch[(batch["nan_count"].fillna(0) + batch["inf_count"].fillna(0)) > 0]
@@ -130,7 +132,7 @@ def _cause(run: Run, step: int, since: int, *, lr_increase: float, input_ratio: 
         feature, ratio = outlier
         return (f"likely cause: an outlier input batch, '{feature}' reaching {fmt(ratio)}x its "
                 f"usual largest magnitude"), "input_outlier", {"input_ratio": ratio}
-    lr = _lr_change(run, step)
+    lr = _lr_change(run, step, peak)
     if lr and lr >= lr_increase:
         return (f"likely cause: the learning rate rose {fmt(lr)}x just before"
                 ), "lr_increase", {"lr_ratio": lr}
@@ -167,15 +169,16 @@ def _input_outlier(inp: pd.DataFrame, batch: pd.DataFrame, step: int, since: int
     return best
 
 
-def _lr_change(run: Run, step: int, lookback: int = 10) -> float | None:
-    """The largest LR increase factor between consecutive recorded steps near `step`."""
+def _lr_change(run: Run, step: int, peak: int, lookback: int = 10) -> float | None:
+    """The largest LR increase factor between consecutive recorded steps from `lookback`
+    before `step` to the `peak`: the onset of a level shift can show a few steps early."""
     sc = run.scalars
     names = [n for n in sc.loc[sc["split"] == TRAIN, "name"].unique()
              if str(n).startswith(LR_PREFIX)]
     best = None
     for name in names:
         lr = run.scalar(name)
-        near = lr[(lr.index >= step - lookback - 1) & (lr.index <= step)]
+        near = lr[(lr.index >= step - lookback - 1) & (lr.index <= max(step, peak))]
         prev, cur = near.to_numpy()[:-1], near.to_numpy()[1:]
         with np.errstate(invalid="ignore", divide="ignore"):
             ratios = cur[prev > 0] / prev[prev > 0]

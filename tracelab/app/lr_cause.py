@@ -1,9 +1,14 @@
 """A too-high learning rate, named from its symptoms when enough of them agree.
 
 No rule sees the learning rate directly: it shows as a loss that keeps swinging, loss spikes
-(right after the LR rose, or again and again), updates far above 1e-3 of the weights, and units
-that die. When at least two of these agree, and one of them is about the optimization itself
-(swings, spikes, update size), the diagnosis says so, with the numbers.
+(right after the LR rose, or again and again), updates far above 1e-3 of the weights (100x or
+more, over the run or its first 10 steps), exploding gradients, NaN/Inf and units that die.
+When at least two of these agree, and one of them is about the optimization itself (swings,
+spikes, update size), the diagnosis says so, with the numbers, and explains those findings.
+Symptoms that an input cause already explains (a bad batch, unnormalized inputs) do not count.
+
+How to fix: lower the learning rate by the factor the update ratios give and warm it up; when
+the LR rose mid-run, check the schedule at that step.
 """
 from __future__ import annotations
 
@@ -12,13 +17,15 @@ from typing import Optional, Sequence
 import numpy as np
 
 from tracelab.analyzers._dynamics import fmt as _fmt
-from tracelab.analyzers._dynamics import update_ratios
+from tracelab.analyzers._dynamics import matrix_params, update_ratios
 from tracelab.core import causes
 from tracelab.core.findings import Finding
 from tracelab.core.run import Run
-from tracelab.core.schema import LR_PREFIX, TRAIN, Needs
+from tracelab.core.schema import LR_PREFIX, TRAIN, UPDATE, WEIGHT, Needs
 
-FAR_ABOVE = 10.0  # update ratios this many times 1e-3 are far above it
+FAR_ABOVE = 100.0  # update ratios this many times 1e-3 are far above it (healthy tiny nets
+#                    reach 30-60x in their first steps)
+EARLY = 10  # the first recorded steps, before dead units stop updating
 PRIMARY = {"oscillation", "lr_rise", "spikes", "updates"}
 
 
@@ -48,7 +55,7 @@ def infer_lr_too_high(run: Run, findings: Sequence[Finding],
         f"The learning rate is too high{where}: " + "; ".join(basis) + ".",
         {"basis": basis, "confidence": confidence, "votes": sorted(votes),
          "symptoms": [f.id for f in seen], "lr_peak": peak[1] if peak else None,
-         "update_ratio": _max_ratio(run)[1] if Needs.UPDATES in run.available else None},
+         "update_ratio": _fastest(run)[1] if Needs.UPDATES in run.available else None},
         _fix(run, seen))
 
 
@@ -89,10 +96,10 @@ def _votes(run: Run, seen: Sequence[Finding]) -> dict[str, tuple[str, int]]:
         votes["spikes"] = (f"the loss spiked {episodes} times, first at step "
                            f"{min(f.steps[0] for f in spikes)}", 1)
     if "updates" not in votes and Needs.UPDATES in run.available:
-        name, ratio = _max_ratio(run)
+        name, ratio, when = _fastest(run)
         if ratio is not None and ratio >= FAR_ABOVE * causes.HEALTHY_UPDATE_RATIO:
             votes["updates"] = (f"the fastest layer '{name}' changes by {fmt(ratio)} of its "
-                                f"norm per step (median), {fmt(ratio / 1e-3)}x the usual 1e-3",
+                                f"norm per step ({when}), {fmt(ratio / 1e-3)}x the usual 1e-3",
                                 1)
     dead = [f for f in seen if f.rule == "dead-units"]
     if dead:
@@ -110,6 +117,22 @@ def _max_ratio(run: Run) -> tuple[Optional[str], Optional[float]]:
     if not len(ratios):
         return None, None
     return str(ratios.idxmax()), float(ratios.max())
+
+
+def _fastest(run: Run) -> tuple[Optional[str], Optional[float], str]:
+    """The fastest layer's median update ratio over the run, or over its first steps when
+    larger: units that die or weights that blow up stop the updates later on."""
+    name, ratio = _max_ratio(run)
+    upd, w = run.stat(UPDATE, "norm"), run.stat(WEIGHT, "norm")
+    names = matrix_params(run, [n for n in upd.columns if n in w.columns])
+    if not names or len(upd) < 2 * EARLY:
+        return name, ratio, "median"
+    with np.errstate(invalid="ignore", divide="ignore"):
+        early = (upd[names].iloc[:EARLY] / w[names].reindex(upd.index[:EARLY]))
+    early = early.replace([np.inf, -np.inf], np.nan).median().dropna()
+    if len(early) and (ratio is None or early.max() > ratio):
+        return str(early.idxmax()), float(early.max()), f"median of the first {EARLY} steps"
+    return name, ratio, "median"
 
 
 def _lr_peak(run: Run) -> Optional[tuple[str, float]]:
@@ -131,7 +154,7 @@ def _fix(run: Run, seen: Sequence[Finding]) -> str:
         return (f"Check the learning-rate schedule at step {rise[0].evidence.get('step')}: it "
                 f"rose {fmt(rise[0].evidence.get('lr_ratio'))}x there (a restart, warm-up "
                 "applied twice, a wrong step unit); keep the LR where the loss was falling.")
-    _, ratio = _max_ratio(run) if Needs.UPDATES in run.available else (None, None)
+    ratio = _fastest(run)[1] if Needs.UPDATES in run.available else None
     factor = "3-10x" if ratio is None or ratio < 30e-3 else f"about {fmt(ratio / 3e-3)}x"
     return (f"Lower the learning rate {factor} (until updates are near 1e-3 of the weights) "
             "and warm it up over the first steps; clip gradients (max_norm about 1) meanwhile.")
