@@ -32,7 +32,8 @@ def test_one_rules_findings_with_one_cause_and_step_range_merge_into_one():
     assert merged.subject == "64 features" and merged.steps == (150, 299)
     assert merged.message.startswith("64 features show the same at steps 150-299")
     assert merged.evidence["subjects"][:2] == ["f0", "f1"]
-    assert merged.evidence["per_subject"]["f63"] == {"int_frac": 1.0}
+    assert merged.evidence["per_subject"]["f63"] == {"int_frac": 1.0,
+                                                     "message": "input-collapse in f63"}
 
 
 def test_findings_at_other_steps_or_with_another_fix_stay_separate():
@@ -99,3 +100,35 @@ def test_json_holds_the_diagnoses_and_every_finding_has_an_id():
             "explains"} <= set(d)
     assert d["rule"] == "loss-plateau" and d["explains"] == ["TL999:val/acc:24-299"]
     assert set(d["explains"]) <= ids and 0 < d["confidence"] <= 1
+
+
+def test_agreeing_symptoms_name_a_too_high_learning_rate_with_numbers():
+    findings = [
+        _f("loss-oscillation", "loss", (200, 299), evidence={"p10": 0.9, "p90": 4.7}),
+        _f("update-ratio", "4.weight", (0, 299), evidence={"worst_ratio": 0.14},
+           fix="Lower the learning rate."),
+        _f("dead-units", "3", (150, 290), evidence={"dead_frac": 0.9},
+           fix="Lower the LR or use LeakyReLU."),
+    ]
+    found, [d] = diagnose(_run(), findings)
+    assert d.finding.rule == "learning-rate-too-high" and d.finding.code == "TL208"
+    assert "0.14 of the weights' norm per step, 140x the usual 1e-3" in d.finding.message
+    assert "swinging between 0.9 and 4.7" in d.finding.message
+    assert {e.rule for e in d.explains} == {"loss-oscillation", "update-ratio", "dead-units"}
+    assert d.fix.startswith("Lower the learning rate") and d.level == "high"
+    assert d.finding in found  # it is a finding too, with an id the JSON can name
+
+
+def test_a_lone_spike_and_its_gradient_burst_do_not_make_a_learning_rate_diagnosis():
+    spike = _f("loss-spike", "loss", (150, 160), evidence={"cause": "unprofiled",
+                                                          "spikes_total": 1})
+    burst = _f("exploding-gradients", "0.weight", (150, 200), evidence={"peak_norm": 40.0})
+    dead = _f("dead-units", "3", (10, 290), evidence={"dead_frac": 0.6})
+    _, diagnoses = diagnose(_run(), [spike, burst, dead])
+    assert "learning-rate-too-high" not in {d.finding.rule for d in diagnoses}
+    # A spike blamed on its input batch is no learning-rate symptom at all.
+    bad_batch = _f("loss-spike", "loss", (150, 160), evidence={"cause": "input_outlier"})
+    oscillation = _f("loss-oscillation", "loss", (200, 299))
+    _, diagnoses = diagnose(_run(), [bad_batch, oscillation])
+    roots = {d.finding.rule for d in diagnoses}
+    assert "learning-rate-too-high" not in roots and "loss-spike" in roots

@@ -2,6 +2,7 @@
 (tracelab.core.causes), name a cause seen only through its symptoms, rank the root causes."""
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Sequence
 
@@ -41,7 +42,7 @@ def merge(findings: Sequence[Finding]) -> list[Finding]:
 
 
 def _merged(group: list[Finding]) -> Finding:
-    group = sorted(group, key=lambda f: (f.severity.rank, f.subject))
+    group = sorted(group, key=lambda f: (f.severity.rank, _natural(f.subject)))
     first = group[0]
     subjects = [f.subject for f in group]
     noun = causes.MERGE[first.rule]
@@ -52,9 +53,14 @@ def _merged(group: list[Finding]) -> Finding:
     message = (f"{len(group)} {noun}s show the same at {steps} ({listed}): "
                f"{first.message}")
     evidence = {**first.evidence, "subjects": subjects,
-                "per_subject": {f.subject: dict(f.evidence) for f in group}}
+                "per_subject": {f.subject: {**f.evidence, "message": f.message} for f in group}}
     return replace(first, subject=f"{len(group)} {noun}s", message=message, evidence=evidence,
                    id="")
+
+
+def _natural(text: str) -> list:
+    """feature[2] before feature[10]."""
+    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", text)]
 
 
 def unique_ids(findings: Sequence[Finding]) -> list[Finding]:

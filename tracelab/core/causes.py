@@ -163,9 +163,9 @@ LINKS: tuple[Link, ...] = (
 )
 
 # Rules whose findings merge into one when they share steps and fix; the noun of a subject.
+# (unnormalized-inputs and train-val-mismatch group their features per split themselves.)
 MERGE = {"input-collapse": "feature", "dead-units": "layer", "saturated-activations": "layer",
          "frozen-parameters": "module group", "metric-stagnation": "metric",
-         "unnormalized-inputs": "feature group", "train-val-mismatch": "split",
          "nonfinite-values": "source", "rank-divergence": "rank"}
 
 # What each symptom of a too-high learning rate says, and how much it weighs.
