@@ -2,6 +2,7 @@
 (tracelab.core.causes), name a cause seen only through its symptoms, rank the root causes."""
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import replace
 from typing import Sequence
@@ -54,8 +55,12 @@ def _merged(group: list[Finding]) -> Finding:
                f"{first.message}")
     evidence = {**first.evidence, "subjects": subjects,
                 "per_subject": {f.subject: {**f.evidence, "message": f.message} for f in group}}
-    return replace(first, subject=f"{len(group)} {noun}s", message=message, evidence=evidence,
-                   id="")
+    merged = replace(first, subject=f"{len(group)} {noun}s", message=message,
+                     evidence=evidence, id="")
+    # Two groups of one rule can share count and steps (the same features, another cause):
+    # the fix, which is what they share, tells them apart.
+    tag = hashlib.sha1(first.fix.encode()).hexdigest()[:6]
+    return replace(merged, id=f"{merged.id}:{tag}")
 
 
 def _natural(text: str) -> list:

@@ -155,6 +155,12 @@ def _fix(run: Run, seen: Sequence[Finding]) -> str:
                 f"rose {fmt(rise[0].evidence.get('lr_ratio'))}x there (a restart, warm-up "
                 "applied twice, a wrong step unit); keep the LR where the loss was falling.")
     ratio = _fastest(run)[1] if Needs.UPDATES in run.available else None
-    factor = "3-10x" if ratio is None or ratio < 30e-3 else f"about {fmt(ratio / 3e-3)}x"
-    return (f"Lower the learning rate {factor} (until updates are near 1e-3 of the weights) "
+    if ratio is None or ratio < 30e-3:
+        factor = "3-10x"
+    else:  # toward 3e-3, the top of the healthy range, in round steps
+        steps = (3, 10, 30, 100, 300, 1000)
+        n = min(steps, key=lambda s: abs(np.log(s) - np.log(ratio / 3e-3)))
+        peak = _lr_peak(run)
+        factor = f"about {n}x" + (f" (to about {fmt(peak[1] / n)})" if peak else "")
+    return (f"Lower the learning rate {factor}, until updates are near 1e-3 of the weights, "
             "and warm it up over the first steps; clip gradients (max_norm about 1) meanwhile.")
