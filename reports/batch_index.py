@@ -48,8 +48,8 @@ def _settings(runs_file: Path) -> tuple[list[str], dict[str, bool], list]:
                for k, c in zip(keys, columns)}
     if not keys:
         return keys, numeric, []
-    table = pq.read_table(runs_file, columns=columns + ["root_cause", "status", "last_step"])
-    rows = [{**{k: r[c] for k, c in zip(keys, columns)}, "root_cause": r["root_cause"]}
+    table = pq.read_table(runs_file, columns=columns + ["root_cause_rule", "status", "last_step"])
+    rows = [{**{k: r[c] for k, c in zip(keys, columns)}, "root_cause": r["root_cause_rule"]}
             for r in table.to_pylist()
             if r["status"] != UNREADABLE and r["last_step"] is not None]
     return keys, numeric, associations(rows, keys, min_side=MIN_SIDE)

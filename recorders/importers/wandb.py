@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -281,6 +282,10 @@ def _imported(path: Path, tags: TagMap, series, hists, config, summary, info, ex
                                    if v is None or isinstance(v, (bool, int, float, str))})
     if problems:
         meta["source"]["problems"] = problems
+    # wandb-core writes a step's histograms in no fixed order: sort them, so that one file
+    # always reads as the same run (names in natural order: layer 2 before layer 10).
+    hists.sort(key=lambda h: (h["step"], h["kind"], [int(p) if p.isdigit() else p
+                                                     for p in re.split(r"(\d+)", h["name"])]))
     tn = pd.DataFrame(hists) if hists else pd.DataFrame(columns=["step", "kind", "name"])
     return Imported.from_columns(meta, {SCALARS: columns, TENSORS: {c: tn[c] for c in tn}})
 

@@ -168,7 +168,7 @@ def test_batch_diagnoses_each_planted_defect(batch):
     result, runs, _ = batch
     assert result.total == len(runs) == 12 and set(runs["status"]) <= {"completed", "failed"}
     cause = {n: c if isinstance(c, str) else None
-             for n, c in zip(runs["source_name"], runs["root_cause"])}
+             for n, c in zip(runs["source_name"], runs["root_cause_rule"])}
     for lr in (0.3, 0.5, 1.0):
         assert cause[f"sweep-lr{lr}"] == "loss-oscillation"
     for lr in (0.001, 0.003, 0.01):

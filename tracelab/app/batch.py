@@ -35,10 +35,10 @@ from tracelab.app.batch_outputs import check_output_folder, claim_output_folder
 from tracelab.app.sources import data_files, discover, open_source
 from tracelab.core.batch_schema import (UNREADABLE, finding_row, run_row, run_settings,
                                         varying_settings)
+from tracelab.core.causes import LINKS
 from tracelab.core.config import Config
 from tracelab.core.errors import ConfigError, TraceError, TracelabError
 from tracelab.core.files import write_atomic
-from tracelab.core.findings import Finding, Severity
 from tracelab.core.formats import CSV, Source
 from tracelab.core.run_status import recording_stopped
 from tracelab.core.schema import CSV_LOG
@@ -91,9 +91,11 @@ def config_digest(config: Config, reports: str) -> str:
     rules = sorted((s.code, s.name, sorted(s.thresholds().items(), key=str))
                    for s in all_rules())
     # row_format: bumped when a run's row gains fields, so older results are not reused.
-    payload = {"version": __version__, "row_format": 2, "select": config.select,
+    # The causal links decide the diagnoses: a change to them is a new analysis.
+    links = [(lk.cause, lk.effects, lk.timing, lk.place, lk.why) for lk in LINKS]
+    payload = {"version": __version__, "row_format": 3, "select": config.select,
                "ignore": config.ignore, "rules_config": config.rules, "rules": rules,
-               "reports": reports}
+               "reports": reports, "links": links}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -179,29 +181,24 @@ def analyze_task(task: Task) -> dict[str, Any]:
     return result
 
 
-def root_cause(diagnosis) -> Optional[Finding]:
-    """The finding that explains the run: the first root cause the analysis names, else its
-    first finding at warning or above (findings are sorted worst first)."""
-    causes = getattr(diagnosis, "diagnoses", None)
-    if causes:
-        return causes[0].finding
-    return next((f for f in sorted(diagnosis.findings, key=lambda f: f.sort_key)
-                 if f.severity.rank <= Severity.WARNING.rank), None)
-
-
 def _fill(row: dict[str, Any], findings: list, diagnosis, task: Task) -> None:
     counts = diagnosis.counts()
-    cause = root_cause(diagnosis)
-    if cause is not None:
-        row.update(root_cause=cause.rule, root_cause_code=cause.code)
     row.update(worst=diagnosis.worst.value if diagnosis.worst else None,
                n_error=counts["error"], n_warning=counts["warning"], n_info=counts["info"],
                n_rule_errors=len(diagnosis.errors), n_skipped=len(diagnosis.skipped))
     per_rule: dict[str, int] = {}
+    cause = {e.id: (d.finding.id, n) for n, d in enumerate(diagnosis.diagnoses, 1)
+             for e in (d.finding, *d.explains)}
     for f in diagnosis.findings:
         per_rule[f.code] = per_rule.get(f.code, 0) + 1
-        findings.append(finding_row(task.rel, task.name, f))
+        findings.append(finding_row(task.rel, task.name, f, cause.get(f.id)))
     row["rule_counts"] = per_rule
+    row["n_diagnoses"] = len(diagnosis.diagnoses)
+    if diagnosis.diagnoses:
+        first = diagnosis.diagnoses[0]
+        row.update(root_cause=first.finding.id, root_cause_rule=first.finding.rule,
+                   root_cause_code=first.finding.code,
+                   root_cause_message=first.finding.message, root_cause_fix=first.fix)
     if diagnosis.errors:
         broke = "; ".join(f"{e.rule} broke ({e.error})" for e in diagnosis.errors)
         row["detail"] = "; ".join(filter(None, [row["detail"], broke]))

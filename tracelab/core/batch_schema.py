@@ -24,7 +24,7 @@ UNREADABLE = "unreadable"
 _TS = pa.timestamp("us", tz="UTC")
 RUNS_SCHEMA = pa.schema([
     ("run", pa.string()), ("name", pa.string()), ("format", pa.string()), ("path", pa.string()),
-    ("source_name", pa.string()), ("root_cause", pa.string()), ("root_cause_code", pa.string()),
+    ("source_name", pa.string()),
     ("settings", pa.string()),
     ("status", pa.string()), ("detail", pa.string()), ("first_step", pa.int64()),
     ("last_step", pa.int64()), ("worst", pa.string()), ("n_error", pa.int64()),
@@ -35,16 +35,24 @@ RUNS_SCHEMA = pa.schema([
     ("end_time", _TS), ("duration_s", pa.float64()), ("analysis_s", pa.float64()),
     ("tracelab_version", pa.string()), ("analyzed_at", _TS), ("cache_key", pa.string()),
     ("cached", pa.bool_()),
+    # The first (most likely) diagnosis: its root-cause finding's id, rule, code, message and fix.
+    ("root_cause", pa.string()), ("root_cause_rule", pa.string()), ("root_cause_code", pa.string()),
+    ("root_cause_message", pa.string()), ("root_cause_fix", pa.string()),
+    ("n_diagnoses", pa.int64()),
 ])
 FINDINGS_SCHEMA = pa.schema([
     ("run", pa.string()), ("name", pa.string()), ("rule", pa.string()), ("code", pa.string()),
     ("severity", pa.string()), ("subject", pa.string()), ("first_step", pa.int64()),
     ("last_step", pa.int64()), ("message", pa.string()), ("fix", pa.string()),
     ("evidence", pa.string()),
+    # The finding's id; whether it is a root cause; the id of the root cause that explains it
+    # (its own for a root) and that diagnosis's place in the run's list (1 = most likely).
+    ("id", pa.string()), ("root_cause", pa.bool_()), ("diagnosis", pa.string()),
+    ("diagnosis_rank", pa.int64()),
 ])
 SETTING_PREFIX = "config."  # runs.parquet's column of a setting that varies across the archive
 _MAX_SETTINGS = 40         # columns at most; the settings column holds them all
-_COUNTS = ("n_error", "n_warning", "n_info", "n_rule_errors", "n_skipped")
+_COUNTS = ("n_error", "n_warning", "n_info", "n_rule_errors", "n_skipped", "n_diagnoses")
 _TIMES = ("start_time", "end_time", "analyzed_at")
 
 
@@ -56,7 +64,7 @@ def run_row(*, run: str, name: str, format: str, path: str, cache_key: str,
     `runs_record` turns the row into what runs.parquet holds."""
     return {
         "run": run, "name": name, "format": format, "path": path, "source_name": None,
-        "root_cause": None, "root_cause_code": None, "settings": {}, "status": UNREADABLE,
+        "settings": {}, "status": UNREADABLE,
         "detail": detail, "first_step": None, "last_step": None, "worst": None,
         **{key: 0 for key in _COUNTS}, "rule_counts": {}, "recorded": [], "problems": [],
         "report": None, "start_time": None, "end_time": None, "analysis_s": None,
@@ -64,12 +72,17 @@ def run_row(*, run: str, name: str, format: str, path: str, cache_key: str,
     }
 
 
-def finding_row(run: str, name: str, f: Finding) -> dict[str, Any]:
+def finding_row(run: str, name: str, f: Finding, cause: tuple[str, int] | None = None
+                ) -> dict[str, Any]:
+    """One finding's row; `cause` is (root-cause id, diagnosis rank) of its diagnosis."""
     first, last = f.steps or (None, None)
+    root, rank = cause or (None, None)
     return {"run": run, "name": name, "rule": f.rule, "code": f.code,
             "severity": f.severity.value, "subject": f.subject, "first_step": first,
             "last_step": last, "message": f.message, "fix": f.fix,
-            "evidence": json.dumps(dict(f.evidence), default=str, sort_keys=True)}
+            "evidence": json.dumps(dict(f.evidence), default=str, sort_keys=True),
+            "id": f.id, "root_cause": root == f.id if root else None, "diagnosis": root,
+            "diagnosis_rank": rank}
 
 
 def _ts(value: Any) -> datetime | None:
