@@ -19,7 +19,8 @@ from tracelab.core.run_status import recording_stopped
 from tracelab.reports import fmt
 from tracelab.reports.finding_plots import FINDING_PLOTS, finding_figure, mentioned
 from tracelab.reports.overview import OVERVIEW
-from tracelab.reports.plots import style, to_uri, unique
+from tracelab.reports.charts import rendered
+from tracelab.reports.plots import style, unique
 from tracelab.core.schema import ACTIVATION, GRAD, REQUIREMENTS, STEP_TIME, UPDATE, WEIGHT
 
 SEVERITY_LABELS = {"error": "Error", "warning": "Warning", "info": "Info", None: "OK"}
@@ -179,7 +180,7 @@ def findings_context(d: Diagnosis, *, plots: bool = True) -> list[dict[str, Any]
         if plots and not room and ctx["plot"]["function"]:
             ctx["plot"]["note"] = (f"Plot left out to keep this file small; the first {drawn} "
                                    "findings have theirs.")
-        spent += len(ctx["plot"]["uri"] or "")
+        spent += len(ctx["plot"]["uri"] or "") + len(ctx["plot"]["chart"] or "")
         drawn += ctx["plot"]["uri"] is not None
         out.append(ctx)
     return out
@@ -190,12 +191,11 @@ def finding_context(d: Diagnosis, f: Finding, index: int, *, plots: bool = True)
     doc = fmt.parse_doc(spec.doc) if spec else {"summary": "", "sections": []}
     plot_fn = FINDING_PLOTS.get(f.rule, "generic")
     plot = {"function": getattr(plot_fn, "__name__", str(plot_fn)) if plot_fn else None,
-            "uri": None, "note": "", "alt": f"plot for {f.rule} on {f.subject}"}
+            "uri": None, "chart": None, "note": "", "alt": f"plot for {f.rule} on {f.subject}"}
     if plots and plot_fn is not None:
         with style():
             fig, plot["note"] = finding_figure(d, f)
-            if fig is not None:
-                plot["uri"] = to_uri(fig)
+            plot["uri"], plot["chart"] = rendered(fig)
     return {
         "id": f"finding-{index}",
         "rule": f.rule,
@@ -234,7 +234,7 @@ def overview_plots(d: Diagnosis, *, plots: bool = True) -> list[dict[str, Any]]:
               for m in mentioned(f, names, message=False)}
     for title, fn, caption in OVERVIEW:
         entry = {"title": title, "caption": caption, "function": fn.__name__, "uri": None,
-                 "note": ""}
+                 "chart": None, "note": ""}
         if plots:
             with style():
                 try:
@@ -244,7 +244,7 @@ def overview_plots(d: Diagnosis, *, plots: bool = True) -> list[dict[str, Any]]:
                     fig = None
                 if fig is None and not entry["note"]:
                     continue
-                entry["uri"] = to_uri(fig) if fig is not None else None
+                entry["uri"], entry["chart"] = rendered(fig)
         out.append(entry)
     return out
 
