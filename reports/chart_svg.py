@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from tracelab.reports.charts import envelope_minmax, minmax
+from tracelab.reports.downsample import envelope_minmax, minmax
 
 WIDTH = 760
 SVG_POINTS = 2_400  # per panel, all series together

@@ -13,7 +13,8 @@ import pytest
 import tracelab
 from tracelab import reports
 from tracelab.core.run import Run
-from tracelab.reports.charts import chart_json, figure_chart, minmax
+from tracelab.reports.charts import chart_json, figure_chart
+from tracelab.reports.downsample import minmax
 
 SPIKE_STEP, SPIKE = 3217, 40.0
 
