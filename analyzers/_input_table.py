@@ -6,6 +6,7 @@ once, and each group is a pair of offsets into the sorted columns: slicing is fr
 """
 from __future__ import annotations
 
+import weakref
 from typing import Iterator
 
 import numpy as np
@@ -116,8 +117,25 @@ class Samples:
 
 
 def samples_of(run) -> Samples:
-    """The run's sampled values by (split, feature)."""
-    return Samples(run.samples)
+    """The run's sampled values by (split, feature), grouped once for all the rules."""
+    return derived(run.samples, Samples)
+
+
+_DERIVED: dict = {}
+
+
+def derived(table: pd.DataFrame, build):
+    """`build(table)`, computed once per table object while it lives: the data rules share
+    the grouping of the inputs and samples tables, which they never modify."""
+    key = (id(table), build)
+    hit = _DERIVED.get(key)
+    if hit is not None and hit[0]() is table:
+        return hit[1]
+    for k in [k for k, (ref, _) in _DERIVED.items() if ref() is None]:
+        del _DERIVED[k]
+    value = build(table)
+    _DERIVED[key] = (weakref.ref(table), value)
+    return value
 
 
 def _group_samples(sm: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:

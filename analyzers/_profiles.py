@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracelab.analyzers._input_table import Batches, feature_rows
+from tracelab.analyzers._input_table import Batches, derived, feature_rows
 from tracelab.core.schema import RESOLUTIONS, unique_window
 
 
@@ -143,7 +143,12 @@ def _group_median(gid: np.ndarray, v: np.ndarray, mask: np.ndarray, groups: int)
 
 
 def feature_profiles(inputs) -> list[tuple[str, dict[str, Batches], dict[str, Profile]]]:
-    """(feature, {split: batch rows}, {split: profile}) for every feature, train first."""
+    """(feature, {split: batch rows}, {split: profile}) for every feature, train first;
+    computed once per inputs table for all the rules."""
+    return derived(inputs, _feature_profiles)
+
+
+def _feature_profiles(inputs) -> list[tuple[str, dict[str, Batches], dict[str, Profile]]]:
     features = list(feature_rows(inputs))
     pooled = iter(profiles([rows for _, by in features for rows in by.values()]))
     return [(f, by, {s: next(pooled) for s in by}) for f, by in features]
