@@ -57,7 +57,7 @@ def unnormalized_inputs(run: Run, *, max_rms: float = 10.0, max_scale_ratio: flo
     embeds = any("Embedding" in t for t in types)
     images = any(t.startswith("Conv") for t in types)
     inputs = run.inputs
-    splits = set(inputs["split"])
+    splits = set(inputs["split"].unique())
     split = TRAIN if TRAIN in splits else (sorted(splits)[0] if splits else None)
     kinds = {dtype_kind(d) for d in inputs.loc[inputs["split"] == split, "dtype"].unique()}
     if split is None or kinds & {"M", "O"}:
