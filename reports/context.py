@@ -20,7 +20,8 @@ from tracelab.reports import fmt
 from tracelab.reports.findings_context import SEVERITY_LABELS, findings_and_diagnoses
 from tracelab.reports.finding_plots import mentioned
 from tracelab.reports.overview import OVERVIEW
-from tracelab.reports.plots import style, to_uri, unique
+from tracelab.reports.charts import rendered
+from tracelab.reports.plots import style, unique
 
 __all__ = ["SEVERITY_LABELS", "build_context"]
 from tracelab.core.schema import ACTIVATION, GRAD, REQUIREMENTS, STEP_TIME, UPDATE, WEIGHT
@@ -175,7 +176,7 @@ def overview_plots(d: Diagnosis, *, plots: bool = True) -> list[dict[str, Any]]:
               for m in mentioned(f, names, message=False)}
     for title, fn, caption in OVERVIEW:
         entry = {"title": title, "caption": caption, "function": fn.__name__, "uri": None,
-                 "note": ""}
+                 "chart": None, "note": ""}
         if plots:
             with style():
                 try:
@@ -185,7 +186,7 @@ def overview_plots(d: Diagnosis, *, plots: bool = True) -> list[dict[str, Any]]:
                     fig = None
                 if fig is None and not entry["note"]:
                     continue
-                entry["uri"] = to_uri(fig) if fig is not None else None
+                entry["uri"], entry["chart"] = rendered(fig)
         out.append(entry)
     return out
 

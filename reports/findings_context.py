@@ -8,7 +8,8 @@ from typing import Any
 from tracelab.core.findings import Diagnosis, Finding, RootCause
 from tracelab.reports import fmt
 from tracelab.reports.finding_plots import FINDING_PLOTS, finding_figure
-from tracelab.reports.plots import style, to_uri
+from tracelab.reports.charts import rendered
+from tracelab.reports.plots import style
 
 SEVERITY_LABELS = {"error": "Error", "warning": "Warning", "info": "Info", None: "OK"}
 # Findings' plots share this many bytes of the report's 1.5 MB; the overview takes the rest.
@@ -67,7 +68,7 @@ def findings_context(d: Diagnosis, order: list[Finding], cause: dict[str, tuple]
         if plots and not room and ctx["plot"]["function"]:
             ctx["plot"]["note"] = (f"Plot left out to keep this file small; the first {drawn} "
                                    "findings have theirs.")
-        spent += len(ctx["plot"]["uri"] or "")
+        spent += len(ctx["plot"]["uri"] or "") + len(ctx["plot"]["chart"] or "")
         drawn += ctx["plot"]["uri"] is not None
         n, rc = cause.get(f.id, (None, None))
         # An explained symptom shows its cause, not a fix of its own that may contradict it.
@@ -85,12 +86,12 @@ def finding_context(d: Diagnosis, f: Finding, index: int, *, plots: bool = True)
     doc = fmt.parse_doc(spec.doc) if spec else {"summary": "", "sections": []}
     plot_fn = FINDING_PLOTS.get(f.rule, "generic")
     plot = {"function": getattr(plot_fn, "__name__", str(plot_fn)) if plot_fn else None,
-            "uri": None, "note": "", "alt": f"plot for {f.rule} on {f.subject}"}
+            "uri": None, "chart": None, "note": "", "alt": f"plot for {f.rule} on {f.subject}"}
     if plots and plot_fn is not None:
         with style():
             fig, plot["note"] = finding_figure(d, f)
             if fig is not None:
-                plot["uri"] = to_uri(fig)
+                plot["uri"], plot["chart"] = rendered(fig)
     return {
         "id": f"finding-{index}",
         "rule": f.rule,

@@ -137,7 +137,7 @@ def _add_rules(sub) -> None:
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
-    from tracelab.app.engine import all_rules
+    from tracelab.app.rule_catalog import all_rules
     specs = all_rules()
     width = max(len(s.name) for s in specs)
     for spec in sorted(specs, key=lambda s: s.code):
@@ -147,7 +147,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from tracelab.app.engine import find_rule
+    from tracelab.app.rule_catalog import find_rule
     from tracelab.core.causes import LR_CODE, LR_TOO_HIGH
     spec = find_rule(args.rule)
     if spec is None and args.rule in (LR_TOO_HIGH, LR_CODE):  # named from symptoms, no rule
