@@ -30,6 +30,24 @@ def scalar_window(d: Diagnosis, f: Finding) -> Optional[Figure]:
     return fig
 
 
+def learning_rate(d: Diagnosis, f: Finding) -> Optional[Figure]:
+    """The train loss over the whole run with the learning rate under it: what a too-high
+    rate does to the loss, step for step."""
+    run = d.run
+    loss = run.loss(TRAIN)
+    lrs = [n for n in unique(run.scalars["name"]) if str(n).startswith(LR_PREFIX)]
+    if not len(loss) or not lrs:
+        return scalar_window(d, f)
+    fig = canvas(4.0)
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    draw_series(top, loss, name="train loss", color=MARK)
+    top.set_title("train loss")
+    draw_series(bottom, run.scalar(lrs[0], TRAIN), name=label(lrs[0]))
+    bottom.set_title(f"learning rate ({label(lrs[0])})")
+    bottom.set_xlabel("step")
+    return fig
+
+
 def loss_oscillation(d: Diagnosis, f: Finding) -> Optional[Figure]:
     """The loss with the swinging stretch shaded, its 10th-90th percentile band, and the best
     level it had reached before (when the finding gives them)."""
