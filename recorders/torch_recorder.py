@@ -37,7 +37,8 @@ from tracelab.recorders.inputs import InputStats
 from tracelab.recorders.parameters import ParameterStats
 from tracelab.recorders.scalars import Scalars, Skip, WarnOnce, scalar_value
 from tracelab.recorders.transfer import StepRecord
-from tracelab.core.schema import DATA_TIME, LOSS_NAME, LR_PREFIX, SCALARS, STEP_TIME, TRAIN
+from tracelab.core.schema import (DATA_TIME, LOSS_NAME, LR_PREFIX, META_ABSENT, SCALARS,
+                                   STEP_TIME, TRAIN)
 from tracelab.core.writer import RunWriter
 
 
@@ -135,7 +136,8 @@ class Recorder:
                 self.writer.update_meta(recorder=dict(self._settings))
                 if not compiled.stance_available():  # its hooks would break the graph
                     self._leaves = []
-                    self.writer.update_meta(absent={"activations": compiled.NO_STANCE})
+                    self.writer.update_meta(
+                        **{META_ABSENT: {"activations": compiled.NO_STANCE}})
             self._arm(due(self._step, self.activation_every))
         if optimizer is not None:
             self.optimizer = optimizer

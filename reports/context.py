@@ -20,7 +20,8 @@ from tracelab.reports import fmt
 from tracelab.reports.finding_plots import FINDING_PLOTS, finding_figure, mentioned
 from tracelab.reports.overview import OVERVIEW
 from tracelab.reports.plots import style, to_uri, unique
-from tracelab.core.schema import ACTIVATION, GRAD, REQUIREMENTS, STEP_TIME, UPDATE, WEIGHT
+from tracelab.core.schema import (ACTIVATION, GRAD, META_ABSENT, REQUIREMENTS, STEP_TIME, UPDATE,
+                                   WEIGHT)
 
 SEVERITY_LABELS = {"error": "Error", "warning": "Warning", "info": "Info", None: "OK"}
 MAX_FEATURES = 40
@@ -351,6 +352,9 @@ def recorded(run) -> dict[str, Any]:
                                               f"{fmt.number(int(feats.at[split, 'steps']))} steps"))
     if len(run.samples):
         rows.append(("input samples", f"{fmt.number(len(run.samples))} values"))
+    absent = run.meta.get(META_ABSENT)
+    for what, why in (absent.items() if isinstance(absent, dict) else ()):
+        rows.append((f"{what} (absent)", str(why)))
     have = run.available
     return {"rows": rows,
             "missing": [r.label for r in REQUIREMENTS if r not in have]}
