@@ -4,21 +4,21 @@ graph breaks.
 A forward hook that computes statistics calls into Python (numpy, numba, `float()`), which
 breaks a compiled graph; adding and removing hooks between steps changes what dynamo traced.
 So the compiled graphs never contain the recorder: on the steps that record activations, and on
-those only, the recorder sets the compiler's stance to "force_eager" from the end of the step
-before to the end of that step (`torch.compiler.set_stance`, torch >= 2.6). That step runs the
-user's module (the `_orig_mod` of a compiled one) eagerly, and the leaf modules' forward hooks
-read its outputs as they do for an eager model; every other step runs the compiled code that
-dynamo built once, without hooks. Statistics are those of an eager forward pass of the same
-weights and batch, so they agree with an uncompiled run's within float tolerance.
+those only, the model's forward runs uncompiled (the `_orig_mod` of a compiled wrapper, the
+plain `_call_impl` of a module compiled in place: EagerModel), and the leaf modules' forward
+hooks read its outputs as they do for an eager model; every other step runs the compiled code
+that dynamo built once, without hooks. The loss, the backward of the other steps and a
+compiled optimizer step stay compiled. A model the recorder was given before it was wrapped by
+torch.compile has no wrapper the recorder can see: then the compiler's stance is "force_eager"
+from the end of the step before a recording step to the end of that step
+(`torch.compiler.set_stance`, torch >= 2.6: EagerSteps). Statistics are those of an eager
+forward pass of the same weights and batch, so they agree with an uncompiled run's within float
+tolerance. BENCHMARKS.md compares this with hooks added and removed around recording steps.
 
-BENCHMARKS.md has the measured alternatives: hooks registered before compiling that return at
-once on steps that record nothing (dynamo guards on the flag: a second graph for recording
-steps), and statistics computed inside the graph (the graph grows by every statistic's
-reductions, and recording steps still need their own graph).
-
-Without `set_stance` (torch < 2.6) activation statistics of a model known to be compiled are
-not recorded: meta.json says so under "absent", and the report's "What was recorded" section
-lists it.
+Without `set_stance` (torch < 2.6), a model compiled after the recorder was given it traces the
+recorder's forward hooks into its graph: they see that they are traced and return, without a
+graph break, and meta.json records the activations as absent (schema.META_ABSENT); the
+report's "What was recorded" section lists them.
 """
 from __future__ import annotations
 
@@ -27,8 +27,15 @@ from typing import Any, Callable
 import torch
 
 ORIG_MOD = "_orig_mod"  # the attribute torch.compile's wrapper keeps the user's module in
-NO_STANCE = (f"not recorded: the model is compiled, and torch {torch.__version__} cannot run "
-             "its recording steps eagerly (torch.compiler.set_stance needs torch >= 2.6)")
+TRACED = ("not recorded: torch.compile traced the recorder's forward hooks, so they could "
+          "not read the outputs (a model compiled after the Recorder was given it, on a torch "
+          "without torch.compiler.set_stance, >= 2.6); give the Recorder the compiled model")
+
+
+def is_compiling() -> bool:
+    """Whether dynamo is tracing the caller (constant while tracing: no graph break)."""
+    check = getattr(torch.compiler, "is_compiling", None) or torch._dynamo.is_compiling
+    return bool(check())
 
 
 def stance_available() -> bool:
@@ -36,11 +43,11 @@ def stance_available() -> bool:
     return callable(getattr(torch.compiler, "set_stance", None))
 
 
-def is_compiled(model: torch.nn.Module) -> bool:
-    """Whether `model`, a wrapper on the way to the user's module, or one of its submodules is
-    compiled: a torch.compile wrapper (OptimizedModule) or compiled in place (Module.compile)."""
+def compiled_points(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The compiled modules on the way to and inside the user's module: torch.compile wrappers
+    (OptimizedModule) and modules compiled in place (Module.compile)."""
     seen: set[int] = set()
-    stack = [model]
+    stack, found = [model], []
     while stack:
         m = stack.pop()
         if id(m) in seen or not isinstance(m, torch.nn.Module):
@@ -48,10 +55,17 @@ def is_compiled(model: torch.nn.Module) -> bool:
         seen.add(id(m))
         if isinstance(getattr(m, ORIG_MOD, None), torch.nn.Module) \
                 or getattr(m, "_compiled_call_impl", None) is not None:
-            return True
+            found.append(m)
         stack.append(getattr(m, "module", None))
+        stack.append(getattr(m, ORIG_MOD, None))
         stack.extend(m.children())
-    return False
+    return found
+
+
+def is_compiled(model: torch.nn.Module) -> bool:
+    """Whether `model`, a wrapper on the way to the user's module, or one of its submodules is
+    compiled."""
+    return bool(compiled_points(model))
 
 
 def plain_name(path: str) -> str:
@@ -68,8 +82,38 @@ def outside_compile(hook: Callable[..., Any]) -> Callable[..., Any]:
     return torch.compiler.disable(hook, recursive=True)
 
 
+class EagerModel:
+    """While held, each compiled point of a model calls its uncompiled module: a wrapper's
+    forward is the `_orig_mod` itself, a module compiled in place runs its own `_call_impl`.
+    Nothing dynamo traced or guards on changes (the swapped attributes are read before any
+    compiled frame), and other compiled code in the process keeps running compiled."""
+
+    def __init__(self, points: list[torch.nn.Module]):
+        self.points = points
+        self._saved: list[tuple[torch.nn.Module, str, Any]] = []
+
+    def hold(self, on: bool) -> None:
+        if on and not self._saved:
+            for m in self.points:
+                inner = getattr(m, ORIG_MOD, None)
+                if isinstance(inner, torch.nn.Module):
+                    self._saved.append((m, "forward", m.__dict__.get("forward")))
+                    m.forward = inner.__call__
+                else:
+                    self._saved.append((m, "_compiled_call_impl", m._compiled_call_impl))
+                    m._compiled_call_impl = None
+        elif not on and self._saved:
+            for m, attr, value in reversed(self._saved):
+                if value is None:
+                    m.__dict__.pop(attr, None)
+                else:
+                    setattr(m, attr, value)
+            self._saved = []
+
+
 class EagerSteps:
-    """Holds the compiler's stance at "force_eager" while any holder asks for it.
+    """For a model whose compiled wrapper the recorder never saw (compiled after the recorder
+    was given it): holds the compiler's stance at "force_eager" while any holder asks for it.
 
     The stance is process-wide: holders are counted, so several recorders agree, and the
     stance before the first holder is the one restored after the last.

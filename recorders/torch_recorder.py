@@ -105,7 +105,8 @@ class Recorder:
         self._captured: set[int] = set()
         self._module_names: dict[int, tuple[str, str]] = {}
         # A compiled model runs its activation-recording steps eagerly (compiled.py).
-        self._eager = compiled.EagerSteps(self._warn)
+        self._eager: Any = compiled.EagerSteps(self._warn)
+        self._traced = False  # a forward hook was traced by torch.compile: activations absent
         self._cost = 0.0  # seconds the training thread spent in the recorder
         if model is not None or optimizer is not None:
             self.watch(model, optimizer)
@@ -116,7 +117,7 @@ class Recorder:
         """Attach a model and/or optimizer (frameworks create them after the recorder)."""
         if model is not None:
             self._arm(False)
-            is_compiled = compiled.is_compiled(model)
+            points = compiled.compiled_points(model)
             self.model = env.unwrap(model)
             self._tracked = [(compiled.plain_name(n), p)
                              for n, p in self.model.named_parameters() if p.requires_grad]
@@ -131,13 +132,11 @@ class Recorder:
                     self._module_names[id(module)] = (compiled.plain_name(path)
                                                       or type(module).__name__,
                                                       type(module).__name__)
-            if is_compiled:
+            if points:
                 self._settings["compiled"] = True
                 self.writer.update_meta(recorder=dict(self._settings))
-                if not compiled.stance_available():  # its hooks would break the graph
-                    self._leaves = []
-                    self.writer.update_meta(
-                        **{META_ABSENT: {"activations": compiled.NO_STANCE}})
+            self._eager = compiled.EagerModel(points) if points else \
+                compiled.EagerSteps(self._warn)
             self._arm(due(self._step, self.activation_every))
         if optimizer is not None:
             self.optimizer = optimizer
@@ -171,6 +170,9 @@ class Recorder:
 
     def _forward_hook(self, module: torch.nn.Module, args: Any, output: Any) -> None:
         # Hooked only while the step in progress records activations (_arm).
+        if compiled.is_compiling():  # traced: the step records no activations (compiled.py)
+            self._traced = True
+            return
         if not module.training or id(module) in self._captured or self.writer.failed:
             return
         start = time.perf_counter()
@@ -258,6 +260,9 @@ class Recorder:
         self._arm(due(step + 1, self.activation_every) and not stopped)
         activations, self._activations = self._activations, []
         self._captured.clear()
+        if self._traced and not activations:
+            self._traced = False
+            self.writer.update_meta(**{META_ABSENT: {"activations": compiled.TRACED}})
         updates = self._parameters.end_step()
         if self._losses:
             loss = self._accumulated_loss(loss)

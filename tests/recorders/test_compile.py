@@ -136,13 +136,27 @@ def test_recorder_hooks_add_no_graph_break(tmp_path):
     assert recorded[1].graph_count == plain[1].graph_count
 
 
-def test_without_set_stance_activations_are_absent_and_reported(tmp_path, monkeypatch):
+def test_hooks_traced_by_compile_record_activations_as_absent(tmp_path, monkeypatch):
+    """A torch without set_stance, and a model compiled after the Recorder was given it: the
+    traced hooks return without a graph break, and the run says activations are absent."""
     monkeypatch.setattr(compiled, "stance_available", lambda: False)
-    warm, end = _train(tmp_path, "module", steps=4)
-    assert end == {"graphs": 1, "breaks": 0, "recompiles": 0}
+    torch._dynamo.reset()
+    counters.clear()
+    torch.manual_seed(0)
+    model = MLP()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tracelab.Recorder(str(tmp_path), model, opt, activation_every=EVERY) as rec:
+        net = torch.compile(model)
+        for x, y in _batches()[:4]:
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(x), y).backward()
+            opt.step()
+            rec.step()
+    assert _graphs()["breaks"] == 0 and _graphs()["recompiles"] == 0
     run = open_run(tmp_path)
     assert "activation" not in set(run.tensors["kind"])
-    assert "torch.compiler.set_stance" in run.meta["absent"]["activations"]
+    assert {"weight", "grad", "update"} <= set(run.tensors["kind"])
+    assert "traced" in run.meta["absent"]["activations"]
     from tracelab.reports.context import recorded
     rows = dict(recorded(run)["rows"])
     assert "set_stance" in rows["activations (absent)"]
