@@ -18,8 +18,8 @@ grows by when training keeps every core busy, and it varies far less between run
     python benchmarks/recorder_overhead.py [--rounds 10] [--block 20] [--threads N]
 
 With --compiled the model is an MLP (256-1024-1024-10, batch 128) under torch.compile, and the
-variants are compiled without a recorder, with the recorder's defaults, and with everything
-every step; each variant also reports the graphs dynamo compiled while it trained
+variants are compiled without a recorder, with the recorder's defaults, with tensor statistics
+every 10 steps, and with everything every step; each variant also reports the graphs dynamo compiled while it trained
 (torch._dynamo.utils.counters, unique_graphs) and its graph breaks.
 
     python benchmarks/recorder_overhead.py --compiled [--mode reduce-overhead]
@@ -158,7 +158,7 @@ def main() -> None:
         model, what = mlp(), f"compiled MLP (mode {mode}), batch {batch}"
         batches = [(torch.randn(batch, 256), torch.randint(0, 10, (batch,)))
                    for _ in range(args.block)]
-        names = ["compiled-" + n for n in ("baseline", "recorder-default",
+        names = ["compiled-" + n for n in ("baseline", "recorder-default", "recorder-every-10",
                                            "recorder-everything")]
     else:
         model, what = small_cnn(), f"small CNN, batch {args.batch}"

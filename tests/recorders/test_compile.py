@@ -185,3 +185,79 @@ def test_the_stance_is_forced_only_on_recording_steps_and_restored(tmp_path):
         b.close()
         assert stance() == "eager_on_recompile"
     assert stance() == "default"
+
+
+def test_lightning_module_compiling_its_network(tmp_path):
+    L = pytest.importorskip("lightning", reason="PyTorch Lightning is not installed "
+                                                "(extra 'lightning')")
+    from tracelab.recorders.lightning import TracelabCallback
+
+    class Compiled(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = torch.compile(MLP())
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            return torch.nn.functional.cross_entropy(self.net(x), y)
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    torch._dynamo.reset()
+    counters.clear()
+    torch.manual_seed(0)
+    x, y = (torch.cat(t) for t in zip(*_batches()))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8)
+    trainer = L.Trainer(max_epochs=1, accelerator="cpu", logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False,
+                        callbacks=[TracelabCallback(str(tmp_path), activation_every=EVERY)])
+    trainer.fit(Compiled(), loader)
+    assert _graphs() == {"graphs": 1, "breaks": 0, "recompiles": 0}
+    acts = open_run(tmp_path).tensors.query("kind == 'activation'")
+    assert sorted(acts["step"].unique()) == [0, 3, 6]
+    assert "net.net.1" in set(acts["name"])
+
+
+def test_hf_trainer_with_torch_compile(tmp_path, monkeypatch):
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed "
+                                                              "(extra 'hf')")
+    pytest.importorskip("accelerate", reason="the Trainer needs accelerate (extra 'hf')")
+    from tracelab.recorders.hf import TracelabCallback
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+    class Data(torch.utils.data.Dataset):
+        def __init__(self):
+            self.rows = [(x, y) for xb, yb in _batches() for x, y in zip(xb, yb)]
+
+        def __len__(self):
+            return len(self.rows)
+
+        def __getitem__(self, i):
+            return {"x": self.rows[i][0], "labels": self.rows[i][1]}
+
+    class Model(MLP):
+        def forward(self, x, labels=None):
+            out = self.net(x)
+            return {"loss": torch.nn.functional.cross_entropy(out, labels), "logits": out}
+
+    torch._dynamo.reset()
+    counters.clear()
+    torch.manual_seed(0)
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path / "trainer"), per_device_train_batch_size=8, max_steps=STEPS,
+        learning_rate=1e-2, save_strategy="no", report_to=[], use_cpu=True, disable_tqdm=True,
+        dataloader_num_workers=0, logging_strategy="no", torch_compile=True)
+    trainer = transformers.Trainer(model=Model(), args=args, train_dataset=Data(),
+                                   callbacks=[TracelabCallback(str(tmp_path / "run"),
+                                                               activation_every=EVERY)])
+    trainer.train()
+    graphs = _graphs()
+    assert graphs["breaks"] == 0 and graphs["recompiles"] == 0, list(counters["graph_break"])
+    run = open_run(tmp_path / "run")
+    acts = run.tensors.query("kind == 'activation'")
+    assert sorted(acts["step"].unique()) == [0, 3, 6]
+    assert "net.1" in set(acts["name"])
+    assert len(run.loss()) == STEPS
