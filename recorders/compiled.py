@@ -22,20 +22,33 @@ report's "What was recorded" section lists them.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 import torch
 
 ORIG_MOD = "_orig_mod"  # the attribute torch.compile's wrapper keeps the user's module in
-TRACED = ("not recorded: torch.compile traced the recorder's forward hooks, so they could "
-          "not read the outputs (a model compiled after the Recorder was given it, on a torch "
-          "without torch.compiler.set_stance, >= 2.6); give the Recorder the compiled model")
+
+
+def traced(steps: list[int]) -> str:
+    """meta.json's "absent" entry for activations at recording steps whose hooks dynamo traced."""
+    shown = ", ".join(map(str, steps[:5])) + (", ..." if len(steps) > 5 else "")
+    return (f"not recorded at {len(steps)} recording step(s) ({shown}): torch.compile traced "
+            "the recorder's forward hooks, so they could not read the outputs (a model compiled "
+            "after the Recorder was given it, on its first compiled step, or on a torch without "
+            "torch.compiler.set_stance, < 2.6); give the Recorder the compiled model")
+
+
+def dynamo_loaded() -> bool:
+    """Whether anything was compiled or is about to be: torch.compile imports dynamo, and
+    importing it takes seconds, which an eager run never pays for the recorder."""
+    return "torch._dynamo" in sys.modules
 
 
 def is_compiling() -> bool:
     """Whether dynamo is tracing the caller (constant while tracing: no graph break)."""
-    check = getattr(torch.compiler, "is_compiling", None) or torch._dynamo.is_compiling
-    return bool(check())
+    check = getattr(torch.compiler, "is_compiling", None)
+    return bool(check()) if check is not None else False
 
 
 def stance_available() -> bool:
@@ -127,7 +140,7 @@ class EagerSteps:
         self.on = False
 
     def hold(self, on: bool) -> None:
-        if on == self.on or not stance_available():
+        if on == self.on or not stance_available() or (on and not dynamo_loaded()):
             return
         cls = EagerSteps
         try:

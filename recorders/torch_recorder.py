@@ -107,6 +107,7 @@ class Recorder:
         # A compiled model runs its activation-recording steps eagerly (compiled.py).
         self._eager: Any = compiled.EagerSteps(self._warn)
         self._traced = False  # a forward hook was traced by torch.compile: activations absent
+        self._absent_steps: list[int] = []
         self._cost = 0.0  # seconds the training thread spent in the recorder
         if model is not None or optimizer is not None:
             self.watch(model, optimizer)
@@ -141,6 +142,7 @@ class Recorder:
         if optimizer is not None:
             self.optimizer = optimizer
             # Outside the graph of a compiled optimizer.step: the snapshot copies in Python.
+            # (This imports dynamo, as torch's own first optimizer step does anyway.)
             self._handles.append(optimizer.register_step_pre_hook(
                 compiled.outside_compile(self._before_optimizer_step)))
             self.writer.update_meta(optimizer=env.optimizer_summary(optimizer))
@@ -261,8 +263,10 @@ class Recorder:
         activations, self._activations = self._activations, []
         self._captured.clear()
         if self._traced and not activations:
-            self._traced = False
-            self.writer.update_meta(**{META_ABSENT: {"activations": compiled.TRACED}})
+            self._absent_steps.append(step)
+            self.writer.update_meta(**{META_ABSENT: {"activations": compiled.traced(
+                self._absent_steps)}})
+        self._traced = False
         updates = self._parameters.end_step()
         if self._losses:
             loss = self._accumulated_loss(loss)

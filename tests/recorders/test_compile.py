@@ -136,30 +136,44 @@ def test_recorder_hooks_add_no_graph_break(tmp_path):
     assert recorded[1].graph_count == plain[1].graph_count
 
 
-def test_hooks_traced_by_compile_record_activations_as_absent(tmp_path, monkeypatch):
-    """A torch without set_stance, and a model compiled after the Recorder was given it: the
-    traced hooks return without a graph break, and the run says activations are absent."""
-    monkeypatch.setattr(compiled, "stance_available", lambda: False)
+def _compiled_after_the_recorder(run_dir, steps: int):
+    """torch.compile applied to a model the Recorder was given eager; no break, no recompile."""
     torch._dynamo.reset()
     counters.clear()
     torch.manual_seed(0)
     model = MLP()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    with tracelab.Recorder(str(tmp_path), model, opt, activation_every=EVERY) as rec:
+    with tracelab.Recorder(str(run_dir), model, opt, activation_every=EVERY) as rec:
         net = torch.compile(model)
-        for x, y in _batches()[:4]:
+        for x, y in _batches()[:steps]:
             opt.zero_grad()
             torch.nn.functional.cross_entropy(net(x), y).backward()
             opt.step()
             rec.step()
     assert _graphs()["breaks"] == 0 and _graphs()["recompiles"] == 0
-    run = open_run(tmp_path)
+    return open_run(run_dir)
+
+
+def test_hooks_traced_by_compile_record_activations_as_absent(tmp_path, monkeypatch):
+    """A torch without set_stance, and a model compiled after the Recorder was given it: the
+    traced hooks return without a graph break, and the run says activations are absent."""
+    monkeypatch.setattr(compiled, "stance_available", lambda: False)
+    run = _compiled_after_the_recorder(tmp_path, steps=4)
     assert "activation" not in set(run.tensors["kind"])
     assert {"weight", "grad", "update"} <= set(run.tensors["kind"])
     assert "traced" in run.meta["absent"]["activations"]
     from tracelab.reports.context import recorded
     rows = dict(recorded(run)["rows"])
     assert "set_stance" in rows["activations (absent)"]
+
+
+def test_model_compiled_after_the_recorder_was_given_it(tmp_path):
+    """The recorder never saw the wrapper: the compiler's stance runs recording steps
+    eagerly."""
+    run = _compiled_after_the_recorder(tmp_path, steps=STEPS)
+    acts = run.tensors.query("kind == 'activation'")
+    assert sorted(acts["step"].unique()) == [0, 3, 6]
+    assert "absent" not in run.meta
 
 
 def test_the_stance_is_forced_only_on_recording_steps_and_restored(tmp_path):
