@@ -89,6 +89,15 @@ def plain_name(path: str) -> str:
     return ".".join(part for part in path.split(".") if part != ORIG_MOD)
 
 
+def plain_summary(summary: dict[str, Any]) -> dict[str, Any]:
+    """environment.model_summary with plain names: module paths and parameter names without
+    `_orig_mod`, and no entry for the torch.compile wrapper itself (its path is its module's)."""
+    modules = [dict(m, path=plain_name(m["path"])) for m in summary.get("modules", [])
+               if m.get("type") != "OptimizedModule"]
+    params = [dict(p, name=plain_name(p["name"])) for p in summary.get("parameters", [])]
+    return dict(summary, modules=modules, parameters=params)
+
+
 def outside_compile(hook: Callable[..., Any]) -> Callable[..., Any]:
     """`hook` run by Python even when dynamo traces its caller (a compiled `optimizer.step`):
     it is called there as one opaque call, never traced into the graph."""

@@ -147,7 +147,8 @@ class Recorder:
                 compiled.outside_compile(self._before_optimizer_step)))
             self.writer.update_meta(optimizer=env.optimizer_summary(optimizer))
         if self.model is not None:
-            self.writer.update_meta(model=env.model_summary(self.model, self.optimizer))
+            self.writer.update_meta(model=compiled.plain_summary(
+                env.model_summary(self.model, self.optimizer)))
         return self
 
     def _arm(self, on: bool) -> None:

@@ -232,6 +232,8 @@ def test_lightning_module_compiling_its_network(tmp_path):
     acts = open_run(tmp_path).tensors.query("kind == 'activation'")
     assert sorted(acts["step"].unique()) == [0, 3, 6]
     assert "net.net.1" in set(acts["name"])
+    types = open_run(tmp_path).module_types()  # the model summary names them alike
+    assert types["net.net.1"] == "ReLU" and types["net"] == "MLP"
 
 
 def test_hf_trainer_with_torch_compile(tmp_path, monkeypatch):
