@@ -19,8 +19,8 @@ grows by when training keeps every core busy, and it varies far less between run
 
 With --compiled the model is an MLP (256-1024-1024-10, batch 128) under torch.compile, and the
 variants are compiled without a recorder, with the recorder's defaults, with tensor statistics
-every 10 steps, and with everything every step; each variant also reports the graphs dynamo compiled while it trained
-(torch._dynamo.utils.counters, unique_graphs) and its graph breaks.
+every 10 steps, and with everything every step; each variant also reports the graphs dynamo
+compiled while it trained (torch._dynamo.utils.counters, unique_graphs) and its graph breaks.
 
     python benchmarks/recorder_overhead.py --compiled [--mode reduce-overhead]
 """
