@@ -6,17 +6,17 @@ Pure functions over the `inputs` and `samples` tables; no rule lives here.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._dynamics import fmt as number
-from tracelab.core.run import Run
-from tracelab.core.schema import RESOLUTIONS, TRAIN, unique_window
+from tracelab.analyzers._input_table import (RES_RANK, Batches, feature_rows,  # noqa: F401
+                                             samples_of)
+from tracelab.analyzers._profiles import (Profile, dtype_kind, feature_profiles,  # noqa: F401
+                                          profile, profiles)
+from tracelab.core.schema import RESOLUTIONS, unique_window
 
-RES_RANK = {unit: i for i, (unit, _) in enumerate(RESOLUTIONS)}
 RES_NS = dict(RESOLUTIONS)
 RES_WORDS = {"ns": "nanosecond", "us": "microsecond", "ms": "millisecond", "s": "second",
              "min": "minute", "h": "hour", "D": "day"}
@@ -34,116 +34,9 @@ def fmt(x: float) -> str:
     return number(x)
 
 
-def dtype_kind(dtype: str) -> str:
-    """One letter like numpy's: f float, i int, u unsigned, b bool, M datetime, O other."""
-    d = str(dtype).replace("torch.", "").lower()
-    if d.startswith("datetime") or d.startswith("timestamp"):
-        return "M"
-    if "float" in d or d in ("half", "double"):
-        return "f"
-    if d.startswith("uint"):
-        return "u"
-    if d.startswith("int"):
-        return "i"
-    if d.startswith("bool"):
-        return "b"
-    return "O"
-
-
 def float_bits(dtype: str) -> int:
     digits = "".join(ch for ch in str(dtype) if ch.isdigit())
     return int(digits) if digits else 64
-
-
-@dataclass(frozen=True)
-class Profile:
-    """One feature of one split (or one period of it), pooled over its batches."""
-    dtypes: tuple[str, ...]
-    batches: int
-    count: int
-    mean: float
-    std: float
-    min: float
-    max: float
-    int_frac: float
-    resolution: str | None
-    time_min: object
-    time_max: object
-    first_step: int
-    last_step: int
-    batch_unique: float
-    batch_count: float
-
-    @property
-    def dtype(self) -> str:
-        return self.dtypes[-1] if self.dtypes else "?"
-
-    @property
-    def kind(self) -> str:
-        return dtype_kind(self.dtype)
-
-    @property
-    def constant(self) -> bool:
-        return self.batch_unique <= 1 and (self.min == self.max or self.min != self.min)
-
-
-def profile(rows: pd.DataFrame) -> Profile:
-    """Pool a feature's batch rows: exact count, mean, std (ddof=1), range and typical batch."""
-    c = rows["count"].to_numpy(dtype=float)
-    bad = rows["nan_count"].to_numpy(dtype=float) + rows["inf_count"].to_numpy(dtype=float)
-    m = rows["mean"].to_numpy(dtype=float, na_value=np.nan)
-    s = rows["std"].to_numpy(dtype=float, na_value=np.nan)
-    w = np.clip(c - bad, 0, None)
-    ok = np.isfinite(m) & (w > 0)
-    n = w[ok].sum()
-    mean = std = float("nan")
-    if n > 0:
-        mean = float((w[ok] * m[ok]).sum() / n)
-        within = ((w[ok] - 1) * np.nan_to_num(s[ok]) ** 2).sum()
-        between = (w[ok] * (m[ok] - mean) ** 2).sum()
-        std = float(math.sqrt(max(within + between, 0.0) / max(n - 1, 1)))
-    mins = rows["min"].to_numpy(dtype=float, na_value=np.nan)
-    maxs = rows["max"].to_numpy(dtype=float, na_value=np.nan)
-    frac = rows["int_frac"].to_numpy(dtype=float, na_value=np.nan)
-    fok = np.isfinite(frac) & (w > 0)
-    res = [r for r in rows["resolution"].dropna().unique() if r in RES_RANK]
-    u = rows["n_unique"].to_numpy(dtype=float, na_value=np.nan)
-    cu = unique_window(c)  # the batch size that distinct counts compare at
-    full = c >= min(4.0, float(np.nanmax(c)) if len(c) else 0.0)
-    return Profile(
-        dtypes=tuple(str(d) for d in rows["dtype"].unique()),
-        batches=len(rows), count=int(c.sum()), mean=mean, std=std,
-        min=float(np.nanmin(mins)) if np.isfinite(mins).any() else float("nan"),
-        max=float(np.nanmax(maxs)) if np.isfinite(maxs).any() else float("nan"),
-        int_frac=float((frac[fok] * w[fok]).sum() / w[fok].sum()) if fok.any() else float("nan"),
-        resolution=min(res, key=RES_RANK.get) if res else None,
-        time_min=rows["time_min"].min() if rows["time_min"].notna().any() else None,
-        time_max=rows["time_max"].max() if rows["time_max"].notna().any() else None,
-        first_step=int(rows["step"].min()), last_step=int(rows["step"].max()),
-        batch_unique=float(np.nanmedian(u[full])) if np.isfinite(u[full]).any() else float("nan"),
-        batch_count=float(np.median(cu[full])) if full.any() else 0.0)
-
-
-def feature_rows(inputs: pd.DataFrame) -> Iterator[tuple[str, dict[str, pd.DataFrame]]]:
-    """(feature, {split: its batch rows sorted by step}) in recording order, train first."""
-    if not len(inputs):
-        return
-    for feature, rows in inputs.groupby("feature", sort=False):
-        by_split = {str(s): r.sort_values("step", kind="stable")
-                    for s, r in rows.groupby("split", sort=False)}
-        order = sorted(by_split, key=lambda s: (s != TRAIN, s))
-        yield str(feature), {s: by_split[s] for s in order}
-
-
-def samples_of(run: Run) -> dict[tuple[str, str], pd.DataFrame]:
-    """(split, feature) → its reservoir rows (step, value), finite values only."""
-    sm = run.samples
-    if not len(sm):
-        return {}
-    values = sm["value"].to_numpy(dtype=float, na_value=np.nan)
-    sm = sm[np.isfinite(values)]
-    return {(str(s), str(f)): g[["step", "value"]]
-            for (s, f), g in sm.groupby(["split", "feature"])}
 
 
 def range_label(p: Profile) -> tuple[str | None, str]:
@@ -204,10 +97,16 @@ def expected_distinct(reference: np.ndarray, m: int) -> float:
 class Side:
     """One side of a comparison: a named set of batch rows, with its sampled values if any."""
 
-    def __init__(self, name: str, rows: pd.DataFrame, samples: pd.DataFrame | None = None):
-        self.name, self.rows, self.raw_samples = name, rows, samples
-        self.samples = samples["value"].to_numpy() if samples is not None else None
-        self.p = profile(rows)
+    def __init__(self, name: str, rows: Batches, samples=None, p: Profile | None = None):
+        """`samples`: the sampled values, or a callable returning them when first needed."""
+        self.name, self.rows, self._samples = name, rows, samples
+        self.p = p if p is not None else profile(rows)
+
+    @property
+    def samples(self) -> np.ndarray | None:
+        if callable(self._samples):
+            self._samples = self._samples()
+        return self._samples
 
 
 def _precision(dtype: str) -> float:
@@ -230,14 +129,13 @@ def check_pair(a: Side, b: Side, *, factor: float, min_distinct: float, max_int_
                chance: float) -> list[dict]:
     """How b lost information that a has: dtype, resolution, fractional parts, cardinality."""
     pa, pb, out = a.p, b.p, []
-    n_b = int((b.rows["count"] - b.rows["nan_count"]).sum())
+    n_b = int(np.nansum(b.rows["count"] - b.rows["nan_count"]))
     if _lossy_dtype(pa.dtype, pb.dtype):
         out.append({"kind": "dtype", "text": f"dtype {pa.dtype} → {pb.dtype}",
                     "evidence": {"dtype_before": pa.dtype, "dtype_after": pb.dtype}})
     if pa.resolution and pb.resolution and RES_RANK[pb.resolution] > RES_RANK[pa.resolution]:
         odds = (RES_NS[pa.resolution] / RES_NS[pb.resolution]) ** max(n_b, 1)
-        ranks = a.rows["resolution"].map(RES_RANK)
-        common = (ranks >= RES_RANK[pb.resolution]).mean()
+        common = (a.rows["res_rank"] >= RES_RANK[pb.resolution]).mean()
         if odds < chance and common <= 0.05:
             notes = ["every value at midnight"] if pb.resolution == "D" else []
             if pb.time_min is not None:
@@ -247,7 +145,7 @@ def check_pair(a: Side, b: Side, *, factor: float, min_distinct: float, max_int_
                 "text": f"timestamp resolution {RES_WORDS[pa.resolution]} → "
                         f"{RES_WORDS[pb.resolution]}"
                         + (f" ({'; '.join(notes)})" if notes else "")})
-    fb = b.rows["int_frac"].to_numpy(dtype=float, na_value=np.nan)
+    fb = b.rows["int_frac"]
     # A constant is trivially whole; that collapse is reported as cardinality instead.
     if (pb.kind != "M" and not pb.constant and pa.int_frac <= max_int_frac and len(fb)
             and np.isfinite(fb).all() and (fb >= 1 - 1e-9).all()
@@ -264,9 +162,11 @@ def check_pair(a: Side, b: Side, *, factor: float, min_distinct: float, max_int_
 
 def _cardinality(a: Side, b: Side, *, factor: float, min_distinct: float) -> dict | None:
     pa, pb = a.p, b.p
-    u = b.rows["n_unique"].to_numpy(dtype=float, na_value=np.nan)
-    c = unique_window(b.rows["count"].to_numpy(dtype=float))
-    expect = np.array([expected_unique(pa.batch_unique, pa.batch_count, m) for m in c])
+    u = b.rows["n_unique"]
+    c = unique_window(b.rows["count"])
+    sizes, at = np.unique(c, return_inverse=True)  # a few batch sizes among many batches
+    expect = np.array([expected_unique(pa.batch_unique, pa.batch_count, m)
+                       for m in sizes.tolist()], dtype=float)[at.reshape(-1)]
     judged = np.isfinite(u) & (expect >= min_distinct)
     if judged.sum() < max(1, len(u) / 2):
         return None
@@ -298,7 +198,7 @@ def _when(t) -> str:
     return str(t.date()) if t == t.normalize() else str(t)
 
 
-def time_changes(rows: pd.DataFrame, *, min_batches: int, factor: float, min_distinct: float,
+def time_changes(rows: Batches, *, min_batches: int, factor: float, min_distinct: float,
                  max_int_frac: float, chance: float) -> list[int]:
     """Row positions from which on every batch looks collapsed compared with the batches before.
 
@@ -308,22 +208,22 @@ def time_changes(rows: pd.DataFrame, *, min_batches: int, factor: float, min_dis
     if n < min_batches + 1:
         return []
     found = set()
-    dtypes = rows["dtype"].astype(str).to_numpy()
+    dtypes = rows["dtype"]
     found.add(_final_run(dtypes == dtypes[-1]))
-    frac = rows["int_frac"].to_numpy(dtype=float, na_value=np.nan)
-    found.add(_final_run(np.nan_to_num(frac) >= 1 - 1e-9))
-    ranks = rows["resolution"].map(RES_RANK).to_numpy(dtype=float, na_value=np.nan)
+    found.add(_final_run(np.nan_to_num(rows["int_frac"]) >= 1 - 1e-9))
+    ranks = rows["res_rank"]
     if np.isfinite(ranks).all():
         pre = np.minimum.accumulate(ranks)
         post = np.minimum.accumulate(ranks[::-1])[::-1]
         hit = np.flatnonzero(pre[:-1] < post[1:])
         if len(hit):
             found.add(int(hit[0]) + 1)
-    c = unique_window(rows["count"].to_numpy(dtype=float))
-    u = rows["n_unique"].to_numpy(dtype=float, na_value=np.nan)
+    c = unique_window(rows["count"])
+    u = rows["n_unique"]
     full = np.flatnonzero((c >= max(4.0, 0.5 * float(np.median(c)))) & np.isfinite(u))
-    if len(full) > min_batches:
-        q = u[full] / c[full]
+    q = u[full] / c[full]
+    # A later batch can only look collapsed when some batch has `factor` fewer distinct values.
+    if len(full) > min_batches and q.min() * factor <= q.max():
         pre_med = pd.Series(q).expanding().median().to_numpy()
         post_max = np.maximum.accumulate(q[::-1])[::-1]
         ok = (post_max[1:] <= pre_med[:-1] / factor) & (

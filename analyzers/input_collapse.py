@@ -33,10 +33,12 @@ False positives
 """
 from __future__ import annotations
 
-import pandas as pd
+from functools import partial
 
-from tracelab.analyzers._inputs import (Side, check_pair, feature_rows, fmt, profile,
-                                        samples_of, time_changes)
+import numpy as np
+
+from tracelab.analyzers._inputs import (Batches, Side, check_pair, feature_profiles,
+                                        feature_rows, fmt, samples_of, time_changes)
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
@@ -68,8 +70,9 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
     base = dict(feature_rows(baseline.inputs)) if baseline is not None else {}
     base_samples = samples_of(baseline) if baseline is not None else {}
     findings: list[Finding] = []
-    for feature, by_split in feature_rows(run.inputs):
-        sides = {s: Side(s, rows, samples.get((s, feature))) for s, rows in by_split.items()}
+    for feature, by_split, pooled in feature_profiles(run.inputs):
+        sides = {s: Side(s, rows, partial(samples.get, (s, feature)), pooled[s])
+                 for s, rows in by_split.items()}
         reported: set[tuple[str, str]] = set()  # (collapsed split, kind): each told once
 
         def report(split: str, a: Side, b: Side) -> bool:
@@ -84,7 +87,7 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
         # Over time within a split first: the step it started at is the most useful fact.
         for split, rows in by_split.items():
             for i in time_changes(rows, min_batches=min_batches, **limits):
-                before, after = rows.iloc[:i], rows.iloc[i:]
+                before, after = rows.rows(0, i), rows.rows(i)
                 if report(split, Side(f"steps {before['step'].min()}-{before['step'].max()} of "
                                       f"{split}", before),
                           Side(f"{split} from step {after['step'].min()} on", after)):
@@ -100,17 +103,17 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
             ref = base.get(feature, {}).get(split)
             if ref is not None:
                 report(split, Side(f"the baseline's {split}", ref,
-                                   base_samples.get((split, feature))),
-                       Side(f"this run's {split}", side.rows, side.raw_samples))
-        if not own and all(profile(r).constant for r in by_split.values()):
-            values = {profile(r).min for r in by_split.values()}
+                                   partial(base_samples.get, (split, feature))),
+                       Side(f"this run's {split}", side.rows, lambda side=side: side.samples,
+                            side.p))
+        if not own and all(side.p.constant for side in sides.values()):
+            values = {side.p.min for side in sides.values()}
             if len(values) == 1:
-                findings.append(_constant(feature, pd.concat(list(by_split.values())),
-                                          values.pop()))
+                findings.append(_constant(feature, list(by_split.values()), values.pop()))
     return findings
 
 
-def _finding(feature: str, where: str, ref: str, rows: pd.DataFrame, symptoms: list[dict]):
+def _finding(feature: str, where: str, ref: str, rows: Batches, symptoms: list[dict]):
     kinds = [s["kind"] for s in symptoms]
     # A lost time of day is unambiguous; fewer distinct values can also mean a split that
     # covers less by design (a validation month), so it stays a warning.
@@ -125,11 +128,12 @@ def _finding(feature: str, where: str, ref: str, rows: pd.DataFrame, symptoms: l
         evidence, _FIX[kinds[0]].format(where=where))
 
 
-def _constant(feature: str, rows: pd.DataFrame, value: float) -> Finding:
+def _constant(feature: str, groups: list[Batches], value: float) -> Finding:
+    steps = np.concatenate([g["step"] for g in groups])
     return input_collapse.finding(
-        INFO, feature, (int(rows["step"].min()), int(rows["step"].max())),
+        INFO, feature, (int(steps.min()), int(steps.max())),
         f"Feature '{feature}' is constant{f' ({fmt(value)})' if value == value else ''} in every "
         "recorded batch of every split: it carries no information.",
-        {"value": value, "batches": len(rows)},
+        {"value": value, "batches": len(steps)},
         "Drop the feature, or check how it is computed if it should vary (a fill value, a failed "
         "join, a truncated timestamp).")

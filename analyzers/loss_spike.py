@@ -9,7 +9,8 @@ What it detects
     around that step and names the likely cause, in this order: an input batch holding NaN/Inf
     or outlier values (`input_ratio` times the feature's usual largest magnitude), a learning
     rate raised `lr_increase`-fold within the 10 steps before, or a gradient-norm spike
-    (`grad_ratio` times its recent median) in a named parameter.
+    (`grad_ratio` times its recent median) in a named parameter. When the step's input batch
+    was not profiled, it says so rather than blame a gradient spike that may follow from it.
 
 Why it matters
     A good run that suddenly jumps (by +0.3 at epoch 83, say) usually has one of two causes: the
@@ -87,11 +88,12 @@ def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float =
     for i, peak in found[:max_reported]:
         step = int(steps[i])
         cause, kind, evidence = _cause(run, step, int(steps[max(i - window, 0)]),
+                                       int(steps[peak]),
                                        lr_increase=lr_increase, input_ratio=input_ratio,
                                        grad_ratio=grad_ratio)
         score = (values[i] - med[i]) / sigma[i]
-        evidence.update(step=step, loss=values[i], rolling_median=med[i], peak_loss=values[peak],
-                        z_score=score, spikes_total=len(found))
+        evidence.update(cause=kind, step=step, loss=values[i], rolling_median=med[i],
+                        peak_loss=values[peak], z_score=score, spikes_total=len(found))
         findings.append(loss_spike.finding(
             WARNING, "loss", (step, int(steps[peak])),
             f"Train loss jumped to {fmt(values[i])} at step {step} (peak {fmt(values[peak])}), "
@@ -106,14 +108,17 @@ _FIX = {
     "input_outlier": "Filter or clip outlier samples, or normalize the feature robustly.",
     "lr_increase": "Check the learning-rate schedule at that step (restarts, double warm-up).",
     "grad_spike": "Clip gradients (clip_grad_norm_ with max_norm about 1) or lower the LR.",
+    "unprofiled": "Record every batch's inputs (Recorder(input_every=1)) to see whether a bad "
+                  "batch caused it; validate the data pipeline.",
     "unknown": "Inspect the batch and the optimizer state at that step; consider gradient "
                "clipping.",
 }
 
 
-def _cause(run: Run, step: int, since: int, *, lr_increase: float, input_ratio: float,
-           grad_ratio: float) -> tuple[str, str, dict]:
-    """The likely cause of a spike at `step`, judged against the steps since `since`."""
+def _cause(run: Run, step: int, since: int, peak: int, *, lr_increase: float,
+           input_ratio: float, grad_ratio: float) -> tuple[str, str, dict]:
+    """The likely cause of a spike at `step` (highest at `peak`), judged against the steps
+    since `since`."""
     inp = run.inputs
     batch = inp[(inp["step"] == step) & (inp["split"] == TRAIN)]
     bad = batch[(batch["nan_count"].fillna(0) + batch["inf_count"].fillna(0)) > 0]
@@ -127,17 +132,23 @@ def _cause(run: Run, step: int, since: int, *, lr_increase: float, input_ratio: 
         feature, ratio = outlier
         return (f"likely cause: an outlier input batch, '{feature}' reaching {fmt(ratio)}x its "
                 f"usual largest magnitude"), "input_outlier", {"input_ratio": ratio}
-    lr = _lr_change(run, step)
+    lr = _lr_change(run, step, peak)
     if lr and lr >= lr_increase:
         return (f"likely cause: the learning rate rose {fmt(lr)}x just before"
                 ), "lr_increase", {"lr_ratio": lr}
     grad = _grad_spike(run, step, since)
-    if grad and grad[1] >= grad_ratio:
+    burst = grad is not None and grad[1] >= grad_ratio
+    if not len(batch):
+        # Without the batch, a gradient burst is as likely the bad batch's effect as a cause.
+        seen = (f"; the gradient-norm spike in '{grad[0]}' ({fmt(grad[1])}x) follows from the "
+                "loss" if burst else "")
+        return (f"the input batch of step {step} was not profiled, so a bad batch cannot be "
+                f"ruled out{seen}"), "unprofiled", {"grad_ratio": grad[1]} if burst else {}
+    if burst:
         name, ratio = grad
         return (f"likely cause: a gradient-norm spike in '{name}', {fmt(ratio)}x its recent "
                 f"median"), "grad_spike", {"grad_ratio": ratio}
-    unseen = "" if len(batch) else " (its input batch was not profiled)"
-    return ("no input anomaly, LR change or gradient spike was recorded at that step" + unseen
+    return ("no input anomaly, LR change or gradient spike was recorded at that step"
             ), "unknown", {}
 
 
@@ -158,15 +169,16 @@ def _input_outlier(inp: pd.DataFrame, batch: pd.DataFrame, step: int, since: int
     return best
 
 
-def _lr_change(run: Run, step: int, lookback: int = 10) -> float | None:
-    """The largest LR increase factor between consecutive recorded steps near `step`."""
+def _lr_change(run: Run, step: int, peak: int, lookback: int = 10) -> float | None:
+    """The largest LR increase factor between consecutive recorded steps from `lookback`
+    before `step` to the `peak`: the onset of a level shift can show a few steps early."""
     sc = run.scalars
     names = [n for n in sc.loc[sc["split"] == TRAIN, "name"].unique()
              if str(n).startswith(LR_PREFIX)]
     best = None
     for name in names:
         lr = run.scalar(name)
-        near = lr[(lr.index >= step - lookback - 1) & (lr.index <= step)]
+        near = lr[(lr.index >= step - lookback - 1) & (lr.index <= max(step, peak))]
         prev, cur = near.to_numpy()[:-1], near.to_numpy()[1:]
         with np.errstate(invalid="ignore", divide="ignore"):
             ratios = cur[prev > 0] / prev[prev > 0]

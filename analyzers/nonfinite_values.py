@@ -82,7 +82,7 @@ def nonfinite_values(run: Run) -> list[Finding]:
         message = (f"The first NaN/Inf appeared at step {first_step} in {where}{name} "
                    f"({int(source['nan'])} NaN, {int(source['inf'])} Inf){later}; {steps} "
                    f"steps hold non-finite values, the last at step {last_step}.")
-    evidence = {"step": first_step, "nan_count": source["nan"], "inf_count": source["inf"],
+    evidence = {"source": kind, "step": first_step, "nan_count": source["nan"], "inf_count": source["inf"],
                 "sources_at_step": len(at), "steps_nonfinite": steps,
                 "last_step": last_step}
     subject = "loss" if kind == "loss" else str(source["name"])

@@ -34,9 +34,9 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
-from scipy import stats
 
-from tracelab.analyzers._inputs import (Profile, feature_rows, fmt, profile, range_label,
+from tracelab.analyzers._input_table import ks_wasserstein
+from tracelab.analyzers._inputs import (Profile, feature_profiles, fmt, range_label,
                                         samples_of, stats_text)
 from tracelab.core.findings import ERROR, WARNING, Finding
 from tracelab.core.rules import rule
@@ -51,7 +51,7 @@ def train_val_mismatch(run: Run, *, min_ks: float = 0.15, min_wasserstein: float
                        max_listed: int = 5, max_in_message: int = 2,
                        baseline: Run | None = None) -> list[Finding]:
     limits = dict(min_ks=min_ks, min_w=min_wasserstein, strong_ks=strong_ks,
-                  strong_w=strong_wasserstein, alpha=alpha, min_samples=min_samples)
+                  strong_w=strong_wasserstein, alpha=alpha)
     mine, mine_s = _profiles(run), samples_of(run)
     pairs = [(TRAIN, mine, mine_s, s, "train", s) for s in _splits(mine) if s != TRAIN]
     if baseline is not None:
@@ -65,10 +65,11 @@ def train_val_mismatch(run: Run, *, min_ks: float = 0.15, min_wasserstein: float
             a, b = ref.get(feature, {}).get(ref_split), by_split.get(split)
             if a is None or b is None or a.kind in "MO" or b.kind in "MO":
                 continue
-            r = _compare(a, b, ref_s.get((ref_split, feature)), mine_s.get((split, feature)),
-                         **limits)
+            r = _distance(a, b, ref_s.get((ref_split, feature)), mine_s.get((split, feature)),
+                          min_samples=min_samples)
             if r is not None:
                 results.append({"feature": feature, **r, "ref": a, "other": b})
+        _judge(results, **limits)
         differ = [r for r in results if r["differs"]]
         strong = [r for r in differ if r["strong"]]
         if not results or not (strong or len(differ) >= share * len(results)):
@@ -100,41 +101,51 @@ def train_val_mismatch(run: Run, *, min_ks: float = 0.15, min_wasserstein: float
 
 
 def _profiles(run: Run) -> dict[str, dict[str, Profile]]:
-    return {f: {s: profile(rows) for s, rows in by.items()} for f, by in feature_rows(run.inputs)}
+    return {f: pooled for f, _, pooled in feature_profiles(run.inputs)}
 
 
 def _splits(profiles: dict[str, dict[str, Profile]]) -> list[str]:
     return list(dict.fromkeys(s for by in profiles.values() for s in by))
 
 
-def _compare(a: Profile, b: Profile, sa, sb, *, min_ks, min_w, strong_ks, strong_w, alpha,
-             min_samples) -> dict | None:
+def _distance(a: Profile, b: Profile, sa, sb, *, min_samples: int) -> dict | None:
+    """Effect sizes of one feature, and the statistic its p-value comes from (`_judge`)."""
     scale = a.std if a.std > 0 else b.std
     if sa is not None and sb is not None and min(len(sa), len(sb)) >= min_samples:
-        x, y = sa["value"].to_numpy(), sb["value"].to_numpy()
-        ks = float(stats.ks_2samp(x, y, method="asymp").statistic)
-        na, nb = _n_eff(x), _n_eff(y)
-        p = float(stats.kstwobign.sf(ks * np.sqrt(na * nb / (na + nb))))
-        w = float(stats.wasserstein_distance(x, y))
-        method = "samples"
+        ks, w = ks_wasserstein(sa, sb)
+        na, nb = _n_eff(sa), _n_eff(sb)
+        r = {"ks": ks, "method": "samples", "z": ks * np.sqrt(na * nb / (na + nb))}
     elif np.isfinite([a.mean, b.mean]).all() and a.count > 1 and b.count > 1:
         # Summary statistics only: the W distance of two normals is at least the larger of
         # |Δmean| and 0.8·|Δstd|; a z-test on the means stands in for KS's noise check.
-        ks, method = None, "batch stats"
         w = max(abs(a.mean - b.mean), 0.8 * abs(np.nan_to_num(a.std) - np.nan_to_num(b.std)))
         se = np.sqrt(np.nan_to_num(a.std) ** 2 / a.count + np.nan_to_num(b.std) ** 2 / b.count)
-        p = float(stats.norm.sf(abs(a.mean - b.mean) / se) * 2) if se > 0 else float(w == 0)
+        r = {"ks": None, "method": "batch stats",
+             "z": abs(a.mean - b.mean) / se if se > 0 else None, "p": float(w == 0)}
     else:
         return None
     if not scale > 0:
         w = 0.0 if w == 0 else float("inf")
     else:
         w /= scale
-    significant = p < alpha
-    ks_ok = lambda floor: ks is None or ks >= floor  # noqa: E731
-    return {"ks": ks, "w": w, "p": p, "method": method,
-            "differs": significant and w >= min_w and ks_ok(min_ks),
-            "strong": significant and w >= strong_w and ks_ok(strong_ks)}
+    return {**r, "w": w}
+
+
+def _judge(results: list[dict], *, min_ks, min_w, strong_ks, strong_w, alpha) -> None:
+    """Whether each feature differs: p-values for all features at once, from KS's limiting
+    distribution (scipy's kstwobign.sf) or the normal's (a two-sided z-test)."""
+    from scipy.special import kolmogorov, ndtr
+
+    for method, sf in (("samples", kolmogorov), ("batch stats", lambda z: ndtr(-z) * 2)):
+        tested = [r for r in results if r["method"] == method and r["z"] is not None]
+        if tested:
+            for r, p in zip(tested, sf(np.array([r["z"] for r in tested], dtype=float))):
+                r["p"] = float(p)
+    for r in results:
+        del r["z"]
+        ks, w, significant = r["ks"], r["w"], r["p"] < alpha
+        r["differs"] = significant and w >= min_w and (ks is None or ks >= min_ks)
+        r["strong"] = significant and w >= strong_w and (ks is None or ks >= strong_ks)
 
 
 def _n_eff(x: np.ndarray) -> int:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracelab.analyzers._inputs import (Profile, dtype_kind, feature_rows, fmt, profile,
+from tracelab.analyzers._inputs import (Profile, dtype_kind, feature_profiles, fmt,
                                         stats_text)
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import rule
@@ -57,14 +57,14 @@ def unnormalized_inputs(run: Run, *, max_rms: float = 10.0, max_scale_ratio: flo
     embeds = any("Embedding" in t for t in types)
     images = any(t.startswith("Conv") for t in types)
     inputs = run.inputs
-    splits = set(inputs["split"])
+    splits = set(inputs["split"].unique())
     split = TRAIN if TRAIN in splits else (sorted(splits)[0] if splits else None)
-    kinds = {dtype_kind(d) for d in inputs.loc[inputs["split"] == split, "dtype"]}
+    kinds = {dtype_kind(d) for d in inputs.loc[inputs["split"] == split, "dtype"].unique()}
     if split is None or kinds & {"M", "O"}:
         return []  # a raw table with dates or text: features are built from it later
     profiles: dict[str, Profile] = {}
-    for feature, by_split in feature_rows(inputs):
-        p = profile(by_split[split]) if split in by_split else None
+    for feature, _, pooled in feature_profiles(inputs):
+        p = pooled.get(split)
         if p is None or not (p.kind == "f" or p.dtype == "uint8") or not np.isfinite(
                 [p.mean, p.max]).all():
             continue

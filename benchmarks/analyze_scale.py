@@ -149,6 +149,48 @@ def generate(path: Path, steps: int, seed: int = 0) -> int:
     return rows
 
 
+def generate_wide(path: Path, features: int, steps: int = 300, val_every: int = 10,
+                  batch: int = 64, sample_size: int = 2_000, seed: int = 0) -> None:
+    """A run of `steps` steps whose inputs have `features` features: a train batch profiled
+    every step, a val batch every `val_every` steps, and a reservoir of `sample_size` values
+    per (split, feature), with a val split that is z-scored where train is min-max scaled."""
+    from tracelab.core.schema import INPUTS, SCALARS
+    from tracelab.core.writer import RunWriter
+
+    rng = np.random.default_rng(seed)
+    names = [f"x[{i}]" for i in range(features)]
+    writer = RunWriter(path, {"model": {"type": "MLP", "modules": [
+        {"path": "fc1", "type": "Linear"}]}}, flush_interval=60.0)
+    st = np.arange(steps)
+    loss = 0.3 + 2.0 * np.exp(-st / 100) * np.exp(0.1 * rng.standard_normal(steps))
+    writer.write((SCALARS, {"step": st, "split": ["train"] * steps, "name": ["loss"] * steps,
+                            "value": loss, "wall_time": 0.01 * st}))
+    samples: dict[str, list] = {}
+    for split, every, mean, std, lo, hi in (("train", 1, 0.5, 0.29, 0.0, 1.0),
+                                            ("val", val_every, 0.0, 1.0, -3.0, 3.0)):
+        s = st[::every]
+        n = len(s) * features
+        writer.write((INPUTS, {
+            "step": np.repeat(s, features), "split": [split] * n, "feature": names * len(s),
+            "dtype": ["float32"] * n, "count": np.full(n, batch),
+            "mean": mean + 0.02 * rng.standard_normal(n),
+            "std": std * (1 + 0.02 * rng.standard_normal(n)),
+            "min": np.full(n, lo), "max": np.full(n, hi), "n_unique": np.full(n, batch),
+            "int_frac": np.zeros(n), "nan_count": np.zeros(n, dtype=np.int64),
+            "inf_count": np.zeros(n, dtype=np.int64)}))
+        k = sample_size
+        values = (rng.random((features, k)) if split == "train"
+                  else rng.standard_normal((features, k)))
+        for col, v in (("split", [split] * (features * k)),
+                       ("feature", np.repeat(names, k).tolist()),
+                       ("step", np.tile(rng.integers(0, steps, k), features)),
+                       ("value", values.reshape(-1))):
+            samples.setdefault(col, []).extend(list(v) if col in ("split", "feature") else [v])
+    writer.set_samples({c: (np.concatenate(v) if c in ("step", "value") else v)
+                        for c, v in samples.items()})
+    writer.close()
+
+
 def measure(mode: str, path: Path) -> dict:
     out = subprocess.run([sys.executable, "-c", _MEASURE, mode, str(path)], check=True,
                          capture_output=True, text=True)
@@ -160,8 +202,15 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--keep", metavar="DIR", help="write (or reuse) the run here")
     parser.add_argument("--repeat", type=int, default=3, help="measurements of each side")
+    parser.add_argument("--widths", help="comma-separated feature counts: the width series")
     args = parser.parse_args(argv)
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="tracelab-scale-"))
+    if args.widths:
+        try:
+            return widths(root, [int(w) for w in args.widths.split(",")], args.repeat)
+        finally:
+            if not args.keep:
+                shutil.rmtree(root, ignore_errors=True)
     path = root / "run"
     if not (path / "meta.json").exists():
         t0 = time.perf_counter()
@@ -193,6 +242,32 @@ def main(argv=None) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def widths(root: Path, counts: list[int], repeat: int) -> int:
+    paths = {}
+    for n in counts:
+        paths[n] = root / f"wide-{n}"
+        if not (paths[n] / "meta.json").exists():
+            generate_wide(paths[n], n)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    runs: dict[int, list[dict]] = {n: [] for n in counts}
+    for _ in range(repeat):  # alternate, so that the machine's load hits every width alike
+        for n in counts:
+            runs[n].append(measure("analyze", paths[n]))
+    base = min(r["wall_s"] for r in runs[counts[0]])
+    ok = True
+    for n in counts:
+        best = min(runs[n], key=lambda r: r["wall_s"])
+        ratio = best["wall_s"] / base
+        ok &= not best["errors"] and (n > 512 or ratio <= 2.0)
+        print(f"{n:>5} features: analyze {best['wall_s']:.2f} s ({ratio:.2f}x {counts[0]} "
+              f"features), peak RSS {best['peak_rss_mb']:.0f} MB, findings: "
+              f"{best['findings'] or 'none'}")
+        for error in best["errors"]:
+            print(f"internal error: {error}")
+    print(f"target (512 features within 2x of {counts[0]}): {'met' if ok else 'MISSED'}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

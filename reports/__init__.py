@@ -3,6 +3,8 @@
     context.py        the report's content as plain data (what the renderers draw)
     plots.py          overview figures and drawing helpers (matplotlib, no pyplot)
     finding_plots.py  one plot per finding, keyed by rule name
+    charts.py         a figure read as data for the page's interactive charts (uPlot);
+                      chart_svg.py draws the same as a static SVG, downsample.py, png.py
     html.py           the HTML report and the demo's index page (Jinja2, autoescaped)
     markdown.py       the ticket summary with its key plots as PNG files
     text.py           the diagnosis as text for a terminal

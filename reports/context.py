@@ -14,20 +14,20 @@ import numpy as np
 import pandas as pd
 
 from tracelab._version import __version__
-from tracelab.core.findings import Diagnosis, Finding, Severity
+from tracelab.core.findings import Diagnosis, Severity
 from tracelab.core.run_status import recording_stopped
 from tracelab.reports import fmt
-from tracelab.reports.finding_plots import FINDING_PLOTS, finding_figure, mentioned
+from tracelab.reports.findings_context import SEVERITY_LABELS, findings_and_diagnoses
+from tracelab.reports.finding_plots import mentioned
 from tracelab.reports.overview import OVERVIEW
-from tracelab.reports.plots import style, to_uri, unique
+from tracelab.reports.charts import rendered
+from tracelab.reports.plots import style, unique
+
+__all__ = ["SEVERITY_LABELS", "build_context"]
 from tracelab.core.schema import (ACTIVATION, GRAD, META_ABSENT, REQUIREMENTS, STEP_TIME, UPDATE,
                                    WEIGHT)
 
-SEVERITY_LABELS = {"error": "Error", "warning": "Warning", "info": "Info", None: "OK"}
 MAX_FEATURES = 40
-# Findings' plots share this many bytes of the report's 1.5 MB; the overview takes the rest.
-MAX_FINDING_PLOTS = 12
-FINDING_PLOT_BYTES = 800_000
 # Environment keys that decide whether a run can be reproduced, in reading order.
 REPRO_KEYS = ("seed_set", "seed", "pythonhashseed", "deterministic_algorithms",
               "cudnn_deterministic", "cudnn_benchmark", "tf32_matmul", "tf32_cudnn",
@@ -43,7 +43,7 @@ def build_context(diagnosis: Diagnosis, *, plots: bool = True) -> dict[str, Any]
         "verdict": verdict(diagnosis),
         "severities": [{"key": s.value, "label": SEVERITY_LABELS[s.value],
                         "count": diagnosis.counts()[s.value]} for s in Severity],
-        "findings": findings_context(diagnosis, plots=plots),
+        **findings_and_diagnoses(diagnosis, plots=plots),
         "overview": {"plots": overview_plots(diagnosis, plots=plots),
                      "inputs": input_tables(run)},
         "environment": environment(run.meta.get("environment") or {}),
@@ -169,64 +169,6 @@ def verdict(d: Diagnosis) -> dict[str, Any]:
             "counts": d.counts(), "errors": len(d.errors)}
 
 
-# -- findings -------------------------------------------------------------------------------------
-def findings_context(d: Diagnosis, *, plots: bool = True) -> list[dict[str, Any]]:
-    """Every finding; the worst ones get plots until the plot budget is spent, so a run with
-    hundreds of findings still gives a file small enough to attach."""
-    out, spent, drawn = [], 0, 0
-    for i, f in enumerate(d.findings, 1):
-        room = plots and drawn < MAX_FINDING_PLOTS and spent < FINDING_PLOT_BYTES
-        ctx = finding_context(d, f, i, plots=room)
-        if plots and not room and ctx["plot"]["function"]:
-            ctx["plot"]["note"] = (f"Plot left out to keep this file small; the first {drawn} "
-                                   "findings have theirs.")
-        spent += len(ctx["plot"]["uri"] or "")
-        drawn += ctx["plot"]["uri"] is not None
-        out.append(ctx)
-    return out
-
-
-def finding_context(d: Diagnosis, f: Finding, index: int, *, plots: bool = True) -> dict[str, Any]:
-    spec = d.rules.get(f.rule)
-    doc = fmt.parse_doc(spec.doc) if spec else {"summary": "", "sections": []}
-    plot_fn = FINDING_PLOTS.get(f.rule, "generic")
-    plot = {"function": getattr(plot_fn, "__name__", str(plot_fn)) if plot_fn else None,
-            "uri": None, "note": "", "alt": f"plot for {f.rule} on {f.subject}"}
-    if plots and plot_fn is not None:
-        with style():
-            fig, plot["note"] = finding_figure(d, f)
-            if fig is not None:
-                plot["uri"] = to_uri(fig)
-    return {
-        "id": f"finding-{index}",
-        "rule": f.rule,
-        "code": f.code,
-        "severity": f.severity.value,
-        "label": SEVERITY_LABELS[f.severity.value],
-        "subject": f.subject,
-        "steps": list(f.steps) if f.steps else None,
-        "steps_text": fmt.steps(f.steps),
-        "message": f.message,
-        "fix": f.fix,
-        "evidence": [evidence_row(k, v) for k, v in f.evidence.items()],
-        "doc": doc,
-        "plot": plot,
-    }
-
-
-def evidence_row(key: str, value: Any) -> dict[str, Any]:
-    """One evidence entry: text, or a small table when the value is a list of records."""
-    row = {"key": fmt.humanize(key), "text": "", "table": None}
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, dict) for v in value):
-        columns = list(dict.fromkeys(k for v in value for k in v))
-        row["table"] = {"columns": [fmt.humanize(c) for c in columns],
-                        "rows": [[fmt.value(v.get(c)) for c in columns] for v in value[:20]]}
-        row["text"] = f"{len(value)} entries" + (", first 20 shown" if len(value) > 20 else "")
-    else:
-        row["text"] = fmt.value(value)
-    return row
-
-
 def overview_plots(d: Diagnosis, *, plots: bool = True) -> list[dict[str, Any]]:
     out = []
     names = unique(d.run.tensors["name"])
@@ -235,7 +177,7 @@ def overview_plots(d: Diagnosis, *, plots: bool = True) -> list[dict[str, Any]]:
               for m in mentioned(f, names, message=False)}
     for title, fn, caption in OVERVIEW:
         entry = {"title": title, "caption": caption, "function": fn.__name__, "uri": None,
-                 "note": ""}
+                 "chart": None, "note": ""}
         if plots:
             with style():
                 try:
@@ -245,7 +187,7 @@ def overview_plots(d: Diagnosis, *, plots: bool = True) -> list[dict[str, Any]]:
                     fig = None
                 if fig is None and not entry["note"]:
                     continue
-                entry["uri"] = to_uri(fig) if fig is not None else None
+                entry["uri"], entry["chart"] = rendered(fig)
         out.append(entry)
     return out
 

@@ -65,6 +65,7 @@ FINDING_PLOTS: dict[str, Optional[PlotFn]] = {
     "gpu-unused": None,
     "input-pipeline-bound": training.input_pipeline_bound,
     "rank-divergence": training.rank_divergence,
+    "learning-rate-too-high": training.scalar_window,  # the loss over the steps it explains
 }
 
 

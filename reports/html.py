@@ -21,7 +21,7 @@ STATUS_ICONS = {"completed": None, "failed": "error", "killed": "error", "runnin
 
 
 def render_html(context: Mapping[str, Any]) -> str:
-    script, script_csp = page_script("report.js")
+    script, script_csp = page_script("vendor/uplot.min.js", "charts.js", "report.js")
     return _env.get_template("report.html.j2").render(status_icons=STATUS_ICONS, script=script,
                                                       script_csp=script_csp, **context)
 

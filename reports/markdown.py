@@ -1,5 +1,6 @@
-"""The Markdown summary for tickets: verdict, findings table, and one or two key plots as PNG
-files beside it (GitHub and Jira both take a pasted table; the images upload alongside)."""
+"""The Markdown summary for tickets: verdict, the diagnosis (root causes, numbered, each with its
+fix and what it explains), the findings table, and one or two key plots as PNG files beside it
+(GitHub and Jira both take a pasted table; the images upload alongside)."""
 from __future__ import annotations
 
 import re
@@ -9,6 +10,7 @@ from typing import Any, Optional
 from tracelab.core.files import write_atomic
 from tracelab.core.findings import Diagnosis
 from tracelab.reports.context import build_context
+from tracelab.reports.findings_context import root_causes
 from tracelab.reports.finding_plots import finding_figure
 from tracelab.reports.overview import curves_figure
 from tracelab.reports.plots import style, to_png
@@ -34,7 +36,8 @@ def key_plots(diagnosis: Diagnosis, path: Path) -> list[tuple[str, Path]]:
 def _key_plots(diagnosis: Diagnosis, path: Path) -> list[tuple[str, Path]]:
     out: list[tuple[str, Path]] = []
     shown = None
-    for f in diagnosis.findings[:3]:  # the worst finding that has a plot
+    leads = [d.finding for d in root_causes(diagnosis)[:3]]
+    for f in leads:  # the most likely cause that has a plot
         fig, _ = finding_figure(diagnosis, f)
         if fig is not None:
             target = path.with_name(f"{path.stem}-{f.rule}.png")
@@ -61,14 +64,20 @@ def render_markdown(ctx: dict[str, Any], plots: list[tuple[str, Path]],
     if facts:
         lines.extend(["", facts])
     lines.append("")
+    if ctx["diagnoses"]:
+        lines.extend(["### Diagnosis", ""])
+        for d in ctx["diagnoses"]:
+            lines.extend(_diagnosis_lines(d))
+        lines.append("")
     if ctx["findings"]:
-        lines.append("| Severity | Rule | Subject | Steps | Message | Fix |")
-        lines.append("|---|---|---|---|---|---|")
+        lines.append("| Severity | Rule | Subject | Steps | Cause | Message | Fix |")
+        lines.append("|---|---|---|---|---|---|---|")
         for f in ctx["findings"]:
             steps = f["steps_text"].replace("steps ", "").replace("step ", "")
+            cause = f"{f['cause']['n']}. {f['cause']['rule']}" if f["cause"] else "root cause"
             lines.append(f"| {ICONS[f['severity']]} {f['label']} | {f['code']} {f['rule']} | "
-                         f"{cell(f['subject'])} | {steps} | {cell(f['message'])} | "
-                         f"{cell(f['fix'])} |")
+                         f"{cell(f['subject'])} | {steps} | {cell(cause)} | "
+                         f"{cell(f['message'])} | {cell(f['fix'])} |")
     else:
         lines.append(f"No problems found by the {len(ctx['rules_run'])} rules that ran.")
     lines.append("")
@@ -90,6 +99,21 @@ def render_markdown(ctx: dict[str, Any], plots: list[tuple[str, Path]],
     for note in notes:
         lines.extend([note, ""])
     return "\n".join(lines).rstrip("\n").replace("\n\n\n", "\n\n") + "\n"
+
+
+def _diagnosis_lines(d: dict[str, Any]) -> list[str]:
+    steps = f" · {d['steps_text']}" if d["steps_text"] != "—" else ""
+    lines = [f"{d['n']}. {ICONS[d['severity']]} **Root cause: {cell(d['rule'])}** "
+             f"({d['code']}) on {cell(d['subject'])}{steps} · confidence {d['level']}  ",
+             f"   {cell(d['message'])}"]  # the two spaces above: a line break in Markdown
+    if d["fix"]:
+        lines.append(f"   - **Fix:** {cell(d['fix'])}")
+    for note in d["missing"]:
+        lines.append(f"   - _{cell(note)}_")
+    if d["chain"]:
+        lines.append("   - Explains: " + "; ".join(
+            f"{cell(c['rule'])} ({cell(c['subject'])}, {c['steps_text']})" for c in d["chain"]))
+    return lines
 
 
 def write_markdown(diagnosis: Diagnosis, path: Path, *, html_name: Optional[str] = None) -> Path:

@@ -11,11 +11,13 @@ Scalar targets are `SPLIT/NAME` (the name may use the pattern's groups, `\\1` or
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -115,8 +117,9 @@ def _normal_name(name: str) -> str:
 
 
 def default_scalar(tag: str) -> Optional[ScalarKey]:
-    """`train/loss`, `loss/train`, `Loss/train`, `train_loss`, `val_acc_epoch`, `lr-Adam/pg1`..."""
-    if tag.lower() in _IGNORED or tag.startswith("_hparams_"):
+    """`train/loss`, `loss/train`, `Loss/train`, `train_loss`, `val_acc_epoch`, `lr-Adam/pg1`...
+    Bookkeeping is left out: `epoch`, `step`, and W&B's own `_step`, `_runtime`, `_timestamp`."""
+    if tag.lower() in _IGNORED or tag.startswith("_"):
         return None
     lr = _lr(tag)
     if lr:
@@ -182,6 +185,55 @@ def pick_granularity(keys: Mapping[str, ScalarKey]) -> dict[str, ScalarKey]:
             if order[key.granularity] == best[(key.split, key.name)]}
 
 
+def scalar_columns(series: Mapping[str, tuple[Any, Any, Any]], tags: TagMap,
+                   ) -> dict[str, Any]:
+    """The scalars table's columns from `tag → (steps, values, wall_times)` arrays, each tag
+    mapped by `tags` (a tag that maps to nothing is left out)."""
+    keys = {tag: key for tag in series if (key := tags.scalar(tag)) is not None}
+    parts = [(key, series[tag]) for tag, key in pick_granularity(keys).items()]
+    if not parts:
+        return {}
+    sizes = [len(steps) for _, (steps, _, _) in parts]
+    return {"step": np.concatenate([np.asarray(p[1][0], dtype=np.int64) for p in parts]),
+            "split": _repeated([k.split for k, _ in parts], sizes),
+            "name": _repeated([k.name for k, _ in parts], sizes),
+            "value": np.concatenate([np.asarray(p[1][1], dtype=np.float64) for p in parts]),
+            "wall_time": np.concatenate([np.asarray(p[1][2], dtype=np.float64)
+                                         for p in parts])}
+
+
+def plain_value(text: str) -> Any:
+    """A setting stored as text (MLflow's params): a number or a boolean where it reads as
+    one, so that `lr` sorts and splits as a number; any other text as it is."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return number if math.isfinite(number) else text
+
+
+def _column(values: Any, kind: pa.DataType) -> pa.Array:
+    if isinstance(values, pa.Array):
+        return values.cast(kind)
+    return pa.array(values, type=kind, from_pandas=True)
+
+
+def _repeated(labels: list[str], sizes: list[int]) -> pa.Array:
+    """`labels[i]` `sizes[i]` times, built in Arrow (a Python string per row costs more than
+    the whole import of a metric)."""
+    codes = np.repeat(np.arange(len(labels), dtype=np.int32), sizes)
+    return pa.DictionaryArray.from_arrays(codes, pa.array(labels, pa.string())).cast(pa.string())
+
+
 # -- the result of an import --------------------------------------------------------------------
 @dataclass
 class Imported:
@@ -197,8 +249,8 @@ class Imported:
             cols = columns.get(table) or {}
             n = len(next(iter(cols.values()), ()))
             tables[table] = pa.table(
-                [pa.array(cols[f.name], type=f.type, from_pandas=True) if f.name in cols
-                 else pa.nulls(n, f.type) for f in schema], schema=schema)
+                [_column(cols[f.name], f.type) if f.name in cols else pa.nulls(n, f.type)
+                 for f in schema], schema=schema)
         return cls(dict(meta), tables)
 
     def as_run(self, path: Path):
@@ -212,7 +264,7 @@ class Imported:
             frames[table] = df.sort_values(sort, kind="stable", ignore_index=True) if sort else df
         source = self.meta["source"]
         run = Run(Path(path), self.meta, frames=frames,
-                  source=Source(Path(source["path"]), source["format"]))
+                  source=Source(Path(source["path"]), source["format"], source.get("key")))
         run.problems.extend(self.problems)
         return run
 

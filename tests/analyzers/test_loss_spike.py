@@ -83,8 +83,19 @@ def test_names_the_layer_of_a_gradient_spike():
 
 
 def test_says_when_nothing_explains_the_spike():
-    [f] = loss_spike(make_run(scalars=[scalar_rows("loss", _loss())]))
-    assert "no input anomaly" in f.message and "not profiled" in f.message
+    run = make_run(scalars=[scalar_rows("loss", _loss())], inputs=_inputs())
+    [f] = loss_spike(run)
+    assert "no input anomaly" in f.message and f.evidence["cause"] == "unknown"
+
+
+def test_an_unprofiled_batch_is_said_and_a_gradient_spike_not_blamed():
+    inputs = _inputs()
+    run = make_run(scalars=[scalar_rows("loss", _loss())], inputs=inputs[inputs["step"] != AT],
+                   tensors=[_grads("fc2.weight")])
+    [f] = loss_spike(run)
+    assert f"input batch of step {AT} was not profiled" in f.message
+    assert "follows from the loss" in f.message and "likely cause" not in f.message
+    assert f.evidence["cause"] == "unprofiled" and "input_every=1" in f.fix
 
 
 def test_detects_a_sustained_level_shift():

@@ -90,6 +90,28 @@ def test_findings_and_reports(batch):
     assert runs.loc["team-b/tb/exp1", "n_skipped"] > 0  # rules the import cannot feed
 
 
+def test_findings_mark_root_causes_and_runs_name_theirs(batch):
+    out = batch["out"]
+    findings = pd.read_parquet(out / "findings.parquet")
+    assert findings["id"].notna().all()
+    assert not findings.duplicated(["run", "id"]).any()
+    roots = findings[findings["root_cause"]]
+    # Every finding belongs to a diagnosis whose root cause is a finding of the same run.
+    known = set(zip(roots["run"], roots["id"]))
+    assert all((r, d) in known for r, d in zip(findings["run"], findings["diagnosis"]))
+    assert (roots["id"] == roots["diagnosis"]).all()
+    runs = _runs(out)
+    crashed = runs.loc["team-a/crashed"]
+    assert crashed["root_cause_rule"] == "run-aborted" and crashed["n_diagnoses"] >= 1
+    first = findings[(findings["run"] == "team-a/crashed") & (findings["diagnosis_rank"] == 1)
+                     & findings["root_cause"]]
+    assert list(first["id"]) == [crashed["root_cause"]]
+    assert crashed["root_cause_fix"] == first["fix"].iloc[0]
+    assert pd.isna(runs.loc["broken/corrupt", "root_cause"])
+    page = (out / "index.html").read_text()
+    assert '<span class="rule">run-aborted</span>' in page
+
+
 def test_the_archive_is_never_written(archive, batch):
     assert tree_state(archive) == batch["before"]
 
@@ -165,8 +187,9 @@ def test_dask_cluster_gives_the_local_results(archive, batch, tmp_path):
         remote = run_batch(team, tmp_path / "remote", scheduler=cluster.scheduler_address,
                            reports="findings", progress=False)
     assert remote.analyzed == 3
-    by_path = lambda df: df.reset_index().drop(columns=VOLATILE + ["run", "name", "report"]) \
-        .set_index("path").sort_index()  # noqa: E731
+    # config.KEY columns are the settings that vary across the batch's own archive.
+    by_path = lambda df: df.reset_index().drop(columns=VOLATILE + ["run", "name", "report"] + [
+        c for c in df if c.startswith("config.")]).set_index("path").sort_index()  # noqa: E731
     local = _runs(batch["out"])
     local = local[local["path"].str.startswith(str(team))]
     remote_runs = _runs(tmp_path / "remote")

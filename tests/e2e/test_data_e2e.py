@@ -207,9 +207,12 @@ def test_tensor_hour_features_become_constant(tmp_path):
     train, ytr, val, yva = _temporal(collapse_val=True)
     d = _fit(tmp_path / "run", _time_features(train), ytr, _time_features(val), yva,
              feature_names=NAMES)
-    found = {f.subject: f for f in _data_findings(d) if f.rule == "input-collapse"}
-    assert set(found) == {"hour_sin", "hour_cos"}
-    assert "always 0" in found["hour_sin"].message and "always 1" in found["hour_cos"].message
+    # One defect, one finding: both features collapsed in the same way at the same steps.
+    [f] = [f for f in _data_findings(d) if f.rule == "input-collapse"]
+    assert f.subject == "2 features" and f.evidence["subjects"] == ["hour_cos", "hour_sin"]
+    per = f.evidence["per_subject"]
+    assert "always 0" in per["hour_sin"]["message"] and "always 1" in per["hour_cos"]["message"]
+    assert d.diagnoses[0].finding.id == f.id
 
 
 def test_honest_time_based_split_stays_clean(tmp_path):
@@ -228,11 +231,14 @@ def test_mid_run_cast_of_float_features_to_integers(tmp_path):
     # From step 30 on a refactored loader casts the features to int (truncation toward 0).
     d = _fit(tmp_path / "run", scaler.transform(xtr), ytr, scaler.transform(xva), yva,
              transform=lambda step, xb: xb if step < 30 else xb.long().float())
-    found = [f for f in _data_findings(d) if f.rule == "input-collapse"]
-    assert len(found) >= 20 and all(f.steps[0] == 30 for f in found)
-    assert all("train from step 30 on, compared with steps 0-29 of train" in f.message
-               for f in found)
-    assert all("→ 100% of" in f.message for f in found)
+    # One cast, one finding listing the features ("30 features show the same at ...").
+    [f] = [f for f in _data_findings(d) if f.rule == "input-collapse"]
+    assert f.steps[0] == 30 and len(f.evidence["subjects"]) >= 20
+    assert f.message.startswith(f"{len(f.evidence['subjects'])} features show the same at")
+    messages = [e["message"] for e in f.evidence["per_subject"].values()]
+    assert all("train from step 30 on, compared with steps 0-29 of train" in m for m in messages)
+    assert all("→ 100% of" in m for m in messages)
+    assert d.diagnoses[0].finding.id == f.id
 
 
 def test_collapse_against_a_baseline_run(tmp_path):
@@ -246,8 +252,11 @@ def test_collapse_against_a_baseline_run(tmp_path):
     _fit(bad_dir, _time_features(floor), ytr, _time_features(vfloor), yva, feature_names=NAMES)
     d = tracelab.analyze(bad_dir, baseline=good)
     found = [f for f in _data_findings(d) if f.rule == "input-collapse"]
-    assert {f.subject for f in found} == {"hour_sin", "hour_cos"}
-    assert all("compared with the baseline's" in f.message for f in found)
+    # One finding per split, each listing both features.
+    assert len(found) == 2
+    assert all(f.evidence["subjects"] == ["hour_cos", "hour_sin"] for f in found)
+    assert all("compared with the baseline's" in e["message"]
+               for f in found for e in f.evidence["per_subject"].values())
     assert not [f for f in _data_findings(tracelab.analyze(bad_dir)) if f.rule == "input-collapse"]
 
 

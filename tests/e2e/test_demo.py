@@ -23,11 +23,24 @@ def test_healthy_run_has_no_warning_or_error(diagnoses):
 
 
 @pytest.mark.parametrize("name", [n for n, s in SCENARIOS.items() if s.expect])
-def test_planted_defect_is_found(diagnoses, name):
+def test_the_first_diagnosis_is_the_planted_defect(diagnoses, name):
     diagnosis = diagnoses[name]
-    rules = {f.rule for f in diagnosis.findings if f.severity is not Severity.INFO}
-    assert SCENARIOS[name].expect in rules, [f.message for f in diagnosis.findings]
+    first = diagnosis.diagnoses[0]
+    assert first.finding.rule == SCENARIOS[name].expect, [
+        (d.finding.rule, d.finding.message) for d in diagnosis.diagnoses]
+    assert first.worst is not Severity.INFO and first.fix
     assert diagnosis.errors == []
+    # Every finding is the root of one diagnosis or explained by one.
+    covered = [d.finding.id for d in diagnosis.diagnoses] + [
+        e.id for d in diagnosis.diagnoses for e in d.explains]
+    assert sorted(covered) == sorted(f.id for f in diagnosis.findings)
+
+
+def test_the_learning_rate_diagnosis_gives_its_numbers(diagnoses):
+    first = diagnoses["lr_too_high"].diagnoses[0]
+    assert "0.3" in first.finding.message and "1e-3" in first.finding.message
+    assert "Lower the learning rate" in first.fix
+    assert {"loss-spike", "dead-units"} <= {e.rule for e in first.explains}
 
 
 def test_demo_command_writes_reports_and_an_index(tmp_path, capsys):

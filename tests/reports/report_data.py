@@ -151,9 +151,11 @@ def synthetic_findings(run: Run) -> list[Finding]:
 
 
 def synthetic_diagnosis(run: Run | None = None, **kw) -> Diagnosis:
+    from tracelab.app.diagnose import diagnose
     run = run if run is not None else synthetic_run(**kw)
+    findings, diagnoses = diagnose(run, synthetic_findings(run))
     return Diagnosis(
-        run=run, findings=synthetic_findings(run),
+        run=run, findings=findings, diagnoses=diagnoses,
         skipped=[Skipped("rank-divergence", "TL501", "not recorded: a second rank")],
         errors=[RuleError("loss-spike", "TL102", "ValueError: odd <data> (loss_spike.py:12)")],
         rules_run=["vanishing-gradients", "dead-units", "train-val-mismatch",

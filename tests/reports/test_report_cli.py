@@ -44,7 +44,7 @@ def test_html_and_markdown_elsewhere(run_dir, tmp_path, capsys):
                  "--fail-on", "never"])
     assert code == 0 and html.exists() and md.exists()
     text = md.read_text(encoding="utf-8")
-    assert "| Severity | Rule | Subject | Steps | Message | Fix |" in text or \
+    assert "| Severity | Rule | Subject | Steps | Cause | Message | Fix |" in text or \
         "No problems found" in text
     assert "full report: ../out/r.html" in text
     assert list(md.parent.glob("t-*.png"))

@@ -75,10 +75,18 @@ def test_verdict_and_severity_counts(ctx):
         ("error", 2), ("warning", 2), ("info", 1)]
 
 
-def test_findings_keep_severity_order_and_carry_everything_a_reader_needs(ctx):
+def test_findings_follow_the_diagnoses_and_carry_everything_a_reader_needs(ctx):
     fs = ctx["findings"]
-    assert [f["severity"] for f in fs] == ["error", "error", "warning", "warning", "info"]
+    # Each root cause, then what it explains: the vanishing gradients explain the chance
+    # accuracy, which shows its cause instead of a fix of its own.
+    assert [f["rule"] for f in fs] == ["vanishing-gradients", "metric-stagnation", "dead-units",
+                                       "train-val-mismatch", "nondeterminism-risk"]
     assert [f["id"] for f in fs] == [f"finding-{i}" for i in range(1, 6)]
+    stagnation = fs[1]
+    assert stagnation["cause"] == {"n": 1, "rule": "vanishing-gradients",
+                                   "subject": "layers.0.weight (+1 more)",
+                                   "anchor": "finding-1"}
+    assert stagnation["fix"] == "" and fs[0]["cause"] is None and fs[0]["fix"]
     dead = next(f for f in fs if f["rule"] == "dead-units")
     assert dead["code"] == "TL203" and dead["subject"] == "act0"
     assert dead["steps_text"] == "steps 199–399" and dead["steps"] == [199, 399]
@@ -88,6 +96,16 @@ def test_findings_keep_severity_order_and_carry_everything_a_reader_needs(ctx):
     assert dead["plot"]["function"] == "activation_dead_frac" and dead["plot"]["uri"] is None
     info = next(f for f in fs if f["rule"] == "nondeterminism-risk")
     assert info["steps_text"] == "—" and info["plot"]["function"] is None
+
+
+def test_diagnoses_name_the_root_cause_its_chain_and_fix(ctx):
+    first, *rest = ctx["diagnoses"]
+    assert first["rule"] == "vanishing-gradients" and first["anchor"] == "finding-1"
+    assert first["severity"] == "error" and first["fix"].startswith("Use ReLU-family")
+    assert [(c["rule"], c["anchor"]) for c in first["chain"]] == [
+        ("metric-stagnation", "finding-2")]
+    assert first["chain"][0]["why"] and first["level"] in ("high", "medium", "low")
+    assert [d["n"] for d in rest] == [2, 3, 4] and all(not d["chain"] for d in rest)
 
 
 def test_list_of_records_evidence_becomes_a_table(ctx):
@@ -182,7 +200,8 @@ def test_a_plot_that_breaks_costs_the_plot_not_the_report(monkeypatch):
 # -- plots keyed by rule -------------------------------------------------------------------------
 def test_every_registered_rule_has_an_explicit_plot_entry():
     from tracelab.app.engine import all_rules
-    assert set(FINDING_PLOTS) == RULE_NAMES
+    from tracelab.core.causes import LR_TOO_HIGH
+    assert set(FINDING_PLOTS) == RULE_NAMES | {LR_TOO_HIGH}  # the cause named from symptoms
     assert {s.name for s in all_rules()} <= set(FINDING_PLOTS)
 
 

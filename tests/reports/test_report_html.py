@@ -50,8 +50,14 @@ def test_run_strings_with_markup_render_as_text(evil_html):
     parsed = _Tags()
     parsed.feed(evil_html)
     scripts = [attrs for tag, attrs in parsed.tags if tag == "script"]
-    assert len(scripts) == 1 and not scripts[0]  # our own inline script, nothing else
-    assert "alert" not in parsed.scripts[0]
+    code = [a for a in scripts if a.get("type") != "application/json"]
+    assert len(code) == 1 and not code[0]  # our own inline script, nothing else
+    # The rest are the charts' data blocks, which never run; run strings in them cannot
+    # close the element.
+    assert all(a == {"type": "application/json", "class": "chart-data"}
+               for a in scripts if a.get("type") == "application/json")
+    assert "alert" not in parsed.scripts[-1]
+    assert all("<" not in text for text in parsed.scripts[:-1])
     handlers = [(t, a) for t, attrs in parsed.tags for a in attrs if a.startswith("on")]
     assert handlers == []
 
@@ -101,14 +107,20 @@ def test_markdown_has_verdict_table_and_key_plots(tmp_path):
     md_path = reports.write_markdown(d, tmp_path / "ticket.md")
     md = md_path.read_text(encoding="utf-8")
     assert "**⛔ ERROR: 2 errors, 2 warnings, 1 info**" in md
-    assert "| Severity | Rule | Subject | Steps | Message | Fix |" in md
+    assert "| Severity | Rule | Subject | Steps | Cause | Message | Fix |" in md
+    # The diagnosis comes first: the root cause, its fix and what it explains.
+    head = md[:md.index("| Severity")]
+    assert head.index("### Diagnosis") < head.index("1. ⛔ **Root cause: vanishing-gradients**")
+    assert "- **Fix:** Use ReLU-family" in head and "- Explains: metric-stagnation (val/acc" in head
     rows = [line for line in md.splitlines() if line.startswith("| ") and "TL" in line]
     assert len(rows) == len(d.findings)
-    assert rows[0].startswith("| ⛔ Error | TL106 metric-stagnation | val/acc | 0–119 |")
-    assert all(line.count(" | ") == 5 for line in rows)  # no cell broke the table
+    assert rows[0].startswith("| ⚠️ Warning | TL201 vanishing-gradients |")
+    assert rows[1].startswith("| ⛔ Error | TL106 metric-stagnation | val/acc | 0–119 | "
+                              "1. vanishing-gradients |") and rows[1].endswith(" |  |")
+    assert all(line.count(" | ") == 6 for line in rows)  # no cell broke the table
     assert EVIL not in md and "\\<script\\>alert(1)\\</script\\>" in md
     images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
-    assert images == ["ticket-metric-stagnation.png", "ticket-curves.png"]
+    assert images == ["ticket-vanishing-gradients.png", "ticket-curves.png"]
     for name in images:
         assert (tmp_path / name).read_bytes().startswith(b"\x89PNG")
 

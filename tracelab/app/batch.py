@@ -1,6 +1,7 @@
 """Batch analysis of an archive of runs: `tracelab batch ARCHIVE [-o OUT] [--jobs N]`.
 
-Every run under ARCHIVE (tracelab runs, TensorBoard logs, CSV logs) is analyzed by the same
+Every run under ARCHIVE (tracelab runs, TensorBoard logs, CSV logs, MLflow runs of a file store
+or of a SQLite database, W&B runs), at any depth, is analyzed by the same
 per-run function, in a local process pool or on a Dask cluster (`--scheduler`). The outputs::
 
     OUT/index.html              one sortable row per run, linking to its report
@@ -32,7 +33,9 @@ from tracelab._version import __version__
 from tracelab.app import executors
 from tracelab.app.batch_outputs import check_output_folder, claim_output_folder
 from tracelab.app.sources import data_files, discover, open_source
-from tracelab.core.batch_schema import UNREADABLE, finding_row, run_row
+from tracelab.core.batch_schema import (UNREADABLE, finding_row, run_row, run_settings,
+                                        varying_settings)
+from tracelab.core.causes import LINKS
 from tracelab.core.config import Config
 from tracelab.core.errors import ConfigError, TraceError, TracelabError
 from tracelab.core.files import write_atomic
@@ -87,14 +90,18 @@ def config_digest(config: Config, reports: str) -> str:
     from tracelab.app.engine import all_rules
     rules = sorted((s.code, s.name, sorted(s.thresholds().items(), key=str))
                    for s in all_rules())
-    payload = {"version": __version__, "select": config.select, "ignore": config.ignore,
-               "rules_config": config.rules, "rules": rules, "reports": reports}
+    # row_format: bumped when a run's row gains fields, so older results are not reused.
+    # The causal links decide the diagnoses: a change to them is a new analysis.
+    links = [(lk.cause, lk.effects, lk.timing, lk.place, lk.why) for lk in LINKS]
+    payload = {"version": __version__, "row_format": 3, "select": config.select,
+               "ignore": config.ignore, "rules_config": config.rules, "rules": rules,
+               "reports": reports, "links": links}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def fingerprint(source: Source) -> str:
     """Sizes and modification times of the files a run's analysis reads."""
-    h = hashlib.sha256(source.format.encode())
+    h = hashlib.sha256(f"{source.format}\0{source.key or ''}".encode())
     for file in data_files(source):
         try:
             st = file.stat()
@@ -148,7 +155,8 @@ def analyze_task(task: Task) -> dict[str, Any]:
         run = open_source(task.source)
         summary = run.summary()
         status = run.status
-        row.update(status=status.get("state") or "unknown", detail=_status_detail(status),
+        row.update(source_name=run.name, settings=run_settings(run.meta),
+                   status=status.get("state") or "unknown", detail=_status_detail(status),
                    recorded=summary["recorded"], problems=summary["problems"],
                    start_time=summary["start_time"], end_time=summary["end_time"])
         row["first_step"], row["last_step"] = summary["steps"]
@@ -179,10 +187,18 @@ def _fill(row: dict[str, Any], findings: list, diagnosis, task: Task) -> None:
                n_error=counts["error"], n_warning=counts["warning"], n_info=counts["info"],
                n_rule_errors=len(diagnosis.errors), n_skipped=len(diagnosis.skipped))
     per_rule: dict[str, int] = {}
+    cause = {e.id: (d.finding.id, n) for n, d in enumerate(diagnosis.diagnoses, 1)
+             for e in (d.finding, *d.explains)}
     for f in diagnosis.findings:
         per_rule[f.code] = per_rule.get(f.code, 0) + 1
-        findings.append(finding_row(task.rel, task.name, f))
+        findings.append(finding_row(task.rel, task.name, f, cause.get(f.id)))
     row["rule_counts"] = per_rule
+    row["n_diagnoses"] = len(diagnosis.diagnoses)
+    if diagnosis.diagnoses:
+        first = diagnosis.diagnoses[0]
+        row.update(root_cause=first.finding.id, root_cause_rule=first.finding.rule,
+                   root_cause_code=first.finding.code,
+                   root_cause_message=first.finding.message, root_cause_fix=first.fix)
     if diagnosis.errors:
         broke = "; ".join(f"{e.rule} broke ({e.error})" for e in diagnosis.errors)
         row["detail"] = "; ".join(filter(None, [row["detail"], broke]))
@@ -237,6 +253,8 @@ def plan(archive: Path, out: Path, config: Config, *, reports: str = "all",
             rel = source.path.parent.relative_to(archive).as_posix()
         if rel == ".":
             rel = archive.name or "run"
+        if source.key is not None:  # one run of an MLflow database
+            rel = f"{rel}/{source.key}"
         key = hashlib.sha256(f"{digest}\0{fingerprint(source)}".encode()).hexdigest()
         tasks.append(Task(source, rel, safe_name(rel), key, out, config, reports, remote))
     return tasks
@@ -260,8 +278,8 @@ def run_batch(archive: str | os.PathLike, out: str | os.PathLike = "tracelab-bat
     check_output_folder(out, archive)
     tasks = plan(archive, out, config, reports=reports, remote=scheduler is not None)
     if not tasks:
-        raise TraceError(f"{archive}: no runs found (tracelab runs, TensorBoard logs or "
-                         "metrics.csv files)")
+        raise TraceError(f"{archive}: no runs found (tracelab runs, TensorBoard logs, "
+                         "metrics.csv files, MLflow runs or databases, W&B runs)")
     claim_output_folder(out)
     summary = BatchResult(out=out, total=len(tasks))
     todo = []
@@ -296,8 +314,10 @@ def run_batch(archive: str | os.PathLike, out: str | os.PathLike = "tracelab-bat
     finally:
         bar.close()
     fresh = {t.name for t in todo}
+    # The settings that vary across the archive become columns: a first pass finds them.
+    settings = varying_settings(_load(t, False)["run"].get("settings") for t in tasks)
     counts = write_outputs(out, (_load(t, t.name not in fresh) for t in tasks),
-                           archive=str(archive))
+                           archive=str(archive), settings=settings)
     summary.by_status, summary.by_worst = counts["status"], counts["worst"]
     summary.seconds = time.perf_counter() - started
     return summary

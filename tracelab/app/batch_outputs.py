@@ -13,11 +13,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tracelab._version import __version__
-from tracelab.app.sources import NATIVE, TENSORBOARD, detect
+from tracelab.app.sources import MLFLOW, NATIVE, TENSORBOARD, WANDB, detect
 from tracelab.core.errors import TracelabError
 from tracelab.core.files import atomic_path, write_atomic
-from tracelab.core.batch_schema import (FINDINGS_SCHEMA, RUNS_SCHEMA, UNREADABLE, findings_record,
-                                        runs_record)
+from tracelab.core.batch_schema import (FINDINGS_SCHEMA, UNREADABLE, findings_record, runs_record,
+                                        runs_schema)
 from tracelab.reports.batch_index import write_index
 
 _ROW_GROUP = 1000
@@ -27,7 +27,7 @@ _ROW_GROUP = 1000
 # nothing else is ever written over. Its absence from a folder that holds files means that the
 # files are somebody else's.
 MARKER = ".tracelab-batch"
-_RUN_FORMATS = (NATIVE, TENSORBOARD)
+_RUN_FORMATS = (NATIVE, TENSORBOARD, MLFLOW, WANDB)
 
 
 def check_output_folder(out: Path, archive: Path) -> None:
@@ -92,18 +92,20 @@ class _Sink:
         self.writer.close()
 
 
-def write_outputs(out: Path, results: Iterable[dict[str, Any]], *,
-                  archive: str = "") -> dict[str, dict[str, int]]:
-    """Write runs.parquet, findings.parquet and index.html from per-run results (in order)."""
+def write_outputs(out: Path, results: Iterable[dict[str, Any]], *, archive: str = "",
+                  settings: dict[str, pa.DataType] | None = None) -> dict[str, dict[str, int]]:
+    """Write runs.parquet, findings.parquet and index.html from per-run results (in order);
+    `settings` (from `varying_settings`) become runs.parquet's `config.KEY` columns."""
     rules: dict[str, str] = {}
     counts: dict[str, dict[str, int]] = {"status": {}, "worst": {}}
     # Both tables replace the old ones only when complete: a failure leaves the last batch's.
     with atomic_path(out / "runs.parquet") as runs_file, \
             atomic_path(out / "findings.parquet") as findings_file:
-        runs, findings = _Sink(runs_file, RUNS_SCHEMA), _Sink(findings_file, FINDINGS_SCHEMA)
+        runs = _Sink(runs_file, runs_schema(settings))
+        findings = _Sink(findings_file, FINDINGS_SCHEMA)
         try:
             for result in results:
-                row = runs_record(result["run"])
+                row = runs_record(result["run"], settings)
                 runs.add(row)
                 for f in result.get("findings", ()):
                     findings.add(findings_record(f))

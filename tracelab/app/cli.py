@@ -137,7 +137,7 @@ def _add_rules(sub) -> None:
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
-    from tracelab.app.engine import all_rules
+    from tracelab.app.rule_catalog import all_rules
     specs = all_rules()
     width = max(len(s.name) for s in specs)
     for spec in sorted(specs, key=lambda s: s.code):
@@ -147,8 +147,13 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from tracelab.app.engine import find_rule
+    from tracelab.app.rule_catalog import find_rule
+    from tracelab.core.causes import LR_CODE, LR_TOO_HIGH
     spec = find_rule(args.rule)
+    if spec is None and args.rule in (LR_TOO_HIGH, LR_CODE):  # named from symptoms, no rule
+        from tracelab.app import lr_cause
+        print(f"{LR_CODE} {LR_TOO_HIGH}\n\n{lr_cause.__doc__.strip()}")
+        return EXIT_OK
     if spec is None:
         raise TracelabError(f"unknown rule '{args.rule}'; `tracelab rules` lists them")
     print(f"{spec.code} {spec.name}\n")
@@ -286,27 +291,45 @@ def _add_import(sub) -> None:
     csv = kinds.add_parser("csv", help="a CSV metrics log (Lightning's metrics.csv)")
     csv.add_argument("source", metavar="FILE", help="the CSV file (or the folder of metrics.csv)")
     csv.add_argument("--step-column", metavar="NAME", help="the step column (default: step)")
-    for q in (tb, csv):
+    ml = kinds.add_parser("mlflow", help="an MLflow run: a file-store run directory "
+                                         "(mlruns/EXP/RUN) or an mlflow.db")
+    ml.add_argument("source", metavar="SRC", help="the run directory, or the SQLite database")
+    ml.add_argument("--run-id", metavar="ID", help="the run of the database (its id or name); "
+                                                   "needed when it holds several")
+    wb = kinds.add_parser("wandb", help="a W&B run: wandb/offline-run-*/ or wandb/run-*/ "
+                                        "(or its .wandb file)")
+    wb.add_argument("source", metavar="SRC", help="the run folder or its run-*.wandb file")
+    for q in (tb, csv, ml, wb):
         q.add_argument("run", metavar="RUN", help="the tracelab run directory to create")
         q.add_argument("--map", action="append", default=[], metavar="REGEX=SPLIT/NAME",
-                       help="map matching scalar tags (or columns) to a split and name, or "
-                            "'skip'; repeatable, tried before the defaults")
+                       help="map matching scalar tags (metric keys, columns) to a split and "
+                            "name, or 'skip'; repeatable, tried before the defaults")
         q.set_defaults(handler=cmd_import)
-    tb.add_argument("--hist-map", action="append", default=[], metavar="REGEX=KIND[:NAME]",
-                    help="map matching histogram tags to weight, grad, update or activation, "
-                         "or 'skip'; repeatable")
+    for q in (tb, wb):
+        q.add_argument("--hist-map", action="append", default=[], metavar="REGEX=KIND[:NAME]",
+                       help="map matching histogram tags to weight, grad, update or "
+                            "activation, or 'skip'; repeatable")
+
+
+def _read_import(args: argparse.Namespace, tags):
+    if args.format == "tensorboard":
+        from tracelab.recorders.importers.tensorboard import read_tensorboard
+        return read_tensorboard(args.source, tags)
+    if args.format == "mlflow":
+        from tracelab.recorders.importers.mlflow import read_mlflow
+        return read_mlflow(args.source, tags, run_id=args.run_id)
+    if args.format == "wandb":
+        from tracelab.recorders.importers.wandb import read_wandb
+        return read_wandb(args.source, tags)
+    from tracelab.recorders.importers.csv import read_csv_log
+    return read_csv_log(args.source, tags, step_column=args.step_column)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     from tracelab.app.outputs import refuse_over_sources
     from tracelab.recorders.importers.common import TagMap
     tags = TagMap(scalars=args.map, histograms=getattr(args, "hist_map", []))
-    if args.format == "tensorboard":
-        from tracelab.recorders.importers.tensorboard import read_tensorboard
-        imported = read_tensorboard(args.source, tags)
-    else:
-        from tracelab.recorders.importers.csv import read_csv_log
-        imported = read_csv_log(args.source, tags, step_column=args.step_column)
+    imported = _read_import(args, tags)
     target = Path(args.run)
     refuse_over_sources(target / "meta.json", (args.source,), "RUN")
     try:

@@ -18,7 +18,7 @@ import numpy as np
 class Scenario:
     name: str
     description: str
-    expect: str  # the rule that must fire ("" for the healthy run)
+    expect: str  # the rule of the first diagnosis ("" for the healthy run)
     train: Callable[[Path], None]
 
 
@@ -183,7 +183,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     # on this project's machines, spikes that kill ReLUs; elsewhere, a loss that keeps swinging.
     Scenario("lr_too_high", "Adam with lr=0.3, 300x the usual: the loss spikes again and again "
              "instead of converging, and ReLUs die.",
-             "loss-spike", lr_too_high),
+             "learning-rate-too-high", lr_too_high),
     Scenario("vanishing_gradients", "An 11-layer sigmoid MLP: early layers get almost no "
              "gradient.", "vanishing-gradients", vanishing_gradients),
     Scenario("preprocessing_mismatch", "Train min-max scaled, validation z-scored by another "
@@ -197,7 +197,7 @@ def run_demo(out: Path, only: list[str] | None = None, stream=None) -> int:
     """Train, analyze and report each scenario; print where everything is. Returns exit code."""
     import tracelab
     from tracelab import reports
-    from tracelab.reports.text import format_finding
+    from tracelab.reports.text import format_root_cause
     from tracelab.core.errors import TracelabError
 
     stream = stream or sys.stdout
@@ -217,8 +217,9 @@ def run_demo(out: Path, only: list[str] | None = None, stream=None) -> int:
         scenario.train(run_dir)
         diagnosis = tracelab.analyze(run_dir)
         report = reports.write_html(diagnosis, run_dir / "report.html")
-        for finding in diagnosis.findings:
-            print(format_finding(finding, "    "), file=stream)
+        for n, root in enumerate(diagnosis.diagnoses, 1):
+            for line in format_root_cause(n, root, "    "):
+                print(line, file=stream)
         print(f"    {diagnosis.verdict()} ({time.perf_counter() - start:.1f} s) -> {report}",
               file=stream, flush=True)
         counts = diagnosis.counts()

@@ -286,7 +286,9 @@ def diff_runs(a: Run, b: Run, *, config: Optional[Config] = None, rtol: Optional
 def open_pair(path_a: str, path_b: str) -> tuple[Run, Run]:
     from tracelab.app.sources import open_any
     a, b = open_any(path_a), open_any(path_b)
-    if a.path is not None and b.path is not None and a.path.resolve() == b.path.resolve():
+    key = lambda run: getattr(run.source, "key", None)  # noqa: E731  (a run of a database)
+    if a.path is not None and b.path is not None and a.path.resolve() == b.path.resolve() \
+            and key(a) == key(b):
         raise TracelabError(f"{path_a}: both arguments name the same run")
     return a, b
 

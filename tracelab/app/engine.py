@@ -5,11 +5,12 @@ import os
 import traceback
 from typing import Collection, Iterable, Optional, Sequence
 
+from tracelab.app.diagnose import diagnose
 from tracelab.core.config import Config, find_spec, rule_for
 from tracelab.core.errors import TraceError
-from tracelab.core.findings import Diagnosis, Finding, RuleError, Skipped
+from tracelab.core.findings import Diagnosis, Finding, RootCause, RuleError, Skipped
 from tracelab.core.rules import RuleSpec
-from tracelab.core.run import Run, open_run
+from tracelab.core.run import Run
 
 
 def all_rules() -> list[RuleSpec]:
@@ -44,7 +45,12 @@ def selected(config: Config, select: Sequence[str] | None = None,
 
 
 def _as_run(run: Run | str | os.PathLike) -> Run:
-    return run if isinstance(run, Run) else open_run(run)
+    """A Run as it is, else the run at a path in any format the CLI reads (native, TensorBoard,
+    CSV, MLflow, W&B)."""
+    if isinstance(run, Run):
+        return run
+    from tracelab.app.sources import open_any
+    return open_any(run)
 
 
 def analyze(run: Run | str | os.PathLike, *, config: Config | None = None,
@@ -52,7 +58,8 @@ def analyze(run: Run | str | os.PathLike, *, config: Config | None = None,
             select: Sequence[str] | None = None,
             ignore: Sequence[str] | None = None,
             baseline_rules: Collection[str] | None = None) -> Diagnosis:
-    """Run every selected rule over a run; findings sorted by severity, then step.
+    """Run every selected rule over a run; findings sorted by severity, then step, one per
+    defect (tracelab.app.diagnose merges and links them), and diagnoses most likely first.
 
     The config and the selection are checked before the run is opened. The baseline goes to
     every rule with a baseline mode, or only to `baseline_rules` (names) when given.
@@ -91,6 +98,12 @@ def analyze(run: Run | str | os.PathLike, *, config: Config | None = None,
             continue
         ran.append(spec.name)
         findings.extend(result)
-    findings.sort(key=lambda f: f.sort_key)
+    try:
+        findings, diagnoses = diagnose(run, findings)
+    except Exception as exc:  # the findings stand even when linking them fails
+        errors.append(RuleError("diagnoses", "-", f"{type(exc).__name__}: {exc}"))
+        findings = sorted(findings, key=lambda f: f.sort_key)
+        diagnoses = [RootCause(f, fix=f.fix) for f in findings]
     return Diagnosis(run=run, findings=findings, skipped=skipped, errors=errors,
-                     baseline=base, rules_run=ran, rules={s.name: s for s in specs})
+                     baseline=base, rules_run=ran, rules={s.name: s for s in specs},
+                     diagnoses=diagnoses)

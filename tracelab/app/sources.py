@@ -1,8 +1,11 @@
-"""Where runs come from: tracelab run directories, TensorBoard log directories and CSV metrics logs.
+"""Where runs come from: tracelab run directories, TensorBoard log directories, CSV metrics logs,
+MLflow runs (a file-store run directory, or one run of a SQLite `mlflow.db`) and W&B runs
+(`wandb/offline-run-*/` and `wandb/run-*/` folders).
 
 `detect` says what a path holds, `discover` finds every run under an archive, and `open_source`
 / `open_any` open any of them as a Run. Logs of other loggers are imported in memory: nothing is
-ever written next to them (an archive may be read-only).
+ever written next to them (an archive may be read-only). One run of an MLflow database is
+named `mlflow.db#RUN` (its id or name).
 """
 from __future__ import annotations
 
@@ -11,9 +14,10 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from tracelab.core.errors import TraceError
-from tracelab.core.formats import CSV, NATIVE, TENSORBOARD, Source
+from tracelab.core.formats import CSV, MLFLOW, NATIVE, TENSORBOARD, WANDB, Source
 from tracelab.core.reader import require
 from tracelab.core.run import Run, open_run
+from tracelab.recorders.importers import mlflow, wandb
 from tracelab.core.schema import (CSV_HPARAMS, CSV_LOG, EVENT_FILES, META_FILE, TABLES,
                                   is_event_file, is_trace_file, rank_of_meta, rank_of_part)
 
@@ -40,11 +44,22 @@ def _looks_native(path: Path, names: set[str]) -> bool:
                for t in TABLES)
 
 
+def _detect_file(path: Path) -> Optional[Source]:
+    if path.suffix.lower() == ".csv":
+        return Source(path, CSV)
+    if wandb.is_wandb_file(path.name):
+        return Source(path, WANDB)
+    if mlflow.is_sqlite_store(path):
+        return Source(path, MLFLOW)
+    return None
+
+
 def detect(path: str | os.PathLike) -> Optional[Source]:
-    """What `path` holds, or None when it is none of the known formats."""
+    """What `path` holds, or None when it is none of the known formats. An MLflow database is
+    a Source without a key (it may hold several runs: `store_sources` lists them)."""
     path = Path(path)
     if path.is_file():
-        return Source(path, CSV) if path.suffix.lower() == ".csv" else None
+        return _detect_file(path)
     entries = _entries(path)
     names = {e.name for e in entries}
     if _looks_native(path, names):
@@ -53,7 +68,27 @@ def detect(path: str | os.PathLike) -> Optional[Source]:
         return Source(path, TENSORBOARD)
     if CSV_LOG in names:
         return Source(path / CSV_LOG, CSV)
+    if any(wandb.is_wandb_file(e.name) and _is_file(e) for e in entries):
+        return Source(path, WANDB)
+    if mlflow.is_run_dir(path, names):
+        return Source(path, MLFLOW)
     return None
+
+
+def store_sources(db: Path) -> list[Source]:
+    """One Source per run of an MLflow SQLite database; none when it cannot be read."""
+    try:
+        return [Source(db, MLFLOW, run_id) for run_id, _ in mlflow.store_runs(db)]
+    except TraceError:
+        return []
+
+
+def _stores_in(folder: Path, entries: list[os.DirEntry]) -> Iterator[Source]:
+    """The MLflow databases among a folder's files, one Source per run."""
+    for entry in sorted(entries, key=lambda e: e.name):
+        if not entry.name.startswith(".") and _is_file(entry) and \
+                mlflow.is_sqlite_store(folder / entry.name):
+            yield from store_sources(folder / entry.name)
 
 
 def walk_runs(archive: str | os.PathLike, exclude: Iterable[Path] = ()) -> Iterator[Source]:
@@ -71,6 +106,7 @@ def walk_runs(archive: str | os.PathLike, exclude: Iterable[Path] = ()) -> Itera
             yield source
         else:
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            yield from _stores_in(here, _entries(here))
 
 
 def discover(archive: str | os.PathLike, exclude: Iterable[Path] = ()) -> list[Source]:
@@ -84,6 +120,10 @@ def data_files(source: Source) -> list[Path]:
     if source.format == CSV:
         extra = path.parent / CSV_HPARAMS
         return [path] + ([extra] if extra.is_file() else [])
+    if source.format == WANDB:
+        return wandb.wandb_files(path)
+    if source.format == MLFLOW and path.is_file():  # a database, and its write-ahead log
+        return [p for p in (path, path.with_name(path.name + "-wal")) if p.is_file()]
     files = []
     for folder, dirs, names in os.walk(path):
         dirs.sort()
@@ -93,6 +133,9 @@ def data_files(source: Source) -> list[Path]:
         for name in sorted(names):
             if source.format == TENSORBOARD and not is_event_file(name):
                 continue
+            if source.format == MLFLOW and not (rel.parts[0] in mlflow.RUN_PARTS if rel.parts
+                                                else name == mlflow.META_YAML):
+                continue  # artifacts are not what the analysis reads
             if source.format == NATIVE and not rel.parts and not is_trace_file(name):
                 continue  # reports and notes next to the trace are not the trace
             files.append(Path(folder) / name)
@@ -106,6 +149,10 @@ def open_source(source: Source, tags=None) -> Run:
     if source.format == TENSORBOARD:
         from tracelab.recorders.importers.tensorboard import read_tensorboard
         return read_tensorboard(source.path, tags).as_run(source.path)
+    if source.format == MLFLOW:
+        return mlflow.read_mlflow(source.path, tags, run_id=source.key).as_run(source.path)
+    if source.format == WANDB:
+        return wandb.read_wandb(source.path, tags).as_run(source.path)
     from tracelab.recorders.importers.csv import read_csv_log
     named = source.path.parent if source.path.name == CSV_LOG else source.path
     return read_csv_log(source.path, tags).as_run(named)
@@ -114,6 +161,11 @@ def open_source(source: Source, tags=None) -> Run:
 def open_any(path: str | os.PathLike, tags=None) -> Run:
     """A run directory, a TensorBoard log directory or a CSV metrics log, as a Run."""
     path = Path(path)
+    if not path.exists() and "#" in path.name:  # mlflow.db#RUN: one run of a database
+        db, _, key = str(path).rpartition("#")
+        source = detect(db)
+        if source is not None and source.format == MLFLOW and Path(db).is_file():
+            return open_source(Source(Path(db), MLFLOW, key), tags)
     require(path, "no such file or directory")
     source = detect(path)
     if source is None:
@@ -123,9 +175,10 @@ def open_any(path: str | os.PathLike, tags=None) -> Run:
                 raise TraceError(f"{path}: holds runs in subdirectories (e.g. {inner.path}); "
                                  "analyze one of them, or all with `tracelab batch`")
             raise TraceError(f"{path}: not a tracelab run (no {META_FILE}), nor a TensorBoard "
-                             f"log directory (no {EVENT_FILES} files) or a CSV metrics log")
+                             f"log directory (no {EVENT_FILES} files), a CSV metrics log, an "
+                             "MLflow run (meta.yaml and metrics/) or a W&B run (run-*.wandb)")
         raise TraceError(f"{path}: not a run; expected a run directory, a TensorBoard log "
-                         "directory or a .csv metrics log")
+                         "directory, a .csv metrics log, an MLflow database or a .wandb file")
     return open_source(source, tags)
 
 
@@ -135,4 +188,5 @@ def default_report_path(run: Run) -> Path:
     read-only, and is never written."""
     if run.source is not None and not run.source.imported:
         return run.source.path / "report.html"
-    return Path.cwd() / f"{run.name}-report.html"
+    name = run.name.replace("/", "_").replace(os.sep, "_")  # a user's run name may hold one
+    return Path.cwd() / f"{name}-report.html"

@@ -1,4 +1,5 @@
-"""Finding: what a rule reports. Diagnosis: everything one analysis returns."""
+"""Finding: what a rule reports. RootCause: one defect, its cause and the findings it explains.
+Diagnosis: everything one analysis returns."""
 from __future__ import annotations
 
 import json
@@ -42,12 +43,18 @@ class Finding:
     message: str
     evidence: Mapping[str, Any] = field(default_factory=dict)
     fix: str = ""
+    # Stable within one analysis and across runs of it: "TL102:loss:830-845". The engine
+    # appends "#2", "#3" to the rare repeats so that ids are unique within one result.
+    id: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "severity", Severity.parse(self.severity))
         if self.steps is not None:
             object.__setattr__(self, "steps", (int(self.steps[0]), int(self.steps[1])))
         object.__setattr__(self, "evidence", {k: _plain(v) for k, v in self.evidence.items()})
+        if not self.id:
+            where = f"{self.steps[0]}-{self.steps[1]}" if self.steps else "-"
+            object.__setattr__(self, "id", f"{self.code}:{self.subject}:{where}")
 
     @property
     def sort_key(self) -> tuple:
@@ -95,6 +102,38 @@ def _plain(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class RootCause:
+    """One defect: the finding that names its cause, the findings it explains (in causal
+    order), how sure the diagnosis is and why, and the one fix, the cause's."""
+    finding: Finding
+    explains: tuple[Finding, ...] = ()
+    confidence: float = 0.5
+    basis: tuple[str, ...] = ()
+    fix: str = ""
+    # (cause id, effect id, why) of each causal link the diagnosis rests on: its chain.
+    links: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def worst(self) -> Severity:
+        return min((f.severity for f in (self.finding, *self.explains)), key=lambda s: s.rank)
+
+    @property
+    def level(self) -> str:
+        """The confidence in words: high, medium or low."""
+        return "high" if self.confidence >= 0.75 else "medium" if self.confidence >= 0.5 \
+            else "low"
+
+    def to_dict(self) -> dict[str, Any]:
+        f = self.finding
+        return {"id": f.id, "rule": f.rule, "code": f.code, "severity": self.worst.value,
+                "subject": f.subject, "steps": list(f.steps) if f.steps else None,
+                "message": f.message, "fix": self.fix,
+                "confidence": round(self.confidence, 3), "level": self.level,
+                "basis": list(self.basis), "explains": [e.id for e in self.explains],
+                "links": [list(link) for link in self.links]}
+
+
 @dataclass
 class RuleError:
     """A rule that broke on this run's data: reported, never fatal to the analysis."""
@@ -121,6 +160,16 @@ class Diagnosis:
     # name -> spec of every rule the engine knew: the renderers read each finding's rule
     # documentation here instead of importing the analyzers.
     rules: Mapping[str, "RuleSpec"] = field(default_factory=dict)
+    # The findings read as defects, most likely first: each finding is one diagnosis's root
+    # cause or explained by one.
+    diagnoses: list[RootCause] = field(default_factory=list)
+
+    def cause_of(self, finding: Finding) -> Optional[RootCause]:
+        """The diagnosis whose root cause is `finding` or that explains it."""
+        for d in self.diagnoses:
+            if d.finding.id == finding.id or any(e.id == finding.id for e in d.explains):
+                return d
+        return None
 
     @property
     def worst(self) -> Optional[Severity]:
@@ -149,6 +198,7 @@ class Diagnosis:
             "baseline": self.baseline.summary() if self.baseline is not None else None,
             "verdict": {"worst": self.worst.value if self.worst else None,
                         "counts": self.counts(), "text": self.verdict()},
+            "diagnoses": [d.to_dict() for d in self.diagnoses],
             "findings": [f.to_dict() for f in self.findings],
             "skipped": [asdict(s) for s in self.skipped],
             "errors": [asdict(e) for e in self.errors],

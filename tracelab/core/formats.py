@@ -7,14 +7,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 NATIVE, TENSORBOARD, CSV = "tracelab", "tensorboard", "csv"
+MLFLOW, WANDB = "mlflow", "wandb"
+FORMATS = (NATIVE, TENSORBOARD, CSV, MLFLOW, WANDB)
 
 
 @dataclass(frozen=True)
 class Source:
     path: Path
     format: str
+    # One run inside a store that holds several (an MLflow SQLite database: the run's id).
+    key: Optional[str] = None
 
     @property
     def imported(self) -> bool:

@@ -76,6 +76,9 @@ class Run:
 
     @property
     def name(self) -> str:
+        if self.source is not None and self.source.imported and self.meta.get("name"):
+            return str(self.meta["name"])  # the name its user gave it (an MLflow run's id is
+            # its directory's name, a W&B run's folder a date and an id)
         return self.path.name if self.path else str(self.meta.get("name", "in-memory run"))
 
     # -- tables ---------------------------------------------------------------------------------

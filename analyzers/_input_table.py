@@ -1,0 +1,172 @@
+"""The `inputs` and `samples` tables as numpy columns, split once into (feature, split) groups.
+
+The data rules look at every feature of every split; with hundreds of features, indexing a
+DataFrame per feature costs more than the statistics. Here the table is converted and sorted
+once, and each group is a pair of offsets into the sorted columns: slicing is free.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+
+from tracelab.core.schema import RESOLUTIONS, TRAIN
+
+RES_RANK = {unit: i for i, (unit, _) in enumerate(RESOLUTIONS)}
+_FLOATS = ("count", "nan_count", "inf_count", "mean", "std", "min", "max", "int_frac",
+           "n_unique")
+_TIMES = ("time_min", "time_max")
+
+
+class Batches:
+    """One feature's batch rows of one split (or a period of it), sorted by step.
+
+    `b["mean"]` is a float array (NaN where missing), `b["step"]` int64, `b["dtype"]` str,
+    `b["res_rank"]` the rank of the datetime resolution in RESOLUTIONS (NaN when none).
+    """
+
+    __slots__ = ("_cols", "_start", "_stop")
+
+    def __init__(self, cols: dict, start: int, stop: int):
+        self._cols, self._start, self._stop = cols, start, stop
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        return self._cols[column][self._start:self._stop]
+
+    @property
+    def columns(self) -> dict:
+        return self._cols
+
+    @property
+    def start(self) -> int:
+        return self._start
+
+    def dtypes(self) -> tuple[str, ...]:
+        """The distinct dtypes, in recording order."""
+        d = self["dtype"]
+        return (d[0],) if len(d) and (d == d[0]).all() else tuple(dict.fromkeys(d))
+
+    def time(self, column: str, pick):
+        """min or max (`pick`) of time_min or time_max; None when no batch has a time."""
+        if not self[f"{column}_set"].any():
+            return None
+        return getattr(self._cols[column].iloc[self._start:self._stop], pick.__name__)()
+
+    def rows(self, begin: int, end: int | None = None) -> "Batches":
+        """Rows [begin, end) of this group, like `iloc[begin:end]`."""
+        n = len(self)
+        end = n if end is None else min(end, n)
+        return Batches(self._cols, self._start + begin, self._start + max(begin, end))
+
+
+def _columns(inputs: pd.DataFrame, order: np.ndarray) -> dict:
+    cols: dict = {"step": inputs["step"].to_numpy(dtype=np.int64)[order],
+                  "dtype": inputs["dtype"].astype(str).to_numpy()[order]}
+    for name in _FLOATS:
+        cols[name] = inputs[name].to_numpy(dtype=float, na_value=np.nan)[order]
+    codes, units = pd.factorize(inputs["resolution"])
+    ranks = np.array([RES_RANK.get(u, np.nan) for u in units] + [np.nan], dtype=float)
+    cols["res_rank"] = ranks[codes[order]]  # code -1 (missing) takes the trailing NaN
+    for name in _TIMES:
+        times = inputs[name].iloc[order].reset_index(drop=True)
+        cols[name], cols[f"{name}_set"] = times, times.notna().to_numpy()
+    return cols
+
+
+def feature_rows(inputs: pd.DataFrame) -> Iterator[tuple[str, dict[str, Batches]]]:
+    """(feature, {split: its batch rows sorted by step}) in recording order, train first."""
+    if not len(inputs):
+        return
+    feature, features = pd.factorize(inputs["feature"], sort=False)
+    split, splits = pd.factorize(inputs["split"], sort=False)
+    keep = np.flatnonzero((feature >= 0) & (split >= 0))
+    step = inputs["step"].to_numpy(dtype=np.int64)[keep]
+    # lexsort is stable: rows of one step keep their recorded order, as a stable sort would.
+    order = keep[np.lexsort((step, split[keep], feature[keep]))]
+    cols = _columns(inputs, order)
+    f, s = feature[order], split[order]
+    starts = np.flatnonzero(np.r_[True, (f[1:] != f[:-1]) | (s[1:] != s[:-1])])
+    stops = np.r_[starts[1:], len(order)]
+    names = [str(x) for x in splits]
+    by_feature: dict[int, dict[str, Batches]] = {}
+    for start, stop in zip(starts.tolist(), stops.tolist()):
+        by_feature.setdefault(int(f[start]), {})[names[s[start]]] = Batches(cols, start, stop)
+    for code, by_split in by_feature.items():
+        ordered = sorted(by_split, key=lambda x: (x != TRAIN, x))
+        yield str(features[code]), {x: by_split[x] for x in ordered}
+
+
+class Samples:
+    """(split, feature) → its sampled values, finite ones only; `.get(key)` like a dict.
+
+    The table is grouped on first use: a rule that never asks for samples pays nothing.
+    """
+
+    def __init__(self, table: pd.DataFrame):
+        self._table, self._groups = table, None
+
+    def get(self, key: tuple[str, str], default=None):
+        if self._groups is None:
+            self._groups = _group_samples(self._table) if len(self._table) else {}
+        return self._groups.get(key, default)
+
+
+def samples_of(run) -> Samples:
+    """The run's sampled values by (split, feature), grouped once for all the rules."""
+    return derived(run.samples, Samples)
+
+
+_DERIVED: dict = {}
+
+
+def derived(table: pd.DataFrame, build):
+    """`build(table)`, computed once per table object while it lives: the data rules share
+    the grouping of the inputs and samples tables, which they never modify."""
+    key = (id(table), build)
+    hit = _DERIVED.get(key)
+    if hit is not None and hit[0]() is table:
+        return hit[1]
+    for k in [k for k, (ref, _) in _DERIVED.items() if ref() is None]:
+        del _DERIVED[k]
+    value = build(table)
+    _DERIVED[key] = (weakref.ref(table), value)
+    return value
+
+
+def _group_samples(sm: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:
+    values = sm["value"].to_numpy(dtype=float, na_value=np.nan)
+    split, splits = pd.factorize(sm["split"], sort=False)
+    feature, features = pd.factorize(sm["feature"], sort=False)
+    key = np.where((split >= 0) & (feature >= 0), split * len(features) + feature, -1)
+    change = np.flatnonzero(key[1:] != key[:-1]) + 1
+    if len(change) + 1 > len(np.unique(key)):  # not yet one contiguous run per group
+        order = np.argsort(key, kind="stable")
+        key, values = key[order], values[order]
+        change = np.flatnonzero(key[1:] != key[:-1]) + 1
+    starts, stops = np.r_[0, change], np.r_[change, len(key)]
+    out = {}
+    for a, b in zip(starts.tolist(), stops.tolist()):
+        k = int(key[a])
+        if k >= 0:
+            v = values[a:b]
+            out[(str(splits[k // len(features)]), str(features[k % len(features)]))] = (
+                v[np.isfinite(v)])
+    return out
+
+
+def ks_wasserstein(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """The two-sample Kolmogorov-Smirnov statistic and the 1-Wasserstein distance of x and y.
+
+    The same computation as scipy.stats' ks_2samp and wasserstein_distance, sharing one sort.
+    """
+    x, y = np.sort(x), np.sort(y)
+    both = np.sort(np.concatenate([x, y]))
+    gap = (np.searchsorted(x, both, side="right") / len(x)
+           - np.searchsorted(y, both, side="right") / len(y))
+    ks = max(float(np.clip(-gap.min(), 0, 1)), float(gap.max()))
+    return ks, float(np.dot(np.abs(gap[:-1]), np.diff(both)))

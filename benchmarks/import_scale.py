@@ -1,0 +1,118 @@
+"""Read a W&B run and an MLflow run of 100,000 history rows against the same data as a native run.
+
+Writes three copies of one history, 50 metrics x 2,000 steps (100,000 values):
+
+- a W&B offline run, logged with the wandb client (WANDB_MODE=offline): one `run.log` per step;
+- an MLflow file-store run, logged with mlflow's client (`log_batch`): 50 metric files;
+- a tracelab run, written with RunWriter.
+
+Then, alternating the three in the same process, times opening each as a Run with its scalars
+table loaded (`open_any(path).scalars`: for the logs of other loggers that is the import,
+decoding included), best of `--repeat`, and prints the import / native ratios. The target is
+3x at most.
+
+    python benchmarks/import_scale.py [--steps N] [--metrics M] [--repeat K] [--keep DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+_WANDB = r"""
+import os, sys
+import numpy as np
+import wandb
+steps, metrics = int(sys.argv[2]), int(sys.argv[3])
+run = wandb.init(project="bench", name="bench", dir=sys.argv[1], config={"lr": 0.01},
+                 settings=wandb.Settings(console="off", x_disable_stats=True))
+values = np.random.default_rng(0).random((steps, metrics))
+for step in range(steps):
+    run.log({f"train/m{j}": float(values[step, j]) for j in range(metrics)}, step=step)
+run.finish()
+"""
+
+_MLFLOW = r"""
+import sys, time
+import numpy as np
+import mlflow
+from mlflow.entities import Metric
+steps, metrics = int(sys.argv[2]), int(sys.argv[3])
+client = mlflow.MlflowClient(f"file://{sys.argv[1]}/mlruns")
+run = client.create_run(client.create_experiment("bench"), run_name="bench")
+values = np.random.default_rng(0).random((steps, metrics))
+now = int(time.time() * 1000)
+rows = [Metric(f"train/m{j}", float(values[s, j]), now + s, s)
+        for s in range(steps) for j in range(metrics)]
+for start in range(0, len(rows), 1000):
+    client.log_batch(run.info.run_id, metrics=rows[start:start + 1000])
+client.set_terminated(run.info.run_id)
+"""
+
+
+def _client(code: str, root: Path, steps: int, metrics: int) -> None:
+    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true",
+           "MLFLOW_ALLOW_FILE_STORE": "true"}
+    proc = subprocess.run([sys.executable, "-c", code, str(root), str(steps), str(metrics)],
+                          env=env, cwd=root, capture_output=True, text=True)
+    if proc.returncode:
+        sys.exit(proc.stderr[-2000:])
+
+
+def _native(path: Path, steps: int, metrics: int) -> None:
+    from tracelab.core.writer import RunWriter
+    values = np.random.default_rng(0).random((steps, metrics))
+    writer = RunWriter(path, {"config": {"lr": 0.01}}, flush_interval=3600)
+    n = steps * metrics
+    writer.write(("scalars", {"step": np.repeat(np.arange(steps), metrics),
+                              "split": np.array(["train"] * n, dtype=object),
+                              "name": np.array([f"m{j}" for j in range(metrics)] * steps,
+                                               dtype=object),
+                              "value": values.reshape(-1), "wall_time": np.full(n, time.time())}))
+    writer.close({"state": "completed"})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--metrics", type=int, default=50)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--keep", type=Path, help="write the runs here and keep them")
+    args = parser.parse_args()
+    root = args.keep or Path(tempfile.mkdtemp(prefix="tracelab-import-"))
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        from tracelab.app.sources import discover, open_source
+        if not any(root.glob("wandb/offline-run-*")):
+            _client(_WANDB, root, args.steps, args.metrics)
+        if not (root / "mlruns").exists():
+            _client(_MLFLOW, root, args.steps, args.metrics)
+        if not (root / "native").exists():
+            _native(root / "native", args.steps, args.metrics)
+        sources = {s.format: s for s in discover(root)}
+        rows = {}
+        best = {fmt: float("inf") for fmt in ("tracelab", "wandb", "mlflow")}
+        for _ in range(args.repeat):
+            for fmt in best:  # alternating, so that load on the machine hits all three alike
+                started = time.perf_counter()
+                run = open_source(sources[fmt])
+                rows[fmt] = len(run.scalars)
+                best[fmt] = min(best[fmt], time.perf_counter() - started)
+        print(f"{args.steps} steps x {args.metrics} metrics; best of {args.repeat}")
+        for fmt, seconds in best.items():
+            ratio = seconds / best["tracelab"]
+            print(f"  {fmt:<9} {rows[fmt]:>7} rows  {seconds * 1000:8.1f} ms  {ratio:5.2f}x native")
+    finally:
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,366 @@
+"""Import an MLflow run: `tracelab import mlflow SRC RUN`, from either of MLflow's stores.
+
+The file store (`mlruns/`, MLflow's default until 3.13)::
+
+    mlruns/<experiment id>/meta.yaml               the experiment (its name)
+    mlruns/<experiment id>/<run id>/meta.yaml      run_name, status, start_time, end_time (ms)
+    mlruns/<experiment id>/<run id>/metrics/<key>  one line per value: "timestamp value [step]"
+    mlruns/<experiment id>/<run id>/params/<key>   the value as text
+    mlruns/<experiment id>/<run id>/tags/<key>     the value as text (`mlflow.runName`)
+
+Keys may hold `/` (`val/acc` is the file `metrics/val/acc`). The SQLite store (`mlflow.db`)
+holds the same in the tables `runs`, `metrics`, `params`, `tags` and `experiments`, read with
+the standard library's sqlite3, read-only. Neither needs the mlflow package.
+
+The run's name is its `mlflow.runName` tag, its config its params (numbers where they read as
+numbers), its status the run's (FINISHED is completed, FAILED failed, KILLED killed; a run
+still RUNNING whose client is gone is killed). Metric keys map to split and name by `TagMap`.
+
+A damaged metric file is read up to the damage: a line that is not "timestamp value [step]",
+or a last line without its newline (the write was cut short), is skipped and listed in the
+run's problems, as is a metric file that cannot be read at all. A meta.yaml that is not
+MLflow's is an error naming the file.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+
+from tracelab.core.errors import TraceError
+from tracelab.core.formats import MLFLOW
+from tracelab.core.schema import SCALARS
+from tracelab.recorders.importers.common import (Imported, TagMap, base_meta, plain_value,
+                                                 scalar_columns)
+
+META_YAML = "meta.yaml"
+RUN_PARTS = ("metrics", "params", "tags")
+RUN_NAME_TAG = "mlflow.runName"
+_STATES = {"FINISHED": "completed", "FAILED": "failed", "KILLED": "killed",
+           "RUNNING": "running", "SCHEDULED": "running"}
+# The file store writes RunStatus numbers (mlflow.entities.RunStatus).
+_STATUS_NUMBERS = {"1": "RUNNING", "2": "SCHEDULED", "3": "FINISHED", "4": "FAILED",
+                   "5": "KILLED"}
+_LINE = re.compile(r"^([A-Za-z_][\w.-]*):(?:\s+(.*))?$")
+SQLITE_MAGIC = b"SQLite format 3\x00"
+SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+_STORE_TABLES = {"runs", "metrics", "params", "tags"}
+
+
+# -- the file store -------------------------------------------------------------------------
+def _scalar(text: str) -> Any:
+    """One value of MLflow's flat meta.yaml (written by yaml.safe_dump)."""
+    text = text.strip()
+    if text in ("", "null", "~"):
+        return None
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        return text[1:-1].replace("''", "'")
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        return text[1:-1].encode().decode("unicode_escape")
+    return text
+
+
+def read_meta_yaml(path: Path) -> dict[str, Any]:
+    """MLflow's meta.yaml: flat `key: value` lines; anything else is an error naming it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TraceError(f"{path}: unreadable ({_reason(exc)})") from None
+    meta: dict[str, Any] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#") or line.startswith((" ", "-")):
+            continue  # blank, a comment, or an item of a list value (tags: [])
+        match = _LINE.match(line)
+        if match is None:
+            raise TraceError(f"{path}: line {number} is not 'key: value' ({line[:60]!r}); "
+                             "expected MLflow's meta.yaml")
+        meta[match.group(1)] = _scalar(match.group(2) or "")
+    if "run_id" not in meta and "run_uuid" not in meta:
+        raise TraceError(f"{path}: no run_id; expected the meta.yaml of an MLflow run")
+    return meta
+
+
+def is_run_dir(path: Path, names: set[str]) -> bool:
+    """An MLflow file-store run directory (not an experiment's, nor a logged model's)."""
+    if META_YAML not in names or not names & set(RUN_PARTS):
+        return False
+    try:
+        head = (path / META_YAML).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return True  # unreadable: it is shown as such
+    return re.search(r"^model_id:", head, re.M) is None
+
+
+def _reason(exc: BaseException) -> str:
+    return (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__).lower()
+
+
+def _key_files(folder: Path, problems: list[str]) -> list[tuple[str, Path]]:
+    """(key, file) of every file under `folder`; a folder that cannot be listed goes to
+    `problems` (a run without params or tags has no such folder: that is no problem)."""
+    def unlisted(exc: OSError) -> None:
+        if not isinstance(exc, FileNotFoundError):
+            rel = Path(exc.filename).relative_to(folder.parent).as_posix()
+            problems.append(f"{rel}: unreadable ({_reason(exc)}); skipped")
+
+    found = []
+    for here, dirs, files in os.walk(folder, onerror=unlisted):
+        dirs.sort()
+        for name in sorted(files):
+            file = Path(here) / name
+            found.append((file.relative_to(folder).as_posix(), file))
+    return found
+
+
+def _parse_lines(lines: list[bytes], name: str, problems: list[str]):
+    """Slow path: line by line, skipping (and listing) the lines that do not parse."""
+    rows, bad = [], []
+    for number, line in enumerate(lines, 1):
+        parts = line.split()
+        try:
+            if len(parts) not in (2, 3):
+                raise ValueError
+            rows.append((float(parts[0]), float(parts[1]),
+                         int(parts[2]) if len(parts) == 3 else 0))
+        except ValueError:
+            bad.append(number)
+    if bad:
+        problems.append(f"metrics/{name}: {len(bad)} unreadable line{'s' if len(bad) > 1 else ''}"
+                        f" (line {', '.join(map(str, bad[:5]))}{', ...' if len(bad) > 5 else ''})"
+                        "; skipped")
+    array = np.array(rows, dtype=np.float64).reshape(-1, 3)
+    return array[:, 2], array[:, 1], array[:, 0]
+
+
+def read_metric_text(data: bytes, name: str, problems: list[str]):
+    """(steps, values, timestamps in ms) of one metric file; damage goes to `problems`."""
+    cut = data.rfind(b"\n") + 1
+    if cut < len(data):  # the last write was cut short: the line may be half a number
+        problems.append(f"metrics/{name}: the file ends inside a line (byte {cut}); its last "
+                        f"{len(data) - cut} bytes were not read")
+        data = data[:cut]
+    lines = data.count(b"\n")
+    if not lines:
+        return np.zeros(0), np.zeros(0), np.zeros(0)
+    try:  # fast path: every line "timestamp value step"
+        array = np.array(data.split(), dtype=np.float64)
+    except ValueError:
+        array = None
+    if array is not None and len(array) == 3 * lines:
+        array = array.reshape(-1, 3)
+        return array[:, 2], array[:, 1], array[:, 0]
+    return _parse_lines([ln for ln in data.split(b"\n")[:lines]], name, problems)
+
+
+def _texts(folder: Path, problems: list[str]) -> dict[str, str]:
+    out = {}
+    for key, file in _key_files(folder, problems):
+        try:
+            out[key] = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"{folder.name}/{key}: unreadable ({_reason(exc)}); skipped")
+    return out
+
+
+def _experiment_name(folder: Path) -> Optional[str]:
+    try:
+        return read_meta_yaml_loose(folder / META_YAML).get("name")
+    except OSError:
+        return None
+
+
+def read_meta_yaml_loose(path: Path) -> dict[str, Any]:
+    """An experiment's meta.yaml, best effort (its name only decorates the run)."""
+    out = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        match = _LINE.match(line)
+        if match:
+            out[match.group(1)] = _scalar(match.group(2) or "")
+    return out
+
+
+def _read_metrics(folder: Path, problems: list[str]) -> dict[str, tuple]:
+    """Every metric file of a run, parsed at once where every line is whole (the usual case),
+    file by file where one is damaged."""
+    texts: dict[str, bytes] = {}
+    for key, file in _key_files(folder, problems):
+        try:
+            data = file.read_bytes()
+        except OSError as exc:
+            problems.append(f"metrics/{key}: unreadable ({_reason(exc)}); skipped")
+            continue
+        texts[key] = data
+    series = {}
+    whole = all(not data or data.endswith(b"\n") for data in texts.values())
+    if whole and texts:
+        try:  # Arrow's CSV reader: about 5x pandas' here; any odd line fails it
+            parsed = pa_csv.read_csv(
+                pa.BufferReader(b"".join(texts.values())),
+                read_options=pa_csv.ReadOptions(column_names=["t", "v", "s"]),
+                parse_options=pa_csv.ParseOptions(delimiter=" "),
+                convert_options=pa_csv.ConvertOptions(
+                    column_types=dict.fromkeys("tvs", pa.float64()), strings_can_be_null=False,
+                    null_values=[], quoted_strings_can_be_null=False))
+            table = np.column_stack([parsed.column(c).to_numpy() for c in "tvs"])
+        except (pa.ArrowInvalid, ValueError):
+            table = None
+        if table is not None and len(table) == sum(d.count(b"\n") for d in texts.values()):
+            start = 0
+            for key, data in texts.items():
+                end = start + data.count(b"\n")
+                block = table[start:end]
+                series[key] = (block[:, 2], block[:, 1], block[:, 0] / 1000.0)
+                start = end
+            return series
+    for key, data in texts.items():
+        steps, values, stamps = read_metric_text(data, key, problems)
+        series[key] = (steps, values, stamps / 1000.0)
+    return series
+
+
+def read_file_store_run(run_dir: Path, tags: TagMap) -> Imported:
+    meta_file = run_dir / META_YAML
+    if not meta_file.is_file():
+        raise TraceError(f"{run_dir}: no {META_YAML}; expected an MLflow run directory "
+                         "(mlruns/<experiment>/<run>/)")
+    meta = read_meta_yaml(meta_file)
+    problems: list[str] = []
+    series = _read_metrics(run_dir / "metrics", problems)
+    params = _texts(run_dir / "params", problems)
+    run_tags = _texts(run_dir / "tags", problems)
+    status = _STATUS_NUMBERS.get(str(meta.get("status")), str(meta.get("status") or ""))
+    return _imported(run_dir, tags, series, params, run_tags, problems, status=status,
+                     run_id=meta.get("run_id") or meta.get("run_uuid"),
+                     name=meta.get("run_name"), start=meta.get("start_time"),
+                     end=meta.get("end_time"), experiment=_experiment_name(run_dir.parent))
+
+
+# -- the SQLite store -----------------------------------------------------------------------
+def is_sqlite_store(path: Path) -> bool:
+    """An MLflow SQLite database (by its suffix, SQLite's header and MLflow's tables)."""
+    if path.suffix.lower() not in SQLITE_SUFFIXES:
+        return False
+    try:
+        with open(path, "rb") as f:
+            if f.read(16) != SQLITE_MAGIC:
+                return False
+        with _connect(path) as db:
+            names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE "
+                                              "type = 'table'")}
+    except (OSError, sqlite3.Error):
+        return False
+    return _STORE_TABLES <= names
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    # Read-only: the archive's database is never written, not even its journal.
+    return sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+
+
+def store_runs(path: Path) -> list[tuple[str, str]]:
+    """(run id, run name) of every run of an MLflow SQLite store that is not deleted."""
+    try:
+        with _connect(path) as db:
+            return [(r[0], r[1] or r[0]) for r in db.execute(
+                "SELECT run_uuid, name FROM runs WHERE lifecycle_stage IS NOT 'deleted' "
+                "ORDER BY start_time, run_uuid")]
+    except sqlite3.Error as exc:
+        raise TraceError(f"{path}: unreadable as an MLflow database ({exc})") from None
+
+
+def read_sqlite_run(path: Path, run_id: Optional[str], tags: TagMap) -> Imported:
+    if run_id is None:
+        runs = store_runs(path)
+        if len(runs) != 1:
+            listed = ", ".join(f"{rid} ({name})" for rid, name in runs[:5])
+            raise TraceError(f"{path}: holds {len(runs)} MLflow runs ({listed}"
+                             f"{', ...' if len(runs) > 5 else ''}); name one with --run-id, "
+                             "or analyze them all with `tracelab batch`")
+        run_id = runs[0][0]
+    try:
+        with _connect(path) as db:
+            row = db.execute("SELECT r.run_uuid, r.name, r.status, r.start_time, r.end_time, "
+                             "e.name FROM runs r LEFT JOIN experiments e ON e.experiment_id = "
+                             "r.experiment_id WHERE r.run_uuid = ? OR r.name = ? "
+                             "ORDER BY r.run_uuid = ? DESC", (run_id, run_id, run_id)).fetchone()
+            if row is None:
+                raise TraceError(f"{path}: no MLflow run {run_id!r}")
+            rid = row[0]
+            metrics = db.execute("SELECT key, step, CASE WHEN is_nan THEN NULL ELSE value END, "
+                                 "timestamp FROM metrics WHERE run_uuid = ? ORDER BY key, step, "
+                                 "timestamp", (rid,)).fetchall()
+            params = dict(db.execute("SELECT key, value FROM params WHERE run_uuid = ?", (rid,)))
+            run_tags = dict(db.execute("SELECT key, value FROM tags WHERE run_uuid = ?", (rid,)))
+    except sqlite3.Error as exc:
+        raise TraceError(f"{path}: unreadable as an MLflow database ({exc})") from None
+    series: dict[str, tuple] = {}
+    if metrics:
+        keys = np.array([m[0] for m in metrics], dtype=object)
+        numbers = np.array([m[1:] for m in metrics], dtype=np.float64)  # NULL (NaN) -> nan
+        bounds = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+        for start, end in zip(np.r_[0, bounds], np.r_[bounds, len(keys)]):
+            block = numbers[start:end]
+            series[keys[start]] = (block[:, 0], block[:, 1], block[:, 2] / 1000.0)
+    imported = _imported(path, tags, series, params, run_tags, [], status=row[2] or "",
+                         run_id=rid, name=row[1], start=row[3], end=row[4], experiment=row[5])
+    imported.meta["source"]["key"] = rid
+    return imported
+
+
+# -- both -----------------------------------------------------------------------------------
+def _seconds(ms: Any) -> Optional[float]:
+    try:
+        return float(ms) / 1000.0 if ms is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _imported(path: Path, tags: TagMap, series, params: dict[str, str],
+              run_tags: dict[str, str], problems: list[str], *, status: str,
+              run_id: Any, name: Any, start: Any, end: Any, experiment: Any) -> Imported:
+    name = run_tags.get(RUN_NAME_TAG) or name or run_id or Path(path).name
+    state = _STATES.get(str(status).upper(), "completed")
+    meta = base_meta(MLFLOW, path, pd.Series([], dtype=float), name=str(name).strip(),
+                     config={k: plain_value(v) for k, v in sorted(params.items())})
+    meta["start_time"], meta["end_time"] = _seconds(start), _seconds(end)
+    meta["status"] = {"state": state}
+    if state == "failed":
+        meta["status"]["exception_message"] = "the MLflow run ended with status FAILED"
+    meta["source"].update(run_id=str(run_id), experiment=experiment,
+                          tags={k: v for k, v in sorted(run_tags.items())})
+    if problems:
+        meta["source"]["problems"] = problems
+    return Imported.from_columns(meta, {SCALARS: scalar_columns(series, tags)})
+
+
+def read_mlflow(path: str | os.PathLike, tags: TagMap | None = None, *,
+                run_id: Optional[str] = None) -> Imported:
+    """Read an MLflow run (a file-store run directory, or a run of a SQLite store: `run_id`,
+    its id or name, may be left out when the store holds one run) into trace tables."""
+    path, tags = Path(path), tags or TagMap()
+    if path.is_file():
+        if not is_sqlite_store(path):
+            raise TraceError(f"{path}: not an MLflow SQLite database (expected the tables "
+                             f"{', '.join(sorted(_STORE_TABLES))})")
+        return read_sqlite_run(path, run_id, tags)
+    if not path.is_dir():
+        raise TraceError(f"{path}: no such file or directory; expected an MLflow run directory "
+                         "or an mlflow.db")
+    return read_file_store_run(path, tags)
+
+
+def import_mlflow(path: str | os.PathLike, run_dir: str | os.PathLike,
+                  tags: TagMap | None = None, *, run_id: Optional[str] = None) -> Path:
+    """Import an MLflow run as the tracelab run `run_dir` (which must not exist yet)."""
+    return read_mlflow(path, tags, run_id=run_id).write(Path(run_dir))
+
+
+__all__ = ["read_mlflow", "import_mlflow", "is_run_dir", "is_sqlite_store", "store_runs",
+           "read_meta_yaml"]

@@ -1,0 +1,299 @@
+"""Import a Weights & Biases run from its `.wandb` file: `tracelab import wandb SRC RUN`.
+
+`wandb` writes every run, offline or not, as `wandb/offline-run-<time>-<id>/run-<id>.wandb`
+(`wandb/run-<time>-<id>/` for a run that was online or synced). The file is W&B's "LevelDB
+log": a 7-byte header (`:W&B`, 0xBEE1, version 0), then 32 KiB blocks of records, each framed
+by a CRC-32 (of the record type and data), its length and its type (whole, or the first,
+middle or last piece of a record split across blocks). Each record is a protobuf `Record`;
+`records.py` checks the framing, and this module decodes, with the protobuf package and a
+descriptor of only the fields it needs (no wandb package, no generated code):
+
+    history (2)  one row of `run.log`: items `{nested_key, value_json}`, `_step`, `_timestamp`
+    summary (3)  summary updates;   config (5) config updates
+    run (17)     run id, project, display name, config, start time
+    exit (18)    exit code and runtime
+
+History items map to split and name by `TagMap` (`_step`, `_runtime` and `_timestamp` are
+bookkeeping); histograms logged by `wandb.watch` (`gradients/…`, `parameters/…`) become tensor
+statistics as TensorBoard's do. The run is completed when it exited with code 0, failed with
+another code, and killed when the file has no exit record (its process died). A damaged or
+truncated file is read up to its last whole record, and the run's problems say what was not.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from tracelab.core.errors import TraceError, TracelabError
+from tracelab.core.formats import WANDB
+from tracelab.core.schema import SCALARS, TENSORS
+from tracelab.recorders.importers.common import Imported, TagMap, base_meta, scalar_columns
+from tracelab.recorders.importers.records import read_records
+from tracelab.recorders.importers.tensorboard import histogram_stats
+
+SUFFIX = ".wandb"
+_BOOKKEEPING = ("_step", "_timestamp", "_runtime")
+
+
+def is_wandb_file(name: str) -> bool:
+    return name.startswith("run-") and name.endswith(SUFFIX)
+
+
+@lru_cache(maxsize=1)
+def _record_class():
+    """`Record`, with only the fields read here (field numbers as in wandb_internal.proto)."""
+    try:
+        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    except ImportError:
+        raise TracelabError("reading W&B runs needs the protobuf package: pip install "
+                            "'tracelab[wandb]'") from None
+    F = descriptor_pb2.FieldDescriptorProto
+    file = descriptor_pb2.FileDescriptorProto(name="tracelab_wandb_subset.proto",
+                                              package="tracelab_wandb", syntax="proto3")
+
+    def message(name: str, *fields: tuple, oneof: Optional[str] = None) -> None:
+        m = file.message_type.add(name=name)
+        if oneof:
+            m.oneof_decl.add(name=oneof)
+        for fname, number, kind, *rest in fields:
+            repeated = "repeated" in rest
+            f = m.field.add(name=fname, number=number, type=kind,
+                            label=F.LABEL_REPEATED if repeated else F.LABEL_OPTIONAL)
+            if kind == F.TYPE_MESSAGE:
+                f.type_name = f".tracelab_wandb.{rest[0]}"
+            if "oneof" in rest:
+                f.oneof_index = 0
+
+    S, I64, I32, D, B, M = (F.TYPE_STRING, F.TYPE_INT64, F.TYPE_INT32, F.TYPE_DOUBLE,
+                            F.TYPE_BOOL, F.TYPE_MESSAGE)
+    message("Item", ("key", 1, S), ("nested_key", 2, S, "repeated"),
+            ("boolean", 4, B, "oneof"), ("integer", 5, F.TYPE_SINT64, "oneof"),
+            ("number", 6, D, "oneof"), ("value_json", 16, S), oneof="value")
+    message("Step", ("num", 1, I64))
+    message("History", ("item", 1, M, "Item", "repeated"), ("step", 2, M, "Step"))
+    message("Update", ("update", 1, M, "Item", "repeated"), ("remove", 2, M, "Item", "repeated"))
+    message("Timestamp", ("seconds", 1, I64), ("nanos", 2, I32))
+    message("Run", ("run_id", 1, S), ("entity", 2, S), ("project", 3, S),
+            ("config", 4, M, "Update"), ("display_name", 8, S), ("notes", 9, S),
+            ("tags", 10, S, "repeated"), ("host", 13, S), ("start_time", 17, M, "Timestamp"))
+    message("Exit", ("exit_code", 1, I32), ("runtime", 2, I32))
+    message("Record", ("num", 1, I64), ("history", 2, M, "History"),
+            ("summary", 3, M, "Update"), ("config", 5, M, "Update"), ("run", 17, M, "Run"),
+            ("exit", 18, M, "Exit"))
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("tracelab_wandb.Record"))
+
+
+def _key(item) -> str:
+    key = item.key
+    if key:
+        return key
+    nested = item.nested_key
+    return nested[0] if len(nested) == 1 else ".".join(nested)
+
+
+def _json(item) -> Any:
+    kind = item.WhichOneof("value")
+    if kind is not None:
+        return getattr(item, kind)
+    try:
+        return json.loads(item.value_json)
+    except ValueError:
+        return item.value_json
+
+
+def _number(item) -> Optional[float]:
+    """A history value as a number; None for media, text and the like."""
+    text = item.value_json
+    if text:
+        try:
+            return float(text)  # "0.25", "NaN", "Infinity": the usual case, and fast
+        except ValueError:
+            return None
+    kind = item.WhichOneof("value")
+    return float(getattr(item, kind)) if kind in ("integer", "number") else None
+
+
+def _histogram(data: Any) -> Optional[dict[str, float]]:
+    """Statistics of a `wandb.Histogram` (`{"_type": "histogram", "bins": [...], "values":
+    [...]}`, bins are the edges): everything approximate, from the bucket midpoints."""
+    if not isinstance(data, dict) or data.get("_type") != "histogram":
+        return None
+    try:
+        edges = np.asarray(data["bins"], dtype=float)
+        counts = np.asarray(data["values"], dtype=float)
+    except (ValueError, KeyError, TypeError):
+        return None
+    if edges.ndim != 1 or len(edges) != len(counts) + 1 or not len(counts):
+        return None
+    used = np.flatnonzero(counts)
+    if not len(used):
+        return None
+    return histogram_stats(edges[:-1], edges[1:], counts, vmin=float(edges[used[0]]),
+                           vmax=float(edges[used[-1] + 1]), num=float(counts.sum()))
+
+
+def _apply(target: dict[str, Any], update) -> None:
+    """Apply config or summary updates; values stay items, decoded once at the end (W&B
+    writes a summary update after every logged row)."""
+    for item in update.update:
+        key = item.key or _key(item)
+        if key[:1] != "_":
+            target[key] = item
+    for item in update.remove:
+        target.pop(_key(item), None)
+
+
+def wandb_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    try:
+        return sorted(path / e.name for e in os.scandir(path) if is_wandb_file(e.name))
+    except OSError:
+        return []
+
+
+def read_wandb(path: str | os.PathLike, tags: TagMap | None = None) -> Imported:
+    """Read a W&B run (its folder or its `.wandb` file) into trace tables (in memory)."""
+    path, tags = Path(path), tags or TagMap()
+    files = wandb_files(path)
+    if not files:
+        raise TraceError(f"{path}: no run-*.wandb file; expected a W&B run folder "
+                         "(wandb/offline-run-*/ or wandb/run-*/)")
+    Record = _record_class()
+    series: dict[str, tuple[list, list, list]] = {}
+    hists: list[dict[str, Any]] = []
+    config: dict[str, Any] = {}
+    summary: dict[str, Any] = {}
+    info: dict[str, Any] = {}
+    exit_code: Optional[int] = None
+    runtime = None
+    problems: list[str] = []
+    row = 0
+    for file in files:
+        records, damage = read_records(file)
+        if damage is not None:
+            problems.append(damage.describe(file.name))
+        for data in records:
+            try:
+                record = Record.FromString(data)
+            except Exception:  # a record whose checksum holds but that is no Record
+                problems.append(f"{file.name}: a record that is not W&B's (skipped)")
+                continue
+            if record.HasField("history"):
+                row = _history(record.history, row, series, hists, tags)
+            elif record.HasField("config"):
+                _apply(config, record.config)
+            elif record.HasField("summary"):
+                _apply(summary, record.summary)
+            elif record.HasField("run"):
+                run = record.run
+                _apply(config, run.config)
+                info.update(run_id=run.run_id, project=run.project, entity=run.entity,
+                            name=run.display_name, tags=list(run.tags), notes=run.notes)
+                if run.HasField("start_time"):
+                    info["start"] = run.start_time.seconds + run.start_time.nanos / 1e9
+            elif record.HasField("exit"):
+                exit_code, runtime = record.exit.exit_code, record.exit.runtime
+    config = {k: _json(item) for k, item in config.items()}
+    summary = {k: _json(item) for k, item in summary.items()}
+    return _imported(path, tags, series, hists, config, summary, info, exit_code, runtime,
+                     problems)
+
+
+def _history(history, row: int, series, hists: list, tags: TagMap) -> int:
+    step, wall = None, math.nan
+    values = []
+    groups: dict[str, dict[str, Any]] = {}  # a logged dict, as wandb-core writes it: one item
+    for item in history.item:                # per leaf, its nested_key the path to it
+        key = item.key
+        if not key:
+            nested = item.nested_key
+            if len(nested) > 1:
+                groups.setdefault(".".join(nested[:-1]), {})[nested[-1]] = item
+                continue
+            key = nested[0] if nested else ""
+        if key == "_step":
+            step = int(_number(item) or 0)
+        elif key == "_timestamp":
+            wall = _number(item)
+        elif key not in _BOOKKEEPING:
+            values.append((key, item))
+    if step is None:
+        step = history.step.num if history.HasField("step") else row
+    for parent, leaves in groups.items():
+        if "_type" in leaves:  # media: a histogram (or an image, a table: left out)
+            _add_histogram(parent, {k: _json(v) for k, v in leaves.items()}, step, hists, tags)
+        else:
+            values.extend((f"{parent}.{leaf}", item) for leaf, item in leaves.items())
+    for key, item in values:
+        text = item.value_json
+        try:
+            number = float(text)  # "0.25", "NaN", "Infinity": the usual case, and fast
+        except ValueError:
+            number = None if text else _number(item)
+        if number is not None:
+            got = series.get(key)
+            if got is None:
+                got = series[key] = ([], [], [])
+            got[0].append(step)
+            got[1].append(number)
+            got[2].append(wall)
+        elif text.startswith("{"):  # a whole dict in one item, as older clients write it
+            _add_histogram(key, _json(item), step, hists, tags)
+    return max(row, step) + 1
+
+
+def _add_histogram(key: str, data: Any, step: int, hists: list, tags: TagMap) -> None:
+    stats = _histogram(data)
+    target = tags.histogram(key) if stats is not None else None
+    if target:
+        hists.append({"step": step, "kind": target[0], "name": target[1], **stats})
+
+
+def _imported(path: Path, tags: TagMap, series, hists, config, summary, info, exit_code,
+              runtime, problems) -> Imported:
+    columns = scalar_columns(series, tags)
+    walls = pd.Series(columns.get("wall_time", []), dtype=float)
+    name = info.get("name") or info.get("run_id") or path.stem
+    meta = base_meta(WANDB, path, walls, name=name, config=config)
+    if info.get("start") is not None:
+        meta["start_time"] = info["start"]
+        if runtime:
+            meta["end_time"] = info["start"] + runtime
+    if exit_code is None:
+        meta["status"] = {"state": "running"}  # no exit record: killed, as its writer is gone
+    elif exit_code != 0:
+        meta["status"] = {"state": "failed", "exception_type": "exit code",
+                          "exception_message": f"the W&B run exited with code {exit_code}"}
+    meta["source"].update(run_id=info.get("run_id"), project=info.get("project"),
+                          entity=info.get("entity"), tags=info.get("tags") or [],
+                          exit_code=exit_code,
+                          summary={k: v for k, v in summary.items()  # media stays out
+                                   if v is None or isinstance(v, (bool, int, float, str))})
+    if problems:
+        meta["source"]["problems"] = problems
+    # wandb-core writes a step's histograms in no fixed order: sort them, so that one file
+    # always reads as the same run (names in natural order: layer 2 before layer 10).
+    hists.sort(key=lambda h: (h["step"], h["kind"], [int(p) if p.isdigit() else p
+                                                     for p in re.split(r"(\d+)", h["name"])]))
+    tn = pd.DataFrame(hists) if hists else pd.DataFrame(columns=["step", "kind", "name"])
+    return Imported.from_columns(meta, {SCALARS: columns, TENSORS: {c: tn[c] for c in tn}})
+
+
+def import_wandb(path: str | os.PathLike, run_dir: str | os.PathLike,
+                 tags: TagMap | None = None) -> Path:
+    """Import a W&B run as the tracelab run `run_dir` (which must not exist yet)."""
+    return read_wandb(path, tags).write(Path(run_dir))
+
+
+__all__ = ["read_wandb", "import_wandb", "is_wandb_file", "wandb_files"]
