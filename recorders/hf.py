@@ -26,6 +26,7 @@ except ModuleNotFoundError:
 import torch
 
 from tracelab.recorders._callbacks import Guard, guarded, loss_value, metrics_for
+from tracelab.recorders.compiled import outside_compile
 from tracelab.recorders.torch_recorder import Recorder
 
 # TrainingArguments worth keeping with the run (the full set has over a hundred fields).
@@ -84,8 +85,10 @@ class TracelabCallback(Guard, TrainerCallback):
         # accelerate wraps the torch optimizer; the Recorder hooks the one that steps.
         inner = getattr(optimizer, "optimizer", optimizer)
         self.recorder.watch(model, inner if isinstance(inner, torch.optim.Optimizer) else None)
-        self._handles = [model.register_forward_pre_hook(self._before_forward, with_kwargs=True),
-                         model.register_forward_hook(self._after_forward)]
+        # Outside the graph when the Trainer compiles the model (torch_compile=True).
+        self._handles = [model.register_forward_pre_hook(outside_compile(self._before_forward),
+                                                         with_kwargs=True),
+                         model.register_forward_hook(outside_compile(self._after_forward))]
         # The Trainer has no exception hook: mark the run failed if an exception ends the script.
         self._excepthook, sys.excepthook = sys.excepthook, self._on_uncaught
 

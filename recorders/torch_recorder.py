@@ -29,6 +29,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import torch
 
+from tracelab.recorders import compiled
 from tracelab.recorders import environment as env
 from tracelab.recorders import kernel_loader
 from tracelab.recorders.activations import ActivationStats, activation_stats, record_activations
@@ -36,7 +37,8 @@ from tracelab.recorders.inputs import InputStats
 from tracelab.recorders.parameters import ParameterStats
 from tracelab.recorders.scalars import Scalars, Skip, WarnOnce, scalar_value
 from tracelab.recorders.transfer import StepRecord
-from tracelab.core.schema import DATA_TIME, LOSS_NAME, LR_PREFIX, SCALARS, STEP_TIME, TRAIN
+from tracelab.core.schema import (DATA_TIME, LOSS_NAME, LR_PREFIX, META_ABSENT, SCALARS,
+                                   STEP_TIME, TRAIN)
 from tracelab.core.writer import RunWriter
 
 
@@ -102,6 +104,10 @@ class Recorder:
         self._activations: list[tuple[str, int, ActivationStats]] = []
         self._captured: set[int] = set()
         self._module_names: dict[int, tuple[str, str]] = {}
+        # A compiled model runs its activation-recording steps eagerly (compiled.py).
+        self._eager: Any = compiled.EagerSteps(self._warn)
+        self._traced = False  # a forward hook was traced by torch.compile: activations absent
+        self._absent_steps: list[int] = []
         self._cost = 0.0  # seconds the training thread spent in the recorder
         if model is not None or optimizer is not None:
             self.watch(model, optimizer)
@@ -112,8 +118,10 @@ class Recorder:
         """Attach a model and/or optimizer (frameworks create them after the recorder)."""
         if model is not None:
             self._arm(False)
+            points = compiled.compiled_points(model)
             self.model = env.unwrap(model)
-            self._tracked = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
+            self._tracked = [(compiled.plain_name(n), p)
+                             for n, p in self.model.named_parameters() if p.requires_grad]
             self._parameters = ParameterStats(self._tracked)
             sharded = self._parameters.sharded_names()
             if sharded:  # the reader merges these names' statistics over the ranks
@@ -122,26 +130,38 @@ class Recorder:
             for path, module in self.model.named_modules():
                 if next(module.children(), None) is None:
                     self._leaves.append(module)
-                    self._module_names[id(module)] = (path or type(module).__name__,
+                    self._module_names[id(module)] = (compiled.plain_name(path)
+                                                      or type(module).__name__,
                                                       type(module).__name__)
+            if points:
+                self._settings["compiled"] = True
+                self.writer.update_meta(recorder=dict(self._settings))
+            self._eager = compiled.EagerModel(points) if points else \
+                compiled.EagerSteps(self._warn)
             self._arm(due(self._step, self.activation_every))
         if optimizer is not None:
             self.optimizer = optimizer
-            self._handles.append(optimizer.register_step_pre_hook(self._before_optimizer_step))
+            # Outside the graph of a compiled optimizer.step: the snapshot copies in Python.
+            # (This imports dynamo, as torch's own first optimizer step does anyway.)
+            self._handles.append(optimizer.register_step_pre_hook(
+                compiled.outside_compile(self._before_optimizer_step)))
             self.writer.update_meta(optimizer=env.optimizer_summary(optimizer))
         if self.model is not None:
-            self.writer.update_meta(model=env.model_summary(self.model, self.optimizer))
+            self.writer.update_meta(model=compiled.plain_summary(
+                env.model_summary(self.model, self.optimizer)))
         return self
 
     def _arm(self, on: bool) -> None:
-        """Hook the leaf modules' forward passes, or unhook them."""
-        if on and not self._forward_handles:
+        """Hook the leaf modules' forward passes, or unhook them; compiled code runs eagerly
+        while they are hooked."""
+        if on and self._leaves and not self._forward_handles:
             self._forward_handles = [m.register_forward_hook(self._forward_hook)
                                      for m in self._leaves]
         elif not on and self._forward_handles:
             for handle in self._forward_handles:
                 handle.remove()
             self._forward_handles = []
+        self._eager.hold(bool(self._forward_handles))
 
     # -- hooks (training thread) ----------------------------------------------------------------
     def _before_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -153,6 +173,9 @@ class Recorder:
 
     def _forward_hook(self, module: torch.nn.Module, args: Any, output: Any) -> None:
         # Hooked only while the step in progress records activations (_arm).
+        if compiled.is_compiling():  # traced: the step records no activations (compiled.py)
+            self._traced = True
+            return
         if not module.training or id(module) in self._captured or self.writer.failed:
             return
         start = time.perf_counter()
@@ -240,6 +263,11 @@ class Recorder:
         self._arm(due(step + 1, self.activation_every) and not stopped)
         activations, self._activations = self._activations, []
         self._captured.clear()
+        if self._traced and not activations:
+            self._absent_steps.append(step)
+            self.writer.update_meta(**{META_ABSENT: {"activations": compiled.traced(
+                self._absent_steps)}})
+        self._traced = False
         updates = self._parameters.end_step()
         if self._losses:
             loss = self._accumulated_loss(loss)

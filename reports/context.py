@@ -24,7 +24,8 @@ from tracelab.reports.charts import rendered
 from tracelab.reports.plots import style, unique
 
 __all__ = ["SEVERITY_LABELS", "build_context"]
-from tracelab.core.schema import ACTIVATION, GRAD, REQUIREMENTS, STEP_TIME, UPDATE, WEIGHT
+from tracelab.core.schema import (ACTIVATION, GRAD, META_ABSENT, REQUIREMENTS, STEP_TIME, UPDATE,
+                                   WEIGHT)
 
 MAX_FEATURES = 40
 # Environment keys that decide whether a run can be reproduced, in reading order.
@@ -293,6 +294,9 @@ def recorded(run) -> dict[str, Any]:
                                               f"{fmt.number(int(feats.at[split, 'steps']))} steps"))
     if len(run.samples):
         rows.append(("input samples", f"{fmt.number(len(run.samples))} values"))
+    absent = run.meta.get(META_ABSENT)
+    for what, why in (absent.items() if isinstance(absent, dict) else ()):
+        rows.append((f"{what} (absent)", str(why)))
     have = run.available
     return {"rows": rows,
             "missing": [r.label for r in REQUIREMENTS if r not in have]}

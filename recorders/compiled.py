@@ -1,0 +1,169 @@
+"""Recording compiled models (`torch.compile(model)`, `model.compile()`) without recompiles or
+graph breaks.
+
+A forward hook that computes statistics calls into Python (numpy, numba, `float()`), which
+breaks a compiled graph; adding and removing hooks between steps changes what dynamo traced.
+So the compiled graphs never contain the recorder: on the steps that record activations, and on
+those only, the model's forward runs uncompiled (the `_orig_mod` of a compiled wrapper, the
+plain `_call_impl` of a module compiled in place: EagerModel), and the leaf modules' forward
+hooks read its outputs as they do for an eager model; every other step runs the compiled code
+that dynamo built once, without hooks. The loss, the backward of the other steps and a
+compiled optimizer step stay compiled. A model the recorder was given before it was wrapped by
+torch.compile has no wrapper the recorder can see: then the compiler's stance is "force_eager"
+from the end of the step before a recording step to the end of that step
+(`torch.compiler.set_stance`, torch >= 2.6: EagerSteps). Statistics are those of an eager
+forward pass of the same weights and batch, so they agree with an uncompiled run's within float
+tolerance. BENCHMARKS.md compares this with hooks added and removed around recording steps.
+
+Without `set_stance` (torch < 2.6), a model compiled after the recorder was given it traces the
+recorder's forward hooks into its graph: they see that they are traced and return, without a
+graph break, and meta.json records the activations as absent (schema.META_ABSENT); the
+report's "What was recorded" section lists them.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import torch
+
+ORIG_MOD = "_orig_mod"  # the attribute torch.compile's wrapper keeps the user's module in
+
+
+def traced(steps: list[int]) -> str:
+    """meta.json's "absent" entry for activations at recording steps whose hooks dynamo traced."""
+    shown = ", ".join(map(str, steps[:5])) + (", ..." if len(steps) > 5 else "")
+    return (f"not recorded at {len(steps)} recording step(s) ({shown}): torch.compile traced "
+            "the recorder's forward hooks, so they could not read the outputs (a model compiled "
+            "after the Recorder was given it, on its first compiled step, or on a torch without "
+            "torch.compiler.set_stance, < 2.6); give the Recorder the compiled model")
+
+
+def dynamo_loaded() -> bool:
+    """Whether anything was compiled or is about to be: torch.compile imports dynamo, and
+    importing it takes seconds, which an eager run never pays for the recorder."""
+    return "torch._dynamo" in sys.modules
+
+
+def is_compiling() -> bool:
+    """Whether dynamo is tracing the caller (constant while tracing: no graph break)."""
+    check = getattr(torch.compiler, "is_compiling", None)
+    return bool(check()) if check is not None else False
+
+
+def stance_available() -> bool:
+    """Whether this torch can run compiled code eagerly on demand (torch.compiler.set_stance)."""
+    return callable(getattr(torch.compiler, "set_stance", None))
+
+
+def compiled_points(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The compiled modules on the way to and inside the user's module: torch.compile wrappers
+    (OptimizedModule) and modules compiled in place (Module.compile)."""
+    seen: set[int] = set()
+    stack, found = [model], []
+    while stack:
+        m = stack.pop()
+        if id(m) in seen or not isinstance(m, torch.nn.Module):
+            continue
+        seen.add(id(m))
+        if isinstance(getattr(m, ORIG_MOD, None), torch.nn.Module) \
+                or getattr(m, "_compiled_call_impl", None) is not None:
+            found.append(m)
+        stack.append(getattr(m, "module", None))
+        stack.append(getattr(m, ORIG_MOD, None))
+        stack.extend(m.children())
+    return found
+
+
+def is_compiled(model: torch.nn.Module) -> bool:
+    """Whether `model`, a wrapper on the way to the user's module, or one of its submodules is
+    compiled."""
+    return bool(compiled_points(model))
+
+
+def plain_name(path: str) -> str:
+    """A module or parameter path without torch.compile's `_orig_mod` level: the name the
+    uncompiled model gives it (`net._orig_mod.0.weight` -> `net.0.weight`)."""
+    if ORIG_MOD not in path:
+        return path
+    return ".".join(part for part in path.split(".") if part != ORIG_MOD)
+
+
+def plain_summary(summary: dict[str, Any]) -> dict[str, Any]:
+    """environment.model_summary with plain names: module paths and parameter names without
+    `_orig_mod`, and no entry for the torch.compile wrapper itself (its path is its module's)."""
+    modules = [dict(m, path=plain_name(m["path"])) for m in summary.get("modules", [])
+               if m.get("type") != "OptimizedModule"]
+    params = [dict(p, name=plain_name(p["name"])) for p in summary.get("parameters", [])]
+    return dict(summary, modules=modules, parameters=params)
+
+
+def outside_compile(hook: Callable[..., Any]) -> Callable[..., Any]:
+    """`hook` run by Python even when dynamo traces its caller (a compiled `optimizer.step`):
+    it is called there as one opaque call, never traced into the graph."""
+    return torch.compiler.disable(hook, recursive=True)
+
+
+class EagerModel:
+    """While held, each compiled point of a model calls its uncompiled module: a wrapper's
+    forward is the `_orig_mod` itself, a module compiled in place runs its own `_call_impl`.
+    Nothing dynamo traced or guards on changes (the swapped attributes are read before any
+    compiled frame), and other compiled code in the process keeps running compiled."""
+
+    def __init__(self, points: list[torch.nn.Module]):
+        self.points = points
+        self._saved: list[tuple[torch.nn.Module, str, Any]] = []
+
+    def hold(self, on: bool) -> None:
+        if on and not self._saved:
+            for m in self.points:
+                inner = getattr(m, ORIG_MOD, None)
+                if isinstance(inner, torch.nn.Module):
+                    self._saved.append((m, "forward", m.__dict__.get("forward")))
+                    m.forward = inner.__call__
+                else:
+                    self._saved.append((m, "_compiled_call_impl", m._compiled_call_impl))
+                    m._compiled_call_impl = None
+        elif not on and self._saved:
+            for m, attr, value in reversed(self._saved):
+                if value is None:
+                    m.__dict__.pop(attr, None)
+                else:
+                    setattr(m, attr, value)
+            self._saved = []
+
+
+class EagerSteps:
+    """For a model whose compiled wrapper the recorder never saw (compiled after the recorder
+    was given it): holds the compiler's stance at "force_eager" while any holder asks for it.
+
+    The stance is process-wide: holders are counted, so several recorders agree, and the
+    stance before the first holder is the one restored after the last.
+    """
+
+    _holders: set[int] = set()
+    _restore: Any = None  # the set_stance context whose exit restores the earlier stance
+
+    def __init__(self, warn: Callable[[Any, str], None]):
+        self._warn = warn
+        self.on = False
+
+    def hold(self, on: bool) -> None:
+        if on == self.on or not stance_available() or (on and not dynamo_loaded()):
+            return
+        cls = EagerSteps
+        try:
+            if on:
+                if not cls._holders:
+                    cls._restore = torch.compiler.set_stance("force_eager")
+                cls._holders.add(id(self))
+            else:
+                cls._holders.discard(id(self))
+                if not cls._holders and cls._restore is not None:
+                    restore, cls._restore = cls._restore, None
+                    restore.__exit__(None, None, None)
+            self.on = on
+        except Exception as exc:  # inside a compiled region: the step records as it can
+            self._warn(("set_stance", type(exc).__name__),
+                       f"could not switch compiled code to eager for a recording step "
+                       f"({type(exc).__name__}: {exc}); warned once")

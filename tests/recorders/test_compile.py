@@ -1,0 +1,279 @@
+"""Recording compiled models: the same statistics as an eager run, no recompiles, no graph
+breaks from the recorder (compiled.py). Tiny models: compiling takes seconds per graph here."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+
+import tracelab  # noqa: E402
+from tracelab import open_run  # noqa: E402
+from tracelab.recorders import compiled  # noqa: E402
+from torch._dynamo.utils import counters  # noqa: E402
+
+STEPS, EVERY = 7, 3  # activations at steps 0, 3 and 6
+STATS = ["numel", "mean", "std", "min", "max", "abs_mean", "norm", "zero_frac", "nan_count",
+         "inf_count", "dead_frac", "saturated_frac"]
+
+pytestmark = [pytest.mark.usefixtures("one_thread"),
+              pytest.mark.skipif(not compiled.stance_available(),
+                                 reason="compiled recording needs torch.compiler.set_stance "
+                                        "(torch >= 2.6)")]
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                       torch.nn.Linear(16, 16), torch.nn.Tanh(),
+                                       torch.nn.Linear(16, 4))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def _batches():
+    g = torch.Generator().manual_seed(1)
+    return [(torch.randn(8, 8, generator=g), torch.randint(0, 4, (8,), generator=g))
+            for _ in range(STEPS)]
+
+
+def _train(run_dir, how: str, steps: int = STEPS):
+    """Train a fresh MLP `how` (eager, module, inplace, reduce-overhead, optimizer), recording
+    into run_dir; return the dynamo counters after warm-up (steps 0 and 1) and at the end."""
+    torch._dynamo.reset()
+    counters.clear()
+    torch.manual_seed(0)
+    model = MLP()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    loss_fn, step_fn, net = torch.nn.functional.cross_entropy, opt.step, model
+    if how == "module":
+        net = torch.compile(model)
+    elif how == "inplace":
+        model.compile(fullgraph=True)
+    elif how == "reduce-overhead":
+        net = torch.compile(model, mode="reduce-overhead")
+    elif how == "optimizer":
+        net = torch.compile(model)
+        step_fn, loss_fn = torch.compile(opt.step), torch.compile(loss_fn)
+    warm = None
+    with tracelab.Recorder(str(run_dir), net, opt, activation_every=EVERY) as rec:
+        for i, (x, y) in enumerate(_batches()[:steps]):
+            opt.zero_grad()
+            loss = loss_fn(net(x), y)
+            loss.backward()
+            step_fn()
+            rec.step(loss=loss)
+            if i == 1:
+                warm = _graphs()
+    return warm, _graphs()
+
+
+def _graphs() -> dict:
+    return {"graphs": counters["stats"]["unique_graphs"],
+            "breaks": sum(counters["graph_break"].values()),
+            "recompiles": sum(counters["recompiles"].values())}
+
+
+def _tensors(run_dir) -> pd.DataFrame:
+    return open_run(run_dir).tensors.set_index(["step", "kind", "name"]).sort_index()
+
+
+@pytest.fixture(scope="module")
+def eager_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("eager")
+    _train(run_dir, "eager")
+    return _tensors(run_dir)
+
+
+@pytest.mark.parametrize("how, graphs", [("module", 1), ("inplace", 1),
+                                         ("reduce-overhead", 1), ("optimizer", 3)])
+def test_compiled_run_records_what_the_eager_run_records(tmp_path, eager_run, how, graphs):
+    warm, end = _train(tmp_path, how)
+    # One graph per compiled function, as without the recorder; none added by recording
+    # steps 3 and 6 after warm-up, and no graph break.
+    assert warm == end == {"graphs": graphs, "breaks": 0, "recompiles": 0}
+    got = _tensors(tmp_path)
+    assert got.index.equals(eager_run.index)  # same steps, kinds and (plain) names
+    kinds = set(got.index.get_level_values("kind"))
+    assert kinds == {"weight", "grad", "update", "activation"}
+    acts = got.xs("activation", level="kind")
+    assert sorted(set(acts.index.get_level_values("step"))) == [0, 3, 6]
+    assert "net.1" in set(acts.index.get_level_values("name"))  # no _orig_mod level
+    np.testing.assert_allclose(got[STATS].to_numpy(float), eager_run[STATS].to_numpy(float),
+                               rtol=1e-4, atol=1e-6)
+    meta = open_run(tmp_path).meta
+    assert meta["recorder"]["compiled"] is True and "absent" not in meta
+
+
+def test_recorder_hooks_add_no_graph_break(tmp_path):
+    """torch._dynamo.explain of the compiled model and of the compiled optimizer step with a
+    recorder attached, against the same without one."""
+    torch.manual_seed(0)
+    x, y = _batches()[0]
+
+    def explained(record: bool):
+        torch._dynamo.reset()
+        model = MLP()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        rec = tracelab.Recorder(str(tmp_path / str(record)), model, opt,
+                                activation_every=2) if record else None
+        if rec is not None:
+            rec.step()  # step 1 records no activations: the compiled code runs
+        forward = torch._dynamo.explain(model)(x)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        step = torch._dynamo.explain(opt.step)()
+        if rec is not None:
+            rec.close()
+        return forward, step
+
+    plain, recorded = explained(False), explained(True)
+    assert recorded[0].graph_break_count == 0 and recorded[0].graph_count == 1
+    # torch's own optimizer step breaks its graph (_use_grad); the recorder's hook adds none.
+    assert recorded[1].graph_break_count == plain[1].graph_break_count
+    assert recorded[1].graph_count == plain[1].graph_count
+
+
+def _compiled_after_the_recorder(run_dir, steps: int):
+    """torch.compile applied to a model the Recorder was given eager; no break, no recompile."""
+    torch._dynamo.reset()
+    counters.clear()
+    torch.manual_seed(0)
+    model = MLP()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tracelab.Recorder(str(run_dir), model, opt, activation_every=EVERY) as rec:
+        net = torch.compile(model)
+        for x, y in _batches()[:steps]:
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(x), y).backward()
+            opt.step()
+            rec.step()
+    assert _graphs()["breaks"] == 0 and _graphs()["recompiles"] == 0
+    return open_run(run_dir)
+
+
+def test_hooks_traced_by_compile_record_activations_as_absent(tmp_path, monkeypatch):
+    """A torch without set_stance, and a model compiled after the Recorder was given it: the
+    traced hooks return without a graph break, and the run says activations are absent."""
+    monkeypatch.setattr(compiled, "stance_available", lambda: False)
+    run = _compiled_after_the_recorder(tmp_path, steps=4)
+    assert "activation" not in set(run.tensors["kind"])
+    assert {"weight", "grad", "update"} <= set(run.tensors["kind"])
+    assert "traced" in run.meta["absent"]["activations"]
+    from tracelab.reports.context import recorded
+    rows = dict(recorded(run)["rows"])
+    assert "set_stance" in rows["activations (absent)"]
+
+
+def test_model_compiled_after_the_recorder_was_given_it(tmp_path):
+    """The recorder never saw the wrapper: the compiler's stance runs recording steps
+    eagerly."""
+    run = _compiled_after_the_recorder(tmp_path, steps=STEPS)
+    acts = run.tensors.query("kind == 'activation'")
+    assert sorted(acts["step"].unique()) == [0, 3, 6]
+    assert "absent" not in run.meta
+
+
+def test_the_stance_is_forced_only_on_recording_steps_and_restored(tmp_path):
+    from torch._dynamo import eval_frame
+
+    def stance() -> str:
+        return eval_frame._stance.stance
+
+    with torch.compiler.set_stance("eager_on_recompile"):
+        model = torch.nn.Linear(2, 2)
+        a = tracelab.Recorder(str(tmp_path / "a"), model, activation_every=2)
+        b = tracelab.Recorder(str(tmp_path / "b"), torch.nn.Linear(2, 2), activation_every=3)
+        assert stance() == "force_eager"  # step 0 records activations
+        seen = []
+        for _ in range(4):
+            a.step()
+            b.step()
+            seen.append(stance())
+        # After steps 0..3 the next steps (1..4) record: 1 none, 2 a, 3 b, 4 a.
+        assert seen == ["eager_on_recompile", "force_eager", "force_eager", "force_eager"]
+        a.close()
+        assert stance() == "eager_on_recompile"  # b's step 4 records nothing
+        b.close()
+        assert stance() == "eager_on_recompile"
+    assert stance() == "default"
+
+
+def test_lightning_module_compiling_its_network(tmp_path):
+    L = pytest.importorskip("lightning", reason="PyTorch Lightning is not installed "
+                                                "(extra 'lightning')")
+    from tracelab.recorders.lightning import TracelabCallback
+
+    class Compiled(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = torch.compile(MLP())
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            return torch.nn.functional.cross_entropy(self.net(x), y)
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    torch._dynamo.reset()
+    counters.clear()
+    torch.manual_seed(0)
+    x, y = (torch.cat(t) for t in zip(*_batches()))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8)
+    trainer = L.Trainer(max_epochs=1, accelerator="cpu", logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False,
+                        callbacks=[TracelabCallback(str(tmp_path), activation_every=EVERY)])
+    trainer.fit(Compiled(), loader)
+    assert _graphs() == {"graphs": 1, "breaks": 0, "recompiles": 0}
+    acts = open_run(tmp_path).tensors.query("kind == 'activation'")
+    assert sorted(acts["step"].unique()) == [0, 3, 6]
+    assert "net.net.1" in set(acts["name"])
+    types = open_run(tmp_path).module_types()  # the model summary names them alike
+    assert types["net.net.1"] == "ReLU" and types["net"] == "MLP"
+
+
+def test_hf_trainer_with_torch_compile(tmp_path, monkeypatch):
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed "
+                                                              "(extra 'hf')")
+    pytest.importorskip("accelerate", reason="the Trainer needs accelerate (extra 'hf')")
+    from tracelab.recorders.hf import TracelabCallback
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+    class Data(torch.utils.data.Dataset):
+        def __init__(self):
+            self.rows = [(x, y) for xb, yb in _batches() for x, y in zip(xb, yb)]
+
+        def __len__(self):
+            return len(self.rows)
+
+        def __getitem__(self, i):
+            return {"x": self.rows[i][0], "labels": self.rows[i][1]}
+
+    class Model(MLP):
+        def forward(self, x, labels=None):
+            out = self.net(x)
+            return {"loss": torch.nn.functional.cross_entropy(out, labels), "logits": out}
+
+    torch._dynamo.reset()
+    counters.clear()
+    torch.manual_seed(0)
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path / "trainer"), per_device_train_batch_size=8, max_steps=STEPS,
+        learning_rate=1e-2, save_strategy="no", report_to=[], use_cpu=True, disable_tqdm=True,
+        dataloader_num_workers=0, logging_strategy="no", torch_compile=True)
+    trainer = transformers.Trainer(model=Model(), args=args, train_dataset=Data(),
+                                   callbacks=[TracelabCallback(str(tmp_path / "run"),
+                                                               activation_every=EVERY)])
+    trainer.train()
+    graphs = _graphs()
+    assert graphs["breaks"] == 0 and graphs["recompiles"] == 0, list(counters["graph_break"])
+    run = open_run(tmp_path / "run")
+    acts = run.tensors.query("kind == 'activation'")
+    assert sorted(acts["step"].unique()) == [0, 3, 6]
+    assert "net.1" in set(acts["name"])
+    assert len(run.loss()) == STEPS
