@@ -1,0 +1,40 @@
+"""End to end: the silent bugs of benchmarks/calibration_silent.py, planted in tiny real
+trainings, are named by their rule with the right fix; the healthy runs stay quiet."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+
+import tracelab  # noqa: E402
+
+_PATH = Path(__file__).parents[2] / "benchmarks" / "calibration_silent.py"
+_spec = importlib.util.spec_from_file_location("calibration_silent", _PATH)
+silent = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = silent  # dataclasses look their module up
+_spec.loader.exec_module(silent)
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _run(tmp_path, name, steps=120):
+    diagnosis = tracelab.analyze(silent.train(name, tmp_path / name, steps=steps))
+    assert not diagnosis.errors, diagnosis.errors
+    verdict, alarming = silent.judge(name, diagnosis)
+    assert verdict == "ok", (verdict, [f.message for f in diagnosis.findings])
+    return {f.rule: f for f in diagnosis.findings}
+
+
+def test_a_corrupt_batch_off_the_profile_cadence_is_named(tmp_path):
+    spike = _run(tmp_path, "silent-corrupt-batch")["loss-spike"]
+    assert spike.steps[0] == 63 and "outlier input batch, 'input'" in spike.message
+    assert "Filter or clip outlier" in spike.fix
+
+
+def test_the_first_nan_is_traced_to_its_batch_on_any_step(tmp_path):
+    found = _run(tmp_path, "silent-nan-batch")["nonfinite-values"]
+    assert found.steps[0] == 63 and "train input batch 'input' (1 NaN" in found.message
