@@ -20,6 +20,7 @@ from tracelab.analyzers.nondeterminism_risk import nondeterminism_risk
 from tracelab.analyzers.gpu_unused import gpu_unused
 from tracelab.analyzers.input_pipeline_bound import input_pipeline_bound
 from tracelab.analyzers.rank_divergence import rank_divergence
+from tracelab.analyzers.loss_collapse import loss_collapse
 
 RULES = [
     loss_oscillation,
@@ -43,4 +44,5 @@ RULES = [
     gpu_unused,
     input_pipeline_bound,
     rank_divergence,
+    loss_collapse,
 ]

@@ -67,7 +67,7 @@ SCENARIOS: dict[str, Scenario] = {
                                      "metric-stagnation", "nonfinite-values"}),
     "silent-eval-in-train-mode": _s({"eval-in-train-mode"}, arch="dropout",
                                     fault="no_eval"),
-    "silent-target-leak": _s({"loss-collapse"}, fault="target_leak",
+    "silent-target-leak": _s({"loss-collapse"}, fault="target_leak", lr=1e-2,
                              allow={"update-ratio", "loss-plateau", "frozen-parameters"}),
     "silent-loss-on-wrong-tensor": _s({"loss-collapse"}, classes=1, fault="loss_on_targets",
                                       allow={"loss-plateau", "frozen-parameters",
@@ -151,7 +151,7 @@ def build_model(sc: Scenario) -> nn.Module:
                              nn.AdaptiveAvgPool2d(2), nn.Flatten(), nn.Linear(64, out))
     if sc.arch == "gru":
         return _GRUNet(out)
-    width = 4 if sc.fault == "binary_features" else 21 if sc.fault == "target_leak" else 20
+    width = 4 if sc.fault == "binary_features" else 20 + sc.classes if sc.fault == "target_leak" else 20
     layers = [nn.Linear(width, 64), nn.ReLU()]
     if sc.arch == "dropout":
         layers.append(nn.Dropout(0.3))
@@ -179,8 +179,8 @@ def _loss(sc: Scenario, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def _inputs(sc: Scenario, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    if sc.fault == "target_leak":  # a feature computed from the label
-        return torch.cat([x, y.float().reshape(len(y), -1)], dim=1)
+    if sc.fault == "target_leak":  # the label left among the features (one-hot)
+        return torch.cat([x, 4.0 * nn.functional.one_hot(y, sc.classes).float()], dim=1)
     return x
 
 

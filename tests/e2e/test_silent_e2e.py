@@ -38,3 +38,16 @@ def test_a_corrupt_batch_off_the_profile_cadence_is_named(tmp_path):
 def test_the_first_nan_is_traced_to_its_batch_on_any_step(tmp_path):
     found = _run(tmp_path, "silent-nan-batch")["nonfinite-values"]
     assert found.steps[0] == 63 and "train input batch 'input' (1 NaN" in found.message
+
+
+@pytest.mark.parametrize("name", ["silent-target-leak", "silent-loss-on-wrong-tensor"])
+def test_a_loss_that_collapses_is_named(tmp_path, name):
+    found = _run(tmp_path, name)["loss-collapse"]
+    assert "leaked into the inputs" in found.message and "val loss collapsed too" in found.message
+
+
+@pytest.mark.parametrize("name,steps", [("silent-mlp-adam", 120), ("silent-cnn-sgd", 150),
+                                        ("silent-gru-adam", 120),
+                                        ("silent-regression-adam", 120)])
+def test_healthy_runs_stay_quiet(tmp_path, name, steps):
+    _run(tmp_path, name, steps)
