@@ -21,6 +21,7 @@ from tracelab.analyzers.gpu_unused import gpu_unused
 from tracelab.analyzers.input_pipeline_bound import input_pipeline_bound
 from tracelab.analyzers.rank_divergence import rank_divergence
 from tracelab.analyzers.loss_collapse import loss_collapse
+from tracelab.analyzers.missing_zero_grad import missing_zero_grad
 
 RULES = [
     loss_oscillation,
@@ -45,4 +46,5 @@ RULES = [
     input_pipeline_bound,
     rank_divergence,
     loss_collapse,
+    missing_zero_grad,
 ]

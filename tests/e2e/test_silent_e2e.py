@@ -51,3 +51,14 @@ def test_a_loss_that_collapses_is_named(tmp_path, name):
                                         ("silent-regression-adam", 120)])
 def test_healthy_runs_stay_quiet(tmp_path, name, steps):
     _run(tmp_path, name, steps)
+
+
+def test_a_missing_zero_grad_is_named_first(tmp_path):
+    diagnosis = tracelab.analyze(silent.train("silent-no-zero-grad", tmp_path / "r", steps=80))
+    first = diagnosis.findings[0]
+    assert first.rule == "missing-zero-grad" and "optimizer.zero_grad()" in first.fix
+
+
+def test_legitimate_gradient_accumulation_stays_quiet(tmp_path):
+    found = _run(tmp_path, "silent-mlp-sgd-accumulate", 80)
+    assert "missing-zero-grad" not in found
