@@ -22,6 +22,7 @@ from tracelab.analyzers.input_pipeline_bound import input_pipeline_bound
 from tracelab.analyzers.rank_divergence import rank_divergence
 from tracelab.analyzers.loss_collapse import loss_collapse
 from tracelab.analyzers.missing_zero_grad import missing_zero_grad
+from tracelab.analyzers.eval_in_train_mode import eval_in_train_mode
 
 RULES = [
     loss_oscillation,
@@ -47,4 +48,5 @@ RULES = [
     rank_divergence,
     loss_collapse,
     missing_zero_grad,
+    eval_in_train_mode,
 ]

@@ -62,3 +62,13 @@ def test_a_missing_zero_grad_is_named_first(tmp_path):
 def test_legitimate_gradient_accumulation_stays_quiet(tmp_path):
     found = _run(tmp_path, "silent-mlp-sgd-accumulate", 80)
     assert "missing-zero-grad" not in found
+
+
+def test_validation_in_train_mode_is_named(tmp_path):
+    found = _run(tmp_path, "silent-eval-in-train-mode", 100)["eval-in-train-mode"]
+    assert "4 of 4 evaluations of split 'val'" in found.message and "model.eval()" in found.fix
+
+
+def test_dropout_and_batchnorm_models_evaluated_properly_stay_quiet(tmp_path):
+    for name in ("silent-dropout-adam", "silent-cnn-sgd"):
+        assert "eval-in-train-mode" not in _run(tmp_path, name, 100)
