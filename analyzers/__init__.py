@@ -23,6 +23,7 @@ from tracelab.analyzers.rank_divergence import rank_divergence
 from tracelab.analyzers.loss_collapse import loss_collapse
 from tracelab.analyzers.missing_zero_grad import missing_zero_grad
 from tracelab.analyzers.eval_in_train_mode import eval_in_train_mode
+from tracelab.analyzers.target_problems import target_problems
 
 RULES = [
     loss_oscillation,
@@ -49,4 +50,5 @@ RULES = [
     loss_collapse,
     missing_zero_grad,
     eval_in_train_mode,
+    target_problems,
 ]

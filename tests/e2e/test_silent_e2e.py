@@ -72,3 +72,15 @@ def test_validation_in_train_mode_is_named(tmp_path):
 def test_dropout_and_batchnorm_models_evaluated_properly_stay_quiet(tmp_path):
     for name in ("silent-dropout-adam", "silent-cnn-sgd"):
         assert "eval-in-train-mode" not in _run(tmp_path, name, 100)
+
+
+@pytest.mark.parametrize("name,needle", [
+    ("silent-bce-minus-one", "{-1, 1}"), ("silent-sorted-labels", "not shuffled"),
+    ("silent-regression-scale", "far from unit scale")])
+def test_target_problems_are_named(tmp_path, name, needle):
+    assert needle in _run(tmp_path, name, 100)["target-problems"].message
+
+
+def test_imbalanced_binary_labels_are_information(tmp_path):
+    found = _run(tmp_path, "silent-imbalanced", 100)["target-problems"]
+    assert found.severity.value == "info"
