@@ -24,6 +24,7 @@ from tracelab.analyzers.loss_collapse import loss_collapse
 from tracelab.analyzers.missing_zero_grad import missing_zero_grad
 from tracelab.analyzers.eval_in_train_mode import eval_in_train_mode
 from tracelab.analyzers.target_problems import target_problems
+from tracelab.analyzers.amp_overflow import amp_overflow
 
 RULES = [
     loss_oscillation,
@@ -51,4 +52,5 @@ RULES = [
     missing_zero_grad,
     eval_in_train_mode,
     target_problems,
+    amp_overflow,
 ]

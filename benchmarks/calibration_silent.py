@@ -83,7 +83,8 @@ SCENARIOS: dict[str, Scenario] = {
                                          "loss-oscillation", "update-ratio", "loss-spike"}),
     "silent-amp-overflow": _s({"amp-overflow"}, amp=True, fault="overflow",
                               allow={"nonfinite-values", "loss-plateau", "frozen-parameters",
-                                     "metric-stagnation", "update-ratio"}),
+                                     "metric-stagnation", "update-ratio",
+                                     "exploding-gradients"}),
     "silent-train-val-overlap": _s({"train-val-overlap"}, fault="overlap"),
 }
 
@@ -217,7 +218,7 @@ def train(name: str, run_dir: Path, *, steps: int | None = None, seed: int = 0) 
                 xin = _inputs(sc, x, y)
                 out = model(xin)
                 if sc.fault == "overflow":
-                    out = out * 1e34  # overflows once the scaler multiplies the loss
+                    out = out * 3e38  # a float16-style overflow in the forward pass
                 loss = _loss(sc, out, y) / sc.accumulate
                 (scaler.scale(loss) if scaler else loss).backward()
                 total += float(loss.detach())

@@ -10,7 +10,8 @@
   without autograd (evaluation), whether the model and its Dropout and BatchNorm modules were
   in training mode; `log()` of another split records what the last such pass saw (or the
   modes at the call when there was none). Under torch.compile the hook does nothing.
-- The GradScaler's scale (`amp_scale`), read as its device tensor: no host sync.
+- The GradScaler's scale (`amp_scale`), read as its device tensor (no host sync), and whether
+  the step's optimizer step ran: the scaler skips it on Inf/NaN gradients.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import numpy as np
 import torch
 
 from tracelab.recorders.transfer import StepRecord
-from tracelab.core.schema import (AMP_SCALE, DROPOUT_MODULES, GRAD_LEFTOVER, NORM_MODULES,
+from tracelab.core.schema import (AMP_SCALE, AMP_SKIPPED, DROPOUT_MODULES, GRAD_LEFTOVER, NORM_MODULES,
                                   SIGNALS, TRAIN_MODE_DROPOUT, TRAIN_MODE_MODEL,
                                   TRAIN_MODE_NORM)
 
@@ -144,11 +145,14 @@ class EvalModes:
                 (NORM_MODULES, len(self._norms))]
 
 
-def amp_scale(scaler: Any) -> list[tuple[str, Any]]:
-    """The scale of an enabled GradScaler, as the tensor it keeps (reading it would sync)."""
+def amp_scale(scaler: Any, stepped: bool | None) -> list[tuple[str, Any]]:
+    """The scale of an enabled GradScaler, as the tensor it keeps (reading it would sync), and
+    whether it skipped the step: `stepped` says whether the optimizer's step ran (None: no
+    optimizer is watched). GradScaler.step calls optimizer.step only for finite gradients."""
     if scaler is None or not getattr(scaler, "is_enabled", lambda: False)():
         return []
     scale = getattr(scaler, "_scale", None)
     if scale is None:  # before its first scale() call
         return []
-    return [(AMP_SCALE, scale if scale.device.type != "cpu" else float(scale))]
+    out = [(AMP_SCALE, scale if scale.device.type != "cpu" else float(scale))]
+    return out + ([] if stepped is None else [(AMP_SKIPPED, 0.0 if stepped else 1.0)])

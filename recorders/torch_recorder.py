@@ -100,6 +100,7 @@ class Recorder:
         self._grad_resets = GradResets()
         self._eval_modes = EvalModes()
         self.scaler = scaler
+        self._stepped = False  # the optimizer stepped since the last step()
         self._step = 0  # the step in progress: the one the next step() records
         self._losses: list[torch.Tensor] = []  # accumulate_loss of the step in progress
         self._losses_summed = False
@@ -167,6 +168,7 @@ class Recorder:
     # -- hooks (training thread) ----------------------------------------------------------------
     def _before_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._grad_resets.optimizer_stepped()
+        self._stepped = True
         if self.writer.failed or not due(self._step, self.every):
             return
         start = time.perf_counter()
@@ -266,7 +268,9 @@ class Recorder:
         self._captured.clear()
         updates = self._parameters.end_step()
         self._eval_modes.train_step()
-        signals = self._grad_resets.take() + amp_scale(self.scaler)
+        stepped, self._stepped = self._stepped, False
+        signals = self._grad_resets.take() + amp_scale(
+            self.scaler, stepped if self.optimizer is not None else None)
         if self._losses:
             loss = self._accumulated_loss(loss)
         if stopped:

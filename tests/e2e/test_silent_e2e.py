@@ -84,3 +84,9 @@ def test_target_problems_are_named(tmp_path, name, needle):
 def test_imbalanced_binary_labels_are_information(tmp_path):
     found = _run(tmp_path, "silent-imbalanced", 100)["target-problems"]
     assert found.severity.value == "info"
+
+
+def test_an_overflowing_loss_scale_is_named_and_healthy_amp_stays_quiet(tmp_path):
+    found = _run(tmp_path, "silent-amp-overflow", 80)["amp-overflow"]
+    assert "GradScaler skipped" in found.message
+    assert "amp-overflow" not in _run(tmp_path, "silent-mlp-amp", 80)

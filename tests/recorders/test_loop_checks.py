@@ -87,5 +87,6 @@ def test_grad_scaler_scale_is_recorded_every_step(tmp_path):
             scaler.update()
             scales.append(scaler.get_scale())
             rec.step(loss=1.0)
-    got = open_run(tmp_path / "run").signal("amp/scale")
-    assert got.tolist() == scales and scales[3] < scales[2]
+    run = open_run(tmp_path / "run")
+    assert run.signal("amp/scale").tolist() == scales and scales[3] < scales[2]
+    assert run.signal("amp/skipped").tolist() == [0, 0, 0, 1, 0, 0]

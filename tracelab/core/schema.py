@@ -113,8 +113,9 @@ TRAIN_MODE_NORM = "train_mode/batchnorm"  # BatchNorm modules in training mode
 DROPOUT_MODULES = "modules/dropout"  # Dropout modules (p > 0) the model has
 NORM_MODULES = "modules/batchnorm"  # BatchNorm modules the model has
 AMP_SCALE = "amp/scale"  # the GradScaler's scale after the step
+AMP_SKIPPED = "amp/skipped"  # 1 when the step's optimizer.step() did not run (Inf/NaN grads)
 SIGNAL_NAMES = (GRAD_LEFTOVER, TRAIN_MODE_MODEL, TRAIN_MODE_DROPOUT, TRAIN_MODE_NORM,
-                DROPOUT_MODULES, NORM_MODULES, AMP_SCALE)
+                DROPOUT_MODULES, NORM_MODULES, AMP_SCALE, AMP_SKIPPED)
 
 _f64, _i64, _str = pa.float64(), pa.int64(), pa.string()
 
