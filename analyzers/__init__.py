@@ -25,6 +25,7 @@ from tracelab.analyzers.missing_zero_grad import missing_zero_grad
 from tracelab.analyzers.eval_in_train_mode import eval_in_train_mode
 from tracelab.analyzers.target_problems import target_problems
 from tracelab.analyzers.amp_overflow import amp_overflow
+from tracelab.analyzers.train_val_overlap import train_val_overlap
 
 RULES = [
     loss_oscillation,
@@ -53,4 +54,5 @@ RULES = [
     eval_in_train_mode,
     target_problems,
     amp_overflow,
+    train_val_overlap,
 ]

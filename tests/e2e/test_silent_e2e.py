@@ -90,3 +90,9 @@ def test_an_overflowing_loss_scale_is_named_and_healthy_amp_stays_quiet(tmp_path
     found = _run(tmp_path, "silent-amp-overflow", 80)["amp-overflow"]
     assert "GradScaler skipped" in found.message
     assert "amp-overflow" not in _run(tmp_path, "silent-mlp-amp", 80)
+
+
+def test_validation_rows_cut_from_the_training_pool_are_named(tmp_path):
+    found = _run(tmp_path, "silent-train-val-overlap", 100)["train-val-overlap"]
+    assert found.subject == "val" and found.evidence["overlap_share"] > 0.2
+    assert "train-val-overlap" not in _run(tmp_path, "silent-binary-features", 100)
