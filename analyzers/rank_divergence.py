@@ -18,8 +18,9 @@ Why it matters
     Data-parallel ranks train one model on shards of the same data: their losses differ only by
     sampling noise, and after DDP's all-reduce their gradients are identical. A rank whose loss is
     persistently off reads different data (an unshuffled or wrong shard, a preprocessing step that
-    runs on one rank only, such as normalization); gradients that differ mean the replicas are not averaged at all, so
-    each rank trains its own model and the checkpoint of rank 0 is not the model of the run.
+    runs on one rank only, such as normalization); gradients that differ mean the replicas are
+    not averaged at all, so each rank trains its own model and the checkpoint of rank 0 is not
+    the model of the run.
 
 Example
     Rank 1's train loss sits 48% above the other ranks' on 97% of 60 steps; or rank 1's gradient
@@ -29,10 +30,10 @@ Example
 
 How to fix
     For inputs that differ, run the same preprocessing on every rank (look for rank-dependent
-    code in the data pipeline). For a loss gap, check the sampler (``DistributedSampler`` with ``set_epoch`` each epoch) and
-    that every rank runs the same preprocessing on the same kind of data. For a gradient gap, wrap
-    the model in ``DistributedDataParallel`` (or all-reduce the gradients) and make sure
-    ``no_sync`` is left before the optimizer step.
+    code in the data pipeline). For a loss gap, check the sampler (``DistributedSampler`` with
+    ``set_epoch`` each epoch) and that every rank runs the same preprocessing on the same kind
+    of data. For a gradient gap, wrap the model in ``DistributedDataParallel`` (or all-reduce
+    the gradients) and make sure ``no_sync`` is left before the optimizer step.
 
 False positives
     Ranks that hold deliberately different data (one language per rank) differ in loss by design.

@@ -93,8 +93,8 @@ class InputStats:
         if kind == "duplicate":  # profiled, under a new name
             message = f"{self._what} feature {feature!r}: {reason}; warned once"
         else:
-            message = f"{self._what} feature {feature!r} not profiled: {reason}; the other features " \
-                "and the scalars are recorded, warned once"
+            message = f"{self._what} feature {feature!r} not profiled: {reason}; the other " \
+                "features and the scalars are recorded, warned once"
         if self._warn is None:
             raise ValueError(f"tracelab: {message}")
         self._warn((self._what, feature, kind), message)

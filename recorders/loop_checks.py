@@ -21,8 +21,8 @@ import numpy as np
 import torch
 
 from tracelab.recorders.transfer import StepRecord
-from tracelab.core.schema import (AMP_SCALE, AMP_SKIPPED, DROPOUT_MODULES, GRAD_LEFTOVER, NORM_MODULES,
-                                  SIGNALS, TRAIN_MODE_DROPOUT, TRAIN_MODE_MODEL,
+from tracelab.core.schema import (AMP_SCALE, AMP_SKIPPED, DROPOUT_MODULES, GRAD_LEFTOVER,
+                                  NORM_MODULES, SIGNALS, TRAIN_MODE_DROPOUT, TRAIN_MODE_MODEL,
                                   TRAIN_MODE_NORM)
 
 _NORMS = (torch.nn.modules.batchnorm._BatchNorm,)
