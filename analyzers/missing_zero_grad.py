@@ -49,7 +49,8 @@ def missing_zero_grad(run: Run, *, min_share: float = 0.5, min_steps: int = 5) -
     if share < min_share:
         return []
     steps = leftover.index[kept]
-    typical = float(np.nanmedian(np.abs(values[kept])))
+    finite = np.abs(values[kept])[np.isfinite(values[kept])]
+    typical = float(np.median(finite)) if len(finite) else float("nan")
     return [missing_zero_grad.finding(
         ERROR, "optimizer", (int(steps[0]), int(steps[-1])),
         f"Gradients were not reset between optimizer steps on {int(kept.sum())} of "
