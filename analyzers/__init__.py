@@ -20,6 +20,12 @@ from tracelab.analyzers.nondeterminism_risk import nondeterminism_risk
 from tracelab.analyzers.gpu_unused import gpu_unused
 from tracelab.analyzers.input_pipeline_bound import input_pipeline_bound
 from tracelab.analyzers.rank_divergence import rank_divergence
+from tracelab.analyzers.loss_collapse import loss_collapse
+from tracelab.analyzers.missing_zero_grad import missing_zero_grad
+from tracelab.analyzers.eval_in_train_mode import eval_in_train_mode
+from tracelab.analyzers.target_problems import target_problems
+from tracelab.analyzers.amp_overflow import amp_overflow
+from tracelab.analyzers.train_val_overlap import train_val_overlap
 
 RULES = [
     loss_oscillation,
@@ -43,4 +49,10 @@ RULES = [
     gpu_unused,
     input_pipeline_bound,
     rank_divergence,
+    loss_collapse,
+    missing_zero_grad,
+    eval_in_train_mode,
+    target_problems,
+    amp_overflow,
+    train_val_overlap,
 ]

@@ -7,7 +7,9 @@ What it detects
     relative to the recent level (`min_jump`, `min_shift`: 1.0 is a doubling) and to the run's
     initial loss (`min_jump_of_start`). For each spike it looks at what else was recorded
     around that step and names the likely cause, in this order: an input batch holding NaN/Inf
-    or outlier values (`input_ratio` times the feature's usual largest magnitude), a learning
+    or outlier values (`input_ratio` times the feature's usual largest magnitude; on any step,
+    from the per-batch sentinel of inputs and targets, and by feature where the step's batch
+    was profiled), a learning
     rate raised `lr_increase`-fold within the 10 steps before, or a gradient-norm spike
     (`grad_ratio` times its recent median) in a named parameter. When the step's input batch
     was not profiled, it says so rather than blame a gradient spike that may follow from it.
@@ -30,8 +32,9 @@ False positives
     Runs with heavy-tailed per-batch losses (rare hard examples near convergence) could look
     spiky; the jump must also exceed `min_jump_of_start` of the starting loss, which keeps
     small absolute jumps near zero loss quiet, and a bump must last `shift` steps to count as
-    a level shift. Inputs are profiled every few steps (the Recorder's `input_every`), so an
-    input cause is only seen when that step's batch was profiled. At most `max_reported`
+    a level shift. Inputs are profiled every few steps (the Recorder's `input_every`); the
+    per-batch sentinel covers the other steps (a run recorded before it existed only sees an
+    input cause when that step's batch was profiled). At most `max_reported`
     spikes are reported, the largest first.
 """
 from __future__ import annotations
@@ -39,6 +42,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tracelab.analyzers._batches import nonfinite_batch, outlier_batch
 from tracelab.analyzers._dynamics import MAD_TO_STD, finite, fmt, initial, rolling_previous
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import rule
@@ -127,11 +131,21 @@ def _cause(run: Run, step: int, since: int, peak: int, *, lr_increase: float,
         n = int(row["nan_count"] or 0) + int(row["inf_count"] or 0)
         return (f"likely cause: the input batch of that step holds {n} NaN/Inf values in "
                 f"'{row['feature']}'"), "input_nonfinite", {"nonfinite_inputs": n}
+    bad = nonfinite_batch(run, step)  # the sentinel: every step's batch
+    if bad:
+        n = int(bad.value)
+        return (f"likely cause: the {bad.role} batch of that step holds {n} NaN/Inf values "
+                f"in '{bad.name}'"), "input_nonfinite", {"nonfinite_inputs": n}
     outlier = _input_outlier(inp, batch, step, since, input_ratio)
     if outlier:
         feature, ratio = outlier
         return (f"likely cause: an outlier input batch, '{feature}' reaching {fmt(ratio)}x its "
                 f"usual largest magnitude"), "input_outlier", {"input_ratio": ratio}
+    extreme = outlier_batch(run, step, since, input_ratio)
+    if extreme:
+        return (f"likely cause: an outlier {extreme.role} batch, '{extreme.name}' reaching "
+                f"{fmt(extreme.value)}x its usual largest magnitude"
+                ), "input_outlier", {"input_ratio": extreme.value}
     lr = _lr_change(run, step, peak)
     if lr and lr >= lr_increase:
         return (f"likely cause: the learning rate rose {fmt(lr)}x just before"

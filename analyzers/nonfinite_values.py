@@ -1,10 +1,12 @@
 """nonfinite-values: NaN or Inf appeared, and where it came from first.
 
 What it detects
-    The first step at which a NaN or Inf shows up anywhere in the trace: input batches, module
-    outputs (activations), the loss, gradients or weights. At that step it names the earliest
-    source in causal order: inputs, then activations in forward order, then the loss, then
-    gradients (in backward order, output side first), then weights.
+    The first step at which a NaN or Inf shows up anywhere in the trace: input or target
+    batches (profiled every few steps by feature, and checked on every step by the per-batch
+    sentinel), module outputs (activations), the loss, gradients or weights. At that step it
+    names the earliest source in causal order: inputs, then targets, then activations in
+    forward order, then the loss, then gradients (in backward order, output side first), then
+    weights.
 
 Why it matters
     Once one NaN enters, it spreads to everything downstream within a step or two, and every
@@ -39,6 +41,8 @@ from tracelab.core.schema import ACTIVATION, GRAD, LOSS_NAME, TRAIN, WEIGHT
 
 _FIX = {
     "input": "Clean the data pipeline: drop or impute NaN/Inf values before batching.",
+    "target": "Clean the labels: drop or impute the rows whose target is NaN/Inf before "
+              "batching.",
     "activation": "Guard the named module against overflow (epsilons in norms and logs, "
                   "log_softmax instead of log(softmax)) or lower the learning rate.",
     "loss": "Lower the learning rate, clip gradients (clip_grad_norm_, max_norm about 1) and "
@@ -47,7 +51,7 @@ _FIX = {
             "check for overflow in reduced precision.",
     "weight": "Lower the learning rate and clip gradients; check the optimizer's epsilon.",
 }
-_ORDER = ("input", "activation", "loss", "grad", "weight")
+_ORDER = ("input", "target", "activation", "loss", "grad", "weight")
 
 
 @rule(name="nonfinite-values", code="TL104")
@@ -67,7 +71,8 @@ def nonfinite_values(run: Run) -> list[Finding]:
         severity = INFO
     else:
         severity = WARNING
-    where = (f"the {source['split']} input batch's feature" if kind == "input" else
+    where = (source["where"] if isinstance(source.get("where"), str) else
+             f"the {source['split']} input batch's feature" if kind == "input" else
              {"activation": "the output of module", "loss": "the loss",
               "grad": "the gradient of", "weight": "the weights of"}[kind])
     name = "" if kind == "loss" else f" '{source['name']}'"
@@ -99,6 +104,16 @@ def _events(run: Run) -> pd.DataFrame:
         frames.append(pd.DataFrame({"step": bad["step"], "source": "input",
                                     "name": bad["feature"].astype(str), "pos": 0,
                                     "split": bad["split"].astype(str),
+                                    "nan": bad["nan_count"], "inf": bad["inf_count"]}))
+    # The sentinel: every step's batches, after the profile's rows (which name the feature).
+    sb = run.batches
+    bad = sb[(sb["nan_count"].fillna(0) > 0) | (sb["inf_count"].fillna(0) > 0)]
+    if len(bad):
+        frames.append(pd.DataFrame({"step": bad["step"], "source": bad["role"].astype(str),
+                                    "name": bad["name"].astype(str), "pos": 1,
+                                    "split": bad["split"].astype(str),
+                                    "where": "the " + bad["split"].astype(str) + " "
+                                             + bad["role"].astype(str) + " batch",
                                     "nan": bad["nan_count"], "inf": bad["inf_count"]}))
     tn = run.tensors
     bad = tn[(tn["nan_count"].fillna(0) > 0) | (tn["inf_count"].fillna(0) > 0)]

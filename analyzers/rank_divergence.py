@@ -9,24 +9,31 @@ What it detects
     the rank sits on that side on at least `consistency` of the steps. The gradient norm (the
     total over the parameters every rank recorded) is an error when its median relative
     difference exceeds `grad_rtol`. With two ranks the one with the higher loss is named.
+    Each rank's input profiles are compared too: a rank whose train inputs have, on at least
+    half of the features (`input_share`), a median mean more than `input_z` of the others'
+    std away from theirs, or a median std `input_ratio` times theirs (or less), reads data
+    prepared differently; with two ranks the one farther from zero mean and unit std is named.
 
 Why it matters
     Data-parallel ranks train one model on shards of the same data: their losses differ only by
     sampling noise, and after DDP's all-reduce their gradients are identical. A rank whose loss is
     persistently off reads different data (an unshuffled or wrong shard, a preprocessing step that
-    runs on one rank only); gradients that differ mean the replicas are not averaged at all, so
-    each rank trains its own model and the checkpoint of rank 0 is not the model of the run.
+    runs on one rank only, such as normalization); gradients that differ mean the replicas are
+    not averaged at all, so each rank trains its own model and the checkpoint of rank 0 is not
+    the model of the run.
 
 Example
     Rank 1's train loss sits 48% above the other ranks' on 97% of 60 steps; or rank 1's gradient
     norm differs from rank 0's by a median 31% when the model was never wrapped in
-    ``DistributedDataParallel``.
+    ``DistributedDataParallel``; or rank 1's 3 input channels have mean 0.45 and std 0.29
+    against about 0 and 1 on the other ranks: its loader skips normalization.
 
 How to fix
-    For a loss gap, check the sampler (``DistributedSampler`` with ``set_epoch`` each epoch) and
-    that every rank runs the same preprocessing on the same kind of data. For a gradient gap, wrap
-    the model in ``DistributedDataParallel`` (or all-reduce the gradients) and make sure
-    ``no_sync`` is left before the optimizer step.
+    For inputs that differ, run the same preprocessing on every rank (look for rank-dependent
+    code in the data pipeline). For a loss gap, check the sampler (``DistributedSampler`` with
+    ``set_epoch`` each epoch) and that every rank runs the same preprocessing on the same kind
+    of data. For a gradient gap, wrap the model in ``DistributedDataParallel`` (or all-reduce
+    the gradients) and make sure ``no_sync`` is left before the optimizer step.
 
 False positives
     Ranks that hold deliberately different data (one language per rank) differ in loss by design.
@@ -67,11 +74,60 @@ def _loss_gap(wide: pd.DataFrame, rank: int, floor: float) -> tuple[float, float
 @rule(name="rank-divergence", code="TL501", requires=(Needs.LOSS,))
 def rank_divergence(run: Run, *, min_steps: int = 30, loss_gap: float = 0.1,
                     consistency: float = 0.8, grad_rtol: float = 0.01,
-                    min_grad_steps: int = 3) -> list[Finding]:
+                    min_grad_steps: int = 3, input_z: float = 1.0, input_ratio: float = 2.0,
+                    input_share: float = 0.5, min_input_batches: int = 3) -> list[Finding]:
     if len(run.ranks) < 2:
         return []
-    return (_loss_drift(run, min_steps, loss_gap, consistency)
+    return (_input_drift(run, input_z, input_ratio, input_share, min_input_batches)
+            + _loss_drift(run, min_steps, loss_gap, consistency)
             + _grad_desync(run, grad_rtol, min_grad_steps))
+
+
+def _input_drift(run: Run, z: float, ratio: float, share: float,
+                 min_batches: int) -> list[Finding]:
+    inp = run.inputs
+    rows = inp[(inp["split"] == TRAIN) & inp["mean"].notna() & inp["std"].notna()]
+    if "rank" not in rows or rows["rank"].nunique() < 2:
+        return []
+    batches = rows.groupby(["feature", "rank"])["step"].nunique()
+    profile = rows.groupby(["feature", "rank"])[["mean", "std"]].median().astype(float)
+    profile = profile[batches >= min_batches]
+    means, stds = profile["mean"].unstack("rank"), profile["std"].unstack("rank")
+    means, stds = means.dropna(), stds.dropna()
+    if means.shape[1] < 2 or not len(means):
+        return []
+    candidates = []
+    for rank in means.columns:
+        other_mean = means.drop(columns=rank).median(axis=1)
+        other_std = stds.drop(columns=rank).median(axis=1).clip(lower=1e-12)
+        shifted = (means[rank] - other_mean).abs() > z * other_std
+        scaled = (stds[rank] / other_std >= ratio) | (other_std / stds[rank].clip(lower=1e-12)
+                                                      >= ratio)
+        odd = shifted | scaled
+        if odd.mean() >= share:
+            oddness = float((means[rank].abs() + np.log(stds[rank].clip(lower=1e-12)).abs())
+                            [odd].mean())
+            candidates.append((oddness, rank, odd, other_mean, other_std))
+    if not candidates:
+        return []
+    if means.shape[1] == 2:  # each differs from "the other": name the one farther from unit
+        candidates = [max(candidates, key=lambda c: c[0])]
+    findings = []
+    for _, rank, odd, other_mean, other_std in candidates:
+        feature = str(odd[odd].index[0])
+        findings.append(rank_divergence.finding(
+            WARNING, f"rank {rank}", (int(rows["step"].min()), int(rows["step"].max())),
+            f"Rank {rank}'s input batches differ from the other ranks' on {int(odd.sum())} of "
+            f"{len(odd)} features: '{feature}' has mean {means.at[feature, rank]:.3g} and std "
+            f"{stds.at[feature, rank]:.3g} against {other_mean[feature]:.3g} and "
+            f"{other_std[feature]:.3g}, so its data is prepared differently.",
+            {"rank": rank, "features_differing": int(odd.sum()), "features": len(odd),
+             "feature": feature, "rank_mean": float(means.at[feature, rank]),
+             "rank_std": float(stds.at[feature, rank]),
+             "others_mean": float(other_mean[feature]), "others_std": float(other_std[feature])},
+            "Run the same preprocessing (normalization, transforms) on every rank: look for "
+            "rank-dependent code in the data pipeline."))
+    return findings
 
 
 def _loss_drift(run: Run, min_steps: int, loss_gap: float, consistency: float) -> list[Finding]:

@@ -78,10 +78,18 @@ class Variant:
         self.tb = None
         self.step_index = 0
         name = name.removeprefix("compiled-")
-        if name == "recorder-default":
+        self.targets = name == "recorder-default-targets"
+        if name in ("recorder-default", "recorder-default-targets"):
             self.rec = tracelab.Recorder(workdir / name, self.net, self.opt)
+        elif name == "recorder-default-no-checks":
+            # The defaults as they were before the per-step batch and loop checks.
+            self.rec = tracelab.Recorder(workdir / name, self.net, self.opt)
+            self.rec._sentinel.record = lambda *args: None
+            self.rec._fingerprints.limit = 0
+            self.rec._grad_resets.detach()
+            self.rec._eval_modes.detach()
         elif name == "recorder-every-10":
-            self.rec = tracelab.Recorder(workdir / name, self.model, self.opt, every=10)
+            self.rec = tracelab.Recorder(workdir / name, self.net, self.opt, every=10)
         elif name == "recorder-everything":
             self.rec = tracelab.Recorder(workdir / name, self.net, self.opt, every=1,
                                          activation_every=1, input_every=1)
@@ -106,7 +114,7 @@ class Variant:
             loss.backward()
             self.opt.step()
             if self.rec is not None:
-                self.rec.step(loss=loss, inputs=x)
+                self.rec.step(loss=loss, inputs=x, targets=y if self.targets else None)
             if self.tb is not None:
                 self.tb.add_scalar("train/loss", loss.item(), self.step_index)
                 for name, p in self.model.named_parameters():
@@ -148,6 +156,9 @@ def main() -> None:
     parser.add_argument("--compiled", action="store_true",
                         help="torch.compile'd MLP variants (see the module docstring)")
     parser.add_argument("--mode", default="default", help="torch.compile mode (--compiled)")
+    parser.add_argument("--checks", action="store_true",
+                        help="compare the defaults with and without the per-step batch and loop "
+                             "checks (and with targets) instead of the usual variants")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -165,7 +176,10 @@ def main() -> None:
         batches = [(torch.randn(args.batch, 3, 32, 32), torch.randint(0, 10, (args.batch,)))
                    for _ in range(args.block)]
         names = ["baseline", "recorder-default", "recorder-every-10", "recorder-everything"]
-        if importlib.util.find_spec("tensorboard") is not None:
+        if args.checks:
+            names = ["baseline", "recorder-default-no-checks", "recorder-default",
+                     "recorder-default-targets"]
+        elif importlib.util.find_spec("tensorboard") is not None:
             names.append("tensorboard-histograms")
         else:
             print("tensorboard not installed: skipping the add_histogram reference")

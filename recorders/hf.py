@@ -53,6 +53,12 @@ def batch_inputs(kwargs: Mapping[str, Any]) -> dict[str, torch.Tensor]:
     return out
 
 
+def batch_labels(kwargs: Mapping[str, Any] | None) -> torch.Tensor | None:
+    """The labels a model was called with (the Trainer passes them as `labels`), or None."""
+    labels = (kwargs or {}).get("labels")
+    return labels if isinstance(labels, torch.Tensor) and labels.numel() else None
+
+
 class TracelabCallback(Guard, TrainerCallback):
     """Record a Trainer run into `run_dir`.
 
@@ -100,8 +106,7 @@ class TracelabCallback(Guard, TrainerCallback):
         if module.training:
             self._mark_data_ready()
             self._summed = "num_items_in_batch" in kwargs
-            if self.recorder.records_inputs:
-                self._train_batch = kwargs
+            self._train_batch = kwargs  # every step: its sentinel; profiled at input_every
         else:
             self._last_step_end = None  # evaluation time is not the data loader's
             if self._eval_batch is None:
@@ -123,7 +128,7 @@ class TracelabCallback(Guard, TrainerCallback):
         batch, self._train_batch = self._train_batch, None
         # The step's loss: that of its micro-batches (accumulate_loss).
         self.recorder.step(inputs=batch_inputs(batch) if batch else None,
-                           data_time=self._take_data_time())
+                           targets=batch_labels(batch), data_time=self._take_data_time())
         self._mark_step_end()
 
     @guarded
@@ -132,7 +137,8 @@ class TracelabCallback(Guard, TrainerCallback):
         if self.recorder is None or not metrics:
             return
         self.recorder.log("val", metrics=metrics_for(metrics, "val", unprefixed=False),
-                          inputs=batch_inputs(batch) if batch else None)
+                          inputs=batch_inputs(batch) if batch else None,
+                          targets=batch_labels(batch))
 
     @guarded
     def on_train_end(self, args, state, control, **kwargs):

@@ -31,12 +31,17 @@ class InputStats:
     feature_names: names of the input features (dim 1), or a dict of them per input key.
     on_devices: called with {"split:input": device} whenever an input's device changes.
     warn(key, message): hears of an input or column left out (see `record`).
+    table, base: the table the profiles go to, and the name of an unnamed tensor's features;
+    the targets' profiles (table TARGETS, base "target") keep no samples.
     """
 
     def __init__(self, feature_names: Sequence[str] | Mapping[str, Sequence[str]] | None, *,
                  sample_size: int, rank: int, on_devices: Callable[[dict[str, str]], None],
-                 warn: Callable[[Any, str], None] | None = None):
+                 warn: Callable[[Any, str], None] | None = None, table: str = INPUTS,
+                 base: str = "input"):
         self.feature_names = feature_names
+        self._table, self._base = table, base
+        self._what = "input" if table == INPUTS else base
         self.rank = rank
         self._warn = warn
         self._on_devices = on_devices
@@ -62,7 +67,7 @@ class InputStats:
         for prefix, x, names in self._named_inputs(inputs):
             if not isinstance(x, torch.Tensor) or x.numel() == 0:
                 continue
-            name = prefix or "input"
+            name = prefix or self._base
             if x.layout != torch.strided or x.is_meta or x.is_complex() or x.is_quantized:
                 kind = "meta" if x.is_meta else "complex" if x.is_complex() else str(x.layout)
                 self._skip(name, kind, f"a {kind} tensor ({x.dtype}) cannot be profiled")
@@ -86,16 +91,16 @@ class InputStats:
 
     def _skip(self, feature: str, kind: str, reason: str) -> None:
         if kind == "duplicate":  # profiled, under a new name
-            message = f"input feature {feature!r}: {reason}; warned once"
+            message = f"{self._what} feature {feature!r}: {reason}; warned once"
         else:
-            message = f"input feature {feature!r} not profiled: {reason}; the other features " \
-                "and the scalars are recorded, warned once"
+            message = f"{self._what} feature {feature!r} not profiled: {reason}; the other " \
+                "features and the scalars are recorded, warned once"
         if self._warn is None:
             raise ValueError(f"tracelab: {message}")
-        self._warn(("input", feature, kind), message)
+        self._warn((self._what, feature, kind), message)
 
     def _tensor_rows(self, step: int, split: str, layout: list):
-        reservoir = self._reservoir
+        reservoir, table, samples = self._reservoir, self._table, self._table == INPUTS
 
         def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
             out = []
@@ -118,20 +123,24 @@ class InputStats:
                 cols.update(step=np.full(len(feats), step, dtype=np.int64), split=[split] * len(
                     feats), feature=feats, dtype=[dtype] * len(feats),
                     count=np.full(len(feats), count, dtype=np.int64))
-                out.append((INPUTS, cols))
-                sample = sample.reshape(len(feats), -1)
-                for f, vals in zip(feats, sample):
-                    reservoir.add(split, f, step, vals[np.isfinite(vals)])
-            out.append((SAMPLES_SNAPSHOT, reservoir.columns))
+                out.append((table, cols))
+                if samples:
+                    sample = sample.reshape(len(feats), -1)
+                    for f, vals in zip(feats, sample):
+                        reservoir.add(split, f, step, vals[np.isfinite(vals)])
+            if samples:
+                out.append((SAMPLES_SNAPSHOT, reservoir.columns))
             return out
         return rows
 
     def _frame_rows(self, step: int, split: str, profile: list[dict], samples: dict):
-        reservoir = self._reservoir
+        reservoir, table = self._reservoir, self._table
 
         def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
             cols = {key: [row.get(key) for row in profile] for key in _FRAME_COLUMNS}
             cols.update(step=[step] * len(profile), split=[split] * len(profile))
+            if table != INPUTS:
+                return [(table, cols)]
             for feature, vals in samples.items():
                 reservoir.add(split, feature, step, vals)
             return [(INPUTS, cols), (SAMPLES_SNAPSHOT, reservoir.columns)]
@@ -143,8 +152,9 @@ class InputStats:
             per_key = names if isinstance(names, Mapping) else {}
             return [(str(k), v, per_key.get(k)) for k, v in inputs.items()]
         if isinstance(inputs, (tuple, list)):
-            return [(f"input{i}", v, None) for i, v in enumerate(inputs)]
-        return [("", inputs, names if not isinstance(names, Mapping) else None)]
+            return [(f"{self._base}{i}", v, None) for i, v in enumerate(inputs)]
+        single = "" if self._table == INPUTS else self._base  # inputs: feature[i] names
+        return [(single, inputs, names if not isinstance(names, Mapping) else None)]
 
     def _generator(self, device: torch.device) -> torch.Generator:
         """The recorder's own random stream per device: sampling never moves the user's."""

@@ -39,12 +39,26 @@ def first_tensor(batch: Any) -> Any:
     return batch if isinstance(batch, (torch.Tensor, Mapping)) else None
 
 
+_LABEL_KEYS = ("labels", "label", "targets", "target", "y")
+
+
+def second_tensor(batch: Any) -> Any:
+    """The targets of a batch: `y` of `(x, y, ...)`, or a dict's labels/label/targets/target/y."""
+    if isinstance(batch, (tuple, list)) and len(batch) >= 2:
+        return batch[1] if isinstance(batch[1], torch.Tensor) else None
+    if isinstance(batch, Mapping):
+        return next((batch[k] for k in _LABEL_KEYS if isinstance(batch.get(k), torch.Tensor)),
+                    None)
+    return None
+
+
 class TracelabCallback(Guard, pl.Callback):
     """Record a Lightning run into `run_dir`.
 
     config: hyperparameters to store besides the module's `hparams`.
     inputs: the batch → what to profile as inputs (default: `x` of an `(x, y)` batch, a dict
     or a tensor as it is; None from it skips the batch).
+    targets: the batch → its labels (default: `y` of an `(x, y)` batch, or a dict's labels).
     recorder_options: passed to Recorder (every, activation_every, input_every, feature_names,
     sample_size, flush_interval).
     """
@@ -52,11 +66,12 @@ class TracelabCallback(Guard, pl.Callback):
     framework = "Lightning"
 
     def __init__(self, run_dir: str, *, config: Mapping[str, Any] | None = None,
-                 inputs: Callable[[Any], Any] = first_tensor, **recorder_options: Any):
+                 inputs: Callable[[Any], Any] = first_tensor,
+                 targets: Callable[[Any], Any] = second_tensor, **recorder_options: Any):
         Guard.__init__(self)
         self.run_dir = run_dir
         self.config = dict(config or {})
-        self.inputs = inputs
+        self.inputs, self.targets = inputs, targets
         self.options = recorder_options
         self._steps_seen = 0
         self._val_batch: Any = None
@@ -68,7 +83,8 @@ class TracelabCallback(Guard, pl.Callback):
                                  rank=trainer.global_rank, **self.options)
         optimizers: Sequence[Any] = trainer.optimizers
         # Several optimizers (GANs): the first one's lr and updates are recorded.
-        self.recorder.watch(pl_module, optimizers[0] if optimizers else None)
+        scaler = getattr(getattr(trainer, "precision_plugin", None), "scaler", None)
+        self.recorder.watch(pl_module, optimizers[0] if optimizers else None, scaler=scaler)
         self._steps_seen = trainer.global_step
 
     @guarded
@@ -92,8 +108,8 @@ class TracelabCallback(Guard, pl.Callback):
         metrics = metrics_for(trainer.callback_metrics, TRAIN, unprefixed=True)
         metrics.pop("loss", None)  # the step's own loss is recorded as such
         # The step's loss: the mean of its micro-batches' (accumulate_loss).
-        self.recorder.step(inputs=self.inputs(batch), metrics=metrics,
-                           data_time=self._take_data_time())
+        self.recorder.step(inputs=self.inputs(batch), targets=self.targets(batch),
+                           metrics=metrics, data_time=self._take_data_time())
         self._mark_step_end()
 
     @guarded
@@ -104,15 +120,16 @@ class TracelabCallback(Guard, pl.Callback):
     def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx,
                                 dataloader_idx=0) -> None:
         if self._val_batch is None and not trainer.sanity_checking:
-            self._val_batch = self.inputs(batch)
+            self._val_batch = (self.inputs(batch), self.targets(batch))
 
     @guarded
     def on_validation_end(self, trainer, pl_module) -> None:
         if self.recorder is None or trainer.sanity_checking:
             return
-        batch, self._val_batch = self._val_batch, None
+        (batch, labels), self._val_batch = self._val_batch or (None, None), None
         self.recorder.log("val", metrics=metrics_for(trainer.callback_metrics, "val",
-                                                     unprefixed=False), inputs=batch)
+                                                     unprefixed=False), inputs=batch,
+                          targets=labels)
 
     @guarded
     def on_fit_end(self, trainer, pl_module) -> None:

@@ -3,11 +3,13 @@
     with tracelab.Recorder("runs/exp1", model=model, optimizer=opt, config=hparams) as rec:
         for x, y in rec.iterate(loader):
             opt.zero_grad(); loss = loss_fn(model(x), y); loss.backward(); opt.step()
-            rec.step(loss=loss, inputs=x, metrics={"acc": acc})
-        rec.log("val", metrics={"loss": val_loss, "acc": val_acc}, inputs=x_val)
+            rec.step(loss=loss, inputs=x, targets=y, metrics={"acc": acc})
+        rec.log("val", metrics={"loss": val_loss, "acc": val_acc}, inputs=x_val, targets=y_val)
 
 Each step's producers (its scalars, ParameterStats, record_activations, InputStats) add their
-rows to the step's StepRecord (transfer.py), each with the device tensors it needs.
+rows to the step's StepRecord (transfer.py), each with the device tensors it needs. Every step
+also checks its input and target batches (sentinel.py: min, max, NaN and Inf counts), and the
+loop itself (loop_checks.py: gradient resets, modes at evaluation, the GradScaler's scale).
 
 Cost model. On an accelerator the training thread only launches device work: the statistics
 of all weights, grads and updates come from a few fused foreach reductions, and everything a
@@ -33,12 +35,15 @@ from tracelab.recorders import compiled
 from tracelab.recorders import environment as env
 from tracelab.recorders import kernel_loader
 from tracelab.recorders.activations import ActivationStats, activation_stats, record_activations
+from tracelab.recorders.fingerprints import Fingerprints
 from tracelab.recorders.inputs import InputStats
+from tracelab.recorders.loop_checks import EvalModes, GradResets, add_signals, amp_scale
 from tracelab.recorders.parameters import ParameterStats
 from tracelab.recorders.scalars import Scalars, Skip, WarnOnce, scalar_value
+from tracelab.recorders.sentinel import Sentinel
 from tracelab.recorders.transfer import StepRecord
 from tracelab.core.schema import (DATA_TIME, LOSS_NAME, LR_PREFIX, META_ABSENT, SCALARS,
-                                   STEP_TIME, TRAIN)
+                                   STEP_TIME, TARGETS, TRAIN)
 from tracelab.core.writer import RunWriter
 
 
@@ -52,10 +57,13 @@ class Recorder:
 
     every: weight, grad and update statistics every `every` optimizer steps.
     activation_every: activation statistics (forward hooks on leaf modules) cadence.
-    input_every: input-batch profile cadence for `step(inputs=...)`; `log()` always profiles.
+    input_every: input-batch (and target) profile cadence for `step(inputs=..., targets=...)`;
+    `log()` always profiles. Every step checks its batches' range and NaN/Inf (the sentinel).
     feature_names: names of the input features (dim 1), or a dict of them per input key.
     sample_size: values kept per (split, feature) in the uniform reservoir (the samples table).
     rank: the process's rank; None takes torch.distributed's rank when it is initialized.
+    scaler: a `torch.amp.GradScaler` whose scale is recorded every step.
+    fingerprints: input rows hashed per split (a bounded sample), for train/val overlap.
     """
 
     def __init__(self, run_dir: str, model: torch.nn.Module | None = None,
@@ -64,7 +72,7 @@ class Recorder:
                  activation_every: int = 10, input_every: int = 10,
                  feature_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
                  sample_size: int = 2_000, flush_interval: float = 1.0,
-                 rank: int | None = None):
+                 rank: int | None = None, scaler: Any = None, fingerprints: int = 2_048):
         for name, value in (("every", every), ("activation_every", activation_every),
                             ("input_every", input_every), ("sample_size", sample_size)):
             if not isinstance(value, int) or value < 1:
@@ -87,6 +95,14 @@ class Recorder:
         self._inputs = InputStats(feature_names, sample_size=sample_size, rank=rank,
                                   on_devices=lambda d: self.writer.update_meta(input_devices=d),
                                   warn=self._warn)
+        self._targets = InputStats(None, sample_size=1, rank=rank, on_devices=lambda d: None,
+                                   warn=self._warn, table=TARGETS, base="target")
+        self._sentinel = Sentinel(self._warn)
+        self._fingerprints = Fingerprints(fingerprints, seed=0)
+        self._grad_resets = GradResets()
+        self._eval_modes = EvalModes()
+        self.scaler = scaler
+        self._stepped = False  # the optimizer stepped since the last step()
         self._step = 0  # the step in progress: the one the next step() records
         self._losses: list[torch.Tensor] = []  # accumulate_loss of the step in progress
         self._losses_summed = False
@@ -114,8 +130,12 @@ class Recorder:
 
     # -- attaching ----------------------------------------------------------------------------
     def watch(self, model: torch.nn.Module | None = None,
-              optimizer: torch.optim.Optimizer | None = None) -> "Recorder":
-        """Attach a model and/or optimizer (frameworks create them after the recorder)."""
+              optimizer: torch.optim.Optimizer | None = None, *,
+              scaler: Any = None) -> "Recorder":
+        """Attach a model, optimizer and/or GradScaler (frameworks create them after the
+        recorder)."""
+        if scaler is not None:
+            self.scaler = scaler
         if model is not None:
             self._arm(False)
             points = compiled.compiled_points(model)
@@ -123,6 +143,8 @@ class Recorder:
             self._tracked = [(compiled.plain_name(n), p)
                              for n, p in self.model.named_parameters() if p.requires_grad]
             self._parameters = ParameterStats(self._tracked)
+            self._grad_resets.attach([p for _, p in self._tracked])
+            self._eval_modes.attach(self.model)
             sharded = self._parameters.sharded_names()
             if sharded:  # the reader merges these names' statistics over the ranks
                 self.writer.update_meta(sharded_parameters=sharded)
@@ -165,6 +187,8 @@ class Recorder:
 
     # -- hooks (training thread) ----------------------------------------------------------------
     def _before_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self._grad_resets.optimizer_stepped()
+        self._stepped = True
         if self.writer.failed or not due(self._step, self.every):
             return
         start = time.perf_counter()
@@ -201,17 +225,19 @@ class Recorder:
             yield batch
 
     def step(self, loss: Any = None, inputs: Any = None,
-             metrics: Mapping[str, Any] | None = None, *,
+             metrics: Mapping[str, Any] | None = None, *, targets: Any = None,
              data_time: float | None = None) -> None:
         """Record one optimizer step. Call it once per step, after `optimizer.step()`.
 
         loss: the step's loss; without one, that of the losses given to `accumulate_loss`.
+        inputs, targets: the step's batch (a tensor, a tuple or dict of them); targets are the
+        labels or regression targets the loss compares the model's output with.
         data_time: seconds this step waited for its batch, when the loop does not use
         `iterate()` (framework callbacks measure it themselves).
         """
         start = time.perf_counter()
         try:
-            self._record_step(loss, inputs, metrics, data_time)
+            self._record_step(loss, inputs, targets, metrics, data_time)
         except Exception as exc:  # never raise into the training loop
             self._failed("step", exc)
         finally:
@@ -252,8 +278,8 @@ class Recorder:
         """Whether the step in progress profiles the inputs given to `step()` (input_every)."""
         return due(self._step, self.input_every)
 
-    def _record_step(self, loss: Any, inputs: Any, metrics: Mapping[str, Any] | None,
-                     data_time: float | None) -> None:
+    def _record_step(self, loss: Any, inputs: Any, targets: Any,
+                     metrics: Mapping[str, Any] | None, data_time: float | None) -> None:
         if data_time is not None:
             self._data_time = data_time
         step = self._step
@@ -269,6 +295,10 @@ class Recorder:
                 self._absent_steps)}})
         self._traced = False
         updates = self._parameters.end_step()
+        self._eval_modes.train_step()
+        stepped, self._stepped = self._stepped, False
+        signals = self._grad_resets.take() + amp_scale(
+            self.scaler, stepped if self.optimizer is not None else None)
         if self._losses:
             loss = self._accumulated_loss(loss)
         if stopped:
@@ -296,9 +326,23 @@ class Recorder:
                               updates)
             if activations:
                 self._produce("activations", record_activations, step, activations, record)
-            if inputs is not None and due(step, self.input_every):
-                self._produce("inputs", self._inputs.record, step, TRAIN, inputs, record)
+            self._produce("signals", add_signals, record, step, TRAIN, signals)
+            self._batch(step, TRAIN, inputs, targets, record, due(step, self.input_every))
         self.writer.write(record.seal())
+
+    def _batch(self, step: int, split: str, inputs: Any, targets: Any, record: StepRecord,
+               profile: bool) -> None:
+        """A batch's sentinel, and when `profile`, its input and target profiles."""
+        if inputs is None and targets is None:
+            return
+        self._produce("batch check", self._sentinel.record, step, split, inputs, targets,
+                      record)
+        if profile and inputs is not None:
+            self._produce("inputs", self._inputs.record, step, split, inputs, record)
+            self._produce("fingerprints", self._fingerprints.record, step, split, inputs,
+                          record)
+        if profile and targets is not None:
+            self._produce("targets", self._targets.record, step, split, targets, record)
 
     def _produce(self, what: str, produce: Any, *args: Any) -> None:
         try:
@@ -315,8 +359,9 @@ class Recorder:
         return stacked.sum() if self._losses_summed else stacked.mean()
 
     def log(self, split: str, metrics: Mapping[str, Any] | None = None,
-            inputs: Any = None) -> None:
-        """Record another split (val, test, ...) at the current step."""
+            inputs: Any = None, *, targets: Any = None) -> None:
+        """Record another split (val, test, ...) at the current step; with a model attached,
+        also whether its Dropout and BatchNorm modules were in training mode."""
         if self.writer.failed or self.writer.closed:
             return
         try:
@@ -325,10 +370,11 @@ class Recorder:
             scalars.add_all(metrics)
             record = StepRecord(self._warn)
             record.add(scalars.rows, scalars.tensors)
-            if inputs is not None:
-                with torch.no_grad():
-                    self._produce("inputs", self._inputs.record, step, str(split), inputs,
-                                  record)
+            with torch.no_grad():
+                if str(split) != TRAIN:
+                    self._produce("signals", add_signals, record, step, str(split),
+                                  self._eval_modes.take())
+                self._batch(step, str(split), inputs, targets, record, True)
             self.writer.write(record.seal())
         except Exception as exc:  # never raise into the training loop
             self._failed(f"log({split!r})", exc)
@@ -361,6 +407,8 @@ class Recorder:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
+        self._grad_resets.detach()
+        self._eval_modes.detach()
         if not self.writer.closed:
             self.writer.close(status)
             self.writer.update_meta(recorder=dict(self._settings, cost=self.cost))

@@ -66,6 +66,12 @@ FINDING_PLOTS: dict[str, Optional[PlotFn]] = {
     "input-pipeline-bound": training.input_pipeline_bound,
     "rank-divergence": training.rank_divergence,
     "learning-rate-too-high": training.learning_rate,
+    "loss-collapse": training.scalar_window,
+    "missing-zero-grad": None,   # the recorder's observation of .grad is the evidence
+    "eval-in-train-mode": None,
+    "target-problems": None,
+    "amp-overflow": None,
+    "train-val-overlap": None,
 }
 
 

@@ -86,13 +86,13 @@ def _plain(run_dir):
                 out = model(**batch)
                 out.loss.backward()
                 opt.step()
-                rec.step(loss=out.loss, inputs=batch_inputs(batch))
+                rec.step(loss=out.loss, inputs=batch_inputs(batch), targets=batch["labels"])
                 step += 1
                 if step % EVAL_EVERY == 0:
                     model.eval()
                     with torch.no_grad():
                         rec.log("val", metrics={"loss": model(**val).loss},
-                                inputs=batch_inputs(val))
+                                inputs=batch_inputs(val), targets=val["labels"])
                     model.train()
                 if step == STEPS:
                     break

@@ -100,14 +100,15 @@ def _plain(run_dir):
                 loss = nn.functional.cross_entropy(out, y)
                 loss.backward()
                 opt.step()
-                rec.step(loss=loss, inputs=x, metrics={"acc": (out.argmax(1) == y).float().mean()})
+                rec.step(loss=loss, inputs=x, targets=y,
+                         metrics={"acc": (out.argmax(1) == y).float().mean()})
                 step += 1
                 if step % VAL_EVERY == 0:
                     model.eval()
                     with torch.no_grad():
                         vx, vy = next(iter(val))
                         out = model(vx)
-                        rec.log("val", inputs=vx, metrics={
+                        rec.log("val", inputs=vx, targets=vy, metrics={
                             "loss": nn.functional.cross_entropy(out, vy),
                             "acc": (out.argmax(1) == vy).float().mean()})
                     model.train()

@@ -18,9 +18,10 @@ import pandas as pd
 from tracelab.core import reader, run_status
 from tracelab.core.formats import NATIVE, Source
 from tracelab.core.run_views import Views
-from tracelab.core.schema import (ACTIVATION, ARROW_SCHEMAS, DATA_TIME, GRAD, INPUTS, LOSS_NAME,
-                                  SAMPLES, SCALARS, SCHEMA_VERSION, TENSORS, TRAIN, UPDATE, WEIGHT,
-                                  Needs, Requirement)
+from tracelab.core.schema import (ACTIVATION, AMP_SCALE, ARROW_SCHEMAS, BATCHES, DATA_TIME,
+                                  FINGERPRINTS, GRAD, GRAD_LEFTOVER, INPUTS, LOSS_NAME, SAMPLES,
+                                  SCALARS, SCHEMA_VERSION, SIGNALS, TARGETS, TENSORS, TRAIN,
+                                  TRAIN_MODE_MODEL, UPDATE, WEIGHT, Needs, Requirement)
 
 
 def open_run(path: str | os.PathLike) -> "Run":
@@ -120,6 +121,35 @@ class Run:
     def samples(self) -> pd.DataFrame:
         return self._table(SAMPLES)
 
+    @property
+    def batches(self) -> pd.DataFrame:
+        """Every step's sentinel of its input and target batches (schema.BATCHES)."""
+        return self._table(BATCHES)
+
+    @property
+    def targets(self) -> pd.DataFrame:
+        return self._table(TARGETS)
+
+    @property
+    def signals(self) -> pd.DataFrame:
+        """What the recorder observed of the loop: gradient resets, modes, loss scale."""
+        return self._table(SIGNALS)
+
+    @property
+    def fingerprints(self) -> pd.DataFrame:
+        return self._table(FINGERPRINTS)
+
+    def signal(self, name: str, split: str = TRAIN) -> pd.Series:
+        """One signal over steps (float Series indexed by step; several ranks: the lowest
+        rank's value at each step)."""
+        sg = self.signals
+        rows = sg[(sg["name"] == name) & (sg["split"] == split)]
+        if "rank" in rows and len(rows):
+            rows = rows[rows["rank"] == rows.groupby("step")["rank"].transform("min")]
+        series = rows.groupby("step", sort=True)["value"].last().astype(float)
+        series.name = name
+        return series
+
     def load_all(self) -> "Run":
         for table in ARROW_SCHEMAS:
             self._table(table)
@@ -188,6 +218,17 @@ class Run:
             have.add(Needs.INPUTS)
         if len(self.samples):
             have.add(Needs.SAMPLES)
+        if len(self.batches):
+            have.add(Needs.BATCHES)
+        if len(self.targets):
+            have.add(Needs.TARGETS)
+        if len(self.fingerprints):
+            have.add(Needs.FINGERPRINTS)
+        signals = set(self.signals["name"].unique()) if len(self.signals) else set()
+        for name, req in ((GRAD_LEFTOVER, Needs.GRAD_RESETS), (TRAIN_MODE_MODEL, Needs.EVAL_MODES),
+                          (AMP_SCALE, Needs.AMP)):
+            if name in signals:
+                have.add(req)
         if self.meta.get("environment"):
             have.add(Needs.ENVIRONMENT)
         if self.meta.get("model"):

@@ -5,13 +5,14 @@ A run is a directory::
     meta.json                 run metadata (see docs/trace-format.md)
     meta.rank<N>.json         per-rank metadata of ranks other than 0 (distributed runs)
     heartbeat.r<N>            touched by rank N's writer at every flush
-    scalars/  tensors/  inputs/  samples/
+    scalars/  tensors/  inputs/  samples/  batches/  targets/  signals/  fingerprints/
         r<rank>-<seq>.parquet  closed part files
         r<rank>-<seq>.arrows   the open tail of a live (or killed) writer: an Arrow IPC stream
         r<rank>-reservoir.parquet  (samples/ only) the latest reservoir snapshot
 
 Every table is in long format. Bump SCHEMA_VERSION on any change a reader of an older version
-could misread; readers refuse versions newer than their own.
+could misread; readers refuse versions newer than their own. A table a run does not have (a run
+recorded before it existed) reads as empty, and the rules that need it say "not recorded".
 """
 from __future__ import annotations
 
@@ -27,7 +28,11 @@ SCALARS = "scalars"
 TENSORS = "tensors"
 INPUTS = "inputs"
 SAMPLES = "samples"
-TABLES = (SCALARS, TENSORS, INPUTS, SAMPLES)
+BATCHES = "batches"  # every step's sentinel of its input and target batches
+TARGETS = "targets"  # target profiles, in the inputs table's columns
+SIGNALS = "signals"  # what the recorder observed of the loop itself (SIGNAL_NAMES)
+FINGERPRINTS = "fingerprints"  # a hash per input row, for a bounded sample per split
+TABLES = (SCALARS, TENSORS, INPUTS, SAMPLES, BATCHES, TARGETS, SIGNALS, FINGERPRINTS)
 
 # -- file names: the writer, the reader and source detection all spell them from here ------------
 META_FILE = "meta.json"  # rank 0's (or the only process's) metadata
@@ -98,6 +103,23 @@ STEP_TIME = "step_time"
 DATA_TIME = "data_time"
 LR_PREFIX = "lr/"
 
+# batches.role
+INPUT_ROLE = "input"
+TARGET_ROLE = "target"
+
+# signals.name: what the recorder observed of the training loop itself.
+GRAD_LEFTOVER = "grad_leftover"  # largest |grad| a watched parameter held before a step's first
+# backward: 0 when the gradients were reset (zero_grad) since the last optimizer step
+TRAIN_MODE_MODEL = "train_mode/model"  # 1 when the model was in training mode at evaluation
+TRAIN_MODE_DROPOUT = "train_mode/dropout"  # Dropout modules (p > 0) in training mode
+TRAIN_MODE_NORM = "train_mode/batchnorm"  # BatchNorm modules in training mode
+DROPOUT_MODULES = "modules/dropout"  # Dropout modules (p > 0) the model has
+NORM_MODULES = "modules/batchnorm"  # BatchNorm modules the model has
+AMP_SCALE = "amp/scale"  # the GradScaler's scale after the step
+AMP_SKIPPED = "amp/skipped"  # 1 when the step's optimizer.step() did not run (Inf/NaN grads)
+SIGNAL_NAMES = (GRAD_LEFTOVER, TRAIN_MODE_MODEL, TRAIN_MODE_DROPOUT, TRAIN_MODE_NORM,
+                DROPOUT_MODULES, NORM_MODULES, AMP_SCALE, AMP_SKIPPED)
+
 _f64, _i64, _str = pa.float64(), pa.int64(), pa.string()
 
 # The statistic columns, in table order: the recorder fills them by these names, and
@@ -123,7 +145,13 @@ ARROW_SCHEMAS: dict[str, pa.Schema] = {
                        *_stat_fields(INPUT_STATS), ("resolution", _str),
                        ("time_min", pa.timestamp("ns")), ("time_max", pa.timestamp("ns"))]),
     SAMPLES: pa.schema([("split", _str), ("feature", _str), ("step", _i64), ("value", _f64)]),
+    BATCHES: pa.schema([("step", _i64), ("split", _str), ("role", _str), ("name", _str),
+                        ("min", _f64), ("max", _f64), ("nan_count", _i64), ("inf_count", _i64)]),
+    SIGNALS: pa.schema([("step", _i64), ("split", _str), ("name", _str), ("value", _f64)]),
+    FINGERPRINTS: pa.schema([("step", _i64), ("split", _str), ("input", _str),
+                             ("hash", _i64)]),
 }
+ARROW_SCHEMAS[TARGETS] = ARROW_SCHEMAS[INPUTS]
 # A row producer's pseudo-table for the writer: its columns replace the samples snapshot (the
 # whole reservoir, one file) instead of appending rows to a table.
 SAMPLES_SNAPSHOT = "__samples__"
@@ -153,6 +181,12 @@ class Needs:
     ENVIRONMENT = Requirement("environment", "environment metadata")
     MODEL = Requirement("model", "model summary")
     DATA_TIMING = Requirement("data_time", "data-loading time (Recorder.iterate)")
+    BATCHES = Requirement("batches", "per-batch sentinel (step(inputs=...))")
+    TARGETS = Requirement("targets", "target profiles (step(targets=...))")
+    GRAD_RESETS = Requirement("grad_resets", "gradient resets (a Recorder with an optimizer)")
+    EVAL_MODES = Requirement("eval_modes", "module modes at evaluation (log() with a model)")
+    AMP = Requirement("amp", "GradScaler scale (Recorder(scaler=...))")
+    FINGERPRINTS = Requirement("fingerprints", "input fingerprints")
 
 
 REQUIREMENTS = tuple(v for v in vars(Needs).values() if isinstance(v, Requirement))

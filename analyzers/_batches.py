@@ -1,0 +1,62 @@
+"""What the rules read of the per-batch sentinel (the batches table): every step's input and
+target tensors' min, max and NaN/Inf counts, so that a spike or a NaN is traced to its batch
+at any step, profiled or not. Pure functions; no rule lives here."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from tracelab.core.run import Run
+from tracelab.core.schema import TRAIN
+
+
+class BatchEvidence(NamedTuple):
+    role: str  # "input" or "target"
+    name: str  # the tensor: "input", "target", a dict key, input0, ...
+    value: float  # NaN/Inf count, or the magnitude ratio to the usual
+
+
+def sentinel(run: Run, split: str = TRAIN) -> pd.DataFrame:
+    """The split's sentinel rows (one rank's: the lowest that recorded each step)."""
+    b = run.batches
+    rows = b[b["split"] == split]
+    if "rank" in rows and len(rows):
+        rows = rows[rows["rank"] == rows.groupby("step")["rank"].transform("min")]
+    return rows
+
+
+def nonfinite_batch(run: Run, step: int) -> BatchEvidence | None:
+    """The first tensor of the train batch of `step` holding NaN or Inf, with their count."""
+    rows = sentinel(run)
+    rows = rows[rows["step"] == step]
+    bad = rows[(rows["nan_count"].fillna(0) + rows["inf_count"].fillna(0)) > 0]
+    if not len(bad):
+        return None
+    row = bad.iloc[0]
+    return BatchEvidence(str(row["role"]), str(row["name"]),
+                         float(row["nan_count"] or 0) + float(row["inf_count"] or 0))
+
+
+def outlier_batch(run: Run, step: int, since: int, ratio: float,
+                  min_prior: int = 3) -> BatchEvidence | None:
+    """The tensor of the train batch of `step` whose largest magnitude is at least `ratio`
+    times its median over the steps since `since` (the largest such ratio), or None."""
+    rows = sentinel(run)
+    rows = rows[(rows["step"] >= since) & (rows["step"] <= step)]
+    if not len(rows):
+        return None
+    mag = np.maximum(rows["max"].abs(), rows["min"].abs()).astype(float)
+    rows = rows.assign(mag=mag.where(np.isfinite(mag)))
+    best = None
+    for (role, name), group in rows.groupby(["role", "name"], sort=False):
+        now = group.loc[group["step"] == step, "mag"]
+        prior = group.loc[group["step"] < step, "mag"].dropna()
+        if not len(now) or len(prior) < min_prior or not np.isfinite(now.iloc[-1]):
+            continue
+        usual = float(prior.median())
+        if usual > 0 and now.iloc[-1] / usual >= ratio and (
+                best is None or now.iloc[-1] / usual > best.value):
+            best = BatchEvidence(str(role), str(name), float(now.iloc[-1] / usual))
+    return best

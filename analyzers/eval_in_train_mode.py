@@ -1,0 +1,69 @@
+"""eval-in-train-mode: a validation split was evaluated with Dropout or BatchNorm in training mode.
+
+What it detects
+    For every split other than train that `Recorder.log()` recorded with a model attached, the
+    recorder notes whether the model's Dropout (p > 0) and BatchNorm modules were in training
+    mode during the evaluation's forward passes (those run without autograd), or at the
+    `log()` call when it saw none. The rule fires when they were on at least `min_share` of
+    that split's evaluations.
+
+Why it matters
+    In training mode Dropout drops units at random and BatchNorm normalizes with the batch's
+    own statistics and updates its running averages with the validation data. The validation
+    metrics come out noisy and pessimistic, depend on the batch size, and the evaluation
+    changes the model. Early stopping and model selection then rest on wrong numbers.
+
+Example
+    All 8 evaluations of split 'val' ran with 1 of 1 Dropout modules in training mode:
+    `model.eval()` was never called before validating.
+
+How to fix
+    Call `model.eval()` before the validation loop (and `model.train()` after it), and
+    evaluate under `torch.no_grad()`.
+
+False positives
+    A model without Dropout or BatchNorm behaves the same in both modes, so its training flag
+    alone stays quiet. A loop that switches back to `model.train()` before calling `log()` is
+    judged by its evaluation passes, which the recorder saw under `torch.no_grad()`; Monte
+    Carlo dropout on purpose (uncertainty estimates) is flagged and can be silenced by
+    disabling the rule. Under torch.compile the modes are read at the `log()` call.
+"""
+from __future__ import annotations
+
+from tracelab.core.findings import WARNING, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import (DROPOUT_MODULES, NORM_MODULES, TRAIN, TRAIN_MODE_DROPOUT,
+                                  TRAIN_MODE_NORM, Needs)
+
+
+@rule(name="eval-in-train-mode", code="TL603", requires=(Needs.EVAL_MODES,))
+def eval_in_train_mode(run: Run, *, min_share: float = 0.5) -> list[Finding]:
+    sg = run.signals
+    findings = []
+    for split in sorted(set(sg["split"]) - {TRAIN}):
+        dropout, norm = run.signal(TRAIN_MODE_DROPOUT, split), run.signal(TRAIN_MODE_NORM, split)
+        if not len(dropout):
+            continue
+        active = (dropout.fillna(0) > 0) | (norm.reindex(dropout.index).fillna(0) > 0)
+        share = float(active.mean())
+        if not active.any() or share < min_share:
+            continue
+        n_drop = int(run.signal(DROPOUT_MODULES, split).max())
+        n_norm = int(run.signal(NORM_MODULES, split).max())
+        on_drop = int(dropout[active].max())
+        on_norm = int(norm.reindex(dropout.index)[active].fillna(0).max())
+        parts = ([f"{on_drop} of {n_drop} Dropout"] if on_drop else []) + (
+            [f"{on_norm} of {n_norm} BatchNorm"] if on_norm else [])
+        effect = "its metrics are noisy" + (
+            " and BatchNorm's running statistics were updated with its data" if on_norm else "")
+        steps = dropout.index[active]
+        findings.append(eval_in_train_mode.finding(
+            WARNING, split, (int(steps[0]), int(steps[-1])),
+            f"{int(active.sum())} of {len(active)} evaluations of split '{split}' ran with "
+            f"{' and '.join(parts)} modules in training mode: {effect}.",
+            {"evaluations": len(active), "in_train_mode": int(active.sum()),
+             "dropout_active": on_drop, "batchnorm_active": on_norm},
+            "Call model.eval() before the validation loop (and model.train() after it), and "
+            "evaluate under torch.no_grad()."))
+    return findings

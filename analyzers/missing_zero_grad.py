@@ -1,0 +1,63 @@
+"""missing-zero-grad: gradients accumulate across optimizer steps.
+
+What it detects
+    The recorder watches one small parameter and notes, at the first backward pass after each
+    optimizer step, whether its gradient was reset (`zero_grad()` sets it to None or zero) or
+    still held the previous step's gradient. The rule fires when the gradient was left over on
+    at least `min_share` of the observed steps (after the first), over at least `min_steps`.
+
+Why it matters
+    `backward()` adds to `.grad`; without `optimizer.zero_grad()` every step applies the sum of
+    all gradients so far. The effective learning rate grows with the step count, the loss
+    oscillates or spikes and the model trains on stale directions. Loss and gradient-norm
+    curves look like an unstable learning rate, so the missing line goes unnoticed.
+
+Example
+    On 119 of 119 steps the watched parameter's gradient still held the previous step's
+    gradient (largest |grad| 0.42) when the next backward pass began.
+
+How to fix
+    Call `optimizer.zero_grad()` once per optimizer step, before `loss.backward()` (or right
+    after `optimizer.step()`); with gradient accumulation, after each optimizer step.
+
+False positives
+    Legitimate gradient accumulation (several backward passes, then one optimizer step, then
+    `zero_grad()`) stays quiet: only the first backward pass after an optimizer step is looked
+    at, and accumulation resets the gradients before it. A run that zeroes only some
+    parameters by hand, and not the watched one (the model's smallest), would be flagged; a
+    parameter that gets no gradient reads as reset.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tracelab.analyzers._dynamics import fmt
+from tracelab.core.findings import ERROR, Finding
+from tracelab.core.rules import rule
+from tracelab.core.run import Run
+from tracelab.core.schema import GRAD_LEFTOVER, Needs
+
+
+@rule(name="missing-zero-grad", code="TL602", requires=(Needs.GRAD_RESETS,))
+def missing_zero_grad(run: Run, *, min_share: float = 0.5, min_steps: int = 5) -> list[Finding]:
+    leftover = run.signal(GRAD_LEFTOVER).iloc[1:]  # the first backward pass has nothing before
+    values = leftover.to_numpy(dtype=float)
+    if len(values) < min_steps:
+        return []
+    kept = values != 0  # NaN or Inf left over is left over too
+    share = float(np.mean(kept))
+    if share < min_share:
+        return []
+    steps = leftover.index[kept]
+    finite = np.abs(values[kept])[np.isfinite(values[kept])]
+    typical = float(np.median(finite)) if len(finite) else float("nan")
+    return [missing_zero_grad.finding(
+        ERROR, "optimizer", (int(steps[0]), int(steps[-1])),
+        f"Gradients were not reset between optimizer steps on {int(kept.sum())} of "
+        f"{len(values)} steps: the next backward pass found the previous step's gradient "
+        f"still in .grad (median largest |grad| {fmt(typical)}), so every step applies the "
+        "sum of all gradients so far.",
+        {"steps_not_reset": int(kept.sum()), "steps_observed": len(values), "share": share,
+         "median_leftover": typical},
+        "Call optimizer.zero_grad() once per optimizer step, before loss.backward() (with "
+        "gradient accumulation: after each optimizer.step()).")]

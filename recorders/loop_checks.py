@@ -1,0 +1,158 @@
+"""What the recorder observes of the training loop itself: the signals table.
+
+- Gradient resets (`GradResets`): one gradient hook on one small parameter sees, at the first
+  backward pass after each optimizer step, what the parameter's grad held before that pass
+  added to it. Reset by `zero_grad()` it is None or zero; otherwise it still holds the last
+  step's gradient. Legitimate accumulation (several backward passes, one optimizer step, then
+  zero_grad) reads 0: only the first pass after an optimizer step is looked at. Cost: one
+  Python call per backward pass, and a reduction of the parameter's grad once per step.
+- Modes at evaluation (`EvalModes`): a forward pre-hook on the model notes, for forward passes
+  without autograd (evaluation), whether the model and its Dropout and BatchNorm modules were
+  in training mode; `log()` of another split records what the last such pass saw (or the
+  modes at the call when there was none). Under torch.compile the hook does nothing.
+- The GradScaler's scale (`amp_scale`), read as its device tensor (no host sync), and whether
+  the step's optimizer step ran: the scaler skips it on Inf/NaN gradients.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from tracelab.recorders.transfer import StepRecord
+from tracelab.core.schema import (AMP_SCALE, AMP_SKIPPED, DROPOUT_MODULES, GRAD_LEFTOVER,
+                                  NORM_MODULES, SIGNALS, TRAIN_MODE_DROPOUT, TRAIN_MODE_MODEL,
+                                  TRAIN_MODE_NORM)
+
+_NORMS = (torch.nn.modules.batchnorm._BatchNorm,)
+_DROPOUTS = (torch.nn.modules.dropout._DropoutNd,)
+
+
+def add_signals(record: StepRecord, step: int, split: str,
+                signals: list[tuple[str, Any]]) -> None:
+    """Queue signals rows: (name, value) with a number or a one-element tensor (device tensors
+    join the step's packed copy)."""
+    if not signals:
+        return
+    names = [n for n, _ in signals]
+    values = [v for _, v in signals]
+    tensors = [v.detach().reshape(1).to(torch.float64) for v in values
+               if isinstance(v, torch.Tensor)]
+
+    def rows(host: list[np.ndarray]) -> list[tuple[str, dict]]:
+        found = iter(host)
+        column = np.array([float(next(found)[0]) if isinstance(v, torch.Tensor) else float(v)
+                           for v in values])
+        n = len(names)
+        return [(SIGNALS, {"step": np.full(n, step, dtype=np.int64), "split": [split] * n,
+                           "name": names, "value": column})]
+    record.add(rows, tensors)
+
+
+class GradResets:
+    """Whether the gradients were reset between optimizer steps (the module docstring)."""
+
+    def __init__(self) -> None:
+        self._handle: Any = None
+        self._param: torch.Tensor | None = None
+        self._fresh = True  # the next backward pass is the first since an optimizer step
+        self._leftover: Any = None  # what that pass found: a float, or a device tensor
+
+    def attach(self, params: list[torch.Tensor]) -> None:
+        """Watch the smallest plain parameter of `params` (a tracked model's)."""
+        self.detach()
+        plain = [p for p in params if type(p) in (torch.Tensor, torch.nn.Parameter)
+                 and p.numel()]
+        if not plain:
+            return
+        self._param = min(reversed(plain), key=lambda p: p.numel())  # the last of the smallest
+        self._handle = self._param.register_hook(self._before_accumulation)
+
+    def detach(self) -> None:
+        if self._handle is not None:
+            self._handle.remove()
+        self._handle = self._param = None
+
+    def optimizer_stepped(self) -> None:
+        self._fresh = True
+
+    def _before_accumulation(self, grad: torch.Tensor) -> None:
+        if not self._fresh:
+            return None
+        self._fresh = False
+        old = self._param.grad if self._param is not None else None
+        if old is None:
+            self._leftover = 0.0
+        elif old.device.type == "cpu":
+            self._leftover = float(old.detach().abs().max())
+        else:
+            self._leftover = old.detach().abs().amax()
+        return None
+
+    def take(self) -> list[tuple[str, Any]]:
+        """The observation of the step that ends, if its backward pass was seen."""
+        leftover, self._leftover = self._leftover, None
+        return [] if leftover is None else [(GRAD_LEFTOVER, leftover)]
+
+
+class EvalModes:
+    """The modes of a model's Dropout and BatchNorm modules at evaluation (module docstring)."""
+
+    def __init__(self) -> None:
+        self._model: torch.nn.Module | None = None
+        self._dropouts: list[torch.nn.Module] = []
+        self._norms: list[torch.nn.Module] = []
+        self._handle: Any = None
+        self._seen: tuple[int, int, int] | None = None
+
+    def attach(self, model: torch.nn.Module) -> None:
+        self.detach()
+        self._model = model
+        modules = list(model.modules())
+        self._dropouts = [m for m in modules if isinstance(m, _DROPOUTS)
+                          and float(getattr(m, "p", 1.0)) > 0]
+        self._norms = [m for m in modules if isinstance(m, _NORMS)]
+        self._handle = model.register_forward_pre_hook(self._before_forward)
+
+    def detach(self) -> None:
+        if self._handle is not None:
+            self._handle.remove()
+        self._handle = None
+
+    def _modes(self) -> tuple[int, int, int]:
+        return (int(self._model.training), sum(m.training for m in self._dropouts),
+                sum(m.training for m in self._norms))
+
+    def _before_forward(self, module: torch.nn.Module, args: Any) -> None:
+        if torch.is_grad_enabled() or torch.compiler.is_compiling():
+            return None
+        self._seen = self._modes()
+        return None
+
+    def train_step(self) -> None:
+        """A training step ended: forward passes seen so far were not the evaluation's."""
+        self._seen = None
+
+    def take(self) -> list[tuple[str, Any]]:
+        """The modes of the evaluation that `log()` reports."""
+        if self._model is None:
+            return []
+        seen, self._seen = self._seen, None
+        model, dropout, norm = seen if seen is not None else self._modes()
+        return [(TRAIN_MODE_MODEL, model), (TRAIN_MODE_DROPOUT, dropout),
+                (TRAIN_MODE_NORM, norm), (DROPOUT_MODULES, len(self._dropouts)),
+                (NORM_MODULES, len(self._norms))]
+
+
+def amp_scale(scaler: Any, stepped: bool | None) -> list[tuple[str, Any]]:
+    """The scale of an enabled GradScaler, as the tensor it keeps (reading it would sync), and
+    whether it skipped the step: `stepped` says whether the optimizer's step ran (None: no
+    optimizer is watched). GradScaler.step calls optimizer.step only for finite gradients."""
+    if scaler is None or not getattr(scaler, "is_enabled", lambda: False)():
+        return []
+    scale = getattr(scaler, "_scale", None)
+    if scale is None:  # before its first scale() call
+        return []
+    out = [(AMP_SCALE, scale if scale.device.type != "cpu" else float(scale))]
+    return out + ([] if stepped is None else [(AMP_SKIPPED, 0.0 if stepped else 1.0)])

@@ -1,0 +1,106 @@
+"""Every step's sentinel of its batches: min, max, NaN and Inf counts of each input and target.
+
+The full input profile keeps its cadence (`input_every`); the sentinel is cheap enough for
+every step, so that a loss spike or the first NaN can always be traced to its batch. On an
+accelerator it is a few fused reductions per tensor, stacked into one small tensor that joins
+the step's packed copy: the host never waits. On the CPU a tensor is read by one vectorized
+torch or numpy call (`host_sentinel`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import torch
+
+from tracelab.recorders.transfer import StepRecord
+from tracelab.core.schema import BATCHES, INPUT_ROLE, TARGET_ROLE
+
+_HALF = (torch.float16, torch.bfloat16)
+_NUMPY_INTS = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+
+
+def named_tensors(value: Any, base: str) -> list[tuple[str, torch.Tensor]]:
+    """The tensors of a batch part (a tensor, a tuple or dict of them) with their names:
+    `base` alone, `base<i>` in a tuple, the key in a dict."""
+    if isinstance(value, Mapping):
+        items = [(str(k), v) for k, v in value.items()]
+    elif isinstance(value, (tuple, list)):
+        items = [(f"{base}{i}", v) for i, v in enumerate(value)]
+    else:
+        items = [(base, value)]
+    return [(n, v) for n, v in items if isinstance(v, torch.Tensor) and v.numel()
+            and v.layout == torch.strided and not (v.is_meta or v.is_complex() or v.is_quantized)]
+
+
+def device_sentinel(x: torch.Tensor) -> torch.Tensor:
+    """[min, max, NaN count, Inf count] of x as float64, on x's device, with no host sync."""
+    x = x.detach()
+    if x.dtype == torch.bool:
+        x = x.to(torch.uint8)
+    if not x.is_floating_point():
+        low, high = torch.aminmax(x)
+        zero = torch.zeros((), dtype=torch.float64, device=x.device)
+        return torch.stack([low.to(torch.float64), high.to(torch.float64), zero, zero])
+    if x.device.type == "cpu" and x.dtype in _HALF:
+        x = x.float()  # CPU reductions of half types return half results
+    low, high = torch.aminmax(x)
+    return torch.stack([low.to(torch.float64), high.to(torch.float64),
+                        torch.isnan(x).sum().to(torch.float64),
+                        torch.isinf(x).sum().to(torch.float64)])
+
+
+def host_sentinel(x: torch.Tensor) -> np.ndarray:
+    """device_sentinel of a CPU tensor, read now. A float tensor takes one vectorized
+    `aminmax`: NaN propagates into it and Inf is an extreme, so finite extremes mean no NaN or
+    Inf, and only a tensor holding them is counted (five times cheaper than a moments pass)."""
+    x = x.detach()
+    if x.dtype in _NUMPY_INTS or x.dtype == torch.bool:
+        values = x.numpy()
+        return np.array([values.min(), values.max(), 0, 0], dtype=np.float64)
+    if x.is_floating_point():
+        low, high = torch.aminmax(x)
+        low, high = float(low), float(high)
+        if math.isfinite(low) and math.isfinite(high):
+            return np.array([low, high, 0.0, 0.0])
+    return device_sentinel(x).numpy()
+
+
+class Sentinel:
+    """The batches rows of one recorder. warn(key, message) hears of a tensor left out."""
+
+    def __init__(self, warn: Callable[[Any, str], None]):
+        self._warn = warn
+
+    def record(self, step: int, split: str, inputs: Any, targets: Any,
+               record: StepRecord) -> None:
+        roles, names, host, device = [], [], [], []
+        for role, value in ((INPUT_ROLE, inputs), (TARGET_ROLE, targets)):
+            if value is None:
+                continue
+            for name, x in named_tensors(value, role):
+                try:
+                    if x.device.type == "cpu":
+                        host.append(host_sentinel(x))
+                    else:
+                        device.append(device_sentinel(x))
+                        host.append(None)
+                except Exception as exc:  # this tensor only: the others are checked
+                    self._warn(("sentinel", name, type(exc).__name__), f"{role} {name!r} not "
+                               f"checked ({type(exc).__name__}: {exc}); warned once")
+                    continue
+                roles.append(role)
+                names.append(name)
+        if not names:
+            return
+
+        def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
+            found = iter(values)
+            table = np.stack([h if h is not None else next(found) for h in host])
+            n = len(names)
+            return [(BATCHES, {"step": np.full(n, step, dtype=np.int64), "split": [split] * n,
+                               "role": roles, "name": names, "min": table[:, 0],
+                               "max": table[:, 1], "nan_count": table[:, 2].astype(np.int64),
+                               "inf_count": table[:, 3].astype(np.int64)})]
+        record.add(rows, device)

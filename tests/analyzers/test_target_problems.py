@@ -1,0 +1,75 @@
+"""target-problems: labels the loss does not expect, sorted data, badly scaled targets."""
+import numpy as np
+import pandas as pd
+from dynamics_frames import model_meta, scalar_rows
+
+from tracelab.core.run import Run
+from tracelab.analyzers.target_problems import target_problems
+
+
+def _targets(batches, *, dtype="int64", split="train", count=32):
+    """batches: (min, max, n_unique, mean, std, int_frac) per profiled step."""
+    rows = [{"step": 10 * i, "split": split, "feature": "target", "dtype": dtype, "count": count,
+             "min": lo, "max": hi, "n_unique": nu, "mean": m, "std": s, "int_frac": f,
+             "nan_count": 0, "inf_count": 0}
+            for i, (lo, hi, nu, m, s, f) in enumerate(batches)]
+    return pd.DataFrame(rows)
+
+
+def _run(targets, loss=None, meta=None):
+    scalars = scalar_rows("loss", loss if loss is not None else np.linspace(1, 0.3, 100))
+    return Run.from_frames(meta, targets=targets, scalars=scalars)
+
+
+def test_minus_one_labels_with_a_negative_loss_are_an_error():
+    tg = _targets([(-1, 1, 2, 0.0, 1.0, 1.0)] * 10)
+    [f] = target_problems(_run(tg, np.linspace(0.7, -2.0, 100)))
+    assert f.code == "TL604" and f.severity.value == "error" and "{-1, 1}" in f.message
+    assert "(y + 1) / 2" in f.fix
+
+
+def test_minus_one_labels_with_a_margin_loss_stay_quiet():
+    tg = _targets([(-1, 1, 2, 0.0, 1.0, 1.0)] * 10)
+    assert target_problems(_run(tg, np.linspace(1.0, 0.2, 100))) == []
+
+
+def test_class_indices_past_the_output_layer():
+    meta = model_meta([("fc.weight", (16, 20)), ("fc.bias", (16,)), ("out.weight", (10, 16)),
+                       ("out.bias", (10,))])
+    tg = _targets([(1, 10, 9, 5.5, 2.8, 1.0)] * 10)
+    [f] = target_problems(_run(tg, meta=meta))
+    assert f.severity.value == "error" and "10 outputs (valid indices 0..9)" in f.message
+    ok = _targets([(0, 9, 9, 4.5, 2.8, 1.0)] * 10)
+    assert target_problems(_run(ok, meta=meta)) == []
+
+
+def test_sorted_batches_of_one_or_two_classes():
+    tg = _targets([(c, c, 1, c, 0.0, 1.0) for c in (0, 0, 1, 1, 2, 2, 3, 3)] +
+                  [(1, 2, 2, 1.5, 0.5, 1.0), (2, 3, 2, 2.5, 0.5, 1.0)])
+    [f] = target_problems(_run(tg))
+    assert f.severity.value == "warning" and "10 of 10 train batches" in f.message
+    assert "shuffle=True" in f.fix
+
+
+def test_shuffled_multiclass_binary_and_tiny_batches_stay_quiet():
+    shuffled = _targets([(0, 3, 4, 1.5, 1.1, 1.0)] * 10)
+    binary = _targets([(0, 0, 1, 0.0, 0.0, 1.0), (1, 1, 1, 1.0, 0.0, 1.0)] * 5)
+    tiny = _targets([(c, c, 1, c, 0.0, 1.0) for c in (0, 1, 2, 3)] * 3, count=4)
+    for tg in (shuffled, binary, tiny):
+        assert [f for f in target_problems(_run(tg)) if f.severity.value != "info"] == []
+
+
+def test_regression_targets_far_from_unit_scale():
+    big = _targets([(800, 9000, 32, 5000.0, 1400.0, 0.0)] * 10, dtype="float32")
+    [f] = target_problems(_run(big))
+    assert f.severity.value == "warning" and "Standardize" in f.fix
+    unit = _targets([(-2, 2, 32, 0.1, 0.9, 0.0)] * 10, dtype="float32")
+    counts = _targets([(0, 900, 30, 300.0, 200.0, 1.0)] * 10, dtype="float32")  # integer counts
+    assert target_problems(_run(unit)) == [] and [
+        f for f in target_problems(_run(counts)) if f.severity.value != "info"] == []
+
+
+def test_imbalance_is_information_only():
+    tg = _targets([(0, 1, 2, 0.05, 0.2, 1.0)] * 10)
+    [f] = target_problems(_run(tg))
+    assert f.severity.value == "info" and "5.0%" in f.message

@@ -1,0 +1,92 @@
+"""The signals table (loop_checks.py) against what plain torch shows of the same loop."""
+import pytest
+import torch
+
+import tracelab
+from tracelab.core.run import open_run
+
+
+def _model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Dropout(0.2),
+                               torch.nn.BatchNorm1d(8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+
+
+@pytest.mark.parametrize("reset", ["none", "set_to_none", "zeros", "accumulate"])
+def test_grad_leftover_is_what_the_watched_grad_held_before_backward(tmp_path, reset):
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    watched = model[4].bias  # the smallest parameter, the last of them
+    expected = []
+    with tracelab.Recorder(str(tmp_path / "run"), model=model, optimizer=opt) as rec:
+        for step in range(6):
+            if reset in ("set_to_none", "accumulate"):
+                opt.zero_grad()
+            elif reset == "zeros":
+                opt.zero_grad(set_to_none=False)
+            g = watched.grad
+            expected.append(0.0 if g is None else float(g.abs().max()))
+            for _ in range(3 if reset == "accumulate" else 1):
+                x, y = torch.randn(16, 5), torch.randint(0, 3, (16,))
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            rec.step(loss=1.0)
+    run = open_run(tmp_path / "run")
+    got = run.signal("grad_leftover")
+    assert list(got.index) == list(range(6))
+    assert got.tolist() == pytest.approx(expected, rel=1e-6)
+    assert (got.iloc[1:] > 0).all() == (reset == "none")
+
+
+def test_eval_modes_are_those_of_the_last_evaluation_forward_pass(tmp_path):
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with tracelab.Recorder(str(tmp_path / "run"), model=model, optimizer=opt) as rec:
+        for step in range(4):
+            model.train()
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(torch.randn(16, 5)),
+                                              torch.randint(0, 3, (16,))).backward()
+            opt.step()
+            rec.step(loss=1.0)
+            if step == 1:  # forgot model.eval()
+                with torch.no_grad():
+                    model(torch.randn(16, 5))
+                rec.log("val", {"loss": 1.0})
+            if step == 3:  # evaluated in eval mode, back in train mode before log()
+                model.eval()
+                with torch.no_grad():
+                    model(torch.randn(16, 5))
+                model.train()
+                rec.log("val", {"loss": 1.0})
+        model.train()
+        rec.log("test", {"loss": 1.0})  # no evaluation pass seen: the modes at the call
+    run = open_run(tmp_path / "run")
+    for name, want in (("train_mode/model", [1, 0]), ("train_mode/dropout", [1, 0]),
+                       ("train_mode/batchnorm", [1, 0]), ("modules/dropout", [1, 1]),
+                       ("modules/batchnorm", [1, 1])):
+        assert run.signal(name, "val").tolist() == want, name
+    assert run.signal("train_mode/dropout", "test").tolist() == [1]
+    assert run.signal("grad_leftover").tolist() == [0.0] * 4
+
+
+def test_grad_scaler_scale_is_recorded_every_step(tmp_path):
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0, growth_interval=2)
+    scales = []
+    with tracelab.Recorder(str(tmp_path / "run"), model=model, optimizer=opt,
+                           scaler=scaler) as rec:
+        for step in range(6):
+            opt.zero_grad()
+            x = torch.randn(8, 4)
+            if step == 3:
+                x[0, 0] = float("inf")  # this step overflows and is skipped
+            scaler.scale(model(x).pow(2).mean()).backward()
+            scaler.step(opt)
+            scaler.update()
+            scales.append(scaler.get_scale())
+            rec.step(loss=1.0)
+    run = open_run(tmp_path / "run")
+    assert run.signal("amp/scale").tolist() == scales and scales[3] < scales[2]
+    assert run.signal("amp/skipped").tolist() == [0, 0, 0, 1, 0, 0]

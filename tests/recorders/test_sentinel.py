@@ -1,0 +1,81 @@
+"""The per-batch sentinel (the batches table) against plain torch, on every step."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import tracelab
+from tracelab.core.run import open_run
+from tracelab.recorders.sentinel import device_sentinel, host_sentinel
+
+
+def _reference(x: torch.Tensor) -> list[float]:
+    x = x.detach()
+    if x.dtype == torch.bool:
+        x = x.long()
+    if not x.is_floating_point():
+        return [float(x.min()), float(x.max()), 0, 0]
+    x = x.double()
+    return [float(x.min()), float(x.max()), int(torch.isnan(x).sum()), int(torch.isinf(x).sum())]
+
+
+def _same(got, want):
+    for g, w in zip(got, want):
+        assert (math.isnan(g) and math.isnan(w)) or g == pytest.approx(w, rel=1e-6), (got, want)
+
+
+CASES = [torch.randn(64, 7), torch.randn(3, 4, 5, dtype=torch.float64),
+         torch.tensor([1.0, float("nan"), -3.0]), torch.tensor([float("inf"), -2.0, 1.0]),
+         torch.tensor([-float("inf"), float("inf")]), torch.randn(8, 3).half(),
+         torch.randn(10).bfloat16(), torch.randint(-5, 9, (33,)),
+         torch.randint(0, 255, (7,), dtype=torch.uint8), torch.rand(6) > 0.5,
+         torch.randn(16, 4).t()]  # not contiguous
+
+
+@pytest.mark.parametrize("x", CASES, ids=lambda x: f"{x.dtype}-{tuple(x.shape)}")
+def test_host_and_device_paths_match_plain_torch(x):
+    _same(host_sentinel(x).tolist(), _reference(x))
+    _same(device_sentinel(x).tolist(), _reference(x))
+
+
+def test_every_step_records_its_batches_whatever_input_every_says(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(5, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    batches = []
+    with tracelab.Recorder(str(tmp_path / "run"), model=model, optimizer=opt,
+                           input_every=10) as rec:
+        for step in range(13):
+            x, y = torch.randn(8, 5), torch.randint(0, 3, (8,))
+            if step == 7:
+                x[2, 1] = float("nan")
+                x[3, 0] = float("inf")
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x.nan_to_num()), y)
+            loss.backward()
+            opt.step()
+            rec.step(loss, inputs={"features": x, "mask": x > 0}, targets=y)
+            batches.append((x, y))
+        rec.log("val", inputs=batches[7][0], targets=y)
+    b = open_run(tmp_path / "run").batches
+    assert sorted(b.loc[b["split"] == "train", "step"].unique()) == list(range(13))
+    for step, (x, y) in enumerate(batches):
+        rows = b[(b["step"] == step) & (b["split"] == "train")].set_index("name")
+        assert list(rows.index) == ["features", "mask", "target"]
+        assert list(rows["role"]) == ["input", "input", "target"]
+        for name, t in (("features", x), ("mask", x > 0), ("target", y)):
+            got = rows.loc[name, ["min", "max", "nan_count", "inf_count"]].astype(float)
+            _same(got.tolist(), _reference(t))
+    val = b[b["split"] == "val"]
+    assert list(val["name"]) == ["input", "target"] and int(val["nan_count"].iloc[0]) == 1
+
+
+def test_old_runs_without_the_table_still_open(tmp_path):
+    with tracelab.Recorder(str(tmp_path / "run")) as rec:
+        for step in range(3):
+            rec.step(loss=1.0 / (step + 1))
+    run = open_run(tmp_path / "run")
+    assert run.batches.empty and not (tmp_path / "run" / "batches").exists()
+    assert "batches" not in {r.key for r in run.available}
+    assert np.isfinite(run.loss().to_numpy()).all()
