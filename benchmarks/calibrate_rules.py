@@ -11,7 +11,9 @@ matrix of run x findings, then three figures:
 
     python benchmarks/calibrate_rules.py [--out DIR] [--only NAME,..] [--steps N]
 
-The scenarios are importable (`SCENARIOS`, `train`) so end-to-end tests reuse them.
+The silent-bug cases of `calibration_silent.py` (a missing zero_grad, evaluation in training
+mode, bad targets, ...) run with them, each trained by its own file's loop. The scenarios are
+importable (`SCENARIOS`, `train`, `scenario`, `run_scenario`) so end-to-end tests reuse them.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from tracelab.core.findings import Severity
 
 sys.path.insert(0, str(Path(__file__).parent))
 from calibration_models import Data, build_model, build_optimizer, build_schedule  # noqa: E402
+import calibration_silent as silent  # noqa: E402  (the silent-bug cases)
 
 
 @dataclass(frozen=True)
@@ -245,10 +248,21 @@ def _train_step(sc, step, steps, model, opt, loss_fn, rec, x, y) -> None:
     rec.step(loss=loss, inputs=x, metrics=metrics)
 
 
+def scenario(name: str):
+    """A scenario of this file's or of calibration_silent.py's (the names are distinct)."""
+    return SCENARIOS[name] if name in SCENARIOS else silent.SCENARIOS[name]
+
+
+def run_scenario(name: str, run_dir: Path, *, steps: int | None = None, seed: int = 0) -> Path:
+    """Train a scenario of either file with that file's training loop."""
+    how = train if name in SCENARIOS else silent.train
+    return how(name, run_dir, steps=steps, seed=seed)
+
+
 def judge(name: str, diagnosis) -> tuple[str, set[str]]:
     """(verdict, rules at warning or above) of one analyzed scenario: a healthy run must hold
     no warning, a faulty run's first diagnosis must be its planted cause."""
-    sc = SCENARIOS[name]
+    sc = scenario(name)
     alarming = {f.rule for f in diagnosis.findings if f.severity is not Severity.INFO}
     if not sc.cause:
         return ("FALSE-ALARM" if alarming else "ok"), alarming
@@ -268,9 +282,9 @@ def main(argv=None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true", help="print every diagnosis")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    names = args.only.split(",") if args.only else list(SCENARIOS)
+    names = args.only.split(",") if args.only else [*SCENARIOS, *silent.SCENARIOS]
     if args.healthy:
-        names = [n for n in names if not SCENARIOS[n].cause]
+        names = [n for n in names if not scenario(n).cause]
     root = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="tracelab-calib-"))
     rows, tally = [], []
     started = time.perf_counter()
@@ -280,10 +294,10 @@ def main(argv=None) -> int:
         if run_dir.exists():
             shutil.rmtree(run_dir)
         t0 = time.perf_counter()
-        train(name, run_dir, steps=args.steps, seed=seed)
+        run_scenario(name, run_dir, steps=args.steps, seed=seed)
         diagnosis = tracelab.analyze(run_dir)
         verdict, alarming = judge(name, diagnosis)
-        tally.append((SCENARIOS[name], verdict, diagnosis, alarming))
+        tally.append((scenario(name), verdict, diagnosis, alarming))
         cells: dict[str, str] = {}
         for f in diagnosis.findings:  # the worst severity per rule
             mark = f.severity.value[0].upper()
@@ -293,7 +307,7 @@ def main(argv=None) -> int:
         rows.append((label, verdict, cells))
         first = diagnosis.diagnoses[0].finding.rule if diagnosis.diagnoses else "-"
         print(f"{label:<32} {verdict:<11} {time.perf_counter() - t0:5.1f}s  cause "
-              f"{SCENARIOS[name].cause or '-'}; first {first}; {len(diagnosis.diagnoses)} "
+              f"{scenario(name).cause or '-'}; first {first}; {len(diagnosis.diagnoses)} "
               "diagnoses", flush=True)
         if args.verbose:
             for n, d in enumerate(diagnosis.diagnoses, 1):

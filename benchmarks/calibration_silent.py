@@ -41,6 +41,11 @@ class Scenario:
     amp: bool = False                # a GradScaler (on the CPU: its bookkeeping, fp32 values)
     input_every: int = 10
 
+    @property
+    def cause(self) -> str:
+        """The planted cause: the rule the first diagnosis must name ("" when healthy)."""
+        return next(iter(self.expect), "")
+
 
 def _s(expect=(), allow=(), **kw) -> Scenario:
     return Scenario(expect=frozenset(expect), allow=frozenset(allow), **kw)

@@ -34,7 +34,8 @@ import torch
 from tracelab.recorders import compiled
 from tracelab.recorders import environment as env
 from tracelab.recorders import kernel_loader
-from tracelab.recorders.activations import ActivationStats, activation_stats, record_activations
+from tracelab.recorders.activation_hooks import ActivationHooks
+from tracelab.recorders.activations import record_activations
 from tracelab.recorders.fingerprints import Fingerprints
 from tracelab.recorders.inputs import InputStats
 from tracelab.recorders.loop_checks import EvalModes, GradResets, add_signals, amp_scale
@@ -42,7 +43,7 @@ from tracelab.recorders.parameters import ParameterStats
 from tracelab.recorders.scalars import Scalars, Skip, WarnOnce, scalar_value
 from tracelab.recorders.sentinel import Sentinel
 from tracelab.recorders.transfer import StepRecord
-from tracelab.core.schema import (DATA_TIME, LOSS_NAME, LR_PREFIX, META_ABSENT, SCALARS,
+from tracelab.core.schema import (DATA_TIME, LOSS_NAME, LR_PREFIX, META_ABSENT,
                                    STEP_TIME, TARGETS, TRAIN)
 from tracelab.core.writer import RunWriter
 
@@ -113,17 +114,7 @@ class Recorder:
         self._tracked: list[tuple[str, torch.nn.Parameter]] = []
         self._parameters = ParameterStats([])
         self._handles: list[Any] = []
-        # Forward hooks exist only for steps that record activations: on the other steps a
-        # hooked leaf module costs each forward pass a Python call for nothing.
-        self._leaves: list[torch.nn.Module] = []
-        self._forward_handles: list[Any] = []
-        self._activations: list[tuple[str, int, ActivationStats]] = []
-        self._captured: set[int] = set()
-        self._module_names: dict[int, tuple[str, str]] = {}
-        # A compiled model runs its activation-recording steps eagerly (compiled.py).
-        self._eager: Any = compiled.EagerSteps(self._warn)
-        self._traced = False  # a forward hook was traced by torch.compile: activations absent
-        self._absent_steps: list[int] = []
+        self._hooks = ActivationHooks(self._warn, lambda: self.writer.failed)
         self._cost = 0.0  # seconds the training thread spent in the recorder
         if model is not None or optimizer is not None:
             self.watch(model, optimizer)
@@ -137,7 +128,6 @@ class Recorder:
         if scaler is not None:
             self.scaler = scaler
         if model is not None:
-            self._arm(False)
             points = compiled.compiled_points(model)
             self.model = env.unwrap(model)
             self._tracked = [(compiled.plain_name(n), p)
@@ -148,19 +138,11 @@ class Recorder:
             sharded = self._parameters.sharded_names()
             if sharded:  # the reader merges these names' statistics over the ranks
                 self.writer.update_meta(sharded_parameters=sharded)
-            self._leaves = []
-            for path, module in self.model.named_modules():
-                if next(module.children(), None) is None:
-                    self._leaves.append(module)
-                    self._module_names[id(module)] = (compiled.plain_name(path)
-                                                      or type(module).__name__,
-                                                      type(module).__name__)
+            self._hooks.attach(self.model, points)
             if points:
                 self._settings["compiled"] = True
                 self.writer.update_meta(recorder=dict(self._settings))
-            self._eager = compiled.EagerModel(points) if points else \
-                compiled.EagerSteps(self._warn)
-            self._arm(due(self._step, self.activation_every))
+            self._hooks.arm(due(self._step, self.activation_every))
         if optimizer is not None:
             self.optimizer = optimizer
             # Outside the graph of a compiled optimizer.step: the snapshot copies in Python.
@@ -173,18 +155,6 @@ class Recorder:
                 env.model_summary(self.model, self.optimizer)))
         return self
 
-    def _arm(self, on: bool) -> None:
-        """Hook the leaf modules' forward passes, or unhook them; compiled code runs eagerly
-        while they are hooked."""
-        if on and self._leaves and not self._forward_handles:
-            self._forward_handles = [m.register_forward_hook(self._forward_hook)
-                                     for m in self._leaves]
-        elif not on and self._forward_handles:
-            for handle in self._forward_handles:
-                handle.remove()
-            self._forward_handles = []
-        self._eager.hold(bool(self._forward_handles))
-
     # -- hooks (training thread) ----------------------------------------------------------------
     def _before_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._grad_resets.optimizer_stepped()
@@ -193,22 +163,6 @@ class Recorder:
             return
         start = time.perf_counter()
         self._parameters.snapshot()
-        self._cost += time.perf_counter() - start
-
-    def _forward_hook(self, module: torch.nn.Module, args: Any, output: Any) -> None:
-        # Hooked only while the step in progress records activations (_arm).
-        if compiled.is_compiling():  # traced: the step records no activations (compiled.py)
-            self._traced = True
-            return
-        if not module.training or id(module) in self._captured or self.writer.failed:
-            return
-        start = time.perf_counter()
-        out = output[0] if isinstance(output, (tuple, list)) and output else output
-        if isinstance(out, torch.Tensor) and out.is_floating_point() and out.numel():
-            self._captured.add(id(module))
-            name, mtype = self._module_names[id(module)]
-            # activation_stats reads a detached view: no autograd work to switch off.
-            self._activations.append((name, out.numel(), activation_stats(out, mtype)))
         self._cost += time.perf_counter() - start
 
     # -- the loop -------------------------------------------------------------------------------
@@ -286,14 +240,10 @@ class Recorder:
         self._step += 1
         now = time.perf_counter()
         stopped = self.writer.failed or self.writer.closed
-        self._arm(due(step + 1, self.activation_every) and not stopped)
-        activations, self._activations = self._activations, []
-        self._captured.clear()
-        if self._traced and not activations:
-            self._absent_steps.append(step)
-            self.writer.update_meta(**{META_ABSENT: {"activations": compiled.traced(
-                self._absent_steps)}})
-        self._traced = False
+        self._hooks.arm(due(step + 1, self.activation_every) and not stopped)
+        activations, absent = self._hooks.take(step)
+        if absent:
+            self.writer.update_meta(**{META_ABSENT: {"activations": compiled.traced(absent)}})
         updates = self._parameters.end_step()
         self._eval_modes.train_step()
         stepped, self._stepped = self._stepped, False
@@ -398,12 +348,13 @@ class Recorder:
     def cost(self) -> dict[str, float]:
         """What recording has cost so far: seconds on the training thread (hooks and `step`),
         the writer thread's CPU seconds, and the steps recorded."""
-        return {"steps": self._step, "training_thread_s": round(self._cost, 6),
+        return {"steps": self._step,
+                "training_thread_s": round(self._cost + self._hooks.cost, 6),
                 "writer_cpu_s": round(self.writer.cpu_seconds, 6)}
 
     def close(self, status: Mapping[str, Any] | None = None) -> None:
         """Flush everything and mark the run completed (or with the given status)."""
-        self._arm(False)
+        self._hooks.arm(False)
         for handle in self._handles:
             handle.remove()
         self._handles.clear()

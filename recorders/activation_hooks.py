@@ -1,0 +1,82 @@
+"""Forward hooks on a model's leaf modules, present only for the steps that record activations.
+
+On the other steps a hooked leaf module would cost each forward pass a Python call for nothing,
+and a compiled model would see its hooks change. A compiled model runs its recording steps
+uncompiled (compiled.py); a hook that torch.compile traces anyway records nothing, and the
+steps it missed are named in meta.json as absent.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import torch
+
+from tracelab.recorders import compiled
+from tracelab.recorders.activations import ActivationStats, activation_stats
+
+
+class ActivationHooks:
+    def __init__(self, warn: Any, failed: Callable[[], bool]):
+        self._warn = warn
+        self._failed = failed  # whether the writer has failed: then nothing is captured
+        self._leaves: list[torch.nn.Module] = []
+        self._handles: list[Any] = []
+        self._names: dict[int, tuple[str, str]] = {}
+        self._captured: set[int] = set()
+        self._activations: list[tuple[str, int, ActivationStats]] = []
+        self._eager: Any = compiled.EagerSteps(warn)
+        self._traced = False
+        self._absent: list[int] = []
+        self.cost = 0.0  # seconds the hooks spent on the training thread
+
+    def attach(self, model: torch.nn.Module, points: Any) -> None:
+        """Hook `model`'s leaf modules (unhooked until `arm`); `points` are its compiled
+        wrappers (compiled.compiled_points), run uncompiled while the hooks are on."""
+        self.arm(False)
+        self._leaves, self._names = [], {}
+        for path, module in model.named_modules():
+            if next(module.children(), None) is None:
+                self._leaves.append(module)
+                self._names[id(module)] = (compiled.plain_name(path) or type(module).__name__,
+                                           type(module).__name__)
+        self._eager = compiled.EagerModel(points) if points else compiled.EagerSteps(self._warn)
+
+    def arm(self, on: bool) -> None:
+        """Hook the leaf modules' forward passes, or unhook them; compiled code runs eagerly
+        while they are hooked."""
+        if on and self._leaves and not self._handles:
+            self._handles = [m.register_forward_hook(self._hook) for m in self._leaves]
+        elif not on and self._handles:
+            for handle in self._handles:
+                handle.remove()
+            self._handles = []
+        self._eager.hold(bool(self._handles))
+
+    def take(self, step: int) -> tuple[list[tuple[str, int, ActivationStats]], list[int] | None]:
+        """The step's captured activations, and the steps whose activations were absent so far
+        when this one's hooks were traced by torch.compile (else None)."""
+        activations, self._activations = self._activations, []
+        self._captured.clear()
+        absent = None
+        if self._traced and not activations:
+            self._absent.append(step)
+            absent = self._absent
+        self._traced = False
+        return activations, absent
+
+    def _hook(self, module: torch.nn.Module, args: Any, output: Any) -> None:
+        # Hooked only while the step in progress records activations (arm).
+        if compiled.is_compiling():  # traced: the step records no activations (compiled.py)
+            self._traced = True
+            return
+        if not module.training or id(module) in self._captured or self._failed():
+            return
+        start = time.perf_counter()
+        out = output[0] if isinstance(output, (tuple, list)) and output else output
+        if isinstance(out, torch.Tensor) and out.is_floating_point() and out.numel():
+            self._captured.add(id(module))
+            name, mtype = self._names[id(module)]
+            # activation_stats reads a detached view: no autograd work to switch off.
+            self._activations.append((name, out.numel(), activation_stats(out, mtype)))
+        self.cost += time.perf_counter() - start
