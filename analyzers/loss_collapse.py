@@ -75,9 +75,11 @@ def loss_collapse(run: Run, *, ratio: float = 1e-4, floor: float = 1e-6, within:
                     share_of_run=at / len(values), later_share_near_zero=share)
     return [loss_collapse.finding(
         WARNING, "loss", (step, int(steps[-1])),
-        f"Train loss fell from {fmt(start)} to {fmt(values[at])} by step {step} "
-        f"({at / len(values):.0%} of the run) and stayed near zero on {share:.0%} of the later "
-        f"steps{val_note}: the target likely leaked into the inputs, or the loss is computed "
+        (f"Train loss was near zero ({fmt(values[at])}) from the first step" if at == 0 else
+         f"Train loss fell from {fmt(start)} to {fmt(values[at])} by step {step} "
+         f"({at / len(values):.0%} of the run)")
+        + f" and stayed near zero on {share:.0%} of the later steps{val_note}: the target "
+        "likely leaked into the inputs, or the loss is computed "
         "on the wrong tensors.",
         evidence,
         "Check that no input feature is derived from the target (drop the label column and "

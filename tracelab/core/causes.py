@@ -118,6 +118,25 @@ LINKS: tuple[Link, ...] = (
                               "collapsed-outputs", "run-aborted") + OUTCOME,
          "a NaN/Inf input batch makes activations, loss and gradients non-finite",
          when=_from_input),
+    # The training loop: bugs whose symptoms would otherwise read as a too-high learning rate
+    # or as a model that stopped learning.
+    Link("missing-zero-grad", ("loss-oscillation", "loss-spike", "update-ratio", "dead-units",
+                               "exploding-gradients", "nonfinite-values", "collapsed-outputs",
+                               "saturated-activations") + OUTCOME,
+         "gradients summed over every step so far make each update larger than the last",
+         timing="overlap", when=_not_input),
+    Link("amp-overflow", ("nonfinite-values", "loss-spike", "exploding-gradients",
+                          "update-ratio", "frozen-parameters") + OUTCOME,
+         "a loss scale too large for float16 overflows the gradients, and their steps are "
+         "skipped", timing="overlap", when=_not_input),
+    Link("loss-collapse", ("loss-plateau", "update-ratio", "frozen-parameters",
+                           "vanishing-gradients", "metric-stagnation"),
+         "a loss already at zero leaves nothing to learn: it stays flat and its gradients "
+         "vanish", timing="overlap", when=_low_updates),
+    Link("target-problems", ("loss-oscillation", "loss-spike", "exploding-gradients",
+                             "update-ratio") + OUTCOME,
+         "labels the loss cannot fit keep the loss from settling", timing="overlap",
+         when=_not_input),
     # The learning rate, when the evidence names it (see LR_SYMPTOMS).
     Link(LR_TOO_HIGH, ("loss-oscillation", "loss-spike", "update-ratio", "dead-units",
                        "exploding-gradients", "nonfinite-values", "collapsed-outputs",
