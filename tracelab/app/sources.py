@@ -158,10 +158,17 @@ def open_source(source: Source, tags=None) -> Run:
     return read_csv_log(source.path, tags).as_run(named)
 
 
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # a name longer than the filesystem allows: `require` says so
+        return False
+
+
 def open_any(path: str | os.PathLike, tags=None) -> Run:
     """A run directory, a TensorBoard log directory or a CSV metrics log, as a Run."""
     path = Path(path)
-    if not path.exists() and "#" in path.name:  # mlflow.db#RUN: one run of a database
+    if "#" in path.name and not _exists(path):  # mlflow.db#RUN: one run of a database
         db, _, key = str(path).rpartition("#")
         source = detect(db)
         if source is not None and source.format == MLFLOW and Path(db).is_file():
