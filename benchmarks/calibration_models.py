@@ -12,6 +12,16 @@ from torch import nn
 
 
 # -- data -----------------------------------------------------------------------------------------
+def squares(n: int, classes: int, g: torch.Generator):
+    """The CNN task: 10x10 noise images with a bright square in the corner of their class."""
+    y = torch.randint(classes, (n,), generator=g)
+    x = 0.5 * torch.randn(n, 1, 10, 10, generator=g)
+    for i in range(n):
+        r, c = divmod(int(y[i]), 2)
+        x[i, 0, 1 + 5 * r:4 + 5 * r, 1 + 5 * c:4 + 5 * c] += 1.5
+    return x, y
+
+
 class Data:
     """Synthetic learnable tasks; fresh samples per batch unless the fault says otherwise."""
 
@@ -31,12 +41,7 @@ class Data:
     def _fresh(self, n: int):
         arch, k = self.sc.arch, self.sc.classes
         if arch == "cnn":
-            y = torch.randint(k, (n,), generator=self.g)
-            x = 0.5 * torch.randn(n, 1, 10, 10, generator=self.g)
-            for i in range(n):
-                r, c = divmod(int(y[i]), 2)
-                x[i, 0, 1 + 5 * r:4 + 5 * r, 1 + 5 * c:4 + 5 * c] += 1.5
-            return x, y
+            return squares(n, k, self.g)
         if arch == "gru":
             x = torch.randn(n, 10, 3, generator=self.g)
             y = (x[:, :, 0].sum(1) + 0.5 * x[:, -3:, 1].sum(1) > 0).long()

@@ -25,6 +25,9 @@ from torch import nn
 import tracelab
 from tracelab.core.findings import Severity
 
+sys.path.insert(0, str(Path(__file__).parent))
+from calibration_models import GRUNet, squares  # noqa: E402  (the tasks both files train)
+
 
 @dataclass(frozen=True)
 class Scenario:
@@ -113,12 +116,7 @@ class Data:
     def _fresh(self, n: int):
         sc, k = self.sc, self.sc.classes
         if sc.arch == "cnn":
-            y = torch.randint(k, (n,), generator=self.g)
-            x = 0.5 * torch.randn(n, 1, 10, 10, generator=self.g)
-            for i in range(n):
-                r, c = divmod(int(y[i]), 2)
-                x[i, 0, 1 + 5 * r:4 + 5 * r, 1 + 5 * c:4 + 5 * c] += 1.5
-            return x, y
+            return squares(n, k, self.g)
         if sc.arch == "gru":
             x = torch.randn(n, 10, 3, generator=self.g)
             return x, (x[:, :, 0].sum(1) > 0).long()
@@ -158,22 +156,12 @@ def build_model(sc: Scenario) -> nn.Module:
                              nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
                              nn.AdaptiveAvgPool2d(2), nn.Flatten(), nn.Linear(64, out))
     if sc.arch == "gru":
-        return _GRUNet(out)
+        return GRUNet(out)
     width = 4 if sc.fault == "binary_features" else 20 + sc.classes if sc.fault == "target_leak" else 20
     layers = [nn.Linear(width, 64), nn.ReLU()]
     if sc.arch == "dropout":
         layers.append(nn.Dropout(0.3))
     return nn.Sequential(*layers, nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, out))
-
-
-class _GRUNet(nn.Module):
-    def __init__(self, out: int):
-        super().__init__()
-        self.gru = nn.GRU(3, 32, batch_first=True)
-        self.head = nn.Linear(32, out)
-
-    def forward(self, x):
-        return self.head(self.gru(x)[0][:, -1])
 
 
 def _loss(sc: Scenario, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -5,21 +5,14 @@ training-dynamics rules), shortened so each trains in a few seconds on a CPU.
 """
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
 
 import tracelab  # noqa: E402
+from _benchmarks import load  # noqa: E402
 
-_PATH = Path(__file__).parents[2] / "benchmarks" / "calibrate_rules.py"
-_spec = importlib.util.spec_from_file_location("calibrate_rules", _PATH)
-calibrate = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = calibrate  # dataclasses look their module up
-_spec.loader.exec_module(calibrate)
+calibrate = load("calibrate_rules")
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -2,21 +2,14 @@
 trainings, are named by their rule with the right fix; the healthy runs stay quiet."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
 
 import tracelab  # noqa: E402
+from _benchmarks import load  # noqa: E402
 
-_PATH = Path(__file__).parents[2] / "benchmarks" / "calibration_silent.py"
-_spec = importlib.util.spec_from_file_location("calibration_silent", _PATH)
-silent = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = silent  # dataclasses look their module up
-_spec.loader.exec_module(silent)
+silent = load("calibration_silent")
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
