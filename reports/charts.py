@@ -54,10 +54,16 @@ def figure_chart(fig) -> Optional[dict[str, Any]]:
     return {"panels": panels, "width": float(width), "height": float(height)}
 
 
+def _title(ax) -> str:
+    """The axes' title wherever it sits: the report's style puts titles on the left, where
+    `get_title()` (the centre one) does not look."""
+    return next((t for t in (ax.get_title(loc) for loc in ("left", "center", "right")) if t), "")
+
+
 def _panel(ax) -> Optional[dict[str, Any]]:
     xt, yt = ax.get_xaxis_transform(), ax.get_yaxis_transform()
     p: dict[str, Any] = {
-        "title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+        "title": _title(ax), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
         "xlog": ax.get_xscale() == "log", "ylog": ax.get_yscale() == "log",
         "xlim": [float(v) for v in ax.get_xlim()], "ylim": [float(v) for v in ax.get_ylim()],
         "series": [], "bands": [], "vlines": [], "hlines": [], "spans": [], "rects": [],

@@ -57,6 +57,20 @@ def test_figure_chart_reads_lines_spans_and_scales():
     assert "<b>" not in chart_json(chart).replace("<", "\\u003c")
 
 
+def test_figure_chart_keeps_titles_drawn_in_the_reports_style():
+    from tracelab.reports.plots import style
+    from matplotlib.figure import Figure
+    with style():  # titles on the left, as every report figure has them
+        fig = Figure()
+        left, right = fig.subplots(1, 2)
+        left.plot([0, 1], [1, 2])
+        right.plot([0, 1], [2, 1])
+        left.set_title("distinct values per batch")
+        right.set_title("centre", loc="center")
+    panels = figure_chart(fig)["panels"]
+    assert [p["title"] for p in panels] == ["distinct values per batch", "centre"]
+
+
 @pytest.fixture(scope="module")
 def spiky_report(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("charts") / "report.html"
