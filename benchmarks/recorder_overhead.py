@@ -92,7 +92,7 @@ class Variant:
             self.rec = tracelab.Recorder(workdir / name, self.net, self.opt, every=10)
         elif name == "recorder-everything":
             self.rec = tracelab.Recorder(workdir / name, self.net, self.opt, every=1,
-                                         activation_every=1, input_every=1)
+                                         weight_every=1, activation_every=1, input_every=1)
         elif name == "tensorboard-histograms":
             from torch.utils.tensorboard import SummaryWriter
             self.tb = SummaryWriter(str(workdir / name))

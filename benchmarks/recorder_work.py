@@ -1,12 +1,14 @@
 """Where the Recorder's work goes: its own cost per step, by what it records.
 
-Trains the CNN of recorder_overhead.py with one Recorder setting at a time and reads
-`Recorder.cost` (seconds in its hooks and `step()` on the training thread, and the writer
-thread's CPU seconds) over 60 steps, after 11 warm-up steps. Each setting runs `--repeats`
+Trains the CNN of recorder_overhead.py (or, with `--model mlp`, its MLP, optionally compiled)
+with one Recorder setting at a time and reads `Recorder.cost` (seconds in its hooks and
+`step()` on the training thread, and the writer thread's CPU seconds) over 60 steps, after 31
+warm-up steps (past the recorder's dense start, where weights are recorded every step). Each setting runs `--repeats`
 times, interleaved; the figures are medians, and the last column is the sum as a share of the
 step time measured in the same run.
 
     python benchmarks/recorder_work.py [--repeats 3] [--steps 60] [--without-kernels]
+                                       [--model cnn|mlp] [--compiled] [--threads N]
 
 --without-kernels measures the fallback used where numba is missing: torch reductions.
 """
@@ -22,37 +24,41 @@ from pathlib import Path
 import torch
 
 import tracelab
-from recorder_overhead import small_cnn
+from recorder_overhead import mlp, small_cnn
 
 NEVER = 10 ** 9
 SETTINGS = {
     "scalars only": dict(every=NEVER, activation_every=NEVER, input_every=NEVER),
-    "weights, grads, updates every step": dict(every=1, activation_every=NEVER,
+    "grads every step": dict(every=1, weight_every=NEVER, activation_every=NEVER,
+                             input_every=NEVER),
+    "weights, grads, updates every step": dict(every=1, weight_every=1, activation_every=NEVER,
                                                input_every=NEVER),
     "activations every step": dict(every=NEVER, activation_every=1, input_every=NEVER),
     "inputs every step": dict(every=NEVER, activation_every=NEVER, input_every=1),
     "defaults": dict(),
-    "everything every step": dict(every=1, activation_every=1, input_every=1),
+    "everything every step": dict(every=1, weight_every=1, activation_every=1, input_every=1),
 }
 
 
-def measure(model, batches, workdir: Path, steps: int, **settings) -> tuple[float, float, float]:
+def measure(model, batches, workdir: Path, steps: int, compiled: bool = False,
+            **settings) -> tuple[float, float, float]:
     """(training-thread ms, writer CPU ms, step ms) per step."""
     model = copy.deepcopy(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    rec = tracelab.Recorder(workdir, model, opt, **settings)
+    net = torch.compile(model) if compiled else model
+    rec = tracelab.Recorder(workdir, net, opt, **settings)
 
     def train(n: int) -> None:
         for i in range(n):
             x, y = batches[i % len(batches)]
             opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss = torch.nn.functional.cross_entropy(net(x), y)
             loss.backward()
             opt.step()
             rec.step(loss=loss, inputs=x)
         rec.writer.flush(samples=False)
 
-    train(11)  # warm-up, ending one step before a step that records everything
+    train(31)  # warm-up past the dense start, ending one step before an activation step
     before, start = rec.cost, time.perf_counter()
     train(steps)
     wall, after = time.perf_counter() - start, rec.cost
@@ -67,19 +73,25 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--without-kernels", action="store_true",
                         help="record as without numba: torch reductions on the CPU")
+    parser.add_argument("--model", choices=("cnn", "mlp"), default="cnn")
+    parser.add_argument("--compiled", action="store_true", help="torch.compile the model")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.without_kernels:
         from tracelab.recorders import kernel_loader
         kernel_loader._loaded, kernel_loader._kernels = True, None
     torch.manual_seed(0)
-    model = small_cnn()
-    batches = [(torch.randn(64, 3, 32, 32), torch.randint(0, 10, (64,))) for _ in range(10)]
+    model = small_cnn() if args.model == "cnn" else mlp()
+    shape = (64, 3, 32, 32) if args.model == "cnn" else (128, 256)
+    batches = [(torch.randn(*shape), torch.randint(0, 10, (shape[0],))) for _ in range(10)]
     figures: dict[str, list[tuple[float, float, float]]] = {name: [] for name in SETTINGS}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.repeats):
             for i, (name, settings) in enumerate(SETTINGS.items()):
                 figures[name].append(measure(model, batches, Path(tmp) / f"{r}-{i}", args.steps,
-                                             **settings))
+                                             args.compiled, **settings))
     print(f"per step, medians of {args.repeats} runs of {args.steps} steps")
     print(f"  {'recorded':<36} {'training thread':>16} {'writer CPU':>11} {'share of step':>14}")
     for name, runs in figures.items():

@@ -88,9 +88,12 @@ class TracelabCallback(Guard, TrainerCallback):
         kept = {k: v for k, v in args.to_dict().items() if k in ARGS_KEPT}
         self.recorder = Recorder(self.run_dir, config={**kept, **self.config},
                                  rank=args.process_index, **self.options)
-        # accelerate wraps the torch optimizer; the Recorder hooks the one that steps.
+        # accelerate wraps the torch optimizer; the Recorder hooks the one that steps. Under
+        # fp16 the wrapper holds the GradScaler that decides whether the step runs.
         inner = getattr(optimizer, "optimizer", optimizer)
-        self.recorder.watch(model, inner if isinstance(inner, torch.optim.Optimizer) else None)
+        scaler = getattr(optimizer, "scaler", None)
+        self.recorder.watch(model, inner if isinstance(inner, torch.optim.Optimizer) else None,
+                            scaler=scaler if isinstance(scaler, torch.amp.GradScaler) else None)
         # Outside the graph when the Trainer compiles the model (torch_compile=True).
         self._handles = [model.register_forward_pre_hook(outside_compile(self._before_forward),
                                                          with_kwargs=True),

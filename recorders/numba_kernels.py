@@ -118,33 +118,69 @@ def _store(out, s1, s2, sa, nz, top, bottom, nan, inf, n):
     out[7] = inf
 
 
+@numba.njit(inline="always", nogil=True)
+def _ordered(v, shift, mask):
+    """The bits v of a float as an integer that orders like the float (for all but NaN):
+    integer max and min reductions vectorize where float ones do not."""
+    return v ^ ((v >> shift) & mask)
+
+
 @_jit
-def _raw(x, out):
-    """out[:8] = stats.RAW of x."""
-    s1, s2, sa, nz, top, bottom = _moments(x)
+def _pass(x, xi, shift, mask):
+    """(sum, sum of squares, sum of |v|, nonzero, max, min) of the values v of x, one pass;
+    xi is x's memory as integers of its width, for the range. Max and min are meaningless when
+    x holds a NaN: callers look for NaN when the sum is not finite."""
+    s1 = s2 = sa = nz = 0.0
+    top, bottom = ~mask, mask
+    for i in range(x.shape[0]):
+        w = np.float64(x[i])
+        s1 += w
+        s2 += w * w
+        sa += abs(w)
+        nz += w != 0
+        k = _ordered(xi[i], shift, mask)
+        top = max(top, k)
+        bottom = min(bottom, k)
+    return s1, s2, sa, nz, top, bottom
+
+
+@_jit
+def _as_float(k, x, xi, shift, mask):
+    """The float whose _ordered bits are k (x, xi: arrays of the float and integer types)."""
+    bits = np.empty(1, xi.dtype)
+    bits[0] = _ordered(k, shift, mask)
+    return np.float64(bits.view(x.dtype)[0])
+
+
+@_jit
+def _raw(x, xi, out, shift, mask):
+    """out[:8] = stats.RAW of x (xi: its memory as integers)."""
+    s1, s2, sa, nz, top, bottom = _pass(x, xi, shift, mask)
     nan = inf = 0
     if not np.isfinite(s1):
         nan, inf = _nonfinite(x)
-    _store(out, s1, s2, sa, nz, top, bottom, nan, inf, x.shape[0])
+    _store(out, s1, s2, sa, nz, _as_float(top, x, xi, shift, mask),
+           _as_float(bottom, x, xi, shift, mask), nan, inf, x.shape[0])
 
 
 @_jit
-def _raw_with_update(x, old, out, update, scratch):
+def _raw_with_update(x, xi, old, out, update, scratch, shift, mask):
     """out[:8] = stats.RAW of x, and update[:8] = those of x - old (in x's precision, as torch
     subtracts), in one pass over both: a chunk of x at a time, its difference formed in
     `scratch` (a loop over two arrays would not vectorize)."""
     acc = np.zeros((2, 8))  # per result: sum, squares, abs, nonzero, max, min, nan, inf
     acc[:, 4] = -np.inf
     acc[:, 5] = np.inf
+    scratch_i = scratch.view(xi.dtype)
     for at in range(0, x.shape[0], scratch.shape[0]):
         m = min(scratch.shape[0], x.shape[0] - at)
-        chunk = x[at:at + m]
-        d = scratch[:m]
+        chunk, chunk_i = x[at:at + m], xi[at:at + m]
+        d, d_i = scratch[:m], scratch_i[:m]
         for i in range(m):
             d[i] = chunk[i] - old[at + i]
         for r in range(2):
-            part = chunk if r == 0 else d
-            c1, c2, ca, cz, ct, cb = _moments(part)
+            part, part_i = (chunk, chunk_i) if r == 0 else (d, d_i)
+            c1, c2, ca, cz, ct, cb = _pass(part, part_i, shift, mask)
             if not np.isfinite(c1):
                 cn, ci = _nonfinite(part)
                 acc[r, 6] += cn
@@ -153,36 +189,50 @@ def _raw_with_update(x, old, out, update, scratch):
             acc[r, 1] += c2
             acc[r, 2] += ca
             acc[r, 3] += cz
-            acc[r, 4] = max(acc[r, 4], ct)
-            acc[r, 5] = min(acc[r, 5], cb)
+            acc[r, 4] = max(acc[r, 4], _as_float(ct, part, part_i, shift, mask))
+            acc[r, 5] = min(acc[r, 5], _as_float(cb, part, part_i, shift, mask))
     for r in range(2):
         a = acc[r]
         _store(out if r == 0 else update, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
                x.shape[0])
 
 
-@_jit
+# Per float dtype: an empty array of the integers of its width, the sign shift, the mask.
+_ORDER = {np.dtype(np.float32): (np.empty(0, np.int32), np.int32(31), np.int32(0x7FFFFFFF)),
+          np.dtype(np.float64): (np.empty(0, np.int64), np.int64(63),
+                                 np.int64(0x7FFFFFFFFFFFFFFF))}
+
+
 def tensor_stats(weights, grads, before, out):
     """stats.RAW of tensors given by (address, size) rows, with no copy.
 
     out holds a row per tensor of `weights`, then of `grads`, then, when `before` is not empty,
     of each weight's update: the weight minus its earlier value in `before` (the weights
     before the optimizer step, one after another, from `gather`). Every tensor is contiguous
-    and of before's dtype.
+    and of before's dtype (float32 or float64).
     """
+    ints, shift, mask = _ORDER[before.dtype]
+    _tensor_stats(weights, grads, before, out, ints, shift, mask)
+
+
+@_jit
+def _tensor_stats(weights, grads, before, out, ints, shift, mask):
     scratch = np.empty(_CHUNK, before.dtype)
     at = 0
     for t in range(weights.shape[0]):
         x = numba.carray(_pointer(weights[t, 0]), weights[t, 1], before.dtype)
+        xi = numba.carray(_pointer(weights[t, 0]), weights[t, 1], ints.dtype)
         if before.shape[0]:
             update = out[weights.shape[0] + grads.shape[0] + t]
-            _raw_with_update(x, before[at:at + x.shape[0]], out[t], update, scratch)
+            _raw_with_update(x, xi, before[at:at + x.shape[0]], out[t], update, scratch, shift,
+                             mask)
             at += x.shape[0]
         else:
-            _raw(x, out[t])
+            _raw(x, xi, out[t], shift, mask)
     for t in range(grads.shape[0]):
         x = numba.carray(_pointer(grads[t, 0]), grads[t, 1], before.dtype)
-        _raw(x, out[weights.shape[0] + t])
+        xi = numba.carray(_pointer(grads[t, 0]), grads[t, 1], ints.dtype)
+        _raw(x, xi, out[weights.shape[0] + t], shift, mask)
 
 
 @_jit

@@ -81,29 +81,31 @@ class ParameterStats:
         taken, self._taken = self._taken, False
         return taken
 
-    def record(self, step: int, record: StepRecord, updates: bool) -> None:
+    def record(self, step: int, record: StepRecord, weights: bool, updates: bool) -> None:
         """Reduce now, and add the rows to `record`: device reductions join the step's packed
-        copy. updates: the step took its snapshot (end_step)."""
-        updates = updates and bool(self.tracked)
+        copy. weights: the weights' rows too, besides the grads'; updates: the step took its
+        snapshot (end_step), and their rows are added with the weights'."""
+        updates = updates and weights and bool(self.tracked)
         # Few calls per tensor: inside a training loop each one costs microseconds.
-        params = [local(p) for _, p in self.tracked]
+        params = [local(p) for _, p in self.tracked] if weights else []
         grads = [(n, local(p.grad)) for n, p in self.tracked if p.grad is not None]
-        weight_names = [n for n, _ in self.tracked]
+        weight_names = [n for n, _ in self.tracked] if weights else []
         names = weight_names + [n for n, _ in grads] + (weight_names if updates else [])
         kinds = [WEIGHT] * len(params) + [GRAD] * len(grads) + [UPDATE] * len(params) * updates
         if not names:
             return
         grad_tensors = [dense_equivalent(g) for _, g in grads]
         numel = [t.numel() for t in params + [g for _, g in grads] + params * updates]
-        weights, gradients = self._param_layout(params), self._grads.get(grad_tensors)
-        dtypes = {x.dtype for x in (weights, gradients) if x is not None and x.dtype is not None}
+        layout = self._param_layout(params) if params else _NO_TENSORS
+        gradients = self._grads.get(grad_tensors)
+        dtypes = {x.dtype for x in (layout, gradients) if x is not None and x.dtype is not None}
         snapshot = self._snapshot
-        if weights is not None and gradients is not None and len(dtypes) <= 1 and (
+        if layout is not None and gradients is not None and len(dtypes) <= 1 and (
                 not updates or isinstance(snapshot, np.ndarray) and dtypes == {snapshot.dtype}):
             raw = np.empty((len(names), len(RAW)))
             dtype = dtypes.pop() if dtypes else np.dtype(np.float32)
             before = snapshot if updates else _NO_VALUES[dtype]
-            kernel_loader.kernels().tensor_stats(weights.table, gradients.table, before, raw)
+            kernel_loader.kernels().tensor_stats(layout.table, gradients.table, before, raw)
             packed: tuple[torch.Tensor, ...] = ()
         else:
             raw = None
@@ -212,4 +214,5 @@ def _readable(t: torch.Tensor, dtype: torch.dtype) -> bool:
         and storage.nbytes() >= (t.storage_offset() + t.numel()) * size
 
 
+_NO_TENSORS = Layout(np.empty((0, 2), np.int64), None)
 _NO_VALUES = {dtype: np.empty(0, dtype) for dtype in _KERNEL_DTYPES.values()}

@@ -48,6 +48,11 @@ from tracelab.core.schema import (DATA_TIME, LOSS_NAME, LR_PREFIX, META_ABSENT,
 from tracelab.core.writer import RunWriter
 
 
+# Weights and updates are recorded on every step of the run's start, where they change fastest
+# and where the learning-rate diagnosis reads its early update ratios.
+DENSE_STEPS = 20
+
+
 def due(step: int, every: int) -> bool:
     """Whether step `step` (counted from 0) records what is recorded every `every` steps."""
     return step % every == 0
@@ -56,7 +61,10 @@ def due(step: int, every: int) -> bool:
 class Recorder:
     """Record a training run into `run_dir` (see the module docstring).
 
-    every: weight, grad and update statistics every `every` optimizer steps.
+    every: grad statistics every `every` optimizer steps.
+    weight_every: weight and update statistics on every step of the first DENSE_STEPS, then
+    every `weight_every` steps (of those `every` records): weights change slowly, and reading
+    them and their pre-step copy is most of the statistics' cost on a large model.
     activation_every: activation statistics (forward hooks on leaf modules) cadence.
     input_every: input-batch (and target) profile cadence for `step(inputs=..., targets=...)`;
     `log()` always profiles. Every step checks its batches' range and NaN/Inf (the sentinel).
@@ -70,11 +78,12 @@ class Recorder:
     def __init__(self, run_dir: str, model: torch.nn.Module | None = None,
                  optimizer: torch.optim.Optimizer | None = None, *,
                  config: Mapping[str, Any] | None = None, every: int = 1,
-                 activation_every: int = 10, input_every: int = 10,
+                 weight_every: int = 10, activation_every: int = 10, input_every: int = 10,
                  feature_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
                  sample_size: int = 2_000, flush_interval: float = 1.0,
                  rank: int | None = None, scaler: Any = None, fingerprints: int = 2_048):
-        for name, value in (("every", every), ("activation_every", activation_every),
+        for name, value in (("every", every), ("weight_every", weight_every),
+                            ("activation_every", activation_every),
                             ("input_every", input_every), ("sample_size", sample_size)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"Recorder: {name} must be a positive integer, got {value!r}")
@@ -82,7 +91,9 @@ class Recorder:
             dist = torch.distributed
             rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
         self.every, self.activation_every, self.input_every = every, activation_every, input_every
-        self._settings = {"every": every, "activation_every": activation_every,
+        self.weight_every = weight_every
+        self._settings = {"every": every, "weight_every": weight_every,
+                          "dense_steps": DENSE_STEPS, "activation_every": activation_every,
                           "input_every": input_every, "sample_size": sample_size}
         meta = {"config": dict(config or {}), "environment": env.environment(),
                 "recorder": dict(self._settings)}
@@ -159,7 +170,7 @@ class Recorder:
     def _before_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._grad_resets.optimizer_stepped()
         self._stepped = True
-        if self.writer.failed or not due(self._step, self.every):
+        if self.writer.failed or not self._weights_due(self._step):
             return
         start = time.perf_counter()
         self._parameters.snapshot()
@@ -227,6 +238,10 @@ class Recorder:
         """The step in progress, counted from 0: the one the next `step()` records."""
         return self._step
 
+    def _weights_due(self, step: int) -> bool:
+        """Whether `step` records weight and update statistics (every, weight_every)."""
+        return due(step, self.every) and (step < DENSE_STEPS or due(step, self.weight_every))
+
     @property
     def records_inputs(self) -> bool:
         """Whether the step in progress profiles the inputs given to `step()` (input_every)."""
@@ -273,7 +288,7 @@ class Recorder:
         with torch.no_grad():
             if self.model is not None and due(step, self.every):
                 self._produce("parameter statistics", self._parameters.record, step, record,
-                              updates)
+                              self._weights_due(step), updates)
             if activations:
                 self._produce("activations", record_activations, step, activations, record)
             self._produce("signals", add_signals, record, step, TRAIN, signals)

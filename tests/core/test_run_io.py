@@ -78,6 +78,30 @@ def test_truncated_tail_keeps_every_complete_batch(tmp_path):
     assert run.problems == []
 
 
+KILLED_IN_FIRST_WRITE = """
+import os, sys, time, pyarrow.ipc
+from tracelab.core.writer import RunWriter
+real = pyarrow.ipc.RecordBatchStreamWriter.write_batch
+def write_batch(self, batch, *args, **kwargs):  # the schema is out, the batch half written
+    os._exit(9)
+pyarrow.ipc.RecordBatchStreamWriter.write_batch = write_batch
+writer = RunWriter(sys.argv[1], flush_interval=60)
+writer.write(("scalars", {"step": [0], "split": ["train"], "name": ["loss"], "value": [1.0],
+                          "wall_time": [time.time()]}))
+writer.flush()
+"""
+
+
+def test_a_kill_inside_the_first_write_leaves_no_unreadable_tail(tmp_path):
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", KILLED_IN_FIRST_WRITE, str(tmp_path / "run")])
+    assert done.returncode == 9
+    assert not [n for n in os.listdir(tmp_path / "run" / "scalars") if n.endswith(".arrows")]
+    run = tracelab.open_run(tmp_path / "run")
+    assert run.problems == [] and run.status["state"] == "killed"
+
+
 def test_corrupt_part_is_skipped_and_reported(tmp_path):
     writer = RunWriter(tmp_path / "run", flush_interval=60, part_rows=10)
     _write_in_chunks(writer, 3, 10)

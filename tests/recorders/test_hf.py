@@ -168,3 +168,44 @@ def test_callback_errors_never_stop_training(tmp_path, monkeypatch):
     assert sys.excepthook is before
     status = open_run(tmp_path / "broken").status
     assert status["state"] == "completed" and "unexpected batch layout" in status["note"]
+
+
+def test_the_gradscaler_of_an_fp16_trainer_is_found(tmp_path):
+    """Under fp16 the Trainer steps through accelerate's optimizer wrapper, which holds the
+    GradScaler; the callback records its scale and the steps it skipped."""
+    from accelerate import Accelerator
+    from accelerate.optimizer import AcceleratedOptimizer
+    from accelerate.state import AcceleratorState
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 10)
+    args = _args(tmp_path)  # before the Accelerator: TrainingArguments set up their own state
+    args.device  # noqa: B018
+    Accelerator(cpu=True)  # the state the wrapper reads; reset below for the other tests
+    try:
+        opt = AcceleratedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   device_placement=False, scaler=scaler)
+        signals = _train_with_scaler(tmp_path, args, model, opt, scaler)
+    finally:
+        AcceleratorState._reset_state(reset_partial_state=True)
+    scale = signals[signals.name == "amp/scale"].set_index("step")["value"]
+    skipped = signals[signals.name == "amp/skipped"].set_index("step")["value"]
+    assert list(skipped) == [0.0, 0.0, 1.0, 0.0]
+    assert scale[1] == 2.0 ** 10 and scale[2] == 2.0 ** 9
+
+
+def _train_with_scaler(tmp_path, args, model, opt, scaler):
+    callback = TracelabCallback(str(tmp_path / "run"))
+    state, control = transformers.TrainerState(), transformers.TrainerControl()
+    callback.on_train_begin(args, state, control, model=model, optimizer=opt)
+    assert callback.recorder.scaler is scaler
+    for step in range(4):
+        opt.zero_grad()
+        loss = model(torch.randn(8, 4)).pow(2).mean()
+        if step == 2:
+            loss = loss * float("inf")  # the scaler skips this step and halves its scale
+        scaler.scale(loss).backward()
+        opt.step()  # scaler.step, then scaler.update
+        callback.on_optimizer_step(args, state, control)
+    callback.on_train_end(args, state, control)
+    return open_run(tmp_path / "run").signals

@@ -66,7 +66,7 @@ def test_sigkill_while_hung_leaves_every_step_readable(tmp_path):
     assert run.status["state"] == "killed"
     assert run.status["last_step"] == 149
     assert list(run.loss().index) == list(range(150))
-    assert len(run.tensors[run.tensors.kind == "weight"]) == 150 * 2
+    assert len(run.tensors[run.tensors.kind == "grad"]) == 150 * 2
     diagnosis = tracelab.analyze(run, select=["run-aborted"])
     assert diagnosis.findings and "killed" in diagnosis.findings[0].message
 

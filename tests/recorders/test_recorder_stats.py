@@ -52,7 +52,7 @@ class _ToDouble(torch.nn.Module):
         return x.double()
 
 
-def _train(optimizer_cls, run_dir, steps=3, variant="float32", **opt_kwargs):
+def _train(optimizer_cls, run_dir, steps=3, variant="float32", recorder=None, **opt_kwargs):
     torch.manual_seed(1)
     model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 2))
     if variant == "mixed dtypes":  # the compiled kernels take one dtype; torch takes the rest
@@ -63,7 +63,8 @@ def _train(optimizer_cls, run_dir, steps=3, variant="float32", **opt_kwargs):
     opt = optimizer_cls(model.parameters(), **opt_kwargs)
     x, y = torch.randn(16, 6), torch.randn(16, 2)
     refs = []
-    with tracelab.Recorder(run_dir, model, opt, activation_every=1, input_every=1) as rec:
+    options = dict(activation_every=1, input_every=1, **(recorder or {}))
+    with tracelab.Recorder(run_dir, model, opt, **options) as rec:
         for _ in range(steps):
             opt.zero_grad()
             acts = {}
@@ -102,6 +103,24 @@ def test_recorded_weights_grads_updates_match_reference(tmp_path, optimizer_cls,
                 assert_matches(row.iloc[0], reference_stats(tensor), rtol=1e-5, atol=1e-10)
 
 
+@pytest.mark.parametrize("variant", ["float32", "mixed dtypes"])
+def test_weights_and_updates_thin_out_after_the_dense_start(tmp_path, variant):
+    from tracelab.recorders.torch_recorder import DENSE_STEPS
+    steps = DENSE_STEPS + 7
+    run, refs, _ = _train(torch.optim.SGD, tmp_path / "run", steps=steps, variant=variant,
+                          recorder={"weight_every": 4}, lr=0.1, momentum=0.9)
+    tn = run.tensors
+    thinned = list(range(DENSE_STEPS)) + [s for s in range(DENSE_STEPS, steps) if s % 4 == 0]
+    for kind, want in (("grad", list(range(steps))), ("weight", thinned), ("update", thinned)):
+        assert sorted(set(tn.loc[tn.kind == kind, "step"])) == want, kind
+    last = thinned[-1]  # its snapshot was taken in that step's own optimizer pre-hook
+    for kind in ("weight", "update"):
+        for name, tensor in refs[last][kind].items():
+            row = tn[(tn.step == last) & (tn.kind == kind) & (tn.name == name)]
+            assert_matches(row.iloc[0], reference_stats(tensor), rtol=1e-5, atol=1e-10)
+    assert run.meta["recorder"]["weight_every"] == 4
+
+
 def test_a_parameter_replaced_in_place_is_read_at_its_new_size():
     from tracelab.recorders.parameters import ParameterStats
     from tracelab.recorders.transfer import StepRecord
@@ -110,7 +129,7 @@ def test_a_parameter_replaced_in_place_is_read_at_its_new_size():
 
     def recorded() -> dict:
         record = StepRecord()
-        stats.record(0, record, updates=False)
+        stats.record(0, record, weights=True, updates=False)
         rows = record.seal()()
         return {k: v[0] for k, v in rows[0][1].items()}
     assert_matches(recorded(), reference_stats(weight))
@@ -272,7 +291,11 @@ def test_compiled_tensor_statistics_match_reference(dtype):
     tensors = [torch.randn(100, 7), torch.randn(1000) * 1e-3 + 1.0, torch.zeros(5), torch.empty(0),
                torch.tensor([1.0, float("nan"), 0.0, 3.0]), torch.tensor([float("inf"), -2.0]),
                torch.randn(3, 3, 3, 3) * 1e4, torch.randn(37),  # 37: not a multiple of the lanes
-               torch.randn(9000)]                               # longer than one chunk
+               torch.randn(9000),                               # longer than one chunk
+               # Negative values, signed zeros and -inf: the range is an integer reduction
+               # over the floats' bits, which must order them as floats.
+               torch.tensor([-0.0, -5.0, -1e-30]), -torch.rand(50) - 1,
+               torch.tensor([float("-inf"), -1.0, 0.0]), torch.tensor([-0.0, -0.0])]
     tensors = [t.to(dtype) for t in tensors]
     table = np.array([(t.data_ptr(), t.numel()) for t in tensors])
     sizes = table[:, 1]

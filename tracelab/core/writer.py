@@ -116,17 +116,32 @@ class _Table:
             batch = self._salvage(exc)
         self.pending.clear()
         if self.stream is None:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            self.sink = open(self._file(ARROWS), "wb")
-            self.stream = pa.ipc.new_stream(self.sink, batch.schema)
-        self.stream.write_batch(batch)
-        self.sink.flush()
+            self._start(batch)
+        else:
+            self.stream.write_batch(batch)
+            self.sink.flush()
         if batch.num_rows and "step" in batch.schema.names:
             top = pc.max(batch.column("step")).as_py()
             if top is not None:
                 self.last_step = top if self.last_step is None else max(top, self.last_step)
         self.part.append(batch)
         self.part_rows += batch.num_rows
+
+    def _start(self, batch: pa.RecordBatch) -> None:
+        """Open the tail with its first batch, written whole before the tail appears under its
+        name: a kill in between leaves no tail at all, never one that no reader can open. Later
+        batches are appended in place (a reader keeps every complete one)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with atomic_path(self._file(ARROWS)) as tmp:
+            sink = open(tmp, "wb")
+            try:
+                stream = pa.ipc.new_stream(sink, batch.schema)
+                stream.write_batch(batch)
+                sink.flush()
+            except BaseException:
+                sink.close()
+                raise
+        self.sink, self.stream = sink, stream
 
     def _salvage(self, exc: Exception) -> pa.RecordBatch:
         """The pending items that convert, without the one(s) that do not: one producer's odd
