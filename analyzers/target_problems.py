@@ -11,7 +11,9 @@ What it detects
       unshuffled, sorted dataset;
     - regression targets (not integer-valued) whose typical magnitude is above `max_scale` or
       below `min_scale`;
-    - as information, a binary task whose positive class is rarer than `rare`.
+    - as information, a binary task whose positive class is rarer than `rare`, or a task of
+      three or more classes (the classes table) whose largest class outnumbers its rarest
+      `ratio` times or more in the train targets, with the validation split's balance beside.
 
 Why it matters
     Each of these trains silently on the wrong problem. A BCE loss given -1 labels rewards
@@ -46,16 +48,17 @@ from tracelab.analyzers._dynamics import finite, fmt
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
-from tracelab.core.schema import TRAIN, Needs
+from tracelab.core.schema import OTHER_CLASS, TRAIN, Needs
 
 
 @rule(name="target-problems", code="TL604", requires=(Needs.TARGETS,))
 def target_problems(run: Run, *, negative_share: float = 0.1, min_classes: int = 4,
                     sorted_share: float = 0.8, per_class: int = 4, min_batches: int = 5,
                     max_scale: float = 100.0, min_scale: float = 0.01,
-                    rare: float = 0.1) -> list[Finding]:
+                    rare: float = 0.1, ratio: float = 10.0) -> list[Finding]:
     tg = run.targets
-    findings = []
+    findings = _class_balance(run, ratio)
+    balanced = {f.subject for f in findings}
     for feature, rows in tg.groupby("feature", sort=False):
         train = rows[rows["split"] == TRAIN]
         ints = bool((rows["int_frac"].astype(float) >= 1.0).all())
@@ -63,7 +66,8 @@ def target_problems(run: Run, *, negative_share: float = 0.1, min_classes: int =
             findings += _label_range(run, str(feature), rows, negative_share)
             findings += _sorted(str(feature), rows, train, min_classes, sorted_share,
                                 per_class, min_batches)
-            findings += _imbalance(str(feature), train, rare)
+            if feature not in balanced:
+                findings += _imbalance(str(feature), train, rare)
         elif len(train):
             findings += _scale(str(feature), train, max_scale, min_scale)
     return findings
@@ -138,6 +142,34 @@ def _imbalance(feature: str, train: pd.DataFrame, rare: float) -> list[Finding]:
         {"positive_share": positive},
         "Judge the model by precision/recall or AUC rather than accuracy; weight the loss "
         "(pos_weight) if the rare class matters.")]
+
+
+def _class_balance(run: Run, ratio: float) -> list[Finding]:
+    """Information on the train class balance of integer targets of 3+ classes."""
+    cl = run.classes
+    cl = cl[cl["label"] != OTHER_CLASS] if len(cl) else cl
+    findings = []
+    for target, rows in (cl.groupby("target", sort=False) if len(cl) else ()):
+        shares = {split: part.groupby("label")["count"].sum() / part["count"].sum()
+                  for split, part in rows.groupby("split")}
+        train = shares.get(TRAIN)
+        if train is None or len(train) < 3 or train.max() < ratio * train.min():
+            continue
+        big, small = int(train.idxmax()), int(train.idxmin())
+        val = {s: v for s, v in shares.items() if s != TRAIN}
+        beside = "".join(f"; in {s}: {v.get(small, 0.0):.1%} and {v.get(big, 0.0):.1%}"
+                         for s, v in sorted(val.items()))
+        steps = (int(rows["step"].min()), int(rows["step"].max()))
+        findings.append(target_problems.finding(
+            INFO, str(target), steps,
+            f"Class {small} of '{target}' is {train[small]:.1%} of the train targets, class "
+            f"{big} {train[big]:.1%} ({len(train)} classes seen{beside}).",
+            {"classes": len(train), "rarest_class": small, "rarest_share": float(train[small]),
+             "largest_class": big, "largest_share": float(train[big]),
+             **{f"{s}_rarest_share": float(v.get(small, 0.0)) for s, v in val.items()}},
+            "Judge the model per class (balanced accuracy, per-class recall, macro F1) rather "
+            "than by accuracy; weight the loss or resample if the rare classes matter."))
+    return findings
 
 
 def _scale(feature: str, train: pd.DataFrame, max_scale: float,

@@ -36,6 +36,7 @@ from tracelab.recorders import environment as env
 from tracelab.recorders import kernel_loader
 from tracelab.recorders.activation_hooks import ActivationHooks
 from tracelab.recorders.activations import record_activations
+from tracelab.recorders.classes import record_classes
 from tracelab.recorders.fingerprints import Fingerprints
 from tracelab.recorders.inputs import InputStats
 from tracelab.recorders.loop_checks import EvalModes, GradResets, add_signals, amp_scale
@@ -308,6 +309,7 @@ class Recorder:
                           record)
         if profile and targets is not None:
             self._produce("targets", self._targets.record, step, split, targets, record)
+            self._produce("classes", record_classes, step, split, targets, record)
 
     def _produce(self, what: str, produce: Any, *args: Any) -> None:
         try:

@@ -73,3 +73,28 @@ def test_imbalance_is_information_only():
     tg = _targets([(0, 1, 2, 0.05, 0.2, 1.0)] * 10)
     [f] = target_problems(_run(tg))
     assert f.severity.value == "info" and "5.0%" in f.message
+
+
+def _classes(counts, split="train", steps=10):
+    """counts: {label: count} per profiled batch, the same for `steps` batches."""
+    return pd.DataFrame([{"step": 10 * i, "split": split, "target": "target", "label": k,
+                          "count": n} for i in range(steps) for k, n in counts.items()])
+
+
+def test_multiclass_imbalance_is_information_with_the_val_balance():
+    tg = _targets([(0, 4, 5, 1.0, 1.0, 1.0)] * 10, count=100)
+    cl = pd.concat([_classes({0: 60, 1: 20, 2: 15, 3: 4, 4: 1}),
+                    _classes({0: 50, 1: 20, 2: 15, 3: 10, 4: 5}, split="val", steps=2),
+                    _classes({-1: 300}, steps=1)])  # labels outside 0..1023: not a class
+    [f] = target_problems(Run.from_frames(None, targets=tg, classes=cl,
+                                          scalars=scalar_rows("loss", np.linspace(1, 0.3, 100))))
+    assert f.severity.value == "info" and f.evidence["classes"] == 5
+    assert "Class 4 of 'target' is 1.0%" in f.message and "class 0 60.0%" in f.message
+    assert f.evidence["val_rarest_share"] == 0.05 and "in val: 5.0%" in f.message
+
+
+def test_balanced_classes_stay_quiet():
+    tg = _targets([(0, 4, 5, 2.0, 1.4, 1.0)] * 10, count=100)
+    cl = _classes({0: 22, 1: 18, 2: 20, 3: 25, 4: 15})
+    assert target_problems(Run.from_frames(None, targets=tg, classes=cl, scalars=scalar_rows(
+        "loss", np.linspace(1, 0.3, 100)))) == []

@@ -33,3 +33,33 @@ def test_targets_are_profiled_at_the_input_cadence_and_in_log(tmp_path, make):
     # Targets never enter the input samples or the inputs table.
     run = open_run(tmp_path / "run")
     assert run.inputs.empty and run.samples.empty
+
+
+def test_class_counts_of_integer_targets_match_bincount(tmp_path):
+    torch.manual_seed(0)
+    seen = {}
+    with tracelab.Recorder(str(tmp_path / "run"), input_every=2) as rec:
+        for step in range(5):
+            y = torch.randint(0, 5, (64,))
+            y[:3] = torch.tensor([-1, 2000, 4])  # outside 0..1023: counted together
+            seen[step] = y
+            rec.step(loss=1.0, targets={"label": y, "score": torch.randn(64)})
+        rec.log("val", targets={"label": torch.ones(10, dtype=torch.long)})
+    cl = open_run(tmp_path / "run").classes
+    assert set(cl["target"]) == {"label"}  # float targets have no classes
+    for step in (0, 2, 4):
+        rows = cl[(cl["step"] == step) & (cl["split"] == "train")].set_index("label")["count"]
+        inside = seen[step][(seen[step] >= 0) & (seen[step] < 1024)]
+        want = {int(k): int(v) for k, v in zip(*torch.unique(inside, return_counts=True))}
+        assert rows.drop(-1).to_dict() == want and rows[-1] == 2
+    val = cl[cl["split"] == "val"]
+    assert list(val["label"]) == [1] and list(val["count"]) == [10]
+
+
+@pytest.mark.parametrize("make", [lambda: torch.randint(-3, 1500, (500,)),
+                                  lambda: torch.rand(7, 9) > 0.5,
+                                  lambda: torch.randint(0, 255, (33,), dtype=torch.uint8)])
+def test_device_counts_equal_the_host_counts(make):
+    from tracelab.recorders.classes import device_counts, host_counts
+    x = make()
+    assert device_counts(x).numpy().astype(int).tolist() == host_counts(x).tolist()

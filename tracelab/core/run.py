@@ -18,9 +18,9 @@ import pandas as pd
 from tracelab.core import reader, run_status
 from tracelab.core.formats import NATIVE, Source
 from tracelab.core.run_views import Views
-from tracelab.core.schema import (ACTIVATION, AMP_SCALE, ARROW_SCHEMAS, BATCHES, DATA_TIME,
-                                  FINGERPRINTS, GRAD, GRAD_LEFTOVER, INPUTS, LOSS_NAME, SAMPLES,
-                                  SCALARS, SCHEMA_VERSION, SIGNALS, TARGETS, TENSORS, TRAIN,
+from tracelab.core.schema import (ACTIVATION, AMP_SCALE, ARROW_SCHEMAS, BATCHES, CLASSES,
+                                  DATA_TIME, FINGERPRINTS, GRAD, GRAD_LEFTOVER, INPUTS, LOSS_NAME,
+                                  SAMPLES, SCALARS, SCHEMA_VERSION, SIGNALS, TARGETS, TENSORS, TRAIN,
                                   TRAIN_MODE_MODEL, UPDATE, WEIGHT, Needs, Requirement)
 
 
@@ -131,6 +131,11 @@ class Run:
         return self._table(TARGETS)
 
     @property
+    def classes(self) -> pd.DataFrame:
+        """Class counts of integer targets per profiled batch (schema.CLASSES)."""
+        return self._table(CLASSES)
+
+    @property
     def signals(self) -> pd.DataFrame:
         """What the recorder observed of the loop: gradient resets, modes, loss scale."""
         return self._table(SIGNALS)
@@ -224,6 +229,8 @@ class Run:
             have.add(Needs.TARGETS)
         if len(self.fingerprints):
             have.add(Needs.FINGERPRINTS)
+        if len(self.classes):
+            have.add(Needs.CLASSES)
         signals = set(self.signals["name"].unique()) if len(self.signals) else set()
         for name, req in ((GRAD_LEFTOVER, Needs.GRAD_RESETS), (TRAIN_MODE_MODEL, Needs.EVAL_MODES),
                           (AMP_SCALE, Needs.AMP)):

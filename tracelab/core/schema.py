@@ -5,7 +5,7 @@ A run is a directory::
     meta.json                 run metadata (see docs/trace-format.md)
     meta.rank<N>.json         per-rank metadata of ranks other than 0 (distributed runs)
     heartbeat.r<N>            touched by rank N's writer at every flush
-    scalars/  tensors/  inputs/  samples/  batches/  targets/  signals/  fingerprints/
+    scalars/  tensors/  inputs/  samples/  batches/  targets/  classes/  signals/  fingerprints/
         r<rank>-<seq>.parquet  closed part files
         r<rank>-<seq>.arrows   the open tail of a live (or killed) writer: an Arrow IPC stream
         r<rank>-reservoir.parquet  (samples/ only) the latest reservoir snapshot
@@ -32,7 +32,11 @@ BATCHES = "batches"  # every step's sentinel of its input and target batches
 TARGETS = "targets"  # target profiles, in the inputs table's columns
 SIGNALS = "signals"  # what the recorder observed of the loop itself (SIGNAL_NAMES)
 FINGERPRINTS = "fingerprints"  # a hash per input row, for a bounded sample per split
-TABLES = (SCALARS, TENSORS, INPUTS, SAMPLES, BATCHES, TARGETS, SIGNALS, FINGERPRINTS)
+CLASSES = "classes"  # class counts of integer targets, per profiled batch
+TABLES = (SCALARS, TENSORS, INPUTS, SAMPLES, BATCHES, TARGETS, CLASSES, SIGNALS, FINGERPRINTS)
+# classes.label: a label outside 0 .. MAX_CLASSES - 1 is counted under OTHER_CLASS.
+MAX_CLASSES = 1024
+OTHER_CLASS = -1
 
 # -- file names: the writer, the reader and source detection all spell them from here ------------
 META_FILE = "meta.json"  # rank 0's (or the only process's) metadata
@@ -147,6 +151,8 @@ ARROW_SCHEMAS: dict[str, pa.Schema] = {
     SAMPLES: pa.schema([("split", _str), ("feature", _str), ("step", _i64), ("value", _f64)]),
     BATCHES: pa.schema([("step", _i64), ("split", _str), ("role", _str), ("name", _str),
                         ("min", _f64), ("max", _f64), ("nan_count", _i64), ("inf_count", _i64)]),
+    CLASSES: pa.schema([("step", _i64), ("split", _str), ("target", _str), ("label", _i64),
+                        ("count", _i64)]),
     SIGNALS: pa.schema([("step", _i64), ("split", _str), ("name", _str), ("value", _f64)]),
     FINGERPRINTS: pa.schema([("step", _i64), ("split", _str), ("input", _str),
                              ("hash", _i64)]),
@@ -183,6 +189,7 @@ class Needs:
     DATA_TIMING = Requirement("data_time", "data-loading time (Recorder.iterate)")
     BATCHES = Requirement("batches", "per-batch sentinel (step(inputs=...))")
     TARGETS = Requirement("targets", "target profiles (step(targets=...))")
+    CLASSES = Requirement("classes", "class counts of integer targets (step(targets=...))")
     GRAD_RESETS = Requirement("grad_resets", "gradient resets (a Recorder with an optimizer)")
     EVAL_MODES = Requirement("eval_modes", "module modes at evaluation (log() with a model)")
     AMP = Requirement("amp", "GradScaler scale (Recorder(scaler=...))")
