@@ -125,9 +125,8 @@ class InputStats:
                     count=np.full(len(feats), count, dtype=np.int64))
                 out.append((table, cols))
                 if samples:
-                    sample = sample.reshape(len(feats), -1)
-                    for f, vals in zip(feats, sample):
-                        reservoir.add(split, f, step, vals[np.isfinite(vals)])
+                    reservoir.add_many(split, list(feats), step,
+                                       np.asarray(sample, dtype=np.float64).reshape(len(feats), -1))
             if samples:
                 out.append((SAMPLES_SNAPSHOT, reservoir.columns))
             return out

@@ -248,41 +248,74 @@ def _subsample(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 class Reservoir:
     """A uniform sample of at most `size` values per (split, feature), over the whole run.
 
-    Algorithm R, vectorized per batch. Used only on the writer thread.
+    Algorithm R, vectorized over a batch and over its features: one row of a 2-D array per
+    (split, feature), so that a batch of many features costs a few numpy calls, not a few per
+    feature. Used only on the writer thread.
     """
 
     def __init__(self, size: int = 2_000, seed: int = 0):
         self.size = size
         self.rng = np.random.default_rng(seed)
-        self._values: dict[tuple[str, str], np.ndarray] = {}
-        self._steps: dict[tuple[str, str], np.ndarray] = {}
-        self._seen: dict[tuple[str, str], int] = {}
+        self._rows: dict[tuple[str, str], int] = {}
+        self._values = np.empty((0, size))  # row r: its kept values in slot order
+        self._steps = np.empty((0, size), dtype=np.int64)
+        self._seen = np.empty(0, dtype=np.int64)  # values offered to each row so far
 
     def add(self, split: str, feature: str, step: int, values: np.ndarray) -> None:
-        key = (split, feature)
-        values = np.asarray(values, dtype=np.float64)
-        seen = self._seen.get(key, 0)
-        kept = self._values.get(key, np.empty(0))
-        steps = self._steps.get(key, np.empty(0, dtype=np.int64))
-        room = max(0, self.size - len(kept))
-        head, tail = values[:room], values[room:]
-        if len(head):  # once full, the arrays are only written into
-            kept = np.concatenate([kept, head])
-            steps = np.concatenate([steps, np.full(len(head), step, dtype=np.int64)])
-        if len(tail):
-            index = seen + room + np.arange(len(tail))
-            slot = (self.rng.random(len(tail)) * (index + 1)).astype(np.int64)
-            take = slot < self.size
-            kept[slot[take]] = tail[take]
-            steps[slot[take]] = step
-        self._values[key], self._steps[key] = kept, steps
-        self._seen[key] = seen + len(values)
+        """Offer the finite `values` of one feature."""
+        values = np.asarray(values, dtype=np.float64).reshape(1, -1)
+        self.add_many(split, [feature], step, values)
+
+    def add_many(self, split: str, features: list[str], step: int, values: np.ndarray) -> None:
+        """Offer the finite values of each row of `values` (features x values) to its
+        feature's sample, in order: each value is kept in its turn with the chance Algorithm R
+        gives it, the first `size` of a feature always."""
+        if len(set(features)) < len(features):  # one row per feature in the vectorized form
+            for feature, row in zip(features, values):
+                self.add_many(split, [feature], step, row.reshape(1, -1))
+            return
+        rows = self._rows_of(split, features)
+        finite = np.isfinite(values)
+        counts = finite.sum(axis=1)
+        total = int(counts.sum())
+        if not total:
+            return
+        owner = np.repeat(rows, counts)
+        # Each value's place in its feature's stream: its row's values seen so far, plus its
+        # place among this batch's finite values of that feature.
+        first = np.repeat(np.cumsum(counts) - counts, counts)
+        index = self._seen[owner] + np.arange(total) - first
+        slot = index.copy()
+        late = index >= self.size
+        slot[late] = (self.rng.random(int(late.sum())) * (index[late] + 1)).astype(np.int64)
+        take = slot < self.size
+        self._values[owner[take], slot[take]] = values[finite][take]
+        self._steps[owner[take], slot[take]] = step
+        self._seen[rows] += counts
+
+    def _rows_of(self, split: str, features: list[str]) -> np.ndarray:
+        rows = []
+        for feature in features:
+            row = self._rows.get((split, feature))
+            if row is None:
+                row = self._rows[(split, feature)] = len(self._rows)
+            rows.append(row)
+        if len(self._rows) > len(self._seen):  # grow by doubling: rows are added rarely
+            grow = max(len(self._rows), 2 * len(self._seen)) - len(self._seen)
+            self._values = np.concatenate([self._values, np.empty((grow, self.size))])
+            self._steps = np.concatenate([self._steps,
+                                          np.empty((grow, self.size), dtype=np.int64)])
+            self._seen = np.concatenate([self._seen, np.zeros(grow, dtype=np.int64)])
+        return np.array(rows, dtype=np.int64)
 
     def columns(self) -> dict[str, Any]:
-        keys = list(self._values)
+        keys = list(self._rows)
+        rows = np.array([self._rows[k] for k in keys], dtype=np.int64)
+        kept = np.minimum(self._seen[rows], self.size) if keys else np.empty(0, dtype=np.int64)
+        filled = np.arange(self.size) < kept[:, None]  # row by row, in slot order
         return {
-            "split": [k[0] for k in keys for _ in range(len(self._values[k]))],
-            "feature": [k[1] for k in keys for _ in range(len(self._values[k]))],
-            "step": np.concatenate([self._steps[k] for k in keys]) if keys else [],
-            "value": np.concatenate([self._values[k] for k in keys]) if keys else [],
+            "split": np.repeat(np.array([k[0] for k in keys], dtype=object), kept).tolist(),
+            "feature": np.repeat(np.array([k[1] for k in keys], dtype=object), kept).tolist(),
+            "step": self._steps[rows][filled],
+            "value": self._values[rows][filled],
         }

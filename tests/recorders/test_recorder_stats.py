@@ -374,3 +374,30 @@ def test_analyzers_know_how_many_values_n_unique_counted(count):
     rows, _ = frame_profile(pd.DataFrame({"v": values, "s": values.astype(str)}),
                             np.random.default_rng(0))
     assert [r["n_unique"] for r in rows] == [want, want]
+
+
+def test_reservoir_keeps_a_uniform_sample_of_each_feature():
+    from tracelab.recorders.profile import Reservoir
+    reservoir = Reservoir(500, seed=3)
+    stream = np.arange(20_000, dtype=np.float64)
+    for step, start in enumerate(range(0, len(stream), 128)):
+        batch = stream[start:start + 128]
+        with_nan = batch.copy()
+        with_nan[::2] = np.nan  # only its finite values are offered
+        few = np.full(len(batch), np.nan)
+        few[:5] = batch[:5]
+        reservoir.add_many("train", ["a", "b", "c"], step, np.stack([batch, with_nan, few]))
+    reservoir.add("val", "a", 0, np.arange(7.0))  # fewer values than the sample holds
+    cols = pd.DataFrame(reservoir.columns())
+    sizes = cols.groupby(["split", "feature"]).size().to_dict()
+    assert sizes == {("train", "a"): 500, ("train", "b"): 500, ("train", "c"): 500,
+                     ("val", "a"): 7}
+    for feature in ("a", "b", "c"):
+        kept = cols[(cols.split == "train") & (cols.feature == feature)]
+        assert kept["value"].is_unique and np.isfinite(kept["value"]).all()
+        assert (kept["step"] == (kept["value"] // 128)).all()  # each value with its batch
+    a = cols[(cols.split == "train") & (cols.feature == "a")]["value"]
+    deciles = np.histogram(a, bins=10, range=(0, 20_000))[0]
+    assert deciles.min() > 25 and deciles.max() < 80  # uniform: 50 each
+    assert (cols[(cols.split == "train") & (cols.feature == "b")]["value"] % 2 == 1).all()
+    assert sorted(cols[cols.split == "val"]["value"]) == list(range(7))
