@@ -14,6 +14,7 @@ Only the layout is read here: what the fields mean is the caller's business.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -24,23 +25,32 @@ _MAX_LEN = 1 << 31
 
 @dataclass
 class Fields:
-    """The fields of messages `0..n-1`, in the order the walk found them (round by round);
-    `rank` is each field's place in message order (message by message, each in wire order)."""
+    """The fields of messages `0..n-1`, in the order the walk found them (round by round:
+    `rounds[k]` fields in round k)."""
     msg: np.ndarray     # the message of each field
     number: np.ndarray  # its field number
     wire: np.ndarray    # its wire type
     start: np.ndarray   # LEN: where its data starts; others: where its value starts
     end: np.ndarray     # where the field ends
     value: np.ndarray   # VARINT: its value (uint64); 0 otherwise
-    rank: np.ndarray
+    rounds: list
     bad: np.ndarray     # per message: True where the walk could not prove its layout
+
+    @cached_property
+    def rank(self) -> np.ndarray:
+        """Each field's place in message order (message by message, each in wire order): the
+        k-th field of message m is at offset[m] + k (a counting sort)."""
+        n = len(self.bad)
+        offset = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.msg, minlength=n), out=offset[1:])
+        return offset[self.msg] + np.repeat(np.arange(len(self.rounds)), self.rounds)
 
     def where(self, number: int, wire: int = LEN, ordered: bool = False) -> np.ndarray:
         """The indices of field `number` (with wire type `wire`), in message order if asked."""
         at = np.flatnonzero((self.number == number) & (self.wire == wire))
         if not ordered:
             return at
-        slots = np.full(len(self.rank), -1, dtype=np.int64)
+        slots = np.full(len(self.msg), -1, dtype=np.int64)
         slots[self.rank[at]] = at
         return slots[slots >= 0]
 
@@ -146,26 +156,28 @@ def _round(buf: np.ndarray, p: np.ndarray, active: np.ndarray, limit: np.ndarray
 
 
 def _assembled(rounds: list, n: int, bad: np.ndarray) -> Fields:
-    """Round k holds the k-th field of each message still being walked, so message m's k-th
-    field is at offset[m] + k in message order (a counting sort). A message found bad in round
-    k still has its fields of rounds 0..k-1: they are dropped, as callers decode bad messages
-    some other way."""
+    """The rounds' fields together. A message found bad in round k still has its fields of
+    rounds 0..k-1: they are dropped, as callers decode bad messages some other way."""
     if not rounds:
         empty = np.zeros(0, dtype=np.int64)
         return Fields(empty, empty, empty.astype(np.uint8), empty, empty,
-                      empty.astype(np.uint64), empty, bad)
+                      empty.astype(np.uint64), [], bad)
     sizes = [len(r[0]) for r in rounds]
-    msg, number, wire, start, end, value = (np.concatenate(c) for c in zip(*(
-        (a, num.astype(np.int64), np.full(len(a), LEN, np.uint8) if w is None else w, s, e,
-         np.zeros(len(a), np.uint64) if v is None else v) for a, num, w, s, e, v in rounds)))
-    columns = [msg, number, wire, start, end, value]
-    offset = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(msg, minlength=n), out=offset[1:])
-    k = np.repeat(np.arange(len(rounds)), sizes)
-    rank = offset[msg] + k
-    if bad.any():
-        keep = ~bad[msg]
-        columns = [c[keep] for c in columns]
-        rank = rank[keep]
-        rank = np.searchsorted(np.sort(rank), rank)  # ranks 0..N-1 again
-    return Fields(*columns, rank, bad)
+    total = sum(sizes)
+    msg, number, start, end = (np.concatenate([r[i] for r in rounds]) for i in (0, 1, 3, 4))
+    number = number.astype(np.int64, copy=False)
+    if all(r[2] is None for r in rounds):  # short LEN fields only: the usual case
+        wire, value = np.full(total, LEN, dtype=np.uint8), np.zeros(total, dtype=np.uint64)
+    else:
+        wire = np.concatenate([np.full(size, LEN, np.uint8) if r[2] is None else r[2]
+                               for r, size in zip(rounds, sizes)])
+        value = np.concatenate([np.zeros(size, np.uint64) if r[5] is None else r[5]
+                                for r, size in zip(rounds, sizes)])
+    fields = Fields(msg, number, wire, start, end, value, sizes, bad)
+    if not bad.any():
+        return fields
+    keep = ~bad[msg]
+    rank = fields.rank[keep]
+    kept = Fields(*(c[keep] for c in (msg, number, wire, start, end, value)), sizes, bad)
+    kept.__dict__["rank"] = np.searchsorted(np.sort(rank), rank)  # ranks 0..N-1 again
+    return kept

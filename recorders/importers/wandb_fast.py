@@ -109,7 +109,7 @@ def texts(data: bytes, start: np.ndarray, end: np.ndarray, kind=pa.large_string(
         return pa.array([], kind)
     bounds = np.empty(2 * n, dtype=np.int64)
     bounds[0::2], bounds[1::2] = start, end
-    if (np.diff(bounds) < 0).any():
+    if (start[1:] < end[:-1]).any() or (end < start).any():
         return pa.array([data[a:b] for a, b in zip(start, end)], pa.large_binary()).cast(kind)
     spans = pa.Array.from_buffers(kind, 2 * n - 1,
                                   [None, pa.py_buffer(bounds), pa.py_buffer(data)])
@@ -159,6 +159,8 @@ class _Items:
     ok: np.ndarray
     ident: np.ndarray   # per item: its key fields' bytes, as an index into `decoded`
     decoded: list       # per distinct key fields: the Item protobuf reads from them, or None
+    value: np.ndarray   # per item: its value, where `numbers` read it as a number
+    numeric: np.ndarray
 
 
 def decode(buf: np.ndarray, data: bytes, start: np.ndarray, end: np.ndarray,
@@ -186,8 +188,9 @@ def decode(buf: np.ndarray, data: bytes, start: np.ndarray, end: np.ndarray,
             decoded.append(item_class.FromString(span))
         except Exception:  # not UTF-8: protobuf rejects the whole record
             decoded.append(None)
+    value, numeric = numbers(texts(data, vstart, end))
     got = _Items(msg, start, key_end, vstart, end, ok,
-                 ident.indices.to_numpy(zero_copy_only=False), decoded)
+                 ident.indices.to_numpy(zero_copy_only=False), decoded, value, numeric)
     in_summary = summary_mask[msg]
     rows = _history(buf, data, walk, got, np.flatnonzero(~in_summary), row, hist, exact)
     final = _summary(data, got, np.flatnonzero(in_summary), item_class) if summary else None
@@ -212,7 +215,7 @@ def _history(buf, data, walk: Fields, items: _Items, at: np.ndarray, row: np.nda
     index = {k: i for i, k in enumerate(keys)}
     key = np.array([index[k] for k in names], dtype=np.int64)[ident]
     vstart, vend = items.vstart[at], items.end[at]
-    value, numeric = numbers(texts(data, vstart, vend))
+    value, numeric = items.value[at], items.numeric[at]
     others = []
     for i in np.flatnonzero(~numeric):
         try:
@@ -283,10 +286,11 @@ def _summary(data: bytes, items: _Items, at: np.ndarray, item_class):
     if not items.ok[at].all():
         return None
     start, end = items.start[at], items.end[at]
-    try:
-        texts(data, items.vstart[at], end).validate(full=True)
-    except pa.ArrowInvalid:
-        return None  # not UTF-8: protobuf rejects the whole record
+    for i in np.flatnonzero(~items.numeric[at]):  # numbers are ASCII; the rest is checked
+        try:
+            data[items.vstart[at[i]]:end[i]].decode("utf-8")
+        except UnicodeDecodeError:
+            return None  # protobuf rejects the whole record
     ident, distinct = pd.factorize(items.ident[at])
     first = firsts(ident)
     back, backs = pd.factorize(ident[::-1])
