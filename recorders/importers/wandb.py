@@ -39,7 +39,7 @@ from tracelab.core.schema import SCALARS, TENSORS
 from tracelab.recorders.importers.common import Imported, TagMap, base_meta, scalar_columns
 from tracelab.recorders.importers import protowalk
 from tracelab.recorders.importers import wandb_fast as fast
-from tracelab.recorders.importers.records import read_records
+from tracelab.recorders.importers.records import read_joined, read_records
 from tracelab.recorders.importers.tensorboard import histogram_stats
 
 SUFFIX = ".wandb"
@@ -184,11 +184,14 @@ def read_wandb(path: str | os.PathLike, tags: TagMap | None = None, *,
                          "(wandb/offline-run-*/ or wandb/run-*/)")
     reading = _Reading(tags, _record_class())
     for file in files:
-        records, damage = read_records(file)
+        if bulk:
+            data, starts, ends, damage = read_joined(file, protowalk.PAD)
+        else:
+            records, damage = read_records(file)
         if damage is not None:
             reading.problems.append(damage.describe(file.name))
         if bulk:
-            _read_file(records, reading, file.name)
+            _read_file(data, starts, ends, reading, file.name)
         else:
             for record in records:
                 _exact_record(record, reading, file.name)
@@ -219,14 +222,13 @@ class _Reading:
     row: int = 0
 
 
-def _read_file(records: list[bytes], reading: _Reading, name: str) -> None:
-    """The records of one file: history rows and the summary decoded in bulk (`wandb_fast`),
-    the rest (and whatever that cannot prove it read) record by record, in file order."""
-    data = b"".join(records)
-    buf = protowalk.padded(data)
-    ends = np.cumsum(np.fromiter(map(len, records), dtype=np.int64, count=len(records)))
-    starts = ends - np.fromiter(map(len, records), dtype=np.int64, count=len(records))
-    kinds, kstart, kend = fast.record_kinds(protowalk.fields(buf, starts, ends), len(records))
+def _read_file(data: bytes, starts: np.ndarray, ends: np.ndarray, reading: _Reading,
+               name: str) -> None:
+    """The records `data[starts[i]:ends[i]]` of one file (`data` padded for protowalk):
+    history rows and the summary decoded in bulk (`wandb_fast`), the rest (and whatever that
+    cannot prove it read) record by record, in file order."""
+    buf = np.frombuffer(data, dtype=np.uint8)
+    kinds, kstart, kend = fast.record_kinds(protowalk.fields(buf, starts, ends), len(starts))
     hist_at = np.flatnonzero(kinds == fast.HISTORY)
     summary_at = np.flatnonzero(kinds == fast.SUMMARY)
     both = np.flatnonzero((kinds == fast.HISTORY) | (kinds == fast.SUMMARY))
@@ -250,7 +252,7 @@ def _read_file(records: list[bytes], reading: _Reading, name: str) -> None:
         if j is None:
             _flush(rows, segment, steps, reading)
             segment = []
-            _exact_record(records[r], reading, name)
+            _exact_record(data[starts[r]:ends[r]], reading, name)
             continue
         at = step[j] if logged[j] else step_field[j] if has_field[j] else reading.row
         steps[j] = at
