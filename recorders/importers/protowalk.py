@@ -58,11 +58,6 @@ class Fields:
 _VALID_WIRE = np.array([True, True, True, False, False, True, False, False])
 
 
-def padded(data: bytes) -> np.ndarray:
-    """`data` as a uint8 array with the PAD zero bytes `fields` needs after it."""
-    return np.frombuffer(data + bytes(PAD), dtype=np.uint8)
-
-
 def varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The varints at `pos`: (values as uint64, their sizes in bytes, too long: more than 10)."""
     byte = buf[pos]
@@ -97,7 +92,8 @@ _SHORT_LEN_TAG = np.array([b < 0x80 and b & 7 == LEN and b >> 3 > 0 for b in ran
 
 
 def fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields:
-    """Every field of the messages `buf[starts[i]:ends[i]]` (`buf` from `padded`)."""
+    """Every field of the messages `buf[starts[i]:ends[i]]` (`buf`: uint8, with PAD zero
+    bytes past the last message)."""
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
     n = len(starts)

@@ -185,7 +185,7 @@ def read_wandb(path: str | os.PathLike, tags: TagMap | None = None, *,
     reading = _Reading(tags, _record_class())
     for file in files:
         if bulk:
-            data, starts, ends, damage = read_joined(file, protowalk.PAD)
+            data, starts, ends, damage = read_joined(file, fast.PAD)
         else:
             records, damage = read_records(file)
         if damage is not None:
@@ -224,7 +224,7 @@ class _Reading:
 
 def _read_file(data: bytes, starts: np.ndarray, ends: np.ndarray, reading: _Reading,
                name: str) -> None:
-    """The records `data[starts[i]:ends[i]]` of one file (`data` padded for protowalk):
+    """The records `data[starts[i]:ends[i]]` of one file (`data` followed by `fast.PAD` zero bytes):
     history rows and the summary decoded in bulk (`wandb_fast`), the rest (and whatever that
     cannot prove it read) record by record, in file order."""
     buf = np.frombuffer(data, dtype=np.uint8)

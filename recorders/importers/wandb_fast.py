@@ -28,6 +28,8 @@ EXACT = -1  # a record to decode exactly
 _KINDS = (HISTORY, SUMMARY, CONFIG, RUN, EXIT)
 _KEY_TAGS = (0x0A, 0x12)      # Item.key, Item.nested_key: field 1 or 2, LEN
 _VALUE_TAG = (0x82, 0x01)     # Item.value_json: field 16, LEN
+_IS_KEY_TAG = np.isin(np.arange(256), _KEY_TAGS)
+PAD = 272  # zero bytes the buffer of `decode` must carry past its end (protowalk's, and more)
 BOOKKEEPING = ("_step", "_timestamp", "_runtime")
 _JSON_NUMBER = r"^(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?|NaN|-?Infinity)$"
 
@@ -61,13 +63,11 @@ def item_layout(buf: np.ndarray, start: np.ndarray, end: np.ndarray):
     `value_json`, last and once. Returns (where the key fields end, where the value starts,
     whether the item has that layout); the value ends where the item does."""
     tag, size = buf[start], buf[start + 1]
-    key_end = start + 2 + size
-    near = np.minimum(key_end, end)  # reads stay inside the item (or its buffer's padding)
-    vsize = buf[near + 2]
+    key_end = start + 2 + size  # at most 257 bytes on: inside the buffer's PAD
+    vsize = buf[key_end + 2]
     vstart = key_end + 3
-    ok = (((tag == _KEY_TAGS[0]) | (tag == _KEY_TAGS[1])) & ((size | vsize) < 0x80)
-          & (buf[near] == _VALUE_TAG[0]) & (buf[near + 1] == _VALUE_TAG[1])
-          & (vstart + vsize == end))
+    ok = (_IS_KEY_TAG[tag] & ((size | vsize) < 0x80) & (buf[key_end] == _VALUE_TAG[0])
+          & (buf[key_end + 1] == _VALUE_TAG[1]) & (vstart + vsize == end))
     if not ok.all():  # one or two keys, lengths of one or two bytes, for the others
         at = np.flatnonzero(~ok)
         key_end[at], vstart[at], ok[at] = _general_layout(buf, start[at], end[at])
@@ -167,7 +167,8 @@ def decode(buf: np.ndarray, data: bytes, start: np.ndarray, end: np.ndarray,
            summary_mask: np.ndarray, item_class, summary: bool = True):
     """History rows (`History`) and the summary the updates leave (`{key: Item}`, or None
     where not proven: decode the updates exactly then) from the History and Update messages
-    `buf[start[i]:end[i]]` (in file order; `summary_mask`: which are updates)."""
+    `buf[start[i]:end[i]]` (in file order; `summary_mask`: which are updates). `buf` is
+    `data` (followed by PAD zero bytes) as uint8."""
     walk = fields(buf, start, end)
     row = np.cumsum(~summary_mask) - 1  # a history message's row
     hist = ~summary_mask[walk.msg]

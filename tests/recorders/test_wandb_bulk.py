@@ -17,7 +17,7 @@ pytest.importorskip("wandb")
 pytest.importorskip("google.protobuf")
 
 from tracelab.recorders.importers import wandb as wandb_import  # noqa: E402
-from tracelab.recorders.importers.records import BLOCK, read_records  # noqa: E402
+from tracelab.recorders.importers.records import BLOCK  # noqa: E402
 from tracelab.recorders.importers.wandb import read_wandb  # noqa: E402
 from test_wandb_records import frame  # noqa: E402
 
