@@ -230,8 +230,7 @@ def _history(buf, data, walk: Fields, items: _Items, at: np.ndarray, row: np.nda
             if text.startswith("{"):  # a whole dict in one item, as older clients write it
                 others.append((int(rec[i]), keys[key[i]], text))
     wall, logged_step, step = _bookkeeping(keys, rec, key, value, numeric, m, exact)
-    keep = ~exact[rec] & numeric & ~np.isin(key, [index[k] for k in BOOKKEEPING
-                                                  if k in index])
+    keep = ~exact[rec] & numeric & ~np.array([k in BOOKKEEPING for k in keys], bool)[key]
     others = [o for o in others if not exact[o[0]] and o[1] not in BOOKKEEPING]
     return History(exact, step, logged_step, step_field, has_step_field, wall, rec[keep],
                    key[keep], value[keep], keys, others)

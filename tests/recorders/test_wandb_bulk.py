@@ -205,3 +205,16 @@ def _varint(n: int) -> bytes:
         out.append(byte | (0x80 if n else 0))
         if not n:
             return bytes(out)
+
+
+def test_a_file_without_history(tmp_path):
+    Record, Item = _messages()
+    records = [Record(summary={"update": [Item(key="best", value_json="1")]}).SerializeToString(),
+               Record(config={"update": [Item(key="lr", value_json="0.1")]}).SerializeToString()]
+    folder = tmp_path / "offline-run-z"
+    folder.mkdir()
+    (folder / "run-z.wandb").write_bytes(frame(records))
+    imported = assert_same(folder)
+    assert imported.meta["config"] == {"lr": 0.1} and imported.tables["scalars"].num_rows == 0
+    (folder / "run-z.wandb").write_bytes(frame([]))
+    assert assert_same(folder).tables["scalars"].num_rows == 0
