@@ -220,6 +220,7 @@ class _Reading:
     runtime: Any = None
     problems: list = field(default_factory=list)
     row: int = 0
+    filling: dict = field(default_factory=dict)  # key -> the chunk of lists being filled
 
 
 def _read_file(data: bytes, starts: np.ndarray, ends: np.ndarray, reading: _Reading,
@@ -275,6 +276,7 @@ def _flush(rows: fast.History, segment: list[int], steps: list[int], reading: _R
     values, walls = rows.value[lo:hi][order], rows.wall[rec]
     for c, key in enumerate(keys.tolist()):
         a, b = bounds[c], bounds[c + 1]
+        reading.filling.pop(rows.keys[key], None)  # what follows goes into a chunk after these
         reading.series.setdefault(rows.keys[key], []).append((at[a:b], values[a:b], walls[a:b]))
     for r, key, text in rows.others:
         if segment[0] <= r <= segment[-1]:
@@ -293,10 +295,8 @@ def _exact_record(data: bytes, reading: _Reading, name: str) -> None:
         reading.problems.append(f"{name}: a record that is not W&B's (skipped)")
         return
     if record.HasField("history"):
-        series: dict[str, tuple[list, list, list]] = {}
-        reading.row = _history(record.history, reading.row, series, reading.hists, reading.tags)
-        for key, got in series.items():
-            reading.series.setdefault(key, []).append(got)
+        reading.row = _history(record.history, reading.row, reading.filling, reading.hists,
+                               reading.tags, reading.series)
     elif record.HasField("config"):
         _apply(reading.config, record.config)
     elif record.HasField("summary"):
@@ -312,7 +312,9 @@ def _exact_record(data: bytes, reading: _Reading, name: str) -> None:
         reading.exit_code, reading.runtime = record.exit.exit_code, record.exit.runtime
 
 
-def _history(history, row: int, series, hists: list, tags: TagMap) -> int:
+def _history(history, row: int, series, hists: list, tags: TagMap, chunks: dict) -> int:
+    """One history row into `series` (key -> lists of steps, values, wall times: the chunk
+    being filled, also added to `chunks` when it is started)."""
     step, wall = None, math.nan
     values = []
     groups: dict[str, dict[str, Any]] = {}  # a logged dict, as wandb-core writes it: one item
@@ -347,6 +349,7 @@ def _history(history, row: int, series, hists: list, tags: TagMap) -> int:
             got = series.get(key)
             if got is None:
                 got = series[key] = ([], [], [])
+                chunks.setdefault(key, []).append(got)
             got[0].append(step)
             got[1].append(number)
             got[2].append(wall)
