@@ -98,26 +98,24 @@ def fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields:
     ends = np.asarray(ends, dtype=np.int64)
     n = len(starts)
     bad = np.zeros(n, dtype=bool)
-    pos = starts.copy()
-    active = np.flatnonzero(pos < ends)
+    active = np.flatnonzero(starts < ends)  # the messages still walked, where, and their ends
+    p, limit = starts[active], ends[active]
     rounds = []
     while active.size:
-        p = pos[active]
-        limit = ends[active]
         tag, length = buf[p], buf[p + 1]
         if _SHORT_LEN_TAG[tag].all() and length.max() < 0x80:  # short LEN fields only
-            end = p + 2 + length
-            if end.max() > limit.min() and (end > limit).any():
-                wrong = end > limit
-                bad[active[wrong]] = True
-                ok = ~wrong
-                active, tag, p, end, limit = active[ok], tag[ok], p[ok], end[ok], limit[ok]
-            rounds.append((active, tag >> 3, None, p + 2, end, None))
+            start = p + 2
+            end = start + length
+            if (end > limit).any():
+                ok = end <= limit
+                bad[active[~ok]] = True
+                active, tag, start, end, limit = (a[ok] for a in (active, tag, start, end, limit))
+            rounds.append((active, tag >> 3, None, start, end, None))
         else:
             active, number, wire, start, end, value, limit = _round(buf, p, active, limit, bad)
             rounds.append((active, number, wire, start, end, value))
-        pos[active] = end
-        active = active[end < limit]
+        more = end < limit
+        active, p, limit = active[more], end[more], limit[more]
     return _assembled(rounds, n, bad)
 
 
