@@ -8,42 +8,45 @@ has one (its tag, its length or varint value) and advances them all. A history r
 takes 53 iterations, whatever the number of rows.
 
 `fields` reports which messages it could not walk (a truncated varint, a length past the end of
-the message, a group or an unknown wire type); callers decode those exactly, or give up on them.
+the message, a group or an unknown wire type); callers decode those exactly, or give up on
+them. The few messages still being walked after 64 rounds (one history row of thousands of
+items) are walked field by field in Python, where a round would cost more.
 Only the layout is read here: what the fields mean is the caller's business.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Optional
 
 import numpy as np
 
 VARINT, FIXED64, LEN, FIXED32 = 0, 1, 2, 5
 PAD = 16  # zero bytes a walked buffer must carry past its end (a varint is at most 10 bytes)
 _MAX_LEN = 1 << 31
+_ROUNDS, _FEW = 64, 16  # after 64 rounds, fewer than 16 messages left: walked one by one
 
 
 @dataclass
 class Fields:
-    """The fields of messages `0..n-1`, in the order the walk found them (round by round:
-    `rounds[k]` fields in round k)."""
+    """The fields of messages `0..n-1`, in the order the walk found them (round by round)."""
     msg: np.ndarray     # the message of each field
     number: np.ndarray  # its field number
     wire: np.ndarray    # its wire type
     start: np.ndarray   # LEN: where its data starts; others: where its value starts
     end: np.ndarray     # where the field ends
     value: np.ndarray   # VARINT: its value (uint64); 0 otherwise
-    rounds: list
+    index: np.ndarray   # its place among its message's fields
     bad: np.ndarray     # per message: True where the walk could not prove its layout
 
     @cached_property
     def rank(self) -> np.ndarray:
         """Each field's place in message order (message by message, each in wire order): the
-        k-th field of message m is at offset[m] + k (a counting sort)."""
+        k-th field of message m goes to offset[m] + k (a counting sort)."""
         n = len(self.bad)
         offset = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(self.msg, minlength=n), out=offset[1:])
-        return offset[self.msg] + np.repeat(np.arange(len(self.rounds)), self.rounds)
+        return offset[self.msg] + self.index
 
     def where(self, number: int, wire: int = LEN, ordered: bool = False) -> np.ndarray:
         """The indices of field `number` (with wire type `wire`), in message order if asked."""
@@ -102,6 +105,8 @@ def fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields:
     p, limit = starts[active], ends[active]
     rounds = []
     while active.size:
+        if active.size < _FEW and len(rounds) >= _ROUNDS:  # a few long messages: a round
+            return _assembled(rounds, n, bad, _tail(buf, active, p, limit, bad, len(rounds)))
         tag, length = buf[p], buf[p + 1]
         if _SHORT_LEN_TAG[tag].all() and length.max() < 0x80:  # short LEN fields only
             start = p + 2
@@ -117,6 +122,50 @@ def fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields:
         more = end < limit
         active, p, limit = active[more], end[more], limit[more]
     return _assembled(rounds, n, bad)
+
+
+def _tail(buf: np.ndarray, active: np.ndarray, pos: np.ndarray, limit: np.ndarray,
+          bad: np.ndarray, k: int) -> list:
+    """The rest of a few long messages, field by field in Python (costs less than a round per
+    field): (message, number, wire, start, end, value, index in its message) per field."""
+    view = memoryview(buf)
+    found = []
+    for m, p, stop in zip(active.tolist(), pos.tolist(), limit.tolist()):
+        fields, j = [], k
+        while p < stop:
+            tag, p = _varint(view, p)
+            number, wire = (tag or 0) >> 3, (tag or 0) & 7
+            if tag is None or not 0 < number < 1 << 29 or wire not in (VARINT, FIXED64, LEN,
+                                                                       FIXED32):
+                break
+            start, value = p, 0
+            if wire == VARINT:
+                value, p = _varint(view, p)
+            elif wire == LEN:
+                size, start = _varint(view, p)
+                p = start + (size if size is not None and size < _MAX_LEN else stop + 1)
+            else:
+                p += 8 if wire == FIXED64 else 4
+            if value is None or p > stop:
+                break
+            fields.append((m, number, wire, start, p, value, j))
+            j += 1
+        else:
+            found.extend(fields)
+            continue
+        bad[m] = True
+    return found
+
+
+def _varint(view: memoryview, p: int) -> tuple[Optional[int], int]:
+    value = 0
+    for shift in range(0, 70, 7):
+        byte = view[p]
+        p += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value & 0xFFFFFFFFFFFFFFFF, p
+    return None, p
 
 
 def _round(buf: np.ndarray, p: np.ndarray, active: np.ndarray, limit: np.ndarray,
@@ -149,13 +198,18 @@ def _round(buf: np.ndarray, p: np.ndarray, active: np.ndarray, limit: np.ndarray
     return tuple(a[ok] for a in (active, number, wire, start, end, value, limit))
 
 
-def _assembled(rounds: list, n: int, bad: np.ndarray) -> Fields:
-    """The rounds' fields together. A message found bad in round k still has its fields of
-    rounds 0..k-1: they are dropped, as callers decode bad messages some other way."""
+def _assembled(rounds: list, n: int, bad: np.ndarray, tail: list = ()) -> Fields:
+    """The rounds' fields together (and those of `_tail`, after them). A message found bad
+    in round k still has its fields of rounds 0..k-1: they are dropped, as callers decode bad
+    messages some other way."""
+    if tail:
+        columns = [np.array(c, dtype=kind) for c, kind in zip(zip(*tail), (
+            np.int64, np.int64, np.uint8, np.int64, np.int64, np.uint64, np.int64))]
+        rounds = rounds + [tuple(columns[:6])]
     if not rounds:
         empty = np.zeros(0, dtype=np.int64)
         return Fields(empty, empty, empty.astype(np.uint8), empty, empty,
-                      empty.astype(np.uint64), [], bad)
+                      empty.astype(np.uint64), empty, bad)
     sizes = [len(r[0]) for r in rounds]
     total = sum(sizes)
     msg, number, start, end = (np.concatenate([r[i] for r in rounds]) for i in (0, 1, 3, 4))
@@ -167,11 +221,14 @@ def _assembled(rounds: list, n: int, bad: np.ndarray) -> Fields:
                                for r, size in zip(rounds, sizes)])
         value = np.concatenate([np.zeros(size, np.uint64) if r[5] is None else r[5]
                                 for r, size in zip(rounds, sizes)])
-    fields = Fields(msg, number, wire, start, end, value, sizes, bad)
+    index = np.repeat(np.arange(len(sizes)), sizes)  # round k: the k-th field of a message
+    if tail:
+        index[total - len(tail):] = columns[6]
+    fields = Fields(msg, number, wire, start, end, value, index, bad)
     if not bad.any():
         return fields
     keep = ~bad[msg]
     rank = fields.rank[keep]
-    kept = Fields(*(c[keep] for c in (msg, number, wire, start, end, value)), sizes, bad)
+    kept = Fields(*(c[keep] for c in (msg, number, wire, start, end, value)), index[keep], bad)
     kept.__dict__["rank"] = np.searchsorted(np.sort(rank), rank)  # ranks 0..N-1 again
     return kept

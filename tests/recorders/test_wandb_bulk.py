@@ -218,3 +218,30 @@ def test_a_file_without_history(tmp_path):
     assert imported.meta["config"] == {"lr": 0.1} and imported.tables["scalars"].num_rows == 0
     (folder / "run-z.wandb").write_bytes(frame([]))
     assert assert_same(folder).tables["scalars"].num_rows == 0
+
+
+def test_long_rows_among_short_ones(tmp_path, monkeypatch):
+    """A row of hundreds of items among short rows: walked field by field once the short ones
+    are done (protowalk's tail), still in bulk."""
+    _, Item = _messages()
+
+    def row(n: int, step: int) -> bytes:
+        items = [Item(nested_key=[f"m{j}"], value_json=f"{j}.5").SerializeToString()
+                 for j in range(n)] + [Item(nested_key=["_step"], value_json=str(step))
+                                       .SerializeToString()]
+        body = b"".join(b"\x0a" + _varint(len(i)) + i for i in items)
+        return b"\x12" + _varint(len(body)) + body
+
+    records = [row(3, s) for s in range(100)] + [row(500, 100), row(300, 101), row(3, 102)]
+    folder = tmp_path / "offline-run-w"
+    folder.mkdir()
+    (folder / "run-w.wandb").write_bytes(frame(records))
+    exact = []
+    decode = wandb_import._exact_record
+    monkeypatch.setattr(wandb_import, "_exact_record",
+                        lambda data, reading, name: exact.append(data) or decode(data, reading,
+                                                                                 name))
+    assert len(read_wandb(folder).tables["scalars"]) == 3 * 101 + 500 + 300
+    assert exact == []
+    monkeypatch.undo()
+    assert_same(folder)
