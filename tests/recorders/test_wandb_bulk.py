@@ -19,6 +19,7 @@ pytest.importorskip("google.protobuf")
 from tracelab.recorders.importers import wandb as wandb_import  # noqa: E402
 from tracelab.recorders.importers.records import BLOCK  # noqa: E402
 from tracelab.recorders.importers.wandb import read_wandb  # noqa: E402
+from test_protowalk import varint as _varint  # noqa: E402
 from test_wandb_records import frame  # noqa: E402
 
 _CLIENT = textwrap.dedent(r"""
@@ -196,15 +197,6 @@ def test_records_across_blocks_read_the_same(tmp_path):
     (folder / "run-y.wandb").write_bytes(frame([small, big, small]))
     imported = assert_same(folder)
     assert len(imported.tables["scalars"]) == 4002
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
 
 
 def test_a_file_without_history(tmp_path):
