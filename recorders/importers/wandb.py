@@ -5,8 +5,10 @@
 log": a 7-byte header (`:W&B`, 0xBEE1, version 0), then 32 KiB blocks of records, each framed
 by a CRC-32 (of the record type and data), its length and its type (whole, or the first,
 middle or last piece of a record split across blocks). Each record is a protobuf `Record`;
-`records.py` checks the framing, and this module decodes, with the protobuf package and a
-descriptor of only the fields it needs (no wandb package, no generated code):
+`records.py` checks the framing; the history rows and the summary are decoded in bulk
+(`wandb_fast.py`), and every other record, or one the bulk decoder cannot prove it read, with
+the protobuf package and a descriptor of only the fields needed (`wandb_proto.py`: no wandb
+package, no generated code):
 
     history (2)  one row of `run.log`: items `{nested_key, value_json}`, `_step`, `_timestamp`
     summary (3)  summary updates;   config (5) config updates
@@ -26,20 +28,20 @@ import math
 import re
 import os
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
 
-from tracelab.core.errors import TraceError, TracelabError
+from tracelab.core.errors import TraceError
 from tracelab.core.formats import WANDB
 from tracelab.core.schema import SCALARS, TENSORS
 from tracelab.recorders.importers.common import Imported, TagMap, base_meta, scalar_columns
 from tracelab.recorders.importers import protowalk
 from tracelab.recorders.importers import wandb_fast as fast
 from tracelab.recorders.importers.records import read_joined, read_records
+from tracelab.recorders.importers.wandb_proto import item_class, record_class
 from tracelab.recorders.importers.tensorboard import histogram_stats
 
 SUFFIX = ".wandb"
@@ -48,59 +50,6 @@ _BOOKKEEPING = ("_step", "_timestamp", "_runtime")
 
 def is_wandb_file(name: str) -> bool:
     return name.startswith("run-") and name.endswith(SUFFIX)
-
-
-@lru_cache(maxsize=1)
-def _record_class():
-    """`Record`, with only the fields read here (field numbers as in wandb_internal.proto)."""
-    try:
-        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-    except ImportError:
-        raise TracelabError("reading W&B runs needs the protobuf package: pip install "
-                            "'tracelab[wandb]'") from None
-    F = descriptor_pb2.FieldDescriptorProto
-    file = descriptor_pb2.FileDescriptorProto(name="tracelab_wandb_subset.proto",
-                                              package="tracelab_wandb", syntax="proto3")
-
-    def message(name: str, *fields: tuple, oneof: Optional[str] = None) -> None:
-        m = file.message_type.add(name=name)
-        if oneof:
-            m.oneof_decl.add(name=oneof)
-        for fname, number, kind, *rest in fields:
-            repeated = "repeated" in rest
-            f = m.field.add(name=fname, number=number, type=kind,
-                            label=F.LABEL_REPEATED if repeated else F.LABEL_OPTIONAL)
-            if kind == F.TYPE_MESSAGE:
-                f.type_name = f".tracelab_wandb.{rest[0]}"
-            if "oneof" in rest:
-                f.oneof_index = 0
-
-    S, I64, I32, D, B, M = (F.TYPE_STRING, F.TYPE_INT64, F.TYPE_INT32, F.TYPE_DOUBLE,
-                            F.TYPE_BOOL, F.TYPE_MESSAGE)
-    message("Item", ("key", 1, S), ("nested_key", 2, S, "repeated"),
-            ("boolean", 4, B, "oneof"), ("integer", 5, F.TYPE_SINT64, "oneof"),
-            ("number", 6, D, "oneof"), ("value_json", 16, S), oneof="value")
-    message("Step", ("num", 1, I64))
-    message("History", ("item", 1, M, "Item", "repeated"), ("step", 2, M, "Step"))
-    message("Update", ("update", 1, M, "Item", "repeated"), ("remove", 2, M, "Item", "repeated"))
-    message("Timestamp", ("seconds", 1, I64), ("nanos", 2, I32))
-    message("Run", ("run_id", 1, S), ("entity", 2, S), ("project", 3, S),
-            ("config", 4, M, "Update"), ("display_name", 8, S), ("notes", 9, S),
-            ("tags", 10, S, "repeated"), ("host", 13, S), ("start_time", 17, M, "Timestamp"))
-    message("Exit", ("exit_code", 1, I32), ("runtime", 2, I32))
-    message("Record", ("num", 1, I64), ("history", 2, M, "History"),
-            ("summary", 3, M, "Update"), ("config", 5, M, "Update"), ("run", 17, M, "Run"),
-            ("exit", 18, M, "Exit"))
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(file)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("tracelab_wandb.Record"))
-
-
-@lru_cache(maxsize=1)
-def _item_class():
-    from google.protobuf import message_factory
-    update = _record_class().DESCRIPTOR.fields_by_name["summary"].message_type
-    return message_factory.GetMessageClass(update.fields_by_name["update"].message_type)
 
 
 def _key(item) -> str:
@@ -182,7 +131,7 @@ def read_wandb(path: str | os.PathLike, tags: TagMap | None = None, *,
     if not files:
         raise TraceError(f"{path}: no run-*.wandb file; expected a W&B run folder "
                          "(wandb/offline-run-*/ or wandb/run-*/)")
-    reading = _Reading(tags, _record_class())
+    reading = _Reading(tags, record_class())
     for file in files:
         if bulk:
             data, starts, ends, damage = read_joined(file, fast.PAD)
@@ -234,7 +183,7 @@ def _read_file(data: bytes, starts: np.ndarray, ends: np.ndarray, reading: _Read
     summary_at = np.flatnonzero(kinds == fast.SUMMARY)
     both = np.flatnonzero((kinds == fast.HISTORY) | (kinds == fast.SUMMARY))
     rows, summary = fast.decode(buf, data, kstart[both], kend[both],
-                                kinds[both] == fast.SUMMARY, _item_class(),
+                                kinds[both] == fast.SUMMARY, item_class(),
                                 summary=not (kinds == fast.EXACT).any())
     exact = np.isin(kinds, (fast.EXACT, fast.CONFIG, fast.RUN, fast.EXIT))
     exact[hist_at[rows.exact]] = True

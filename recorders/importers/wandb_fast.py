@@ -46,6 +46,7 @@ def record_kinds(top: Fields, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     start[msg], end[msg] = top.start[at], top.end[at]
     kinds[np.bincount(msg, minlength=n) > 1] = EXACT
     kinds[msg[top.wire[at] != LEN]] = EXACT
+    kinds[top.msg[(top.number == 1) & (top.wire != VARINT)]] = EXACT  # Record.num
     kinds[top.bad] = EXACT
     return kinds, start, end
 

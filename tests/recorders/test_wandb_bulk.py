@@ -17,6 +17,7 @@ pytest.importorskip("wandb")
 pytest.importorskip("google.protobuf")
 
 from tracelab.recorders.importers import wandb as wandb_import  # noqa: E402
+from tracelab.recorders.importers import wandb_proto  # noqa: E402
 from tracelab.recorders.importers.records import BLOCK  # noqa: E402
 from tracelab.recorders.importers.wandb import read_wandb  # noqa: E402
 from test_protowalk import varint as _varint  # noqa: E402
@@ -137,9 +138,7 @@ def test_truncated_file_reads_the_same(runs, tmp_path, keep):
 
 
 def _messages():
-    record_class = wandb_import._record_class()
-    item_class = wandb_import._item_class()
-    return record_class, item_class
+    return wandb_proto.record_class(), wandb_proto.item_class()
 
 
 def test_hand_made_records_in_other_layouts(tmp_path):
