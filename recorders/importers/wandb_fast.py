@@ -110,8 +110,8 @@ def texts(data: bytes, start: np.ndarray, end: np.ndarray, kind=pa.large_string(
         return pa.array([], kind)
     bounds = np.empty(2 * n, dtype=np.int64)
     bounds[0::2], bounds[1::2] = start, end
-    if (start[1:] < end[:-1]).any() or (end < start).any():
-        return pa.array([data[a:b] for a, b in zip(start, end)], pa.large_binary()).cast(kind)
+    if (start[1:] < end[:-1]).any() or (end < start).any():  # unordered: one by one
+        return pa.array([data[a:b] for a, b in zip(start, end)], pa.large_binary()).view(kind)
     spans = pa.Array.from_buffers(kind, 2 * n - 1,
                                   [None, pa.py_buffer(bounds), pa.py_buffer(data)])
     return spans.take(pa.array(np.arange(0, 2 * n - 1, 2)))

@@ -236,3 +236,29 @@ def test_long_rows_among_short_ones(tmp_path, monkeypatch):
     assert exact == []
     monkeypatch.undo()
     assert_same(folder)
+
+
+def test_text_that_is_not_utf8(tmp_path):
+    """protobuf rejects a record whose strings are not UTF-8 (the record is skipped and
+    listed); the bulk decoder leaves such records to it."""
+    def item(key: bytes, value: bytes) -> bytes:
+        return (b"\x12" + _varint(len(key)) + key + b"\x82\x01" + _varint(len(value)) + value)
+
+    def record(field: bytes, items: list[bytes]) -> bytes:
+        body = b"".join(b"\x0a" + _varint(len(i)) + i for i in items)
+        return field + _varint(len(body)) + body
+
+    history, summary = b"\x12", b"\x1a"
+    records = [record(history, [item(b"loss", b"1.0"), item(b"_step", b"0")]),
+               record(history, [item(b"loss", b"\xff"), item(b"_step", b"1")]),
+               record(history, [item(b"lo\xffss", b"2.0"), item(b"_step", b"2")]),
+               record(history, [item(b"loss", b"3.0"), item(b"_step", b"3")]),
+               record(summary, [item(b"best", b"1")]),
+               record(summary, [item(b"best", b'"\xff"')])]
+    folder = tmp_path / "offline-run-u"
+    folder.mkdir()
+    (folder / "run-u.wandb").write_bytes(frame(records))
+    imported = assert_same(folder)
+    assert list(imported.tables["scalars"].to_pandas()["value"]) == [1.0, 3.0]
+    assert imported.meta["source"]["summary"] == {"best": 1}
+    assert sum("not W&B's" in p for p in imported.problems) == 3
