@@ -114,7 +114,8 @@ def main() -> None:
               f"{os.getloadavg()[0]:.1f}")
         for fmt, seconds in best.items():
             ratio = seconds / best["tracelab"]
-            print(f"  {fmt:<11} {rows[fmt]:>7} rows  {seconds * 1000:8.1f} ms  {ratio:5.2f}x native")
+            print(f"  {fmt:<11} {rows[fmt]:>7} rows  {seconds * 1000:8.1f} ms  "
+                  f"{ratio:5.2f}x native")
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -174,9 +174,9 @@ class _Reading:
 
 def _read_file(data: bytes, starts: np.ndarray, ends: np.ndarray, reading: _Reading,
                name: str) -> None:
-    """The records `data[starts[i]:ends[i]]` of one file (`data` followed by `fast.PAD` zero bytes):
-    history rows and the summary decoded in bulk (`wandb_fast`), the rest (and whatever that
-    cannot prove it read) record by record, in file order."""
+    """The records `data[starts[i]:ends[i]]` of one file (`data` ends in `fast.PAD` zero
+    bytes): history rows and the summary decoded in bulk (`wandb_fast`), the rest (and
+    whatever that cannot prove it read) record by record, in file order."""
     buf = np.frombuffer(data, dtype=np.uint8)
     kinds, kstart, kend = fast.record_kinds(protowalk.fields(buf, starts, ends), len(starts))
     hist_at = np.flatnonzero(kinds == fast.HISTORY)
