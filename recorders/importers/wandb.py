@@ -125,7 +125,7 @@ def read_wandb(path: str | os.PathLike, tags: TagMap | None = None, *,
                bulk: bool = True) -> Imported:
     """Read a W&B run (its folder or its `.wandb` file) into trace tables (in memory).
     `bulk=False` decodes every record with protobuf, one message object per item: the
-    reference that the bulk decoder (`wandb_fast`) is tested against, and ten times slower."""
+    reference that the bulk decoder (`wandb_fast`) is tested against, about 4x slower."""
     path, tags = Path(path), tags or TagMap()
     files = wandb_files(path)
     if not files:
