@@ -6,10 +6,11 @@ Writes three copies of one history, 50 metrics x 2,000 steps (100,000 values):
 - an MLflow file-store run, logged with mlflow's client (`log_batch`): 50 metric files;
 - a tracelab run, written with RunWriter.
 
-Then, alternating the three in the same process, times opening each as a Run with its scalars
-table loaded (`open_any(path).scalars`: for the logs of other loggers that is the import,
+Then, alternating them in the same process, times opening each as a Run with its scalars
+table loaded (`open_source(...).scalars`: for the logs of other loggers that is the import,
 decoding included), best of `--repeat`, and prints the import / native ratios. The target is
-3x at most.
+3x at most. `wandb-exact` is the W&B run read by the reference decoder (`bulk=False`: a
+protobuf message per record), which the bulk decoder is tested against.
 
     python benchmarks/import_scale.py [--steps N] [--metrics M] [--repeat K] [--keep DIR]
 """
@@ -96,19 +97,25 @@ def main() -> None:
             _client(_MLFLOW, root, args.steps, args.metrics)
         if not (root / "native").exists():
             _native(root / "native", args.steps, args.metrics)
+        from tracelab.recorders.importers.wandb import read_wandb
         sources = {s.format: s for s in discover(root)}
+        readers = {fmt: (lambda s=sources[fmt]: open_source(s))
+                   for fmt in ("tracelab", "wandb", "mlflow")}
+        wandb_run = sources["wandb"].path  # the reference decoder, a message object per item
+        readers["wandb-exact"] = lambda: read_wandb(wandb_run, bulk=False).as_run(wandb_run)
         rows = {}
-        best = {fmt: float("inf") for fmt in ("tracelab", "wandb", "mlflow")}
+        best = dict.fromkeys(readers, float("inf"))
         for _ in range(args.repeat):
-            for fmt in best:  # alternating, so that load on the machine hits all three alike
+            for fmt, read in readers.items():  # alternating: load on the machine hits all alike
                 started = time.perf_counter()
-                run = open_source(sources[fmt])
-                rows[fmt] = len(run.scalars)
+                rows[fmt] = len(read().scalars)
                 best[fmt] = min(best[fmt], time.perf_counter() - started)
-        print(f"{args.steps} steps x {args.metrics} metrics; best of {args.repeat}")
+        print(f"{args.steps} steps x {args.metrics} metrics; best of {args.repeat}; load average "
+              f"{os.getloadavg()[0]:.1f}")
         for fmt, seconds in best.items():
             ratio = seconds / best["tracelab"]
-            print(f"  {fmt:<9} {rows[fmt]:>7} rows  {seconds * 1000:8.1f} ms  {ratio:5.2f}x native")
+            print(f"  {fmt:<11} {rows[fmt]:>7} rows  {seconds * 1000:8.1f} ms  "
+                  f"{ratio:5.2f}x native")
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

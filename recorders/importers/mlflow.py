@@ -199,6 +199,7 @@ def _read_metrics(folder: Path, problems: list[str]) -> dict[str, tuple]:
         texts[key] = data
     series = {}
     whole = all(not data or data.endswith(b"\n") for data in texts.values())
+    lines = [data.count(b"\n") for data in texts.values()] if whole else []
     if whole and texts:
         try:  # Arrow's CSV reader: about 5x pandas' here; any odd line fails it
             parsed = pa_csv.read_csv(
@@ -208,15 +209,14 @@ def _read_metrics(folder: Path, problems: list[str]) -> dict[str, tuple]:
                 convert_options=pa_csv.ConvertOptions(
                     column_types=dict.fromkeys("tvs", pa.float64()), strings_can_be_null=False,
                     null_values=[], quoted_strings_can_be_null=False))
-            table = np.column_stack([parsed.column(c).to_numpy() for c in "tvs"])
+            stamps, values, steps = (parsed.column(c).to_numpy() for c in "tvs")
         except (pa.ArrowInvalid, ValueError):
-            table = None
-        if table is not None and len(table) == sum(d.count(b"\n") for d in texts.values()):
+            steps = None
+        if steps is not None and len(steps) == sum(lines):
             start = 0
-            for key, data in texts.items():
-                end = start + data.count(b"\n")
-                block = table[start:end]
-                series[key] = (block[:, 2], block[:, 1], block[:, 0] / 1000.0)
+            for key, count in zip(texts, lines):
+                end = start + count
+                series[key] = (steps[start:end], values[start:end], stamps[start:end] / 1000.0)
                 start = end
             return series
     for key, data in texts.items():

@@ -5,7 +5,7 @@ import struct
 import zlib
 
 from tracelab.recorders.importers.records import (BLOCK, FIRST, FULL, HEADER, LAST, MIDDLE,
-                                                  read_records)
+                                                  read_joined, read_records)
 
 
 def frame(records: list[bytes]) -> bytes:
@@ -62,3 +62,25 @@ def test_not_a_wandb_file(tmp_path):
     file.write_bytes(b"PK\x03\x04 something else")
     records, damage = read_records(file)
     assert records == [] and "W&B header" in damage.reason
+
+
+def test_joined_records_are_the_records(tmp_path):
+    """read_joined (all blocks walked at once) against read_records (piece by piece), on whole,
+    truncated and damaged files: the same records, the same damage."""
+    data = frame(RECORDS)
+    flipped = bytearray(data)
+    flipped[-2] ^= 1
+    header = bytearray(data)
+    header[len(HEADER) + 6] = 9  # the first piece's type
+    for i, content in enumerate([data, data[:40_000], bytes(flipped), bytes(header),
+                                 frame([]), frame([b"x" * 5] * 5000)]):
+        file = tmp_path / f"run-{i}.wandb"
+        file.write_bytes(content)
+        records, damage = read_records(file)
+        joined, starts, ends, got = read_joined(file, pad=16)
+        assert [joined[a:b] for a, b in zip(starts, ends)] == records
+        assert joined[len(joined) - 16:] == bytes(16)
+        assert (got is None) == (damage is None)
+        if damage is not None:
+            assert (got.record, got.offset, got.reason) == (damage.record, damage.offset,
+                                                            damage.reason)
