@@ -21,7 +21,7 @@ from tracelab.reports.findings_context import SEVERITY_LABELS, findings_and_diag
 from tracelab.reports.finding_plots import mentioned
 from tracelab.reports.overview import OVERVIEW
 from tracelab.reports.charts import rendered
-from tracelab.reports.plots import style, unique
+from tracelab.reports.plots import unique
 
 __all__ = ["SEVERITY_LABELS", "build_context"]
 from tracelab.core.schema import (ACTIVATION, GRAD, META_ABSENT, REQUIREMENTS, STEP_TIME, UPDATE,
@@ -179,15 +179,12 @@ def overview_plots(d: Diagnosis, *, plots: bool = True) -> list[dict[str, Any]]:
         entry = {"title": title, "caption": caption, "function": fn.__name__, "uri": None,
                  "chart": None, "note": ""}
         if plots:
-            with style():
-                try:
-                    fig = fn(d.run, marked)
-                except Exception as exc:  # odd data costs a plot, never the report
-                    entry["note"] = f"plot unavailable ({type(exc).__name__}: {exc})"
-                    fig = None
-                if fig is None and not entry["note"]:
-                    continue
-                entry["uri"], entry["chart"] = rendered(fig)
+            try:
+                entry["uri"], entry["chart"] = rendered(fn(d.run, marked))
+            except Exception as exc:  # odd data costs a plot, never the report
+                entry["note"] = f"plot unavailable ({type(exc).__name__}: {exc})"
+            if entry["uri"] is None and not entry["note"]:
+                continue
         out.append(entry)
     return out
 
