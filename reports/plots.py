@@ -63,14 +63,17 @@ def envelope(s: pd.Series, max_points: int = MAX_POINTS) -> pd.DataFrame:
     """x, mean, lo, hi of a step-indexed series, binned to at most `max_points` points."""
     s = finite(s).sort_index()
     x = s.index.to_numpy(dtype=float)
+    v = s.to_numpy(dtype=float)
     if len(s) <= max_points:
-        v = s.to_numpy()
         return pd.DataFrame({"x": x, "mean": v, "lo": v, "hi": v})
     bins = np.linspace(x[0], x[-1], max_points + 1)
     which = np.clip(np.searchsorted(bins, x, side="right") - 1, 0, max_points - 1)
-    g = pd.Series(s.to_numpy()).groupby(which)
-    return pd.DataFrame({"x": pd.Series(x).groupby(which).mean(), "mean": g.mean(),
-                         "lo": g.min(), "hi": g.max()}).reset_index(drop=True)
+    starts = np.flatnonzero(np.r_[True, np.diff(which) > 0])  # x is sorted: bins are runs
+    counts = np.diff(np.r_[starts, len(v)])
+    return pd.DataFrame({"x": np.add.reduceat(x, starts) / counts,
+                         "mean": np.add.reduceat(v, starts) / counts,
+                         "lo": np.minimum.reduceat(v, starts),
+                         "hi": np.maximum.reduceat(v, starts)})
 
 
 def draw_series(ax: Panel, s: pd.Series, *, name: str = "", color: Optional[str] = None,
@@ -99,12 +102,14 @@ def binned(wide: pd.DataFrame, max_cols: int = MAX_COLUMNS,
     cols = min(max_cols, n)
     edges = np.linspace(steps[0], steps[-1] + 1, cols + 1)
     which = np.clip(np.searchsorted(edges, steps, side="right") - 1, 0, cols - 1)
-    bad = ~np.isfinite(values) & ~np.isnan(values)
-    frame = pd.DataFrame(np.where(np.isfinite(values), values, np.nan))
-    matrix = frame.groupby(which).mean().to_numpy().T.copy()
+    ok = np.isfinite(values)
+    starts = np.flatnonzero(np.r_[True, np.diff(which) > 0])  # steps are sorted: bins are runs
+    with np.errstate(invalid="ignore", divide="ignore"):
+        matrix = (np.add.reduceat(np.where(ok, values, 0.0), starts, axis=0)
+                  / np.add.reduceat(ok, starts, axis=0)).T
+    bad = ~ok & ~np.isnan(values)
     if bad.any():
-        hit = pd.DataFrame(bad).groupby(which).any().to_numpy().T
-        matrix[hit] = np.nan
+        matrix[np.logical_or.reduceat(bad, starts, axis=0).T] = np.nan
     if len(names) > max_rows:
         group = int(np.ceil(len(names) / max_rows))
         rows = [np.nanmean(matrix[i:i + group], axis=0) if np.isfinite(matrix[i:i + group]).any()
