@@ -79,12 +79,17 @@ def input_collapse(d: Diagnosis, f: Finding) -> Optional[Chart]:
             if is_time:
                 v = (v % 86_400) / 3_600
             if len(v):
-                right.hist(v, bins=np.linspace(0, 24, 49) if is_time else 40, density=True,
-                           alpha=0.5, color=SPLIT_COLORS.get(split), label=f"{prefix}{split}")
+                # A frequency polygon (density at each bin's centre): a line, which the page
+                # draws live beside the panel on its left.
+                density, edges = np.histogram(v, bins=np.linspace(0, 24, 49) if is_time else 40,
+                                              density=True)
+                right.line((edges[:-1] + edges[1:]) / 2, density, color=SPLIT_COLORS.get(split),
+                           label=f"{prefix}{split}", dash=bool(prefix))
                 drawn = True
     if drawn:
-        right.title = ("time of day of sampled values (h)" if is_time
-                       else "sampled values")
+        right.title = ("density of sampled values by time of day (h)" if is_time
+                       else "density of sampled values")
+        right.xlabel = "hour" if is_time else "value"
         right.show_legend()
     else:
         right.visible = False
