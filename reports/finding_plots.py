@@ -3,7 +3,8 @@
 `FINDING_PLOTS` maps each rule name to the function that draws its findings (None: the
 evidence table says it all). A rule missing from the map gets `generic`, which plots whatever
 the finding's subject names. Every function takes (diagnosis, finding) and returns a Chart
-(reports/chart.py) or None; a plot that breaks on odd data never breaks the report (see `finding_figure`).
+(reports/chart.py) or None; a plot that breaks on odd data never breaks the report (see
+`finding_figure`).
 """
 from __future__ import annotations
 

@@ -45,7 +45,8 @@ def key_plots(diagnosis: Diagnosis, path: Path) -> list[tuple[str, Path]]:
         chart = curves_figure(diagnosis.run)
         spec = chart.spec() if chart is not None else None
         if spec is not None:
-            out.append(("loss and metrics", to_png(spec, path.with_name(f"{path.stem}-curves.png"))))
+            target = path.with_name(f"{path.stem}-curves.png")
+            out.append(("loss and metrics", to_png(spec, target)))
     return out
 
 

@@ -93,6 +93,20 @@ def test_shared_x_axes_take_one_range_and_a_grid_is_laid_out_as_matplotlib_does(
     assert b["box"] == pytest.approx([0.125, 0.11, 0.775, 0.35], abs=1e-9)
 
 
+def test_bars_start_at_their_base_and_marks_along_the_top_leave_the_range_alone():
+    chart = Chart(2.0, 8.0)
+    bars, rug = chart.grid(1, 2)
+    bars.hist([1.0, 2.0, 2.5, 3.0], bins=[0, 1, 2, 3], density=False, color="#111111")
+    rug.line([0, 10], [1.0, 3.0])
+    rug.rug([4, 7], color="#c62828", label="steps with NaN/Inf")
+    left, right = chart.spec()["panels"]
+    assert [r["h"] for r in left["rects"]] == [0, 1, 3] and left["ylim"][0] == 0.0
+    assert right["ylim"] == pytest.approx([0.9, 3.1])
+    marks = right["series"][-1]
+    assert marks["points"] and list(marks["x"]) == [4, 7]
+    assert marks["y"] == pytest.approx([0.9 + 0.97 * 2.2] * 2)
+
+
 def test_heatmap_colours_are_matplotlibs():
     from tracelab.reports.colormap import HEAT, to_rgba
     mcolors = pytest.importorskip("matplotlib.colors")
