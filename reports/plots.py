@@ -201,5 +201,13 @@ def update_ratio(run) -> pd.DataFrame:
     if upd.empty or w.empty:
         return pd.DataFrame()
     cols = [c for c in upd.columns if c in w.columns]
+    weights = w[cols].reindex(upd.index).to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return upd[cols] / w[cols].reindex(upd.index).replace(0, np.nan)
+        ratio = upd[cols].to_numpy(dtype=float) / np.where(weights == 0, np.nan, weights)
+    return pd.DataFrame(ratio, index=upd.index, columns=pd.Index(cols, name=upd.columns.name))
+
+
+def any_positive(wide: pd.DataFrame) -> bool:
+    """Whether any finite value of a frame is above zero."""
+    v = wide.to_numpy(dtype=float)
+    return bool((v[np.isfinite(v)] > 0).any())

@@ -6,8 +6,9 @@ from typing import Optional
 import numpy as np
 
 from tracelab.core.findings import Diagnosis, Finding
-from tracelab.reports.plots import (GREY, LINES_UP_TO, MARK, Chart, draw_heatmap, draw_series,
-                                    finite, heat_height, label, log_if_wide, shade, update_ratio)
+from tracelab.reports.plots import (GREY, LINES_UP_TO, MARK, Chart, any_positive, draw_heatmap,
+                                    draw_series, heat_height, label, log_if_wide, shade,
+                                    update_ratio)
 from tracelab.reports.pointers import PlotFn, canvas, evidence_number, layer_lines, mentioned
 from tracelab.core.schema import ACTIVATION, GRAD, WEIGHT
 
@@ -45,7 +46,7 @@ def gradient_layers(d: Diagnosis, f: Finding) -> Optional[Chart]:
                     marked=[i for i in ticks if med.index[i] in marked])
     left.title = "median grad norm per layer"
     layer_lines(right, wide, marked)
-    if (finite(wide.stack()) > 0).any():  # norms across layers: always a log scale
+    if any_positive(wide):  # norms across layers: always a log scale
         right.log("y")
     shade(right, f.steps)
     right.title = "grad norm over steps"
@@ -107,7 +108,7 @@ def update_ratio_layers(d: Diagnosis, f: Finding) -> Optional[Chart]:
     fig = canvas(2.8)
     ax = fig.panel()
     layer_lines(ax, ratio, marked)
-    if (finite(ratio.stack()) > 0).any():
+    if any_positive(ratio):
         ax.log("y")
     ax.hline(1e-3, color=GREY)
     ax.note("≈1e-3 typical")
