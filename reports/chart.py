@@ -57,6 +57,7 @@ class Panel:
         self.inverted = False
         self.sticky: dict[str, list[float]] = {"x": [], "y": []}
         self.shared: Optional[list["Panel"]] = None
+        self.cell: dict[str, Any] = {}
         self._cycle = self._patch_cycle = 0
 
     # -- what it draws ------------------------------------------------------------------------
@@ -247,7 +248,7 @@ class Panel:
                 "yticks": self.yticks, "notes": list(self.notes), "box": list(self.box),
                 "render": {"legend_outside": self.legend_outside,
                            "labels": list(self.hist_labels), "colorbar": self.colorbar,
-                           "marked_ticks": list(self.marked_ticks)}}
+                           "marked_ticks": list(self.marked_ticks), "cell": self.cell}}
 
 
 def _nonsingular(lo: float, hi: float, log: bool) -> tuple[float, float]:
@@ -277,6 +278,10 @@ class Chart:
         lefts, rights = _cells(LEFT, RIGHT, cols, WSPACE, width_ratios)
         made = [Panel([lefts[c], bottoms[r], rights[c] - lefts[c], tops[r] - bottoms[r]])
                 for r in range(rows) for c in range(cols)]
+        grid = {"rows": rows, "cols": cols, "height_ratios": height_ratios,
+                "width_ratios": width_ratios}
+        for i, p in enumerate(made):  # where it sits, for renderers that lay panels out anew
+            p.cell = {**grid, "row": i // cols, "col": i % cols}
         if sharex:
             for p in made:
                 p.shared = made

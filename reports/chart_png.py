@@ -15,7 +15,6 @@ import numpy as np
 
 from tracelab.core.errors import TracelabError
 from tracelab.core.files import atomic_path
-from tracelab.reports.chart import COLORBAR
 
 # PNG files tracelab writes carry this in their Software text chunk: a rerun may replace its own
 # plots, never a file of the user's that happens to have the same name.
@@ -52,13 +51,15 @@ def to_png(spec: dict[str, Any], path: Path) -> Path:
     from matplotlib.figure import Figure
 
     with matplotlib.rc_context(_RC):
-        fig = Figure(figsize=(spec["width"], spec["height"]))
+        fig = Figure(figsize=(spec["width"], spec["height"]), layout="constrained")
+        cell = spec["panels"][0]["render"]["cell"]
+        grid = fig.add_gridspec(cell["rows"], cell["cols"], height_ratios=cell["height_ratios"],
+                                width_ratios=cell["width_ratios"])
         for p in spec["panels"]:
-            ax = fig.add_axes(p["box"])
+            ax = fig.add_subplot(grid[p["render"]["cell"]["row"], p["render"]["cell"]["col"]])
             _panel(fig, ax, p)
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight",
-                        metadata={"Software": PNG_SOFTWARE})
+            fig.savefig(tmp, format="png", dpi=110, metadata={"Software": PNG_SOFTWARE})
     return path
 
 
@@ -97,9 +98,7 @@ def _panel(fig, ax, p: dict[str, Any]) -> None:
             name = "RdBu_r" if bar["diverging"] else None
             cmap = matplotlib.colormaps[name] if name else _heat()
             sm = matplotlib.cm.ScalarMappable(Normalize(bar["lo"], bar["hi"]), cmap)
-            x, y, w, h = p["box"]
-            full = w / (1 - COLORBAR)  # the bar takes the width the panel gave up
-            cb = fig.colorbar(sm, cax=fig.add_axes([x + full * 0.97, y, full * 0.03, h]))
+            cb = fig.colorbar(sm, ax=ax, pad=0.03, fraction=0.03)
             cb.set_label(_text(bar["label"]), fontsize=7.5)
             cb.ax.tick_params(labelsize=7)
     for axis, log in (("x", p["xlog"]), ("y", p["ylog"])):
