@@ -1,18 +1,22 @@
 """Renderers of a Diagnosis: HTML (one self-contained file), Markdown and JSON.
 
     context.py        the report's content as plain data (what the renderers draw)
-    plots.py          overview figures and drawing helpers (matplotlib, no pyplot)
+    chart.py          the chart builder the plot functions draw on: chart data, no pixels
+    plots.py          drawing helpers and data shaping; overview.py the overview charts
     finding_plots.py  one plot per finding, keyed by rule name
-    charts.py         a figure read as data for the page's interactive charts (uPlot);
-                      chart_svg.py draws the same as a static SVG, downsample.py, png.py
+    charts.py         a chart as the page's data for its interactive charts (uPlot);
+                      chart_svg.py draws the same as a static SVG, colormap.py and png.py
+                      the heatmaps' pixels, downsample.py keeps extremes
+    chart_png.py      a chart as a PNG file (matplotlib), for the Markdown summary
     html.py           the HTML report and the demo's index page (Jinja2, autoescaped)
     markdown.py       the ticket summary with its key plots as PNG files
     text.py           the diagnosis as text for a terminal
     diff_report.py    `tracelab diff` as text and as one HTML page
     batch_index.py    the sortable index page of `tracelab batch`
 
-The HTML and Markdown writers are imported on first use: they bring matplotlib and Jinja2,
-which a command that writes neither should not pay for.
+The HTML and Markdown writers are imported on first use: they bring Jinja2 (and, for the
+Markdown summary's PNGs only, matplotlib), which a command that writes neither should not
+pay for. The HTML report never imports matplotlib.
 """
 from __future__ import annotations
 

@@ -21,11 +21,11 @@ from tracelab.reports.findings_context import SEVERITY_LABELS, findings_and_diag
 from tracelab.reports.finding_plots import mentioned
 from tracelab.reports.overview import OVERVIEW
 from tracelab.reports.charts import rendered
-from tracelab.reports.plots import style, unique
+from tracelab.reports.plots import unique
 
 __all__ = ["SEVERITY_LABELS", "build_context"]
 from tracelab.core.schema import (ACTIVATION, GRAD, META_ABSENT, REQUIREMENTS, STEP_TIME, UPDATE,
-                                   WEIGHT)
+                                   WEIGHT, Needs)
 
 MAX_FEATURES = 40
 # Environment keys that decide whether a run can be reproduced, in reading order.
@@ -169,9 +169,16 @@ def verdict(d: Diagnosis) -> dict[str, Any]:
             "counts": d.counts(), "errors": len(d.errors)}
 
 
+def tensor_kinds(run) -> list[str]:
+    """The tensor kinds the run recorded (from what the analysis found available)."""
+    return [kind for kind, need in ((WEIGHT, Needs.WEIGHTS), (GRAD, Needs.GRADS),
+                                    (UPDATE, Needs.UPDATES), (ACTIVATION, Needs.ACTIVATIONS))
+            if need in run.available]
+
+
 def overview_plots(d: Diagnosis, *, plots: bool = True) -> list[dict[str, Any]]:
     out = []
-    names = unique(d.run.tensors["name"])
+    names = {n for kind in tensor_kinds(d.run) for n in d.run.stat(kind, "norm").columns}
     # Only subjects and evidence: messages also name the healthy layers they compare with.
     marked = {m for f in d.findings if f.severity is not Severity.INFO
               for m in mentioned(f, names, message=False)}
@@ -179,15 +186,12 @@ def overview_plots(d: Diagnosis, *, plots: bool = True) -> list[dict[str, Any]]:
         entry = {"title": title, "caption": caption, "function": fn.__name__, "uri": None,
                  "chart": None, "note": ""}
         if plots:
-            with style():
-                try:
-                    fig = fn(d.run, marked)
-                except Exception as exc:  # odd data costs a plot, never the report
-                    entry["note"] = f"plot unavailable ({type(exc).__name__}: {exc})"
-                    fig = None
-                if fig is None and not entry["note"]:
-                    continue
-                entry["uri"], entry["chart"] = rendered(fig)
+            try:
+                entry["uri"], entry["chart"] = rendered(fn(d.run, marked))
+            except Exception as exc:  # odd data costs a plot, never the report
+                entry["note"] = f"plot unavailable ({type(exc).__name__}: {exc})"
+            if entry["uri"] is None and not entry["note"]:
+                continue
         out.append(entry)
     return out
 
@@ -269,7 +273,7 @@ def environment(env: dict[str, Any]) -> dict[str, list[tuple[str, str, str]]]:
 
 
 def recorded(run) -> dict[str, Any]:
-    tn, sc, inp = run.tensors, run.scalars, run.inputs
+    sc, inp = run.scalars, run.inputs
     rows = []
 
     def counted(frame, by, what):
@@ -281,12 +285,13 @@ def recorded(run) -> dict[str, Any]:
             names = sorted(unique(sc.loc[sc["split"] == split, "name"]))
             steps = fmt.number(int(scal.at[split, "steps"]))
             rows.append((f"scalars ({split})", f"{fmt.value(names)} at {steps} steps"))
-    kinds = counted(tn, "kind", "name") if len(tn) else None
     for kind, what in ((WEIGHT, "weight stats"), (GRAD, "gradient stats"),
                        (UPDATE, "update stats"), (ACTIVATION, "activation stats")):
-        if kinds is not None and kind in kinds.index:
-            rows.append((what, f"{int(kinds.at[kind, 'n'])} tensors at "
-                               f"{fmt.number(int(kinds.at[kind, 'steps']))} steps"))
+        # The run's step x name view, which the analysis has built already: a group-by of
+        # the whole tensor table would cost more than the rest of the report.
+        wide = run.stat(kind, "norm") if kind in tensor_kinds(run) else None
+        if wide is not None and wide.shape[1]:
+            rows.append((what, f"{wide.shape[1]} tensors at {fmt.number(wide.shape[0])} steps"))
     feats = counted(inp, "split", "feature") if len(inp) else None
     for split in run.splits():
         if feats is not None and split in feats.index:

@@ -2,28 +2,28 @@
 
 `FINDING_PLOTS` maps each rule name to the function that draws its findings (None: the
 evidence table says it all). A rule missing from the map gets `generic`, which plots whatever
-the finding's subject names. Every function takes (diagnosis, finding) and returns a Figure or
-None; a plot that breaks on odd data never breaks the report (see `finding_figure`).
+the finding's subject names. Every function takes (diagnosis, finding) and returns a Chart
+(reports/chart.py) or None; a plot that breaks on odd data never breaks the report (see
+`finding_figure`).
 """
 from __future__ import annotations
 
 from typing import Optional
 
 import pandas as pd
-from matplotlib.figure import Figure
 
 from tracelab.core.findings import Diagnosis, Finding
 from tracelab.reports import plots_inputs as inputs
 from tracelab.reports import plots_layers as layers
 from tracelab.reports import plots_training as training
-from tracelab.reports.plots import log_if_wide, shade
+from tracelab.reports.plots import Chart, log_if_wide, shade
 from tracelab.reports.pointers import PlotFn, canvas, layer_lines, mentioned
 from tracelab.core.schema import ACTIVATION, GRAD, UPDATE, WEIGHT
 
 __all__ = ["FINDING_PLOTS", "finding_figure", "generic", "mentioned"]
 
 
-def generic(d: Diagnosis, f: Finding) -> Optional[Figure]:
+def generic(d: Diagnosis, f: Finding) -> Optional[Chart]:
     """The tensors or scalar the finding names over steps; else the loss, its steps shaded."""
     run = d.run
     for kind in (GRAD, WEIGHT, UPDATE, ACTIVATION):
@@ -31,12 +31,12 @@ def generic(d: Diagnosis, f: Finding) -> Optional[Figure]:
         marked = mentioned(f, wide.columns) if not wide.empty else []
         if marked:
             fig = canvas(2.8)
-            ax = fig.subplots()
+            ax = fig.panel()
             layer_lines(ax, wide, marked)
             log_if_wide(ax, [wide[m] for m in marked])
             shade(ax, f.steps)
-            ax.set_title(f"{kind} norm: named entries vs the others")
-            ax.set_xlabel("step")
+            ax.title = f"{kind} norm: named entries vs the others"
+            ax.xlabel = "step"
             return fig
     return training.scalar_window(d, f)
 
@@ -75,7 +75,7 @@ FINDING_PLOTS: dict[str, Optional[PlotFn]] = {
 }
 
 
-def finding_figure(d: Diagnosis, f: Finding) -> tuple[Optional[Figure], str]:
+def finding_figure(d: Diagnosis, f: Finding) -> tuple[Optional[Chart], str]:
     """(figure or None, note). A plot that fails falls back to `generic`, then to none."""
     fn = FINDING_PLOTS.get(f.rule, generic)
     if fn is None:

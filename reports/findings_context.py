@@ -9,7 +9,6 @@ from tracelab.core.findings import Diagnosis, Finding, RootCause
 from tracelab.reports import fmt
 from tracelab.reports.finding_plots import FINDING_PLOTS, finding_figure
 from tracelab.reports.charts import rendered
-from tracelab.reports.plots import style
 
 SEVERITY_LABELS = {"error": "Error", "warning": "Warning", "info": "Info", None: "OK"}
 # Findings' plots share this many bytes of the report's 1.5 MB; the overview takes the rest.
@@ -88,10 +87,11 @@ def finding_context(d: Diagnosis, f: Finding, index: int, *, plots: bool = True)
     plot = {"function": getattr(plot_fn, "__name__", str(plot_fn)) if plot_fn else None,
             "uri": None, "chart": None, "note": "", "alt": f"plot for {f.rule} on {f.subject}"}
     if plots and plot_fn is not None:
-        with style():
-            fig, plot["note"] = finding_figure(d, f)
-            if fig is not None:
-                plot["uri"], plot["chart"] = rendered(fig)
+        chart, plot["note"] = finding_figure(d, f)
+        try:
+            plot["uri"], plot["chart"] = rendered(chart)
+        except Exception as exc:  # odd data costs a plot, never the report
+            plot["note"] = f"plot unavailable ({type(exc).__name__}: {exc})"
     return {
         "id": f"finding-{index}",
         "rule": f.rule,

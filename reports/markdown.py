@@ -13,7 +13,6 @@ from tracelab.reports.context import build_context
 from tracelab.reports.findings_context import root_causes
 from tracelab.reports.finding_plots import finding_figure
 from tracelab.reports.overview import curves_figure
-from tracelab.reports.plots import style, to_png
 
 ICONS = {"error": "⛔", "warning": "⚠️", "info": "ℹ️", None: "✅"}
 # Rules whose plot already shows the loss curve; other findings get the curves as a second PNG.
@@ -29,25 +28,25 @@ def cell(text: Any) -> str:
 
 def key_plots(diagnosis: Diagnosis, path: Path) -> list[tuple[str, Path]]:
     """The worst finding's plot and the loss curves, as PNGs named after the Markdown file."""
-    with style():
-        return _key_plots(diagnosis, path)
+    from tracelab.reports.chart_png import to_png
 
-
-def _key_plots(diagnosis: Diagnosis, path: Path) -> list[tuple[str, Path]]:
     out: list[tuple[str, Path]] = []
     shown = None
     leads = [d.finding for d in root_causes(diagnosis)[:3]]
     for f in leads:  # the most likely cause that has a plot
-        fig, _ = finding_figure(diagnosis, f)
-        if fig is not None:
+        chart, _ = finding_figure(diagnosis, f)
+        spec = chart.spec() if chart is not None else None
+        if spec is not None:
             target = path.with_name(f"{path.stem}-{f.rule}.png")
-            out.append((f"{f.rule} on {f.subject}", to_png(fig, target)))
+            out.append((f"{f.rule} on {f.subject}", to_png(spec, target)))
             shown = f.rule
             break
     if shown not in SHOWS_LOSS:
-        fig = curves_figure(diagnosis.run)
-        if fig is not None:
-            out.append(("loss and metrics", to_png(fig, path.with_name(f"{path.stem}-curves.png"))))
+        chart = curves_figure(diagnosis.run)
+        spec = chart.spec() if chart is not None else None
+        if spec is not None:
+            target = path.with_name(f"{path.stem}-curves.png")
+            out.append(("loss and metrics", to_png(spec, target)))
     return out
 
 

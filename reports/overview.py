@@ -1,7 +1,7 @@
 """The overview plots: curves per split, per-layer heatmaps, update ratio, activations, timing.
 
 Each takes the run and the names the findings point at (marked on per-layer views), and returns
-a Figure, or None when the run did not record what it draws.
+a Chart (reports/chart.py), or None when the run did not record what it draws.
 """
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from typing import Iterable, Optional
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
-from tracelab.reports.plots import (LINES_UP_TO, MARK, SPLIT_COLORS, draw_heatmap, draw_series,
-                                    figure, finite, heat_height, label, log_if_wide,
+from tracelab.reports.plots import (GREY, LINES_UP_TO, MARK, SPLIT_COLORS, Chart, draw_heatmap,
+                                    draw_series, figure, finite, heat_height, label, log_if_wide,
                                     outside_legend, unique, update_ratio)
 from tracelab.core.schema import ACTIVATION, DATA_TIME, GRAD, LOSS_NAME, LR_PREFIX, STEP_TIME, TRAIN
 
@@ -28,7 +27,7 @@ def lr_names(run) -> list[str]:
     return [n for n in unique(run.scalars["name"]) if str(n).startswith(LR_PREFIX)]
 
 
-def curves_figure(run, marked: Iterable[str] = (), *, max_panels: int = 8) -> Optional[Figure]:
+def curves_figure(run, marked: Iterable[str] = (), *, max_panels: int = 8) -> Optional[Chart]:
     """Loss and each metric per split, then the learning rate of every param group."""
     names = scalar_names(run)[:max_panels]
     lrs = lr_names(run)
@@ -38,7 +37,7 @@ def curves_figure(run, marked: Iterable[str] = (), *, max_panels: int = 8) -> Op
     cols = 2 if len(panels) > 1 else 1
     rows = int(np.ceil(len(panels) / cols))
     fig = figure(2.3 * rows)
-    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False).ravel())
+    axes = fig.grid(rows, cols)
     for ax, name in zip(axes, panels):
         if name == "__lr__":
             series = [run.scalar(lr, TRAIN) for lr in lrs[:6]]
@@ -47,13 +46,12 @@ def curves_figure(run, marked: Iterable[str] = (), *, max_panels: int = 8) -> Op
             values = finite(pd.concat(series))
             if len(values) and values.min() == values.max():
                 # A flat line's axis would show only rounding noise: say it in words.
-                ax.set_title(f"learning rate: constant {values.iloc[0]:g}")
-                ax.set_yticks([values.iloc[0]])
+                ax.title = f"learning rate: constant {values.iloc[0]:g}"
             else:
-                ax.set_title("learning rate")
+                ax.title = "learning rate"
                 log_if_wide(ax, series)
             if len(lrs) > 1:
-                ax.legend(loc="best")
+                ax.show_legend()
         else:
             series = []
             for split in run.splits():
@@ -61,53 +59,52 @@ def curves_figure(run, marked: Iterable[str] = (), *, max_panels: int = 8) -> Op
                 if len(s):
                     draw_series(ax, s, name=split, color=SPLIT_COLORS.get(split))
                     series.append(s)
-            ax.set_title(label(name))
+            ax.title = label(name)
             log_if_wide(ax, series)
-            ax.legend(loc="best")
-        ax.set_xlabel("step")
+            ax.show_legend()
+        ax.xlabel = "step"
     for ax in axes[len(panels):]:
-        ax.set_visible(False)
+        ax.visible = False
     return fig
 
 
-def grad_norm_figure(run, marked: Iterable[str] = ()) -> Optional[Figure]:
+def grad_norm_figure(run, marked: Iterable[str] = ()) -> Optional[Chart]:
     wide = run.stat(GRAD, "norm")
     if wide.empty:
         return None
     fig = figure(heat_height(wide.shape[1]))
-    ax = fig.subplots()
-    draw_heatmap(fig, ax, wide, marked=marked, cbar="log10 grad norm")
-    ax.set_title("gradient norm per layer (rows in model order)")
+    ax = fig.panel()
+    draw_heatmap(ax, wide, marked=marked, cbar="log10 grad norm")
+    ax.title = "gradient norm per layer (rows in model order)"
     return fig
 
 
-def update_ratio_figure(run, marked: Iterable[str] = ()) -> Optional[Figure]:
+def update_ratio_figure(run, marked: Iterable[str] = ()) -> Optional[Chart]:
     ratio = update_ratio(run)
     if ratio.empty or not np.isfinite(ratio.to_numpy()).any():
         return None
     if ratio.shape[1] <= 4:  # per-step ratios are noisy: more than a few lines is a tangle
         fig = figure(2.6)
-        ax = fig.subplots()
+        ax = fig.panel()
         for name in ratio.columns:
             marked_one = name in set(marked)
             draw_series(ax, ratio[name], name=name, lw=2 if marked_one else 1.1,
                         color=MARK if marked_one else None)
-        ax.axhline(1e-3, color="#555", ls=":", lw=1)
-        ax.annotate("≈1e-3 typical", (0, 1e-3), xycoords=("axes fraction", "data"),
-                    fontsize=7, color="#555", va="bottom")
+        ax.hline(1e-3, color=GREY)
+        ax.note("≈1e-3 typical")
         log_if_wide(ax, [ratio[c] for c in ratio.columns])
         outside_legend(ax)
-        ax.set_xlabel("step")
+        ax.xlabel = "step"
     else:
         fig = figure(heat_height(ratio.shape[1]))
-        ax = fig.subplots()
-        draw_heatmap(fig, ax, ratio, marked=marked, cbar="log10 ‖Δw‖/‖w‖  (−3 typical)",
+        ax = fig.panel()
+        draw_heatmap(ax, ratio, marked=marked, cbar="log10 ‖Δw‖/‖w‖  (−3 typical)",
                      center=-3.0)
-    ax.set_title("update ratio ‖Δw‖/‖w‖ per parameter")
+    ax.title = "update ratio ‖Δw‖/‖w‖ per parameter"
     return fig
 
 
-def activation_figure(run, marked: Iterable[str] = ()) -> Optional[Figure]:
+def activation_figure(run, marked: Iterable[str] = ()) -> Optional[Chart]:
     """Dead fraction of every activation, and saturated fraction where it is defined."""
     dead = run.stat(ACTIVATION, "dead_frac")
     sat = run.stat(ACTIVATION, "saturated_frac")
@@ -119,38 +116,37 @@ def activation_figure(run, marked: Iterable[str] = ()) -> Optional[Figure]:
         return None
     heights = [heat_height(f.shape[1]) if f.shape[1] > LINES_UP_TO else 2.4 for f, _ in panels]
     fig = figure(sum(heights))
-    axes = np.atleast_1d(fig.subplots(len(panels), 1, height_ratios=heights, squeeze=False)
-                         .ravel())
+    axes = fig.grid(len(panels), 1, height_ratios=heights)
     marked = set(marked)
     for ax, (frame, title) in zip(axes, panels):
         if frame.shape[1] > LINES_UP_TO:
-            draw_heatmap(fig, ax, frame, log=False, marked=marked, cbar="fraction",
+            draw_heatmap(ax, frame, log=False, marked=marked, cbar="fraction",
                          vmin=0.0, vmax=1.0)
         else:
             for name in frame.columns:
                 hit = name in marked
                 draw_series(ax, frame[name], name=name, lw=2 if hit else 1.1,
                             color=MARK if hit else None)
-            ax.set_ylim(-0.03, 1.03)
+            ax.set_limits("y", -0.03, 1.03)
             outside_legend(ax)
-            ax.set_xlabel("step")
-        ax.set_title(f"activations: {title}")
+            ax.xlabel = "step"
+        ax.title = f"activations: {title}"
     return fig
 
 
-def timing_figure(run, marked: Iterable[str] = ()) -> Optional[Figure]:
+def timing_figure(run, marked: Iterable[str] = ()) -> Optional[Chart]:
     step_t, data_t = run.scalar(STEP_TIME, TRAIN), run.scalar(DATA_TIME, TRAIN)
     if not len(step_t) and not len(data_t):
         return None
     fig = figure(2.2)
-    ax = fig.subplots()
+    ax = fig.panel()
     if len(step_t):
         draw_series(ax, step_t, name="step time")
     if len(data_t):
         draw_series(ax, data_t, name="data wait")
-    ax.set_title("time per step (s)")
-    ax.set_xlabel("step")
-    ax.legend(loc="best")
+    ax.title = "time per step (s)"
+    ax.xlabel = "step"
+    ax.show_legend()
     return fig
 
 

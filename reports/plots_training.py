@@ -5,32 +5,32 @@ from typing import Optional
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from tracelab.core.findings import Diagnosis, Finding
 from tracelab.reports.overview import timing_figure
-from tracelab.reports.plots import MARK, draw_series, finite, label, shade, unique
+from tracelab.reports.plots import MARK, Chart, draw_series, finite, label, shade, unique
 from tracelab.reports.pointers import (canvas, curve, evidence_number, mentioned, nonfinite_rug,
                                        subject_scalar, total_norm, window)
 from tracelab.core.schema import GRAD, LOSS_NAME, LR_PREFIX, TRAIN, WEIGHT
 
+GREEN = "#2e7d32"  # the best the run did
 
 
-def scalar_window(d: Diagnosis, f: Finding) -> Optional[Figure]:
+def scalar_window(d: Diagnosis, f: Finding) -> Optional[Chart]:
     """The named scalar (the loss by default) with the finding's steps shaded."""
     run = d.run
     name, splits = subject_scalar(run, f)
     fig = canvas(2.8)
-    ax = fig.subplots()
+    ax = fig.panel()
     if not curve(ax, run, name, splits, emphasize=splits[:1]):
         return None
     shade(ax, f.steps, "finding" if f.steps and f.steps[0] == f.steps[1] else "")
-    ax.set_title(f"{label(name)} ({', '.join(label(s) for s in splits)}); finding's steps "
-                 "shaded")
+    ax.title = (f"{label(name)} ({', '.join(label(s) for s in splits)}); finding's steps "
+                "shaded")
     return fig
 
 
-def learning_rate(d: Diagnosis, f: Finding) -> Optional[Figure]:
+def learning_rate(d: Diagnosis, f: Finding) -> Optional[Chart]:
     """The train loss over the whole run with the learning rate under it: what a too-high
     rate does to the loss, step for step."""
     run = d.run
@@ -39,34 +39,34 @@ def learning_rate(d: Diagnosis, f: Finding) -> Optional[Figure]:
     if not len(loss) or not lrs:
         return scalar_window(d, f)
     fig = canvas(4.0)
-    top, bottom = fig.subplots(2, 1, sharex=True)
+    top, bottom = fig.grid(2, 1, sharex=True)
     draw_series(top, loss, name="train loss", color=MARK)
-    top.set_title("train loss")
+    top.title = "train loss"
     draw_series(bottom, run.scalar(lrs[0], TRAIN), name=label(lrs[0]))
-    bottom.set_title(f"learning rate ({label(lrs[0])})")
-    bottom.set_xlabel("step")
+    bottom.title = f"learning rate ({label(lrs[0])})"
+    bottom.xlabel = "step"
     return fig
 
 
-def loss_oscillation(d: Diagnosis, f: Finding) -> Optional[Figure]:
+def loss_oscillation(d: Diagnosis, f: Finding) -> Optional[Chart]:
     """The loss with the swinging stretch shaded, its 10th-90th percentile band, and the best
     level it had reached before (when the finding gives them)."""
     fig = scalar_window(d, f)
     if fig is None or not f.steps:
         return fig
-    ax = fig.axes[0]
+    ax = fig.panels[0]
     p10, p90 = evidence_number(f, "p10"), evidence_number(f, "p90")
     if p10 is not None and p90 is not None:
-        ax.fill_between(list(f.steps), [p10] * 2, [p90] * 2, color=MARK, alpha=0.12, lw=0,
-                        label="10th-90th percentile")
+        ax.band(list(f.steps), [p10] * 2, [p90] * 2, color=MARK, alpha=0.12,
+                label="10th-90th percentile")
     best = evidence_number(f, "best_level", "best")
     if best is not None:
-        ax.axhline(best, color="#2e7d32", ls="--", lw=1.1, label="best level reached")
-    ax.legend(loc="best")
+        ax.hline(best, color=GREEN, label="best level reached")
+    ax.show_legend()
     return fig
 
 
-def loss_spike(d: Diagnosis, f: Finding) -> Optional[Figure]:
+def loss_spike(d: Diagnosis, f: Finding) -> Optional[Chart]:
     """The loss around the spike, with the LR and the gradient norm on the same steps."""
     run = d.run
     loss = run.loss(TRAIN)
@@ -85,15 +85,15 @@ def loss_spike(d: Diagnosis, f: Finding) -> Optional[Figure]:
         if len(total):
             panels.append(("total grad norm", total))
     fig = canvas(1.6 * len(panels) + 0.6)
-    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False).ravel()
+    axes = fig.grid(len(panels), 1, sharex=True)
     a, b = f.steps
     for ax, (title, s) in zip(axes, panels):
         part = s[(s.index >= lo) & (s.index <= hi)]
         draw_series(ax, part, color=MARK if title == "train loss" else None)
         _focus(ax, finite(part), finite(part[(part.index >= a) & (part.index <= b)]))
         shade(ax, f.steps)
-        ax.set_title(title)
-    axes[-1].set_xlabel("step")
+        ax.title = title
+    axes[-1].xlabel = "step"
     return fig
 
 
@@ -103,16 +103,15 @@ def _focus(ax, values: pd.Series, at: pd.Series) -> None:
     if not len(values) or not len(at):
         return
     peak = float(at.max())
-    ax.plot([at.idxmax()], [peak], "o", color=MARK, ms=5, zorder=6)
+    ax.points([at.idxmax()], [peak], color=MARK)
     top = max(peak, float(values.quantile(0.98)))
     if values.max() > 1.5 * top:
         low = float(values.min())
-        ax.set_ylim(low - 0.05 * (top - low), top + 0.15 * (top - low))
-        ax.annotate("y axis clipped", (1.0, 1.0), xycoords="axes fraction", ha="right",
-                    va="bottom", fontsize=7.5, color="#555")
+        ax.set_limits("y", low - 0.05 * (top - low), top + 0.15 * (top - low))
+        ax.note("y axis clipped")
 
 
-def nonfinite_values(d: Diagnosis, f: Finding) -> Optional[Figure]:
+def nonfinite_values(d: Diagnosis, f: Finding) -> Optional[Chart]:
     """Every recorded curve with the first non-finite step marked and NaN/Inf steps ticked."""
     run = d.run
     panels = []
@@ -133,96 +132,90 @@ def nonfinite_values(d: Diagnosis, f: Finding) -> Optional[Figure]:
         return None
     first = f.steps[0] if f.steps else None
     fig = canvas(1.45 * len(panels) + 0.6)
-    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False).ravel()
+    axes = fig.grid(len(panels), 1, sharex=True)
     for ax, (title, s) in zip(axes, panels):
         draw_series(ax, s)
         nonfinite_rug(ax, s)
         if first is not None:
-            ax.axvline(first, color=MARK, ls="--", lw=1.3)
-        ax.set_title(title)
+            ax.vline(first, color=MARK)
+        ax.title = title
     if first is not None:
-        axes[0].annotate(f"first non-finite: step {first}", (first, 1.0),
-                         xycoords=("data", "axes fraction"), color=MARK, fontsize=7.5,
-                         ha="right", va="bottom", annotation_clip=False)
-    axes[-1].set_xlabel("step")
+        axes[0].note(f"first non-finite: step {first}")
+    axes[-1].xlabel = "step"
     return fig
 
 
-def overfitting(d: Diagnosis, f: Finding) -> Optional[Figure]:
+def overfitting(d: Diagnosis, f: Finding) -> Optional[Chart]:
     run = d.run
     fig = canvas(2.8)
-    ax = fig.subplots()
+    ax = fig.panel()
     splits = run.splits()
     if not curve(ax, run, LOSS_NAME, splits, emphasize=[s for s in splits if s != TRAIN][:1]):
         return None
     best = evidence_number(f, "best_step")
     if best is not None:
-        ax.axvline(best, color="#2e7d32", lw=1.3, ls="--")
-        ax.annotate(f" best step {int(best)}", (best, 0.97), xycoords=("data", "axes fraction"),
-                    color="#2e7d32", fontsize=8, va="top", ha="left")
+        ax.vline(best, color=GREEN)
+        ax.note(f"best step {int(best)}")
     shade(ax, f.steps)
-    ax.set_title("loss per split; the stretch since the best validation loss is shaded")
+    ax.title = "loss per split; the stretch since the best validation loss is shaded"
     return fig
 
 
-def metric_stagnation(d: Diagnosis, f: Finding) -> Optional[Figure]:
+def metric_stagnation(d: Diagnosis, f: Finding) -> Optional[Chart]:
     """The metric on every split, on its full 0-1 scale when it is a rate, with chance marked."""
     run = d.run
     name, splits = subject_scalar(run, f)
     fig = canvas(2.8)
-    ax = fig.subplots()
+    ax = fig.panel()
     drawn = curve(ax, run, name, run.splits(), emphasize=splits[:1])
     if not drawn:
         return None
     values = finite(pd.concat(drawn))
     if len(values) and values.min() >= 0 and values.max() <= 1:
-        ax.set_ylim(-0.02, 1.02)
+        ax.set_limits("y", -0.02, 1.02)
     chance = evidence_number(f, "chance")
     if chance is not None:
-        ax.axhline(chance, color=MARK, ls=":", lw=1.3)
-        ax.annotate(f"chance {chance:.3g}", (0.005, chance), xycoords=("axes fraction", "data"),
-                    color=MARK, fontsize=8, va="bottom")
+        ax.hline(chance, color=MARK)
+        ax.note(f"chance {chance:.3g}")
     shade(ax, f.steps)
-    ax.legend(loc="best")
-    ax.set_title(f"{label(name)} per split, chance level dotted")
+    ax.show_legend()
+    ax.title = f"{label(name)} per split, chance level dotted"
     return fig
 
 
-def run_aborted(d: Diagnosis, f: Finding) -> Optional[Figure]:
+def run_aborted(d: Diagnosis, f: Finding) -> Optional[Chart]:
     run = d.run
     fig = canvas(2.4)
-    ax = fig.subplots()
+    ax = fig.panel()
     if not curve(ax, run, LOSS_NAME, run.splits(), emphasize=[TRAIN]):
         return None
     state = run.status.get("state", "stopped")
     if f.steps:
-        ax.axvline(f.steps[1], color=MARK, ls="--", lw=1.3)
-        ax.annotate(f"{state} after step {f.steps[1]}", (f.steps[1], 1.0),
-                    xycoords=("data", "axes fraction"), color=MARK, fontsize=7.5,
-                    ha="right", va="bottom", annotation_clip=False)
-    ax.set_title("loss up to the last recorded step")
+        ax.vline(f.steps[1], color=MARK)
+        ax.note(f"{state} after step {f.steps[1]}")
+    ax.title = "loss up to the last recorded step"
     return fig
 
 
-def input_pipeline_bound(d: Diagnosis, f: Finding) -> Optional[Figure]:
+def input_pipeline_bound(d: Diagnosis, f: Finding) -> Optional[Chart]:
     fig = timing_figure(d.run)
     if fig is not None:
-        shade(fig.axes[0], f.steps)
+        shade(fig.panels[0], f.steps)
     return fig
 
 
-def rank_divergence(d: Diagnosis, f: Finding) -> Optional[Figure]:
+def rank_divergence(d: Diagnosis, f: Finding) -> Optional[Chart]:
     sc = d.run.scalars
     if "rank" not in sc:
         return scalar_window(d, f)
     name, _ = subject_scalar(d.run, f)
     rows = sc[(sc["name"] == name) & (sc["split"] == TRAIN)]
     fig = canvas(2.8)
-    ax = fig.subplots()
+    ax = fig.panel()
     for rank, grp in rows.groupby("rank"):
         draw_series(ax, grp.groupby("step")["value"].last(), name=f"rank {rank}")
     shade(ax, f.steps)
-    ax.legend(loc="best", ncols=2)
-    ax.set_title(f"{label(name)} per rank")
-    ax.set_xlabel("step")
+    ax.show_legend()
+    ax.title = f"{label(name)} per rank"
+    ax.xlabel = "step"
     return fig

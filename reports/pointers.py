@@ -10,20 +10,18 @@ from typing import Callable, Iterable, Optional
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
-from matplotlib.transforms import blended_transform_factory
 
 from tracelab.core.findings import Diagnosis, Finding
-from tracelab.reports.plots import (FINDING_WIDTH, MARK, MARKED, SPLIT_COLORS, draw_series,
-                                    figure, log_if_wide, outside_legend, unique)
+from tracelab.reports.plots import (FINDING_WIDTH, MARK, MARKED, SPLIT_COLORS, Chart, Panel,
+                                    draw_series, figure, log_if_wide, outside_legend, unique)
 from tracelab.core.schema import LOSS_NAME
 
-PlotFn = Callable[[Diagnosis, Finding], Optional[Figure]]
+PlotFn = Callable[[Diagnosis, Finding], Optional[Chart]]
 
 OTHERS = "#b0b0b0"
 
 
-def canvas(height: float, width: float = FINDING_WIDTH) -> Figure:
+def canvas(height: float, width: float = FINDING_WIDTH) -> Chart:
     """A finding's figure: narrower than the overview's, to sit beside the evidence table."""
     return figure(height, width)
 
@@ -98,7 +96,7 @@ def total_norm(run, kind: str) -> pd.Series:
     return np.sqrt((wide ** 2).sum(axis=1, min_count=1))
 
 
-def nonfinite_rug(ax, s: pd.Series) -> None:
+def nonfinite_rug(ax: Panel, s: pd.Series) -> None:
     """Red ticks along the top of the axes at steps whose value is NaN or Inf."""
     v = pd.to_numeric(s, errors="coerce").astype(float)
     bad = v.index[~np.isfinite(v.to_numpy())].to_numpy()
@@ -106,10 +104,8 @@ def nonfinite_rug(ax, s: pd.Series) -> None:
         return
     if len(bad) > 300:
         bad = bad[np.linspace(0, len(bad) - 1, 300).astype(int)]
-    ax.plot(bad, np.full(len(bad), 0.97), "|", color=MARK, ms=7,
-            transform=blended_transform_factory(ax.transData, ax.transAxes),
-            label="steps with NaN/Inf")
-    ax.legend(loc="lower left")
+    ax.rug(bad, color=MARK, label="steps with NaN/Inf")
+    ax.show_legend()
 
 
 def subject_scalar(run, f: Finding) -> tuple[str, list[str]]:
@@ -120,7 +116,7 @@ def subject_scalar(run, f: Finding) -> tuple[str, list[str]]:
     return name, splits
 
 
-def curve(ax, run, name: str, splits: Iterable[str], emphasize: Iterable[str] = ()) -> list:
+def curve(ax: Panel, run, name: str, splits: Iterable[str], emphasize: Iterable[str] = ()) -> list:
     drawn = []
     emphasize = set(emphasize)
     for split in splits:
@@ -130,13 +126,22 @@ def curve(ax, run, name: str, splits: Iterable[str], emphasize: Iterable[str] = 
                         lw=1.8 if split in emphasize else 1.1)
             drawn.append(s)
     log_if_wide(ax, drawn)
-    ax.set_xlabel("step")
+    ax.xlabel = "step"
     if len(drawn) > 1:
-        ax.legend(loc="best")
+        ax.show_legend()
     return drawn
 
 
-def layer_lines(ax, wide: pd.DataFrame, marked: list[str], *, others: bool = True) -> None:
+def row_median(wide: pd.DataFrame) -> pd.Series:
+    """Each row's median, NaN skipped (numpy's partition when there is no NaN: pandas' skipping
+    median goes row by row)."""
+    v = wide.to_numpy(dtype=float)
+    if np.isnan(v).any():
+        return wide.median(axis=1)
+    return pd.Series(np.median(v, axis=1), index=wide.index)
+
+
+def layer_lines(ax: Panel, wide: pd.DataFrame, marked: list[str], *, others: bool = True) -> None:
     """The named columns in strong colours over the others in grey (or their median)."""
     rest = [c for c in wide.columns if c not in marked]
     if others and rest:
@@ -145,7 +150,7 @@ def layer_lines(ax, wide: pd.DataFrame, marked: list[str], *, others: bool = Tru
                 draw_series(ax, wide[c], color=OTHERS, lw=0.8,
                             name="others" if i == 0 else "")
         else:
-            draw_series(ax, wide[rest].median(axis=1), name=f"median of {len(rest)} others",
+            draw_series(ax, row_median(wide[rest]), name=f"median of {len(rest)} others",
                         color="#777777", ls="--")
     for i, c in enumerate(marked[:len(MARKED)]):
         draw_series(ax, wide[c], name=c, lw=1.8, color=MARKED[i])

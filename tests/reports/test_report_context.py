@@ -4,14 +4,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib.figure import Figure
 
 from report_data import EVIL, synthetic_diagnosis, synthetic_run
 from tracelab.core.findings import Diagnosis, Finding
 from tracelab.reports import fmt
 from tracelab.reports.context import build_context
 from tracelab.reports.finding_plots import FINDING_PLOTS, finding_figure, generic, mentioned
-from tracelab.reports.plots import binned, envelope, style
+from tracelab.reports.chart import Chart
+from tracelab.reports.plots import binned, envelope
 from tracelab.core.run import Run
 from tracelab.core.schema import Needs
 
@@ -228,22 +228,19 @@ def _finding_for(rule: str, run: Run) -> Finding:
 def test_each_rule_plot_draws_on_a_plausible_run(rule):
     d = synthetic_diagnosis(steps=200)
     fn = FINDING_PLOTS[rule]
-    with style():
-        fig, note = finding_figure(d, _finding_for(rule, d.run))
+    fig, note = finding_figure(d, _finding_for(rule, d.run))
     if fn is None:
         assert fig is None and note == ""
     else:
-        assert isinstance(fig, Figure) and note == "", note
-        assert fig.axes
+        assert isinstance(fig, Chart) and note == "", note
+        assert fig.spec()["panels"]
 
 
 def test_generic_plot_draws_the_named_tensors():
     d = synthetic_diagnosis(steps=80)
     f = Finding("x", "X1", "info", "layers.3.weight", (10, 20), "", {}, "")
-    with style():
-        fig = generic(d, f)
-    labels = [t.get_text() for ax in fig.axes if ax.get_legend()
-              for t in ax.get_legend().get_texts()]
+    panels = generic(d, f).spec()["panels"]
+    labels = [s["label"] for p in panels if p["legend"] for s in p["series"]]
     assert "layers.3.weight" in labels
 
 
