@@ -36,10 +36,15 @@ def _clean(v: Any) -> Any:
 
 # -- the page's data ----------------------------------------------------------------------------
 def _numbers(v: np.ndarray, digits: int) -> str:
+    """A JSON array of v to `digits` significant digits, null for NaN and Inf (Python's own
+    formatting of a list is four times faster than numpy's string formatting)."""
     v = np.asarray(v, dtype=float)
-    text = np.char.mod(f"%.{digits}g", np.where(np.isfinite(v), v, 0.0))
-    text = np.where(np.isfinite(v), text, "null")
-    return "[" + ",".join(text.tolist()) + "]"
+    fmt = f"%.{digits}g"
+    finite = np.isfinite(v)
+    if finite.all():
+        return "[" + ",".join([fmt % x for x in v.tolist()]) + "]"
+    return "[" + ",".join([fmt % x if ok else "null"
+                           for x, ok in zip(v.tolist(), finite.tolist())]) + "]"
 
 
 def chart_json(chart: dict[str, Any], points: int = CHART_POINTS) -> str:

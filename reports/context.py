@@ -276,15 +276,21 @@ def recorded(run) -> dict[str, Any]:
     sc, inp = run.scalars, run.inputs
     rows = []
 
-    def counted(frame, by, what):
-        return frame.groupby(by, sort=False).agg(n=(what, "nunique"), steps=("step", "nunique"))
+    def counted(frame, what) -> dict[str, tuple[list, int]]:
+        """Per split: the distinct values of `what`, and the number of distinct steps."""
+        splits = frame["split"].to_numpy()
+        out = {}
+        for split in pd.unique(splits):
+            part = splits == split
+            out[split] = (unique(frame[what][part]), len(np.unique(frame["step"].to_numpy()[part])))
+        return out
 
-    scal = counted(sc, "split", "name") if len(sc) else None
+    scal = counted(sc, "name") if len(sc) else {}
     for split in run.splits():
-        if scal is not None and split in scal.index:
-            names = sorted(unique(sc.loc[sc["split"] == split, "name"]))
-            steps = fmt.number(int(scal.at[split, "steps"]))
-            rows.append((f"scalars ({split})", f"{fmt.value(names)} at {steps} steps"))
+        if split in scal:
+            names, steps = scal[split]
+            rows.append((f"scalars ({split})", f"{fmt.value(sorted(names))} at "
+                                               f"{fmt.number(steps)} steps"))
     for kind, what in ((WEIGHT, "weight stats"), (GRAD, "gradient stats"),
                        (UPDATE, "update stats"), (ACTIVATION, "activation stats")):
         # The run's step x name view, which the analysis has built already: a group-by of
@@ -292,11 +298,12 @@ def recorded(run) -> dict[str, Any]:
         wide = run.stat(kind, "norm") if kind in tensor_kinds(run) else None
         if wide is not None and wide.shape[1]:
             rows.append((what, f"{wide.shape[1]} tensors at {fmt.number(wide.shape[0])} steps"))
-    feats = counted(inp, "split", "feature") if len(inp) else None
+    feats = counted(inp, "feature") if len(inp) else {}
     for split in run.splits():
-        if feats is not None and split in feats.index:
-            rows.append((f"inputs ({split})", f"{int(feats.at[split, 'n'])} features at "
-                                              f"{fmt.number(int(feats.at[split, 'steps']))} steps"))
+        if split in feats:
+            names, steps = feats[split]
+            rows.append((f"inputs ({split})", f"{len(names)} features at "
+                                              f"{fmt.number(steps)} steps"))
     if len(run.samples):
         rows.append(("input samples", f"{fmt.number(len(run.samples))} values"))
     absent = run.meta.get(META_ABSENT)

@@ -150,8 +150,8 @@ def test_sections_environment_config_recorded_skipped_errors(ctx):
     assert recorded["activation stats"] == "4 tensors at 40 steps"
     assert recorded["inputs (val)"] == "4 features at 8 steps"
     # The fixture predates the batch and loop checks: the report lists them as not recorded.
-    new = [Needs.BATCHES, Needs.TARGETS, Needs.GRAD_RESETS, Needs.EVAL_MODES, Needs.AMP,
-           Needs.FINGERPRINTS]
+    new = [Needs.BATCHES, Needs.TARGETS, Needs.CLASSES, Needs.GRAD_RESETS, Needs.EVAL_MODES,
+           Needs.AMP, Needs.FINGERPRINTS]
     assert ctx["recorded"]["missing"] == [r.label for r in new]
     assert ctx["skipped"] == [{"rule": "rank-divergence", "code": "TL501",
                                "reason": "not recorded: a second rank"}]
