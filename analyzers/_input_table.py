@@ -11,6 +11,7 @@ from typing import Iterator
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from tracelab.core.schema import RESOLUTIONS, TRAIN
 
@@ -104,27 +105,28 @@ def feature_rows(inputs: pd.DataFrame) -> Iterator[tuple[str, dict[str, Batches]
 class Samples:
     """(split, feature) → its sampled values, finite ones only; `.get(key)` like a dict.
 
-    The table is grouped on first use: a rule that never asks for samples pays nothing.
+    The table (Arrow, `split` and `feature` dictionary-encoded) is grouped on first use: a
+    rule that never asks for samples pays nothing.
     """
 
-    def __init__(self, table: pd.DataFrame):
+    def __init__(self, table: pa.Table):
         self._table, self._groups = table, None
 
     def get(self, key: tuple[str, str], default=None):
         if self._groups is None:
-            self._groups = _group_samples(self._table) if len(self._table) else {}
+            self._groups = _group_samples(self._table) if self._table.num_rows else {}
         return self._groups.get(key, default)
 
 
 def samples_of(run) -> Samples:
     """The run's sampled values by (split, feature), grouped once for all the rules."""
-    return derived(run.samples, Samples)
+    return derived(run.sample_table(), Samples)
 
 
 _DERIVED: dict = {}
 
 
-def derived(table: pd.DataFrame, build):
+def derived(table, build):
     """`build(table)`, computed once per table object while it lives: the data rules share
     the grouping of the inputs and samples tables, which they never modify."""
     key = (id(table), build)
@@ -138,24 +140,41 @@ def derived(table: pd.DataFrame, build):
     return value
 
 
-def _group_samples(sm: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:
-    values = sm["value"].to_numpy(dtype=float, na_value=np.nan)
-    split, splits = pd.factorize(sm["split"], sort=False)
-    feature, features = pd.factorize(sm["feature"], sort=False)
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """A dictionary-encoded column as one code per row (-1 where null) and the names the codes
+    stand for, each name once: chunks may carry different dictionaries."""
+    names: dict[str, int] = {}
+    out = []
+    for chunk in column.chunks:
+        words = chunk.dictionary.to_pylist()
+        remap = np.array([names.setdefault(w, len(names)) if w is not None else -1
+                          for w in words] + [-1], dtype=np.int64)
+        idx = chunk.indices.fill_null(len(words)).to_numpy(zero_copy_only=False)
+        out.append(remap[idx])
+    return (np.concatenate(out) if out else np.zeros(0, np.int64)), list(names)
+
+
+def _group_samples(sm: pa.Table) -> dict[tuple[str, str], np.ndarray]:
+    values = sm.column("value").to_numpy()  # nulls become NaN
+    split, splits = _codes(sm.column("split"))
+    feature, features = _codes(sm.column("feature"))
     key = np.where((split >= 0) & (feature >= 0), split * len(features) + feature, -1)
     change = np.flatnonzero(key[1:] != key[:-1]) + 1
-    if len(change) + 1 > len(np.unique(key)):  # not yet one contiguous run per group
+    distinct = np.count_nonzero(np.bincount(key + 1)) if len(key) else 0
+    if len(change) + 1 > distinct:  # not yet one contiguous run per group
         order = np.argsort(key, kind="stable")
         key, values = key[order], values[order]
         change = np.flatnonzero(key[1:] != key[:-1]) + 1
     starts, stops = np.r_[0, change], np.r_[change, len(key)]
+    finite = np.isfinite(values)
+    every = bool(finite.all())
     out = {}
     for a, b in zip(starts.tolist(), stops.tolist()):
         k = int(key[a])
         if k >= 0:
             v = values[a:b]
-            out[(str(splits[k // len(features)]), str(features[k % len(features)]))] = (
-                v[np.isfinite(v)])
+            out[(splits[k // len(features)], features[k % len(features)])] = (
+                v if every else v[finite[a:b]])
     return out
 
 
@@ -164,9 +183,36 @@ def ks_wasserstein(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
     The same computation as scipy.stats' ks_2samp and wasserstein_distance, sharing one sort.
     """
-    x, y = np.sort(x), np.sort(y)
-    both = np.sort(np.concatenate([x, y]))
-    gap = (np.searchsorted(x, both, side="right") / len(x)
-           - np.searchsorted(y, both, side="right") / len(y))
-    ks = max(float(np.clip(-gap.min(), 0, 1)), float(gap.max()))
-    return ks, float(np.dot(np.abs(gap[:-1]), np.diff(both)))
+    ks, w, _, _ = ks_wasserstein_rows(x[None, :], y[None, :])
+    return float(ks[0]), float(w[0])
+
+
+def ks_wasserstein_rows(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
+    """`ks_wasserstein` of each row pair of x (k, n) and y (k, m), and each row's number of
+    distinct values in x and in y: one sort of each matrix for all k features.
+
+    The pooled values come from merging the two sorted rows (a stable sort of two sorted runs
+    is a merge). The gap between the two empirical CDFs counts the values up to each pooled
+    one; it is read only at the last of each value's ties, where it equals what
+    `searchsorted(side="right")` gives (elsewhere the next value is the same: no area).
+    """
+    n, m = x.shape[1], y.shape[1]
+    x, y = np.sort(x, axis=1), np.sort(y, axis=1)
+    pooled = np.concatenate([x, y], axis=1)
+    order = np.argsort(pooled, axis=1, kind="stable")
+    both = np.take_along_axis(pooled, order, axis=1)
+    below_x = np.cumsum(order < n, axis=1)
+    gap = below_x / n - (np.arange(1, n + m + 1) - below_x) / m
+    steps = np.diff(both, axis=1)
+    last = np.c_[steps != 0, np.ones((len(x), 1), bool)]
+    ks = np.maximum(np.clip(-np.where(last, gap, np.inf).min(axis=1), 0, 1),
+                    np.where(last, gap, -np.inf).max(axis=1))
+    w = np.array([np.dot(np.abs(g[:-1]), d) for g, d in zip(gap, steps)])
+    return ks, w, _distinct(x), _distinct(y)
+
+
+def _distinct(sorted_rows: np.ndarray) -> np.ndarray:
+    """Distinct values per row of a row-sorted matrix (what len(np.unique(row)) counts)."""
+    if not sorted_rows.shape[1]:
+        return np.zeros(len(sorted_rows), dtype=np.int64)
+    return 1 + np.count_nonzero(sorted_rows[:, 1:] != sorted_rows[:, :-1], axis=1)

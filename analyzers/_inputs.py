@@ -160,6 +160,34 @@ def check_pair(a: Side, b: Side, *, factor: float, min_distinct: float, max_int_
     return out
 
 
+def may_collapse(pa: Profile, pb: Profile, *, factor: float, min_distinct: float,
+                 max_int_frac: float, chance: float) -> bool:
+    """False where `check_pair` from pa to pb certainly finds nothing, from the profiles
+    alone: most pairs of a run with hundreds of features are screened out here."""
+    if _lossy_dtype(pa.dtype, pb.dtype) or (pa.resolution and pb.resolution and (
+            RES_RANK[pb.resolution] > RES_RANK[pa.resolution])):
+        return True
+    if pb.all_whole and pb.kind != "M" and not pb.constant:
+        return True
+    # A batch of m values is expected to show at most max(u, c) distinct values, for any m
+    # (`expected_unique`); every judged ratio, hence their median, is at least this bound's.
+    bound = max(_or_zero(pa.batch_unique), _or_zero(pa.batch_count), 0.0)
+    return not (factor > 0 and min_distinct > 0 and (
+        bound < min_distinct or pb.unique_min / bound > 1 / factor))
+
+
+def may_change(p: Profile, *, min_batches: int, factor: float) -> bool:
+    """False where `time_changes` on the rows `p` pools certainly finds no candidate."""
+    n = p.batches
+    return n >= min_batches + 1 and (
+        len(p.dtypes) > 1 or 0 < p.whole_from <= n - min_batches or p.all_resolved
+        or (p.ratio_batches > min_batches and not p.ratio_min * factor > p.ratio_max))
+
+
+def _or_zero(x: float) -> float:
+    return 0.0 if math.isnan(x) else x
+
+
 def _cardinality(a: Side, b: Side, *, factor: float, min_distinct: float) -> dict | None:
     pa, pb = a.p, b.p
     u = b.rows["n_unique"]

@@ -47,6 +47,17 @@ class Profile:
     last_step: int
     batch_unique: float
     batch_count: float
+    # What input-collapse's screen needs (`_inputs.may_change`, `may_collapse`): whether every
+    # batch is all whole numbers, where the trailing run of such batches starts, whether every
+    # batch has a datetime resolution, the fewest distinct values of a batch, and the range
+    # and number of distinct-value ratios over batches of at least 4 values.
+    all_whole: bool = False
+    whole_from: int = 0
+    all_resolved: bool = False
+    unique_min: float = float("nan")
+    ratio_min: float = float("nan")
+    ratio_max: float = float("nan")
+    ratio_batches: int = 0
 
     @property
     def dtype(self) -> str:
@@ -110,6 +121,7 @@ def profiles(groups: list[Batches]) -> list[Profile]:
     batch_count[np.isnan(batch_count)] = 0.0
     count = total(c)
     first, last = col["step"][at], col["step"][at + lengths - 1]
+    screen = _screen(col, at, lengths, gid, total)
     out = []
     for i, g in enumerate(groups):
         out.append(Profile(
@@ -119,8 +131,25 @@ def profiles(groups: list[Batches]) -> list[Profile]:
             resolution=RESOLUTIONS[int(rank[i])][0] if rank[i] == rank[i] else None,
             time_min=g.time("time_min", min), time_max=g.time("time_max", max),
             first_step=int(first[i]), last_step=int(last[i]),
-            batch_unique=float(batch_unique[i]), batch_count=float(batch_count[i])))
+            batch_unique=float(batch_unique[i]), batch_count=float(batch_count[i]),
+            **{k: v[i].item() for k, v in screen.items()}))
     return out
+
+
+def _screen(col: dict, at: np.ndarray, lengths: np.ndarray, gid: np.ndarray, total) -> dict:
+    """Per group, the Profile fields of input-collapse's screen (see Profile)."""
+    frac, u = col["int_frac"], col["n_unique"]
+    whole = np.nan_to_num(frac) >= 1 - 1e-9
+    local = np.arange(len(gid)) - at[gid]
+    c = unique_window(col["count"])
+    judged = (c >= 4) & np.isfinite(u)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        q = np.where(judged, u / c, np.nan)
+    return {"all_whole": total(whole & np.isfinite(frac)) == lengths,
+            "whole_from": np.maximum.reduceat(np.where(whole, -1, local), at) + 1,
+            "all_resolved": total(np.isfinite(col["res_rank"])) == lengths,
+            "unique_min": np.fmin.reduceat(u, at), "ratio_min": np.fmin.reduceat(q, at),
+            "ratio_max": np.fmax.reduceat(q, at), "ratio_batches": total(judged)}
 
 
 def _finite_or_nan(v: np.ndarray, finite: np.ndarray) -> np.ndarray:
