@@ -49,8 +49,10 @@ class Batches:
 
     def dtypes(self) -> tuple[str, ...]:
         """The distinct dtypes, in recording order."""
-        d = self["dtype"]
-        return (d[0],) if len(d) and (d == d[0]).all() else tuple(dict.fromkeys(d))
+        c = self["dtype_code"]
+        if len(c) and c.min() == c.max():
+            return (self["dtype"][0],)
+        return tuple(dict.fromkeys(self["dtype"]))
 
     def time(self, column: str, pick):
         """min or max (`pick`) of time_min or time_max; None when no batch has a time."""
@@ -66,8 +68,11 @@ class Batches:
 
 
 def _columns(inputs: pd.DataFrame, order: np.ndarray) -> dict:
+    # The few distinct dtype names, one reference per row: no string built per row.
+    dtype, names = pd.factorize(inputs["dtype"].astype(str), use_na_sentinel=False)
     cols: dict = {"step": inputs["step"].to_numpy(dtype=np.int64)[order],
-                  "dtype": inputs["dtype"].astype(str).to_numpy()[order]}
+                  "dtype_code": dtype[order],
+                  "dtype": np.array(list(names), dtype=object)[dtype[order]]}
     for name in _FLOATS:
         cols[name] = inputs[name].to_numpy(dtype=float, na_value=np.nan)[order]
     codes, units = pd.factorize(inputs["resolution"])
@@ -95,8 +100,9 @@ def feature_rows(inputs: pd.DataFrame) -> Iterator[tuple[str, dict[str, Batches]
     stops = np.r_[starts[1:], len(order)]
     names = [str(x) for x in splits]
     by_feature: dict[int, dict[str, Batches]] = {}
-    for start, stop in zip(starts.tolist(), stops.tolist()):
-        by_feature.setdefault(int(f[start]), {})[names[s[start]]] = Batches(cols, start, stop)
+    for code, at, start, stop in zip(f[starts].tolist(), s[starts].tolist(), starts.tolist(),
+                                     stops.tolist()):
+        by_feature.setdefault(code, {})[names[at]] = Batches(cols, start, stop)
     for code, by_split in by_feature.items():
         ordered = sorted(by_split, key=lambda x: (x != TRAIN, x))
         yield str(features[code]), {x: by_split[x] for x in ordered}
@@ -148,33 +154,40 @@ def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
     for chunk in column.chunks:
         words = chunk.dictionary.to_pylist()
         remap = np.array([names.setdefault(w, len(names)) if w is not None else -1
-                          for w in words] + [-1], dtype=np.int64)
-        idx = chunk.indices.fill_null(len(words)).to_numpy(zero_copy_only=False)
-        out.append(remap[idx])
-    return (np.concatenate(out) if out else np.zeros(0, np.int64)), list(names)
+                          for w in words] + [-1], dtype=np.int32)
+        idx = chunk.indices
+        if idx.null_count:
+            idx = idx.fill_null(len(words))
+        out.append(remap[idx.to_numpy(zero_copy_only=False)])
+    return (np.concatenate(out) if out else np.zeros(0, np.int32)), list(names)
 
 
 def _group_samples(sm: pa.Table) -> dict[tuple[str, str], np.ndarray]:
     values = sm.column("value").to_numpy()  # nulls become NaN
     split, splits = _codes(sm.column("split"))
     feature, features = _codes(sm.column("feature"))
-    key = np.where((split >= 0) & (feature >= 0), split * len(features) + feature, -1)
-    change = np.flatnonzero(key[1:] != key[:-1]) + 1
-    distinct = np.count_nonzero(np.bincount(key + 1)) if len(key) else 0
-    if len(change) + 1 > distinct:  # not yet one contiguous run per group
+    width = len(features)
+    # The recorder writes its reservoir one (split, feature) after another: the groups are
+    # then runs of rows, found without building a key per row.
+    starts = np.flatnonzero(np.r_[True, (split[1:] != split[:-1])
+                                  | (feature[1:] != feature[:-1])]) if len(values) else []
+    keys = split[starts].astype(np.int64) * width + feature[starts]
+    keys[(split[starts] < 0) | (feature[starts] < 0)] = -1
+    if len(keys) > len(np.unique(keys)):  # a group in several runs: sort the rows by group
+        key = split.astype(np.int64) * width + feature
+        key[(split < 0) | (feature < 0)] = -1
         order = np.argsort(key, kind="stable")
         key, values = key[order], values[order]
-        change = np.flatnonzero(key[1:] != key[:-1]) + 1
-    starts, stops = np.r_[0, change], np.r_[change, len(key)]
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        keys = key[starts]
+    stops = np.r_[starts[1:], len(values)].astype(np.int64)
     finite = np.isfinite(values)
     every = bool(finite.all())
     out = {}
-    for a, b in zip(starts.tolist(), stops.tolist()):
-        k = int(key[a])
+    for k, a, b in zip(keys.tolist(), np.asarray(starts).tolist(), stops.tolist()):
         if k >= 0:
             v = values[a:b]
-            out[(splits[k // len(features)], features[k % len(features)])] = (
-                v if every else v[finite[a:b]])
+            out[(splits[k // width], features[k % width])] = v if every else v[finite[a:b]]
     return out
 
 

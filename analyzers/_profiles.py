@@ -84,12 +84,15 @@ def profiles(groups: list[Batches]) -> list[Profile]:
     cols = groups[0].columns
     lengths = np.array([len(g) for g in groups])
     starts = np.array([g.start for g in groups])
-    idx = (np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-           + np.repeat(starts, lengths))
     at = np.cumsum(lengths) - lengths  # each group's first row in the stacked arrays
     gid = np.repeat(np.arange(len(groups)), lengths)
-    col = {k: cols[k][idx] for k in ("count", "nan_count", "inf_count", "mean", "std", "min",
-                                     "max", "int_frac", "n_unique", "res_rank", "step")}
+    names = ("count", "nan_count", "inf_count", "mean", "std", "min", "max", "int_frac",
+             "n_unique", "res_rank", "step")
+    if np.array_equal(starts, at) and at[-1] + lengths[-1] == len(cols["step"]):
+        col = {k: cols[k] for k in names}  # every group of the table, in order: no copy
+    else:
+        idx = np.arange(lengths.sum()) - np.repeat(at, lengths) + np.repeat(starts, lengths)
+        col = {k: cols[k][idx] for k in names}
 
     def total(v: np.ndarray) -> np.ndarray:
         return np.add.reduceat(v, at)

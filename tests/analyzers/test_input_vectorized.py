@@ -1,0 +1,156 @@
+"""The input rules' vectorized paths against the straightforward per-feature computation.
+
+KS and Wasserstein for many features at once, the grouping of the samples table, and
+input-collapse's screen, which may only skip what the exact per-group checks would not report.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from scipy import stats
+
+from tracelab.analyzers._input_table import _group_samples, ks_wasserstein, ks_wasserstein_rows
+from tracelab.analyzers._inputs import (Side, check_pair, feature_profiles, may_change,
+                                        may_collapse, time_changes)
+from tracelab.core.run import SAMPLE_CODES, Run
+
+
+def _reference_ks_w(x, y):
+    """Both statistics from their definitions: one searchsorted per pooled value."""
+    x, y = np.sort(x), np.sort(y)
+    both = np.sort(np.concatenate([x, y]))
+    gap = (np.searchsorted(x, both, side="right") / len(x)
+           - np.searchsorted(y, both, side="right") / len(y))
+    return (max(float(np.clip(-gap.min(), 0, 1)), float(gap.max())),
+            float(np.dot(np.abs(gap[:-1]), np.diff(both))))
+
+
+def _rows(rng, k, n, kind):
+    if kind == "ties":  # few distinct values, signed zeros among them
+        return rng.integers(-2, 3, (k, n)).astype(float) * rng.choice([1.0, -1.0], (k, n)) * 0.5
+    if kind == "constant":
+        return np.full((k, n), 3.0)
+    return rng.standard_normal((k, n)) * rng.uniform(0.1, 3, (k, 1)) + rng.normal(0, 1, (k, 1))
+
+
+@pytest.mark.parametrize("kind", ["continuous", "ties", "constant"])
+@pytest.mark.parametrize("n,m", [(1, 1), (1, 7), (20, 20), (300, 45)])
+def test_ks_wasserstein_rows_equal_the_per_feature_computation(kind, n, m):
+    rng = np.random.default_rng(n * 100 + m)
+    x, y = _rows(rng, 9, n, kind), _rows(rng, 9, m, kind) + (kind == "continuous") * 0.2
+    ks, w, dx, dy = ks_wasserstein_rows(x, y)
+    for i in range(len(x)):
+        assert (ks[i], w[i]) == _reference_ks_w(x[i], y[i])  # exactly: same arithmetic
+        assert ks_wasserstein(x[i], y[i]) == (ks[i], w[i])
+        assert (dx[i], dy[i]) == (len(np.unique(x[i])), len(np.unique(y[i])))
+        assert ks[i] == pytest.approx(stats.ks_2samp(x[i], y[i]).statistic, abs=1e-12)
+        assert w[i] == pytest.approx(stats.wasserstein_distance(x[i], y[i]), rel=1e-9,
+                                     abs=1e-12)
+
+
+def _arrow_samples(df: pd.DataFrame, chunks: int) -> pa.Table:
+    """The samples as `Run.sample_table` holds them, in several chunks whose dictionaries
+    differ (one per Parquet part or row group)."""
+    schema = pa.schema([(c, pa.dictionary(pa.int32(), pa.string())) for c in SAMPLE_CODES]
+                       + [("step", pa.int64()), ("value", pa.float64())])
+    cuts = np.linspace(0, len(df), chunks + 1).astype(int)
+    parts = [pa.Table.from_pandas(df.iloc[a:b], preserve_index=False).cast(schema)
+             for a, b in zip(cuts[:-1], cuts[1:])]
+    return pa.concat_tables(parts)
+
+
+@pytest.mark.parametrize("chunks", [1, 3])
+@pytest.mark.parametrize("grouped", [True, False])
+def test_sample_groups_equal_a_groupby(chunks, grouped):
+    rng = np.random.default_rng(chunks + 10 * grouped)
+    n = 3000
+    df = pd.DataFrame({
+        "split": rng.choice(["train", "val", "test"], n).astype(object),
+        "feature": rng.choice([f"f{i}" for i in range(25)], n).astype(object),
+        "step": rng.integers(0, 100, n), "value": rng.standard_normal(n)})
+    df.loc[rng.random(n) < 0.05, "value"] = np.nan
+    df.loc[rng.random(n) < 0.02, "value"] = np.inf
+    df.loc[rng.random(n) < 0.01, "split"] = None
+    df.loc[df["feature"] == "f3", "value"] = np.nan  # a feature with no finite sample
+    if grouped:  # as the recorder writes its reservoir: one run of rows per group
+        df = df.sort_values(["split", "feature"], kind="stable", ignore_index=True)
+    got = _group_samples(_arrow_samples(df, chunks))
+    want = {key: g["value"].to_numpy()[np.isfinite(g["value"].to_numpy())]
+            for key, g in df.dropna(subset=["split"]).groupby(["split", "feature"], sort=False)}
+    assert set(got) == set(want)
+    for key, values in want.items():
+        np.testing.assert_array_equal(got[key], values)  # finite values, in table order
+
+
+def test_a_run_built_in_memory_gives_its_samples_as_arrow():
+    df = pd.DataFrame({"split": ["train", "val", "train"], "feature": ["a", "a", "b"],
+                       "value": [1, 2.5, np.nan]})
+    run = Run.from_frames(samples=df)
+    groups = _group_samples(run.sample_table())
+    assert groups[("val", "a")].tolist() == [2.5] and groups[("train", "b")].tolist() == []
+
+
+def _random_inputs(rng, features: int) -> pd.DataFrame:
+    """Per-batch profiles of features of every sort: floats that get rounded or collapse
+    later on, datetimes that lose resolution, dtype changes, NaN counts, tiny groups."""
+    rows = []
+    for f in range(features):
+        kind = rng.choice(["float", "float", "whole", "time", "collapse", "const"])
+        recast, coarse = rng.random() < 0.15, rng.choice(["D", "s", "us"])
+        for split in ("train", "val"):
+            n = int(rng.integers(1, 14))
+            change = int(rng.integers(0, n + 1))
+            for i in range(n):
+                late = i >= change
+                count = float(rng.choice([1, 3, 8, 64, 64, 256]))
+                unique = float(rng.integers(1, count + 1))
+                if kind == "collapse" and late:
+                    unique = float(rng.integers(1, 3))
+                if kind == "const":
+                    unique = 1.0
+                frac = {"float": rng.uniform(0, 0.5), "whole": 1.0, "collapse": 0.0,
+                        "const": 1.0, "time": np.nan}[kind]
+                if kind == "float" and late and rng.random() < 0.5:
+                    frac = 1.0
+                dtype = ("datetime64[ns]" if kind == "time" else
+                         rng.choice(["float16", "int64"]) if late and recast else "float32")
+                res = (coarse if late else "s") if kind == "time" else None
+                rows.append({
+                    "step": i, "split": split, "feature": f"f{f}", "dtype": dtype,
+                    "count": count, "mean": rng.normal(), "std": rng.uniform(0, 2),
+                    "min": -1.0, "max": 1.0 if kind != "const" else -1.0,
+                    "n_unique": np.nan if rng.random() < 0.05 else unique,
+                    "int_frac": np.nan if rng.random() < 0.05 else frac,
+                    "nan_count": float(rng.integers(0, 2)), "inf_count": 0.0,
+                    "resolution": res})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("limits", [
+    dict(factor=6.0, min_distinct=5.0, max_int_frac=0.9, chance=1e-6, min_batches=3),
+    dict(factor=2.0, min_distinct=1.0, max_int_frac=1.0, chance=0.5, min_batches=1)])
+def test_the_collapse_screen_skips_only_what_the_exact_checks_would_not_report(seed, limits):
+    rng = np.random.default_rng(seed)
+    run = Run.from_frames(inputs=_random_inputs(rng, 40))
+    limits = dict(limits)
+    min_batches = limits.pop("min_batches")
+    groups = [(rows, p) for _, by, pooled in feature_profiles(run.inputs)
+              for s, rows in by.items() for p in [pooled[s]]]
+    skipped = found = 0
+    for rows, p in groups:
+        changes = time_changes(rows, min_batches=min_batches, **limits)
+        if not may_change(p, min_batches=min_batches, factor=limits["factor"]):
+            assert changes == []
+            skipped += 1
+    for i, (rows_a, pa_) in enumerate(groups):  # every ordered pair of groups
+        for rows_b, pb in groups[i % 7::7]:
+            symptoms = check_pair(Side("a", rows_a, None, pa_), Side("b", rows_b, None, pb),
+                                  **limits)
+            found += bool(symptoms)
+            if not may_collapse(pa_, pb, **limits):
+                assert symptoms == []
+                skipped += 1
+    assert skipped and found  # the screen skips work, and the pairs do collapse sometimes
