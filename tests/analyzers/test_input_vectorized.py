@@ -11,7 +11,8 @@ import pyarrow as pa
 import pytest
 from scipy import stats
 
-from tracelab.analyzers._input_table import _group_samples, ks_wasserstein, ks_wasserstein_rows
+from tracelab.analyzers._input_table import (_group_samples, feature_rows, ks_wasserstein,
+                                             ks_wasserstein_rows)
 from tracelab.analyzers._inputs import (Side, check_pair, feature_profiles, may_change,
                                         may_collapse, time_changes)
 from tracelab.core.run import SAMPLE_CODES, Run
@@ -90,6 +91,25 @@ def test_a_run_built_in_memory_gives_its_samples_as_arrow():
     run = Run.from_frames(samples=df)
     groups = _group_samples(run.sample_table())
     assert groups[("val", "a")].tolist() == [2.5] and groups[("train", "b")].tolist() == []
+
+
+@pytest.mark.parametrize("by_step", [True, False])
+def test_feature_rows_equal_a_stable_groupby(by_step):
+    rng = np.random.default_rng(by_step)
+    n = 2000
+    df = pd.DataFrame({"step": rng.integers(0, 30, n),
+                       "split": rng.choice(["val", "train", "test"], n).astype(object),
+                       "feature": rng.choice([f"f{i}" for i in range(40)], n).astype(object),
+                       "mean": np.arange(n, dtype=float), "dtype": "float32"})
+    df.loc[rng.random(n) < 0.02, "feature"] = None
+    if by_step:  # as a run's reader returns it: the one-sort path
+        df = df.sort_values("step", kind="stable", ignore_index=True)
+    frame = Run.from_frames(inputs=df).inputs
+    got = {(f, s): rows["mean"].tolist() for f, by in feature_rows(frame) for s, rows in by.items()}
+    want = {key: g.sort_values("step", kind="stable")["mean"].tolist()
+            for key, g in df.dropna(subset=["feature"]).groupby(["feature", "split"])}
+    assert got == want
+    assert all(list(by)[0] == "train" for _, by in feature_rows(frame))
 
 
 def _random_inputs(rng, features: int) -> pd.DataFrame:
