@@ -210,17 +210,19 @@ def ks_wasserstein_rows(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
     """`ks_wasserstein` of each row pair of x (k, n) and y (k, m), and each row's number of
     distinct values in x and in y: one sort of each matrix for all k features.
 
-    The pooled values come from merging the two sorted rows (a stable sort of two sorted runs
-    is a merge). The gap between the two empirical CDFs counts the values up to each pooled
-    one; it is read only at the last of each value's ties, where it equals what
+    The pooled values come from merging the two sorted rows: each value tagged with its side
+    as the imaginary part of a complex number, a stable sort of the two sorted runs is a
+    merge. The gap between the two empirical CDFs counts the values up to each pooled one; it
+    is read only at the last of each value's ties, where it equals what
     `searchsorted(side="right")` gives (elsewhere the next value is the same: no area).
     """
     n, m = x.shape[1], y.shape[1]
     x, y = np.sort(x, axis=1), np.sort(y, axis=1)
-    pooled = np.concatenate([x, y], axis=1)
-    order = np.argsort(pooled, axis=1, kind="stable")
-    both = np.take_along_axis(pooled, order, axis=1)
-    below_x = np.cumsum(order < n, axis=1)
+    tagged = np.zeros((len(x), n + m), dtype=np.complex128)
+    tagged.real[:, :n], tagged.real[:, n:], tagged.imag[:, n:] = x, y, 1.0
+    tagged.sort(axis=1, kind="stable")
+    both = tagged.real
+    below_x = np.cumsum(tagged.imag == 0, axis=1)
     gap = below_x / n - (np.arange(1, n + m + 1) - below_x) / m
     steps = np.diff(both, axis=1)
     last = np.c_[steps != 0, np.ones((len(x), 1), bool)]
