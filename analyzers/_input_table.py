@@ -217,6 +217,11 @@ def ks_wasserstein_rows(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
     `searchsorted(side="right")` gives (elsewhere the next value is the same: no area).
     """
     n, m = x.shape[1], y.shape[1]
+    block = max(1, 2**20 // (n + m))  # rows at a time: the temporaries stay bounded
+    if len(x) > block:
+        parts = [ks_wasserstein_rows(x[i:i + block], y[i:i + block])
+                 for i in range(0, len(x), block)]
+        return tuple(np.concatenate(column) for column in zip(*parts))
     x, y = np.sort(x, axis=1), np.sort(y, axis=1)
     tagged = np.zeros((len(x), n + m), dtype=np.complex128)
     tagged.real[:, :n], tagged.real[:, n:], tagged.imag[:, n:] = x, y, 1.0

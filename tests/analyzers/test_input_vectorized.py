@@ -51,6 +51,15 @@ def test_ks_wasserstein_rows_equal_the_per_feature_computation(kind, n, m):
                                      abs=1e-12)
 
 
+def test_ks_wasserstein_rows_in_several_blocks_equal_one_row_at_a_time():
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((300, 2000)), rng.standard_normal((300, 2000)) * 1.1
+    ks, w, dx, dy = ks_wasserstein_rows(x, y)  # more rows than one block holds
+    for i in range(0, 300, 13):
+        one = ks_wasserstein_rows(x[i:i + 1], y[i:i + 1])
+        assert (ks[i], w[i], dx[i], dy[i]) == tuple(v[0] for v in one)
+
+
 def _arrow_samples(df: pd.DataFrame, chunks: int) -> pa.Table:
     """The samples as `Run.sample_table` holds them, in several chunks whose dictionaries
     differ (one per Parquet part or row group)."""
