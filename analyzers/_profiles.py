@@ -124,18 +124,21 @@ def profiles(groups: list[Batches]) -> list[Profile]:
     batch_count[np.isnan(batch_count)] = 0.0
     count = total(c)
     first, last = col["step"][at], col["step"][at + lengths - 1]
-    screen = _screen(col, at, lengths, gid, total)
+    screen = {k: v.tolist() for k, v in _screen(col, at, lengths, gid, total).items()}
+    timed = bool(cols["time_min_set"].any() or cols["time_max_set"].any())
+    fields = zip(lengths.tolist(), count.tolist(), mean.tolist(), std.tolist(), lo.tolist(),
+                 hi.tolist(), int_frac.tolist(), rank.tolist(), first.tolist(), last.tolist(),
+                 batch_unique.tolist(), batch_count.tolist())
     out = []
-    for i, g in enumerate(groups):
+    for i, (g, (n, k, m, sd, a, b, frac_, r, first_, last_, bu, bc)) in enumerate(
+            zip(groups, fields)):
         out.append(Profile(
-            dtypes=g.dtypes(), batches=int(lengths[i]), count=int(count[i]),
-            mean=float(mean[i]), std=float(std[i]), min=float(lo[i]), max=float(hi[i]),
-            int_frac=float(int_frac[i]),
-            resolution=RESOLUTIONS[int(rank[i])][0] if rank[i] == rank[i] else None,
-            time_min=g.time("time_min", min), time_max=g.time("time_max", max),
-            first_step=int(first[i]), last_step=int(last[i]),
-            batch_unique=float(batch_unique[i]), batch_count=float(batch_count[i]),
-            **{k: v[i].item() for k, v in screen.items()}))
+            dtypes=g.dtypes(), batches=n, count=int(k), mean=m, std=sd, min=a, max=b,
+            int_frac=frac_, resolution=RESOLUTIONS[int(r)][0] if r == r else None,
+            time_min=g.time("time_min", min) if timed else None,
+            time_max=g.time("time_max", max) if timed else None,
+            first_step=first_, last_step=last_, batch_unique=bu, batch_count=bc,
+            **{key: v[i] for key, v in screen.items()}))
     return out
 
 
