@@ -74,7 +74,7 @@ def _columns(inputs: pd.DataFrame, order: np.ndarray) -> dict:
                   "dtype_code": dtype[order],
                   "dtype": np.array(list(names), dtype=object)[dtype[order]]}
     for name in _FLOATS:
-        cols[name] = inputs[name].to_numpy(dtype=float, na_value=np.nan)[order]
+        cols[name] = _floats(inputs[name])[order]
     codes, units = pd.factorize(inputs["resolution"])
     ranks = np.array([RES_RANK.get(u, np.nan) for u in units] + [np.nan], dtype=float)
     cols["res_rank"] = ranks[codes[order]]  # code -1 (missing) takes the trailing NaN
@@ -82,6 +82,14 @@ def _columns(inputs: pd.DataFrame, order: np.ndarray) -> dict:
         times = inputs[name].iloc[order].reset_index(drop=True)
         cols[name], cols[f"{name}_set"] = times, times.notna().to_numpy()
     return cols
+
+
+def _floats(column: pd.Series) -> np.ndarray:
+    """A column as float64, NaN where missing (a float64 column as it is: no copy)."""
+    values = column.to_numpy()
+    if values.dtype == np.float64:
+        return values
+    return column.to_numpy(dtype=float, na_value=np.nan)
 
 
 def feature_rows(inputs: pd.DataFrame) -> Iterator[tuple[str, dict[str, Batches]]]:

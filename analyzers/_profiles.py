@@ -166,14 +166,29 @@ def _finite_or_nan(v: np.ndarray, finite: np.ndarray) -> np.ndarray:
 def _group_median(gid: np.ndarray, v: np.ndarray, mask: np.ndarray, groups: int) -> np.ndarray:
     """np.median of v[mask] per group (NaN for a group with nothing selected)."""
     g, x = gid[mask], v[mask]
-    order = np.lexsort((x, g))
-    x = x[order]
     k = np.bincount(g, minlength=groups)
-    off = np.cumsum(k) - k
     out = np.full(groups, np.nan)
+    if not len(x):
+        return out
+    # Most groups hold one value throughout (a batch size, all-distinct values): that value
+    # is their median; only the others are sorted.
+    at = np.cumsum(k) - k
     has = k > 0
-    lo, hi = off[has] + (k[has] - 1) // 2, off[has] + k[has] // 2
-    out[has] = (x[lo] + x[hi]) / 2
+    lo, hi = np.minimum.reduceat(x, at[has]), np.maximum.reduceat(x, at[has])
+    same = np.zeros(groups, dtype=bool)
+    same[has] = (lo == hi) & (lo != 0)  # false where a NaN is selected; zeros keep their sign
+    # as the sorted path leaves it
+    out[same] = lo[same[has]]
+    rest = np.flatnonzero(~same & has)
+    if len(rest):
+        pick = np.isin(g, rest)
+        g, x = g[pick], x[pick]
+        order = np.lexsort((x, g))
+        x = x[order]
+        k = np.bincount(g, minlength=groups)
+        off = np.cumsum(k) - k
+        lo, hi = off[rest] + (k[rest] - 1) // 2, off[rest] + k[rest] // 2
+        out[rest] = (x[lo] + x[hi]) / 2
     return out
 
 

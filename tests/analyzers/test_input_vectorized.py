@@ -15,6 +15,7 @@ from tracelab.analyzers._input_table import (_group_samples, feature_rows, ks_wa
                                              ks_wasserstein_rows)
 from tracelab.analyzers._inputs import (Side, check_pair, feature_profiles, may_change,
                                         may_collapse, time_changes)
+from tracelab.analyzers._profiles import _group_median
 from tracelab.core.run import SAMPLE_CODES, Run
 
 
@@ -58,6 +59,21 @@ def test_ks_wasserstein_rows_in_several_blocks_equal_one_row_at_a_time():
     for i in range(0, 300, 13):
         one = ks_wasserstein_rows(x[i:i + 1], y[i:i + 1])
         assert (ks[i], w[i], dx[i], dy[i]) == tuple(v[0] for v in one)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_group_medians_equal_np_median(seed):
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(0, 9, 40)  # tiny and empty groups among them
+    gid = np.repeat(np.arange(40), sizes)
+    v = rng.choice([1.0, 2.0, 7.0, 64.0, np.nan], len(gid))
+    constant = np.isin(gid, np.arange(0, 40, 3))
+    v[constant] = 64.0  # groups of one value throughout: the path without sorting
+    mask = ~np.isnan(v) & (rng.random(len(gid)) < 0.8)  # as the profiles select
+    got = _group_median(gid, v, mask, 40)
+    for g in range(40):
+        picked = v[mask & (gid == g)]
+        assert got[g] == np.median(picked) if len(picked) else np.isnan(got[g])
 
 
 def _arrow_samples(df: pd.DataFrame, chunks: int) -> pa.Table:
