@@ -234,15 +234,18 @@ def ks_wasserstein_rows(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
     tagged = np.zeros((len(x), n + m), dtype=np.complex128)
     tagged.real[:, :n], tagged.real[:, n:], tagged.imag[:, n:] = x, y, 1.0
     tagged.sort(axis=1, kind="stable")
-    both = tagged.real
-    below_x = np.cumsum(tagged.imag == 0, axis=1)
-    gap = below_x / n - (np.arange(1, n + m + 1) - below_x) / m
-    steps = np.diff(both, axis=1)
-    last = np.c_[steps != 0, np.ones((len(x), 1), bool)]
-    ks = np.maximum(np.clip(-np.where(last, gap, np.inf).min(axis=1), 0, 1),
-                    np.where(last, gap, -np.inf).max(axis=1))
-    w = np.array([np.dot(np.abs(g[:-1]), d) for g, d in zip(gap, steps)])
-    return ks, w, _distinct(x), _distinct(y)
+    below_x = np.cumsum(tagged.imag == 0, axis=1, dtype=np.int32)
+    gap = below_x / n
+    gap -= (np.arange(1, n + m + 1) - below_x) / m
+    steps = np.diff(tagged.real, axis=1)
+    last = np.ones(gap.shape, dtype=bool)
+    np.not_equal(steps, 0, out=last[:, :-1])
+    # |gap| at the last of each value's ties (0 elsewhere, where no area follows either): KS is
+    # its largest value, max(-min gap, max gap) as scipy takes it.
+    np.abs(gap, out=gap)
+    gap *= last
+    w = np.array([np.dot(g[:-1], d) for g, d in zip(gap, steps)])
+    return gap.max(axis=1), w, _distinct(x), _distinct(y)
 
 
 def _distinct(sorted_rows: np.ndarray) -> np.ndarray:
