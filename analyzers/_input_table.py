@@ -160,26 +160,24 @@ def derived(table, build):
     return value
 
 
-def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+def _codes(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
     """A dictionary-encoded column as one code per row (-1 where null) and the names the codes
-    stand for, each name once: chunks may carry different dictionaries."""
-    names: dict[str, int] = {}
-    out = []
-    for chunk in column.chunks:
-        words = chunk.dictionary.to_pylist()
-        remap = np.array([names.setdefault(w, len(names)) if w is not None else -1
-                          for w in words] + [-1], dtype=np.int32)
-        idx = chunk.indices
-        if idx.null_count:
-            idx = idx.fill_null(len(words))
-        out.append(remap[idx.to_numpy(zero_copy_only=False)])
-    return (np.concatenate(out) if out else np.zeros(0, np.int32)), list(names)
+    stand for, each once (chunks may carry different dictionaries: unified first)."""
+    column = table.select([name]).unify_dictionaries().column(0)
+    if not column.num_chunks:
+        return np.zeros(0, np.int32), []
+    words = column.chunks[0].dictionary.to_pylist()
+    indices = pa.chunked_array([chunk.indices for chunk in column.chunks], pa.int32())
+    codes = indices.fill_null(-1).to_numpy() if indices.null_count else indices.to_numpy()
+    if None in words:
+        codes = np.where(np.isin(codes, [i for i, w in enumerate(words) if w is None]), -1, codes)
+    return codes, words
 
 
 def _group_samples(sm: pa.Table) -> dict[tuple[str, str], np.ndarray]:
     values = sm.column("value").to_numpy()  # nulls become NaN
-    split, splits = _codes(sm.column("split"))
-    feature, features = _codes(sm.column("feature"))
+    split, splits = _codes(sm, "split")
+    feature, features = _codes(sm, "feature")
     width = len(features)
     # The recorder writes its reservoir one (split, feature) after another: the groups are
     # then runs of rows, found without building a key per row.

@@ -6,6 +6,7 @@ Pure functions over the `inputs` and `samples` tables; no rule lives here.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -116,6 +117,7 @@ def _precision(dtype: str) -> float:
     return {"M": 5.0, "i": 3.0, "u": 3.0, "b": 1.0}.get(kind, 0.0)
 
 
+@lru_cache(maxsize=1024)  # a few dtype pairs, asked about once per feature
 def _lossy_dtype(a: str, b: str) -> bool:
     """Whether going from dtype a to dtype b loses information that matters."""
     pa, pb = _precision(a), _precision(b)

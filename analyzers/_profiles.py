@@ -87,7 +87,7 @@ def profiles(groups: list[Batches]) -> list[Profile]:
     at = np.cumsum(lengths) - lengths  # each group's first row in the stacked arrays
     gid = np.repeat(np.arange(len(groups)), lengths)
     names = ("count", "nan_count", "inf_count", "mean", "std", "min", "max", "int_frac",
-             "n_unique", "res_rank", "step")
+             "n_unique", "res_rank", "step", "dtype_code")
     if np.array_equal(starts, at) and at[-1] + lengths[-1] == len(cols["step"]):
         col = {k: cols[k] for k in names}  # every group of the table, in order: no copy
     else:
@@ -125,6 +125,9 @@ def profiles(groups: list[Batches]) -> list[Profile]:
     count = total(c)
     first, last = col["step"][at], col["step"][at + lengths - 1]
     screen = {k: v.tolist() for k, v in _screen(col, at, lengths, gid, total).items()}
+    code = col["dtype_code"]
+    one_dtype = (np.minimum.reduceat(code, at) == np.maximum.reduceat(code, at)).tolist()
+    first_dtype = cols["dtype"][starts].tolist()
     timed = bool(cols["time_min_set"].any() or cols["time_max_set"].any())
     fields = zip(lengths.tolist(), count.tolist(), mean.tolist(), std.tolist(), lo.tolist(),
                  hi.tolist(), int_frac.tolist(), rank.tolist(), first.tolist(), last.tolist(),
@@ -133,7 +136,7 @@ def profiles(groups: list[Batches]) -> list[Profile]:
     for i, (g, (n, k, m, sd, a, b, frac_, r, first_, last_, bu, bc)) in enumerate(
             zip(groups, fields)):
         out.append(Profile(
-            dtypes=g.dtypes(), batches=n, count=int(k), mean=m, std=sd, min=a, max=b,
+            dtypes=(first_dtype[i],) if one_dtype[i] else g.dtypes(), batches=n, count=int(k), mean=m, std=sd, min=a, max=b,
             int_frac=frac_, resolution=RESOLUTIONS[int(r)][0] if r == r else None,
             time_min=g.time("time_min", min) if timed else None,
             time_max=g.time("time_max", max) if timed else None,
