@@ -16,7 +16,9 @@ from tracelab.analyzers._input_table import (_group_samples, feature_rows, ks_wa
 from tracelab.analyzers._inputs import (Side, check_pair, feature_profiles, may_change,
                                         may_collapse, time_changes)
 from tracelab.analyzers._profiles import _group_median
-from tracelab.core.run import SAMPLE_CODES, Run
+from tracelab.core.run import SAMPLE_CODES, Run, open_run
+from tracelab.core.schema import SCALARS, Needs
+from tracelab.core.writer import RunWriter
 
 
 def _reference_ks_w(x, y):
@@ -108,6 +110,30 @@ def test_sample_groups_equal_a_groupby(chunks, grouped):
     assert set(got) == set(want)
     for key, values in want.items():
         np.testing.assert_array_equal(got[key], values)  # finite values, in table order
+
+
+def test_a_recorded_run_reads_its_samples_once_as_arrow_and_as_a_frame(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 500
+    columns = {"split": rng.choice(["train", "val"], n).tolist(),
+               "feature": rng.choice(["a", "b", "c"], n).tolist(),
+               "step": rng.integers(0, 50, n), "value": rng.standard_normal(n)}
+    columns["value"][:7] = np.nan
+    writer = RunWriter(tmp_path / "run", {"model": {"type": "MLP"}})
+    writer.write((SCALARS, {"step": [0], "split": ["train"], "name": ["loss"], "value": [1.0],
+                            "wall_time": [0.0]}))
+    writer.set_samples(columns)
+    writer.close()
+    run = open_run(tmp_path / "run")
+    assert Needs.SAMPLES in run.available
+    frame = run.samples  # the DataFrame the reports use: plain strings, rows as written
+    assert frame["split"].tolist() == columns["split"] and str(frame["feature"].dtype) == "str"
+    np.testing.assert_array_equal(frame["value"].to_numpy(), columns["value"])
+    groups = _group_samples(run.sample_table())
+    for (split, feature), g in frame.groupby(["split", "feature"]):
+        values = g["value"].to_numpy()
+        np.testing.assert_array_equal(groups[(split, feature)], values[np.isfinite(values)])
+    assert not run.problems
 
 
 def test_a_run_built_in_memory_gives_its_samples_as_arrow():
