@@ -203,6 +203,9 @@ def _group_samples(sm: pa.Table) -> dict[tuple[str, str], np.ndarray]:
     return out
 
 
+_KS_BLOCK = 2**17  # pooled values per block of `ks_wasserstein_rows`
+
+
 def ks_wasserstein(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     """The two-sample Kolmogorov-Smirnov statistic and the 1-Wasserstein distance of x and y.
 
@@ -223,14 +226,17 @@ def ks_wasserstein_rows(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
     `searchsorted(side="right")` gives (elsewhere the next value is the same: no area).
     """
     n, m = x.shape[1], y.shape[1]
-    block = max(1, 2**20 // (n + m))  # rows at a time: the temporaries stay bounded
+    block = max(1, _KS_BLOCK // (n + m))  # rows at a time: the temporaries stay in cache
     if len(x) > block:
         parts = [ks_wasserstein_rows(x[i:i + block], y[i:i + block])
                  for i in range(0, len(x), block)]
         return tuple(np.concatenate(column) for column in zip(*parts))
-    x, y = np.sort(x, axis=1), np.sort(y, axis=1)
     tagged = np.zeros((len(x), n + m), dtype=np.complex128)
-    tagged.real[:, :n], tagged.real[:, n:], tagged.imag[:, n:] = x, y, 1.0
+    values = tagged.real
+    values[:, :n], values[:, n:], tagged.imag[:, n:] = x, y, 1.0
+    values[:, :n].sort(axis=1)  # each side sorted in place
+    values[:, n:].sort(axis=1)
+    distinct_x, distinct_y = _distinct(values[:, :n]), _distinct(values[:, n:])
     tagged.sort(axis=1, kind="stable")
     below_x = np.cumsum(tagged.imag == 0, axis=1, dtype=np.int32)
     gap = below_x / n
@@ -243,7 +249,7 @@ def ks_wasserstein_rows(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
     np.abs(gap, out=gap)
     gap *= last
     w = np.array([np.dot(g[:-1], d) for g, d in zip(gap, steps)])
-    return gap.max(axis=1), w, _distinct(x), _distinct(y)
+    return gap.max(axis=1), w, distinct_x, distinct_y
 
 
 def _distinct(sorted_rows: np.ndarray) -> np.ndarray:
