@@ -79,8 +79,12 @@ def _columns(inputs: pd.DataFrame, order: np.ndarray) -> dict:
     ranks = np.array([RES_RANK.get(u, np.nan) for u in units] + [np.nan], dtype=float)
     cols["res_rank"] = ranks[codes[order]]  # code -1 (missing) takes the trailing NaN
     for name in _TIMES:
-        times = inputs[name].iloc[order].reset_index(drop=True)
-        cols[name], cols[f"{name}_set"] = times, times.notna().to_numpy()
+        set_ = inputs[name].notna().to_numpy()
+        if set_.any():  # datetime features: their value range, sorted like the rest
+            cols[name] = inputs[name].iloc[order].reset_index(drop=True)
+            cols[f"{name}_set"] = set_[order]
+        else:
+            cols[name], cols[f"{name}_set"] = None, set_
     return cols
 
 
