@@ -6,6 +6,7 @@ Pure functions over the `inputs` and `samples` tables; no rule lives here.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -116,6 +117,7 @@ def _precision(dtype: str) -> float:
     return {"M": 5.0, "i": 3.0, "u": 3.0, "b": 1.0}.get(kind, 0.0)
 
 
+@lru_cache(maxsize=1024)  # a few dtype pairs, asked about once per feature
 def _lossy_dtype(a: str, b: str) -> bool:
     """Whether going from dtype a to dtype b loses information that matters."""
     pa, pb = _precision(a), _precision(b)
@@ -158,6 +160,34 @@ def check_pair(a: Side, b: Side, *, factor: float, min_distinct: float, max_int_
     if card:
         out.append(card)
     return out
+
+
+def may_collapse(pa: Profile, pb: Profile, *, factor: float, min_distinct: float,
+                 max_int_frac: float, chance: float) -> bool:
+    """False where `check_pair` from pa to pb certainly finds nothing, from the profiles
+    alone: most pairs of a run with hundreds of features are screened out here."""
+    if _lossy_dtype(pa.dtype, pb.dtype) or (pa.resolution and pb.resolution and (
+            RES_RANK[pb.resolution] > RES_RANK[pa.resolution])):
+        return True
+    if pb.all_whole and pb.kind != "M" and not pb.constant:
+        return True
+    # A batch of m values is expected to show at most max(u, c) distinct values, for any m
+    # (`expected_unique`); every judged ratio, hence their median, is at least this bound's.
+    bound = max(_or_zero(pa.batch_unique), _or_zero(pa.batch_count), 0.0)
+    return not (factor > 0 and min_distinct > 0 and (
+        bound < min_distinct or pb.unique_min / bound > 1 / factor))
+
+
+def may_change(p: Profile, *, min_batches: int, factor: float) -> bool:
+    """False where `time_changes` on the rows `p` pools certainly finds no candidate."""
+    n = p.batches
+    return n >= min_batches + 1 and (
+        len(p.dtypes) > 1 or 0 < p.whole_from <= n - min_batches or p.all_resolved
+        or (p.ratio_batches > min_batches and not p.ratio_min * factor > p.ratio_max))
+
+
+def _or_zero(x: float) -> float:
+    return 0.0 if math.isnan(x) else x
 
 
 def _cardinality(a: Side, b: Side, *, factor: float, min_distinct: float) -> dict | None:

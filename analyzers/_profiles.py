@@ -47,6 +47,17 @@ class Profile:
     last_step: int
     batch_unique: float
     batch_count: float
+    # What input-collapse's screen needs (`_inputs.may_change`, `may_collapse`): whether every
+    # batch is all whole numbers, where the trailing run of such batches starts, whether every
+    # batch has a datetime resolution, the fewest distinct values of a batch, and the range
+    # and number of distinct-value ratios over batches of at least 4 values.
+    all_whole: bool = False
+    whole_from: int = 0
+    all_resolved: bool = False
+    unique_min: float = float("nan")
+    ratio_min: float = float("nan")
+    ratio_max: float = float("nan")
+    ratio_batches: int = 0
 
     @property
     def dtype(self) -> str:
@@ -73,12 +84,15 @@ def profiles(groups: list[Batches]) -> list[Profile]:
     cols = groups[0].columns
     lengths = np.array([len(g) for g in groups])
     starts = np.array([g.start for g in groups])
-    idx = (np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-           + np.repeat(starts, lengths))
     at = np.cumsum(lengths) - lengths  # each group's first row in the stacked arrays
     gid = np.repeat(np.arange(len(groups)), lengths)
-    col = {k: cols[k][idx] for k in ("count", "nan_count", "inf_count", "mean", "std", "min",
-                                     "max", "int_frac", "n_unique", "res_rank", "step")}
+    names = ("count", "nan_count", "inf_count", "mean", "std", "min", "max", "int_frac",
+             "n_unique", "res_rank", "step", "dtype_code")
+    if np.array_equal(starts, at) and at[-1] + lengths[-1] == len(cols["step"]):
+        col = {k: cols[k] for k in names}  # every group of the table, in order: no copy
+    else:
+        idx = np.arange(lengths.sum()) - np.repeat(at, lengths) + np.repeat(starts, lengths)
+        col = {k: cols[k][idx] for k in names}
 
     def total(v: np.ndarray) -> np.ndarray:
         return np.add.reduceat(v, at)
@@ -110,17 +124,41 @@ def profiles(groups: list[Batches]) -> list[Profile]:
     batch_count[np.isnan(batch_count)] = 0.0
     count = total(c)
     first, last = col["step"][at], col["step"][at + lengths - 1]
+    screen = {k: v.tolist() for k, v in _screen(col, at, lengths, gid, total).items()}
+    code = col["dtype_code"]
+    one_dtype = (np.minimum.reduceat(code, at) == np.maximum.reduceat(code, at)).tolist()
+    first_dtype = cols["dtype"][starts].tolist()
+    timed = bool(cols["time_min_set"].any() or cols["time_max_set"].any())
+    fields = zip(lengths.tolist(), count.tolist(), mean.tolist(), std.tolist(), lo.tolist(),
+                 hi.tolist(), int_frac.tolist(), rank.tolist(), first.tolist(), last.tolist(),
+                 batch_unique.tolist(), batch_count.tolist())
     out = []
-    for i, g in enumerate(groups):
+    for i, (g, (n, k, m, sd, a, b, frac_, r, first_, last_, bu, bc)) in enumerate(
+            zip(groups, fields)):
         out.append(Profile(
-            dtypes=g.dtypes(), batches=int(lengths[i]), count=int(count[i]),
-            mean=float(mean[i]), std=float(std[i]), min=float(lo[i]), max=float(hi[i]),
-            int_frac=float(int_frac[i]),
-            resolution=RESOLUTIONS[int(rank[i])][0] if rank[i] == rank[i] else None,
-            time_min=g.time("time_min", min), time_max=g.time("time_max", max),
-            first_step=int(first[i]), last_step=int(last[i]),
-            batch_unique=float(batch_unique[i]), batch_count=float(batch_count[i])))
+            dtypes=(first_dtype[i],) if one_dtype[i] else g.dtypes(), batches=n, count=int(k), mean=m, std=sd, min=a, max=b,
+            int_frac=frac_, resolution=RESOLUTIONS[int(r)][0] if r == r else None,
+            time_min=g.time("time_min", min) if timed else None,
+            time_max=g.time("time_max", max) if timed else None,
+            first_step=first_, last_step=last_, batch_unique=bu, batch_count=bc,
+            **{key: v[i] for key, v in screen.items()}))
     return out
+
+
+def _screen(col: dict, at: np.ndarray, lengths: np.ndarray, gid: np.ndarray, total) -> dict:
+    """Per group, the Profile fields of input-collapse's screen (see Profile)."""
+    frac, u = col["int_frac"], col["n_unique"]
+    whole = np.nan_to_num(frac) >= 1 - 1e-9
+    local = np.arange(len(gid)) - at[gid]
+    c = unique_window(col["count"])
+    judged = (c >= 4) & np.isfinite(u)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        q = np.where(judged, u / c, np.nan)
+    return {"all_whole": total(whole & np.isfinite(frac)) == lengths,
+            "whole_from": np.maximum.reduceat(np.where(whole, -1, local), at) + 1,
+            "all_resolved": total(np.isfinite(col["res_rank"])) == lengths,
+            "unique_min": np.fmin.reduceat(u, at), "ratio_min": np.fmin.reduceat(q, at),
+            "ratio_max": np.fmax.reduceat(q, at), "ratio_batches": total(judged)}
 
 
 def _finite_or_nan(v: np.ndarray, finite: np.ndarray) -> np.ndarray:
@@ -131,14 +169,29 @@ def _finite_or_nan(v: np.ndarray, finite: np.ndarray) -> np.ndarray:
 def _group_median(gid: np.ndarray, v: np.ndarray, mask: np.ndarray, groups: int) -> np.ndarray:
     """np.median of v[mask] per group (NaN for a group with nothing selected)."""
     g, x = gid[mask], v[mask]
-    order = np.lexsort((x, g))
-    x = x[order]
     k = np.bincount(g, minlength=groups)
-    off = np.cumsum(k) - k
     out = np.full(groups, np.nan)
+    if not len(x):
+        return out
+    # Most groups hold one value throughout (a batch size, all-distinct values): that value
+    # is their median; only the others are sorted.
+    at = np.cumsum(k) - k
     has = k > 0
-    lo, hi = off[has] + (k[has] - 1) // 2, off[has] + k[has] // 2
-    out[has] = (x[lo] + x[hi]) / 2
+    lo, hi = np.minimum.reduceat(x, at[has]), np.maximum.reduceat(x, at[has])
+    same = np.zeros(groups, dtype=bool)
+    same[has] = (lo == hi) & (lo != 0)  # false where a NaN is selected; zeros keep their sign
+    # as the sorted path leaves it
+    out[same] = lo[same[has]]
+    rest = np.flatnonzero(~same & has)
+    if len(rest):
+        pick = np.isin(g, rest)
+        g, x = g[pick], x[pick]
+        order = np.lexsort((x, g))
+        x = x[order]
+        k = np.bincount(g, minlength=groups)
+        off = np.cumsum(k) - k
+        lo, hi = off[rest] + (k[rest] - 1) // 2, off[rest] + k[rest] // 2
+        out[rest] = (x[lo] + x[hi]) / 2
     return out
 
 

@@ -37,8 +37,8 @@ from functools import partial
 
 import numpy as np
 
-from tracelab.analyzers._inputs import (Batches, Side, check_pair, feature_profiles,
-                                        feature_rows, fmt, samples_of, time_changes)
+from tracelab.analyzers._inputs import (Batches, Side, check_pair, feature_profiles, fmt,
+                                        may_change, may_collapse, samples_of, time_changes)
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
@@ -67,7 +67,8 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
     limits = dict(factor=factor, min_distinct=min_distinct, max_int_frac=max_int_frac,
                   chance=chance)
     samples = samples_of(run)
-    base = dict(feature_rows(baseline.inputs)) if baseline is not None else {}
+    base = ({f: (by, pooled) for f, by, pooled in feature_profiles(baseline.inputs)}
+            if baseline is not None else {})
     base_samples = samples_of(baseline) if baseline is not None else {}
     findings: list[Finding] = []
     for feature, by_split, pooled in feature_profiles(run.inputs):
@@ -78,6 +79,8 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
         def report(split: str, a: Side, b: Side) -> bool:
             # One dtype change explains itself wherever it shows: told once per feature.
             key = lambda s: ("*" if s["kind"] == "dtype" else split, s["kind"])  # noqa: E731
+            if not may_collapse(a.p, b.p, **limits):
+                return False
             sym = [s for s in check_pair(a, b, **limits) if key(s) not in reported]
             reported.update(key(s) for s in sym)
             if sym:
@@ -86,6 +89,8 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
 
         # Over time within a split first: the step it started at is the most useful fact.
         for split, rows in by_split.items():
+            if not may_change(pooled[split], min_batches=min_batches, factor=factor):
+                continue
             for i in time_changes(rows, min_batches=min_batches, **limits):
                 before, after = rows.rows(0, i), rows.rows(i)
                 if report(split, Side(f"steps {before['step'].min()}-{before['step'].max()} of "
@@ -100,10 +105,11 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
         # Whether the feature is constant is this run's own finding, baseline or not.
         own = bool(reported)
         for split, side in sides.items():
-            ref = base.get(feature, {}).get(split)
-            if ref is not None:
-                report(split, Side(f"the baseline's {split}", ref,
-                                   partial(base_samples.get, (split, feature))),
+            ref_rows, ref_pooled = base.get(feature, ({}, {}))
+            if split in ref_rows:
+                report(split, Side(f"the baseline's {split}", ref_rows[split],
+                                   partial(base_samples.get, (split, feature)),
+                                   ref_pooled[split]),
                        Side(f"this run's {split}", side.rows, lambda side=side: side.samples,
                             side.p))
         if not own and all(side.p.constant for side in sides.values()):

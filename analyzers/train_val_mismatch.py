@@ -35,7 +35,7 @@ from collections import Counter
 
 import numpy as np
 
-from tracelab.analyzers._input_table import ks_wasserstein
+from tracelab.analyzers._input_table import ks_wasserstein_rows
 from tracelab.analyzers._inputs import (Profile, feature_profiles, fmt, range_label,
                                         samples_of, stats_text)
 from tracelab.core.findings import ERROR, WARNING, Finding
@@ -60,15 +60,17 @@ def train_val_mismatch(run: Run, *, min_ks: float = 0.15, min_wasserstein: float
                   for s in _splits(mine) if s in _splits(base)]
     findings = []
     for ref_split, ref, ref_s, split, ref_name, subject in pairs:
-        results = []
+        compared = []
         for feature, by_split in mine.items():
             a, b = ref.get(feature, {}).get(ref_split), by_split.get(split)
             if a is None or b is None or a.kind in "MO" or b.kind in "MO":
                 continue
-            r = _distance(a, b, ref_s.get((ref_split, feature)), mine_s.get((split, feature)),
-                          min_samples=min_samples)
-            if r is not None:
-                results.append({"feature": feature, **r, "ref": a, "other": b})
+            compared.append((feature, a, b, ref_s.get((ref_split, feature)),
+                             mine_s.get((split, feature))))
+        results = [{"feature": feature, **r, "ref": a, "other": b}
+                   for (feature, a, b, _, _), r in zip(
+                       compared, _distances(compared, min_samples=min_samples))
+                   if r is not None]
         _judge(results, **limits)
         differ = [r for r in results if r["differs"]]
         strong = [r for r in differ if r["strong"]]
@@ -108,12 +110,32 @@ def _splits(profiles: dict[str, dict[str, Profile]]) -> list[str]:
     return list(dict.fromkeys(s for by in profiles.values() for s in by))
 
 
-def _distance(a: Profile, b: Profile, sa, sb, *, min_samples: int) -> dict | None:
-    """Effect sizes of one feature, and the statistic its p-value comes from (`_judge`)."""
+def _distances(compared: list[tuple], *, min_samples: int) -> list[dict | None]:
+    """`_distance` of every (feature, a, b, samples of a, samples of b): the features with
+    enough samples on both sides go through KS and Wasserstein together, a batch per pair of
+    sample sizes (a reservoir holds as many values of every feature)."""
+    tests: dict[tuple[int, int], list[int]] = {}
+    for i, (_, _, _, sa, sb) in enumerate(compared):
+        if sa is not None and sb is not None and min(len(sa), len(sb)) >= min_samples:
+            tests.setdefault((len(sa), len(sb)), []).append(i)
+    measured: dict[int, tuple] = {}
+    for (size_a, size_b), at in tests.items():
+        ks, w, da, db = ks_wasserstein_rows(np.stack([compared[i][3] for i in at]),
+                                            np.stack([compared[i][4] for i in at]))
+        for i, *r in zip(at, ks.tolist(), w.tolist(), da.tolist(), db.tolist()):
+            measured[i] = (r[0], r[1], (size_a, r[2]), (size_b, r[3]))
+    return [_distance(a, b, measured.get(i)) for i, (_, a, b, _, _) in enumerate(compared)]
+
+
+def _distance(a: Profile, b: Profile, measured: tuple | None) -> dict | None:
+    """Effect sizes of one feature, and the statistic its p-value comes from (`_judge`).
+
+    `measured`: KS, Wasserstein and each side's (size, distinct values) from the samples, or
+    None where the samples are too few."""
     scale = a.std if a.std > 0 else b.std
-    if sa is not None and sb is not None and min(len(sa), len(sb)) >= min_samples:
-        ks, w = ks_wasserstein(sa, sb)
-        na, nb = _n_eff(sa), _n_eff(sb)
+    if measured is not None:
+        ks, w, (size_a, distinct_a), (size_b, distinct_b) = measured
+        na, nb = _n_eff(size_a, distinct_a), _n_eff(size_b, distinct_b)
         r = {"ks": ks, "method": "samples", "z": ks * np.sqrt(na * nb / (na + nb))}
     elif np.isfinite([a.mean, b.mean]).all() and a.count > 1 and b.count > 1:
         # Summary statistics only: the W distance of two normals is at least the larger of
@@ -148,10 +170,9 @@ def _judge(results: list[dict], *, min_ks, min_w, strong_ks, strong_w, alpha) ->
         r["strong"] = significant and w >= strong_w and (ks is None or ks >= strong_ks)
 
 
-def _n_eff(x: np.ndarray) -> int:
+def _n_eff(size: int, distinct: int) -> int:
     """Sampled values repeat rows seen in several epochs; distinct values bound the information."""
-    distinct = len(np.unique(x))
-    return min(len(x), distinct) if distinct > 20 else len(x)
+    return min(size, distinct) if distinct > 20 else size
 
 
 def _effect(r: dict) -> str:

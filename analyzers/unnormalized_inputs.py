@@ -36,6 +36,9 @@ False positives
 """
 from __future__ import annotations
 
+import math
+import sys
+
 import numpy as np
 
 from tracelab.analyzers._inputs import (Profile, dtype_kind, feature_profiles, fmt,
@@ -93,7 +96,7 @@ def unnormalized_inputs(run: Run, *, max_rms: float = 10.0, max_scale_ratio: flo
             "Divide by 255 (torchvision's ToTensor does) and normalize each channel, e.g. "
             "Normalize(mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225)) for ImageNet-like "
             "images, or the channel statistics of your training set."))
-    rms = {f: float(np.hypot(p.mean, np.nan_to_num(p.std))) for f, p in profiles.items()}
+    rms = {f: float(np.hypot(p.mean, _nan_to_num(p.std))) for f, p in profiles.items()}
     large = sorted((f for f in profiles if rms[f] > max_rms and f not in pixels),
                    key=lambda f: -rms[f])
     if large:
@@ -120,3 +123,8 @@ def unnormalized_inputs(run: Run, *, max_rms: float = 10.0, max_scale_ratio: flo
                  "smallest": small, "smallest_scale": scale[small]},
                 _STANDARDIZE))
     return findings
+
+
+def _nan_to_num(x: float) -> float:
+    """np.nan_to_num of one float, without its array machinery (called once per feature)."""
+    return 0.0 if math.isnan(x) else min(max(x, -sys.float_info.max), sys.float_info.max)

@@ -191,6 +191,28 @@ def generate_wide(path: Path, features: int, steps: int = 300, val_every: int = 
     writer.close()
 
 
+# Runs are generated in a process of their own: Linux carries a process's peak RSS over into
+# the programs it starts, so a parent that had generated a large run would inflate the peak
+# RSS every measurement reports.
+_GENERATE = r"""
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import analyze_scale
+kind, path, size = sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
+print(analyze_scale.generate(path, size) if kind == "tensors" else
+      analyze_scale.generate_wide(path, size))
+"""
+
+
+def generate_apart(kind: str, path: Path, size: int) -> str:
+    """`generate` ("tensors", size = steps) or `generate_wide` ("wide", size = features) in
+    a fresh process; returns what it printed (the number of tensor rows)."""
+    out = subprocess.run([sys.executable, "-c", _GENERATE, str(Path(__file__).parent), kind,
+                          str(path), str(size)], check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
 def measure(mode: str, path: Path) -> dict:
     out = subprocess.run([sys.executable, "-c", _MEASURE, mode, str(path)], check=True,
                          capture_output=True, text=True)
@@ -214,7 +236,7 @@ def main(argv=None) -> int:
     path = root / "run"
     if not (path / "meta.json").exists():
         t0 = time.perf_counter()
-        rows = generate(path, args.steps)
+        rows = int(generate_apart("tensors", path, args.steps))
         print(f"generated {rows:,} tensor rows ({args.steps:,} steps) in "
               f"{time.perf_counter() - t0:.1f} s: {path}")
     size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
@@ -249,7 +271,7 @@ def widths(root: Path, counts: list[int], repeat: int) -> int:
     for n in counts:
         paths[n] = root / f"wide-{n}"
         if not (paths[n] / "meta.json").exists():
-            generate_wide(paths[n], n)
+            generate_apart("wide", paths[n], n)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     runs: dict[int, list[dict]] = {n: [] for n in counts}
     for _ in range(repeat):  # alternate, so that the machine's load hits every width alike

@@ -138,13 +138,14 @@ def part_ranks(path: Path) -> set[int]:
     return found
 
 
-def read_part(file: Path) -> pa.Table:
+def read_part(file: Path, dictionary: tuple[str, ...] = ()) -> pa.Table:
     """A Parquet part, or every complete batch of an Arrow IPC tail (a kill may have cut the
-    last one short)."""
+    last one short). `dictionary`: string columns kept dictionary-encoded as Parquet stores
+    them (no string object per row)."""
     # Opened by Python, not by Arrow: a path that is not valid UTF-8 (surrogate escapes) opens.
     if file.suffix == f".{PARQUET}":
         with open(file, "rb") as source:
-            return pq.read_table(source)
+            return pq.read_table(source, read_dictionary=list(dictionary) or None)
     batches = []
     with open(file, "rb") as source:
         try:
@@ -162,8 +163,17 @@ def read_part(file: Path) -> pa.Table:
 def read_table(path: Path | None, table: str, *,
                distributed: bool) -> tuple[pd.DataFrame, list[str]]:
     """One table of the run directory `path` (None: an empty one), sorted by step (and rank;
-    the samples as written), and the problems met. `distributed`: the table gets a `rank` column (int32)."""
-    schema = ARROW_SCHEMAS[table]
+    the samples as written), and the problems met. `distributed`: the table gets a `rank`
+    column (int32)."""
+    arrow, problems = read_arrow(path, table, distributed=distributed)
+    return to_frame(arrow, table), problems
+
+
+def read_arrow(path: Path | None, table: str, *, distributed: bool,
+               dictionary: tuple[str, ...] = ()) -> tuple[pa.Table, list[str]]:
+    """One table as Arrow, in the order its parts hold it, and the problems met; the string
+    columns named in `dictionary` stay dictionary-encoded (int32 codes per row)."""
+    schema, target = ARROW_SCHEMAS[table], dictionary_schema(table, dictionary)
     directory = path / table if path else None
     parts: dict[str, Path] = {}
     tables, ranks, problems = [], [], []
@@ -179,7 +189,7 @@ def read_table(path: Path | None, table: str, *,
             parts[name] = directory / name
     for name, file in parts.items():
         try:
-            part = read_part(file).select(schema.names).cast(schema)
+            part = read_part(file, dictionary=dictionary).select(schema.names).cast(target)
         except Exception as exc:  # a corrupt part must not hide the rest of the run
             problems.append(f"{table}/{name}: unreadable ({type(exc).__name__})")
             continue
@@ -192,13 +202,30 @@ def read_table(path: Path | None, table: str, *,
     if distributed:
         tables = [t.append_column("rank", pa.array([r] * t.num_rows, pa.int32()))
                   for t, r in zip(tables, ranks)]
+        target = target.append(pa.field("rank", pa.int32()))
+    return (pa.concat_tables(tables) if tables else target.empty_table()), problems
+
+
+def dictionary_schema(table: str, dictionary: tuple[str, ...]) -> pa.Schema:
+    """The table's schema with the columns named in `dictionary` dictionary-encoded."""
+    return pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type))
+                      if f.name in dictionary else f for f in ARROW_SCHEMAS[table]])
+
+
+def to_frame(arrow: pa.Table, table: str) -> pd.DataFrame:
+    """A table read by `read_arrow` as the DataFrame rules see: plain string columns, sorted
+    by step (and rank), the samples as written."""
+    schema = ARROW_SCHEMAS[table]
+    if "rank" in arrow.column_names:
         schema = schema.append(pa.field("rank", pa.int32()))
-    if not tables:
-        return schema.empty_table().to_pandas(), problems
-    df = pa.concat_tables(tables).to_pandas()
+    if not arrow.num_rows:
+        return schema.empty_table().to_pandas()
+    if arrow.schema != schema:
+        arrow = arrow.cast(schema)  # dictionary-encoded strings back to strings
+    df = arrow.to_pandas()
     # The samples are a uniform reservoir whose rows carry their step; sorting its millions of
     # rows (one per sampled value of every feature) would cost more than the rules using them.
     sort = [c for c in ("step", "rank") if c in df] if table != SAMPLES else []
     if sort == ["step"] and df["step"].is_monotonic_increasing:
-        return df, problems  # one writer appends in step order: sorting 1M rows again costs ~0.5 s
-    return (df.sort_values(sort, kind="stable", ignore_index=True) if sort else df), problems
+        return df  # one writer appends in step order: sorting 1M rows again costs ~0.5 s
+    return df.sort_values(sort, kind="stable", ignore_index=True) if sort else df

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import pandas as pd
+import pyarrow as pa
 
 from tracelab.core import reader, run_status
 from tracelab.core.formats import NATIVE, Source
@@ -22,6 +23,8 @@ from tracelab.core.schema import (ACTIVATION, AMP_SCALE, ARROW_SCHEMAS, BATCHES,
                                   DATA_TIME, FINGERPRINTS, GRAD, GRAD_LEFTOVER, INPUTS, LOSS_NAME,
                                   SAMPLES, SCALARS, SCHEMA_VERSION, SIGNALS, TARGETS, TENSORS, TRAIN,
                                   TRAIN_MODE_MODEL, UPDATE, WEIGHT, Needs, Requirement)
+
+SAMPLE_CODES = ("split", "feature")  # the samples' columns `sample_table` dictionary-encodes
 
 
 def open_run(path: str | os.PathLike) -> "Run":
@@ -52,6 +55,7 @@ class Run:
         self._tables = dict(frames or {})
         self._views = Views(self)
         self._rank_states: dict[int, dict[str, Any]] = {}
+        self._sample_table: pa.Table | None = None
 
     @classmethod
     def from_frames(cls, meta: Mapping[str, Any] | None = None, **frames: pd.DataFrame) -> "Run":
@@ -119,7 +123,25 @@ class Run:
 
     @property
     def samples(self) -> pd.DataFrame:
+        if SAMPLES not in self._tables and self.path is not None:
+            self._tables[SAMPLES] = reader.to_frame(self.sample_table(), SAMPLES)
         return self._table(SAMPLES)
+
+    def sample_table(self) -> pa.Table:
+        """The samples as Arrow, `split` and `feature` dictionary-encoded: millions of rows
+        at hundreds of features, which the data rules group by code without building a
+        string per row. Read once; `samples` is made from it."""
+        if self._sample_table is None:
+            if SAMPLES in self._tables or self.path is None:  # built in memory
+                df = self.samples
+                self._sample_table = pa.Table.from_pandas(
+                    df[list(ARROW_SCHEMAS[SAMPLES].names)], preserve_index=False).cast(
+                    reader.dictionary_schema(SAMPLES, SAMPLE_CODES))
+            else:
+                self._sample_table, problems = reader.read_arrow(
+                    self.path, SAMPLES, distributed=len(self.ranks) > 1, dictionary=SAMPLE_CODES)
+                self.problems.extend(problems)
+        return self._sample_table
 
     @property
     def batches(self) -> pd.DataFrame:
@@ -221,7 +243,8 @@ class Run:
                     have.add(req)
         if len(self.inputs):
             have.add(Needs.INPUTS)
-        if len(self.samples):
+        if len(self._tables[SAMPLES]) if SAMPLES in self._tables else (
+                self.sample_table().num_rows):
             have.add(Needs.SAMPLES)
         if len(self.batches):
             have.add(Needs.BATCHES)
