@@ -167,24 +167,28 @@ class _LayoutCache:
             self._key, self._layout, self.total = None, None, 0
             return None
         if key != self._key:
-            self._key, self._layout = key, host_layout(tensors)
+            self._key, self._layout = key, host_layout(tensors, key)
             self.total = int(self._layout.table[:, 1].sum()) if self._layout else 0
         return self._layout
 
 
 def _key(t: torch.Tensor) -> tuple:
-    if type(t) not in _PLAIN:  # host_layout refuses it whatever else it says of itself
+    """What a Layout rests on: (address, numel, dtype, contiguity, storage offset, storage
+    address, storage bytes) of a plain tensor; a subclass is refused whatever it says."""
+    if type(t) not in _PLAIN:
         return (type(t),)
+    storage = t.untyped_storage()
     return (t.data_ptr(), t.numel(), t.dtype, t.is_contiguous(), t.storage_offset(),
-            t.untyped_storage().nbytes())
+            storage.data_ptr(), storage.nbytes())
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
-def host_layout(tensors: list[torch.Tensor]) -> Layout | None:
+def host_layout(tensors: list[torch.Tensor], keys: list[tuple] | None = None) -> Layout | None:
     """The Layout of tensors that the kernels may read in place, else None: all of them plain
-    dense contiguous CPU tensors of one float dtype, each within its own storage.
+    dense contiguous CPU tensors of one float dtype, each within its own storage. keys: their
+    `_key`s, when the caller has them (each attribute read costs microseconds in a step).
 
     A subclass can say anything of its size and memory (a DTensor's numel is the global one,
     its memory the local shard), so only the exact types are read by address; the rest take
@@ -193,25 +197,26 @@ def host_layout(tensors: list[torch.Tensor]) -> Layout | None:
     if tensors and dtype not in _KERNEL_DTYPES or kernel_loader.kernels() is None:
         return None
     try:
-        if not all(_readable(t, dtype) for t in tensors):
+        keys = keys if keys is not None else [_key(t) for t in tensors]
+        if not all(_readable(t, k, dtype) for t, k in zip(tensors, keys)):
             return None
     except Exception:  # whatever a tensor cannot answer, the torch path reads it
         return None
-    table = np.array([(t.data_ptr(), t.numel()) for t in tensors], dtype=np.int64)
+    table = np.array([k[:2] for k in keys], dtype=np.int64)
     return Layout(table.reshape(-1, 2), _KERNEL_DTYPES.get(dtype))
 
 
-def _readable(t: torch.Tensor, dtype: torch.dtype) -> bool:
-    """Whether numel values of t lie at data_ptr, inside the memory its storage holds."""
-    if type(t) not in _PLAIN or not t.is_cpu or t.dtype != dtype or t.layout != torch.strided \
-            or not t.is_contiguous() or t.is_neg() or t.is_conj():
+def _readable(t: torch.Tensor, key: tuple, dtype: torch.dtype) -> bool:
+    """Whether numel values of t lie at data_ptr, inside the memory its storage holds (key:
+    its `_key`)."""
+    if len(key) == 1 or not t.is_cpu or key[2] != dtype or t.layout != torch.strided \
+            or not key[3] or t.is_neg() or t.is_conj():
         return False
-    if t.numel() == 0:  # nothing is read
+    ptr, numel, _, _, offset, start, nbytes = key
+    if numel == 0:  # nothing is read
         return True
-    storage, size = t.untyped_storage(), t.element_size()
-    start = storage.data_ptr() + t.storage_offset() * size
-    return t.storage_offset() >= 0 and t.data_ptr() == start \
-        and storage.nbytes() >= (t.storage_offset() + t.numel()) * size
+    size = dtype.itemsize
+    return offset >= 0 and ptr == start + offset * size and nbytes >= (offset + numel) * size
 
 
 _NO_TENSORS = Layout(np.empty((0, 2), np.int64), None)

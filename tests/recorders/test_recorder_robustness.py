@@ -220,7 +220,7 @@ def test_every_path_to_the_statistics_gives_the_same_trace(tmp_path, monkeypatch
     from tracelab.recorders import parameters, transfer
     _train_cnn(tmp_path / "compiled")  # kernels on the tensors in place, inputs on the writer
     monkeypatch.setattr(transfer, "HOST_COPY_BYTES", 0)  # a writer that has fallen behind
-    monkeypatch.setattr(parameters, "host_layout", lambda tensors: None)  # torch reductions
+    monkeypatch.setattr(parameters, "host_layout", lambda tensors, keys=None: None)  # torch path
     _train_cnn(tmp_path / "torch")
     compiled, plain = (tracelab.open_run(tmp_path / n) for n in ("compiled", "torch"))
     for table in ("tensors", "inputs"):
