@@ -129,6 +129,13 @@ class GRUNet(nn.Module):
         return self.head(out[:, -1])
 
 
+def small_cnn(out: int) -> nn.Module:
+    """Two conv-BN-ReLU blocks on the `squares` images, pooled, then a linear head."""
+    return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                         nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                         nn.AdaptiveAvgPool2d(2), nn.Flatten(), nn.Linear(64, out))
+
+
 def build_model(sc) -> nn.Module:
     k = sc.classes
     if sc.arch == "mlp":
@@ -140,9 +147,7 @@ def build_model(sc) -> nn.Module:
                 model[2].bias.fill_(-4.0)
         return model
     if sc.arch == "cnn":
-        return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
-                             nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
-                             nn.AdaptiveAvgPool2d(2), nn.Flatten(), nn.Linear(64, k))
+        return small_cnn(k)
     if sc.arch == "gru":
         return GRUNet(k)
     if sc.arch == "sigmoid10":

@@ -26,7 +26,7 @@ import tracelab
 from tracelab.core.findings import Severity
 
 sys.path.insert(0, str(Path(__file__).parent))
-from calibration_models import GRUNet, squares  # noqa: E402  (the tasks both files train)
+from calibration_models import GRUNet, small_cnn, squares  # noqa: E402  (the tasks both files train)
 
 
 @dataclass(frozen=True)
@@ -152,9 +152,7 @@ class Data:
 def build_model(sc: Scenario) -> nn.Module:
     out = 1 if sc.classes == 1 or sc.fault in ("bce", "bce_minus_one") else sc.classes
     if sc.arch == "cnn":
-        return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
-                             nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
-                             nn.AdaptiveAvgPool2d(2), nn.Flatten(), nn.Linear(64, out))
+        return small_cnn(out)
     if sc.arch == "gru":
         return GRUNet(out)
     width = 4 if sc.fault == "binary_features" else 20 + sc.classes if sc.fault == "target_leak" else 20
