@@ -28,6 +28,21 @@ def test_analyze_refuses_to_write_over_the_runs_metadata(run_dir, capsys, option
     assert option in err and "meta.json" in err
 
 
+@pytest.mark.parametrize("option", ["--json", "--markdown"])
+def test_a_refused_output_leaves_no_report_written_before_it(run_dir, capsys, option):
+    """The report's default path is inside the run: checked first, nothing is written."""
+    _refused(["analyze", str(run_dir), option, str(run_dir / "meta.json")], capsys, run_dir)
+    assert not (run_dir / "report.html").exists()
+
+
+def test_two_outputs_on_one_file_are_refused_before_either_is_written(run_dir, tmp_path,
+                                                                      capsys):
+    out = tmp_path / "out.html"
+    assert main(["analyze", str(run_dir), "--html", str(out), "--json", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--html and --json" in err and not out.exists()
+
+
 def test_part_files_new_rank_files_and_table_folders_are_refused(run_dir, capsys):
     part = next((run_dir / "scalars").glob("r0-*.parquet"))
     for target in (part, run_dir / "scalars" / "r0-000099.parquet", run_dir / "meta.rank3.json",

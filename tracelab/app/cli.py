@@ -79,6 +79,23 @@ def _write_output(kind: str, target: Path, write: Callable[[], object], option: 
         raise TracelabError(f"{target}: cannot write the {kind} ({reason}); {hint}") from None
 
 
+def _refuse_outputs(outputs: Sequence[tuple[object, str]],
+                    sources: Sequence[Optional[str]]) -> None:
+    """One line and exit 2, before any output is written, when an output (path, option) would
+    land on recorded data, or two options name the same file."""
+    from tracelab.app.outputs import refuse_over_sources
+    seen: dict[Path, str] = {}
+    for path, option in outputs:
+        if path is None:
+            continue
+        refuse_over_sources(path, sources, option)
+        resolved = Path(path).resolve()
+        if resolved in seen:
+            raise TracelabError(f"{path}: named by both {seen[resolved]} and {option}; choose "
+                                "a path for each")
+        seen[resolved] = option
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     from tracelab.app.engine import analyze, selected
     from tracelab import reports
@@ -88,17 +105,23 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     config = _config(args)
     selected(config, args.select, args.ignore)  # unknown names fail before the run is read
     run = open_any(args.run)
+    sources = (args.run, args.baseline)
+    html_target = None if args.no_html else Path(args.html) if args.html else \
+        default_report_path(run)
+    # Every output path is checked before anything is written: a refused --json must not
+    # leave the report it would have come with.
+    _refuse_outputs([(html_target, "--html"), (args.json if args.json != "-" else None, "--json"),
+                     (args.markdown, "--markdown")], sources)
     diagnosis = analyze(run, config=config,
                         baseline=open_any(args.baseline) if args.baseline else None,
                         select=args.select, ignore=args.ignore)
-    sources = (args.run, args.baseline)
     to_stdout = args.json == "-"
     out = sys.stderr if to_stdout else sys.stdout
     print_diagnosis(diagnosis, out)
     written = []
     html_path = None
-    if not args.no_html:
-        target = Path(args.html) if args.html else default_report_path(run)
+    if html_target is not None:
+        target = html_target
         hint = "" if args.html else "pass --html PATH to write the report elsewhere, or --no-html"
         _write_output("report", target, lambda: reports.write_html(diagnosis, target), "--html",
                       sources, hint)
@@ -266,9 +289,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from tracelab.reports.diff_report import diff_text, write_diff_html
     config = _config(args)
     a, b = open_pair(args.run_a, args.run_b)
+    sources = (args.run_a, args.run_b)
+    _refuse_outputs([(args.html, "--html"), (args.json, "--json")], sources)
     result = diff_runs(a, b, config=config, rtol=args.rtol, atol=args.atol)
     sys.stdout.write(diff_text(result))
-    sources = (args.run_a, args.run_b)
     if args.html:
         html = Path(args.html)
         _write_output("comparison", html, lambda: write_diff_html(result, a, b, html),
