@@ -2,8 +2,8 @@
 
 On the CPU every statistic of a tensor is a pass over its memory, and inside a training loop
 each small torch call costs tens of microseconds. These kernels read each value once and keep
-every aggregate of the trace's tensor row at the same time, in float64, with the loop split into
-lanes the compiler vectorizes. One call covers all of a model's weights, grads and updates: the
+every aggregate of the trace's tensor row at the same time, the sums in float64 and the range in
+the values' own type, in loops the compiler vectorizes. One call covers all of a model's weights, grads and updates: the
 tensors are passed as (address, size) rows, so that no copy is made and no call is spent per
 tensor. They release the GIL.
 
@@ -18,15 +18,15 @@ try:
     import numba
 except ImportError as exc:  # recorders.kernel_loader then falls back to torch
     raise ImportError("numba is not installed (pip install 'tracelab[torch]')") from exc
+from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 # Reassociation lets the compiler split each sum into vector lanes; NaN and Inf keep their IEEE
-# meaning (no nnan/ninf), because they are what the rules look for.
+# meaning (no nnan/ninf), because they are what the rules look for. Only the running max and
+# min (_max, _min) assume no NaN, and their callers count NaN before they trust them.
 _FAST = {"reassoc", "nsz", "contract"}
-_L = 16  # lanes: two AVX-512 float64 registers per aggregate
-_CHUNK = 1 << 14  # differences are formed this many at a time, in the L2 cache
 
 
 def _jit(fn):
@@ -45,52 +45,46 @@ def _pointer(typingctx, address):
     return types.voidptr(types.int64), codegen
 
 
-@numba.njit(inline="always", nogil=True, fastmath=_FAST)
-def _add(w, nonzero, k, s1, s2, sa, nz, top, bottom):
-    s1[k] += w
-    s2[k] += w * w
-    sa[k] += abs(w)
-    nz[k] += nonzero
-    top[k] = w if w > top[k] else top[k]
-    bottom[k] = w if w < bottom[k] else bottom[k]
+def _float_extreme(name):
+    """An intrinsic calling llvm.maxnum or llvm.minnum with the nnan and nsz flags: the loops
+    that keep a running extreme then vectorize into plain vector max and min instructions.
+    Under nnan a NaN operand makes the result meaningless, so callers count NaN (when the sum
+    is not finite) and report the range as NaN themselves."""
+    @intrinsic
+    def extreme(typingctx, a, b):
+        def codegen(context, builder, signature, args):
+            kind = args[0].type
+            fn = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(kind, [kind, kind]),
+                f"llvm.{name}.{'f32' if kind == ir.FloatType() else 'f64'}")
+            return builder.call(fn, args, fastmath=("nnan", "nsz"))
+        return a(a, b), codegen
+    return extreme
 
 
-@_jit
-def _moments(x):
-    """(sum, sum of squares, sum of |v|, nonzero, max, min) of the values v of x.
-
-    NaN is skipped by max and min here; callers look for NaN when the sum is not finite.
-    """
-    s1, s2, sa, top, bottom = np.zeros(_L), np.zeros(_L), np.zeros(_L), np.zeros(_L), np.zeros(_L)
-    nz = np.zeros(_L, np.int64)
-    top[:], bottom[:] = -np.inf, np.inf
-    full = x.shape[0] // _L * _L
-    for j in range(0, full, _L):
-        for k in range(_L):
-            _add(np.float64(x[j + k]), x[j + k] != 0, k, s1, s2, sa, nz, top, bottom)
-    for j in range(full, x.shape[0]):
-        _add(np.float64(x[j]), x[j] != 0, j - full, s1, s2, sa, nz, top, bottom)
-    return s1.sum(), s2.sum(), sa.sum(), nz.sum(), top.max(), bottom.min()
+_max = _float_extreme("maxnum")
+_min = _float_extreme("minnum")
 
 
 @_jit
 def _moments_banded(x, shift, lo, hi):
-    """_moments of w = v - shift over the values v of x (nonzero still counts v != 0), and the
-    count of v outside (lo, hi). Slower: kept apart for the outputs and inputs that need it."""
-    s1, s2, sa, top, bottom = np.zeros(_L), np.zeros(_L), np.zeros(_L), np.zeros(_L), np.zeros(_L)
-    nz, sat = np.zeros(_L, np.int64), np.zeros(_L, np.int64)
-    top[:], bottom[:] = -np.inf, np.inf
-    full = x.shape[0] // _L * _L
-    for j in range(0, full, _L):
-        for k in range(_L):
-            v = x[j + k]
-            _add(np.float64(v) - shift, v != 0, k, s1, s2, sa, nz, top, bottom)
-            sat[k] += (v <= lo) | (v >= hi)
-    for j in range(full, x.shape[0]):
-        v = x[j]
-        _add(np.float64(v) - shift, v != 0, j - full, s1, s2, sa, nz, top, bottom)
-        sat[j - full] += (v <= lo) | (v >= hi)
-    return s1.sum(), s2.sum(), sa.sum(), nz.sum(), top.max(), bottom.min(), sat.sum()
+    """(sum, sum of squares, sum of |w|, nonzero, max, min) of w = v - shift over the values v
+    of x (nonzero counts v != 0), and the count of v outside (lo, hi). Max and min are
+    meaningless when x holds a NaN: callers look for NaN when the sum is not finite."""
+    s1 = s2 = sa = 0.0
+    nz = sat = 0
+    top, bottom = -np.inf, np.inf
+    for i in range(x.shape[0]):
+        v = x[i]
+        w = np.float64(v) - shift
+        s1 += w
+        s2 += w * w
+        sa += abs(w)
+        nz += v != 0
+        top = _max(top, w)
+        bottom = _min(bottom, w)
+        sat += (v <= lo) | (v >= hi)
+    return s1, s2, sa, nz, top, bottom, sat
 
 
 @_jit
@@ -118,89 +112,71 @@ def _store(out, s1, s2, sa, nz, top, bottom, nan, inf, n):
     out[7] = inf
 
 
-@numba.njit(inline="always", nogil=True)
-def _ordered(v, shift, mask):
-    """The bits v of a float as an integer that orders like the float (for all but NaN):
-    integer max and min reductions vectorize where float ones do not."""
-    return v ^ ((v >> shift) & mask)
-
-
-@_jit
-def _pass(x, xi, shift, mask):
-    """(sum, sum of squares, sum of |v|, nonzero, max, min) of the values v of x, one pass;
-    xi is x's memory as integers of its width, for the range. Max and min are meaningless when
-    x holds a NaN: callers look for NaN when the sum is not finite."""
-    s1 = s2 = sa = nz = 0.0
-    top, bottom = ~mask, mask
+@numba.njit(inline="always", nogil=True, fastmath=_FAST)
+def _pass(x):
+    """(sum, sum of squares, sum of |v|, nonzero, max, min) of the values v of x, one pass.
+    Max and min are meaningless when x holds a NaN: callers look for NaN when the sum is not
+    finite."""
+    s1 = s2 = sa = 0.0
+    nz = 0
+    top, bottom = x.dtype.type(-np.inf), x.dtype.type(np.inf)
     for i in range(x.shape[0]):
-        w = np.float64(x[i])
+        v = x[i]
+        w = np.float64(v)
         s1 += w
         s2 += w * w
         sa += abs(w)
-        nz += w != 0
-        k = _ordered(xi[i], shift, mask)
-        top = max(top, k)
-        bottom = min(bottom, k)
-    return s1, s2, sa, nz, top, bottom
+        nz += v != 0
+        top = _max(top, v)
+        bottom = _min(bottom, v)
+    return s1, s2, sa, nz, np.float64(top), np.float64(bottom)
 
 
 @_jit
-def _as_float(k, x, xi, shift, mask):
-    """The float whose _ordered bits are k (x, xi: arrays of the float and integer types)."""
-    bits = np.empty(1, xi.dtype)
-    bits[0] = _ordered(k, shift, mask)
-    return np.float64(bits.view(x.dtype)[0])
-
-
-@_jit
-def _raw(x, xi, out, shift, mask):
-    """out[:8] = stats.RAW of x (xi: its memory as integers)."""
-    s1, s2, sa, nz, top, bottom = _pass(x, xi, shift, mask)
+def _raw(x, out):
+    """out[:8] = stats.RAW of x."""
+    s1, s2, sa, nz, top, bottom = _pass(x)
     nan = inf = 0
     if not np.isfinite(s1):
         nan, inf = _nonfinite(x)
-    _store(out, s1, s2, sa, nz, _as_float(top, x, xi, shift, mask),
-           _as_float(bottom, x, xi, shift, mask), nan, inf, x.shape[0])
+    _store(out, s1, s2, sa, nz, top, bottom, nan, inf, x.shape[0])
 
 
 @_jit
-def _raw_with_update(x, xi, old, out, update, scratch, shift, mask):
-    """out[:8] = stats.RAW of x, and update[:8] = those of x - old (in x's precision, as torch
-    subtracts), in one pass over both: a chunk of x at a time, its difference formed in
-    `scratch` (a loop over two arrays would not vectorize)."""
-    acc = np.zeros((2, 8))  # per result: sum, squares, abs, nonzero, max, min, nan, inf
-    acc[:, 4] = -np.inf
-    acc[:, 5] = np.inf
-    scratch_i = scratch.view(xi.dtype)
-    for at in range(0, x.shape[0], scratch.shape[0]):
-        m = min(scratch.shape[0], x.shape[0] - at)
-        chunk, chunk_i = x[at:at + m], xi[at:at + m]
-        d, d_i = scratch[:m], scratch_i[:m]
-        for i in range(m):
-            d[i] = chunk[i] - old[at + i]
-        for r in range(2):
-            part, part_i = (chunk, chunk_i) if r == 0 else (d, d_i)
-            c1, c2, ca, cz, ct, cb = _pass(part, part_i, shift, mask)
-            if not np.isfinite(c1):
-                cn, ci = _nonfinite(part)
-                acc[r, 6] += cn
-                acc[r, 7] += ci
-            acc[r, 0] += c1
-            acc[r, 1] += c2
-            acc[r, 2] += ca
-            acc[r, 3] += cz
-            acc[r, 4] = max(acc[r, 4], _as_float(ct, part, part_i, shift, mask))
-            acc[r, 5] = min(acc[r, 5], _as_float(cb, part, part_i, shift, mask))
-    for r in range(2):
-        a = acc[r]
-        _store(out if r == 0 else update, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
-               x.shape[0])
-
-
-# Per float dtype: an empty array of the integers of its width, the sign shift, the mask.
-_ORDER = {np.dtype(np.float32): (np.empty(0, np.int32), np.int32(31), np.int32(0x7FFFFFFF)),
-          np.dtype(np.float64): (np.empty(0, np.int64), np.int64(63),
-                                 np.int64(0x7FFFFFFFFFFFFFFF))}
+def _raw_with_update(x, old, out, update):
+    """out[:8] = stats.RAW of x, and update[:8] = those of d = x - old (in x's precision, as
+    torch subtracts), in one pass over both."""
+    s1 = s2 = sa = u1 = u2 = ua = 0.0
+    nz = uz = 0
+    top, bottom = x.dtype.type(-np.inf), x.dtype.type(np.inf)
+    up, down = top, bottom
+    for i in range(x.shape[0]):
+        v = x[i]
+        d = v - old[i]
+        w, e = np.float64(v), np.float64(d)
+        s1 += w
+        s2 += w * w
+        sa += abs(w)
+        nz += v != 0
+        top = _max(top, v)
+        bottom = _min(bottom, v)
+        u1 += e
+        u2 += e * e
+        ua += abs(e)
+        uz += d != 0
+        up = _max(up, d)
+        down = _min(down, d)
+    nan = inf = 0
+    if not np.isfinite(s1):
+        nan, inf = _nonfinite(x)
+    _store(out, s1, s2, sa, nz, top, bottom, nan, inf, x.shape[0])
+    nan = inf = 0
+    if not np.isfinite(u1):
+        for i in range(x.shape[0]):
+            d = x[i] - old[i]
+            nan += np.isnan(d)
+            inf += np.isinf(d)
+    _store(update, u1, u2, ua, uz, up, down, nan, inf, x.shape[0])
 
 
 def tensor_stats(weights, grads, before, out):
@@ -211,39 +187,44 @@ def tensor_stats(weights, grads, before, out):
     before the optimizer step, one after another, from `gather`). Every tensor is contiguous
     and of before's dtype (float32 or float64).
     """
-    ints, shift, mask = _ORDER[before.dtype]
-    _tensor_stats(weights, grads, before, out, ints, shift, mask)
+    _tensor_stats(weights, grads, before, out)
 
 
 @_jit
-def _tensor_stats(weights, grads, before, out, ints, shift, mask):
-    scratch = np.empty(_CHUNK, before.dtype)
+def _tensor_stats(weights, grads, before, out):
     at = 0
     for t in range(weights.shape[0]):
         x = numba.carray(_pointer(weights[t, 0]), weights[t, 1], before.dtype)
-        xi = numba.carray(_pointer(weights[t, 0]), weights[t, 1], ints.dtype)
         if before.shape[0]:
             update = out[weights.shape[0] + grads.shape[0] + t]
-            _raw_with_update(x, xi, before[at:at + x.shape[0]], out[t], update, scratch, shift,
-                             mask)
+            _raw_with_update(x, before[at:at + x.shape[0]], out[t], update)
             at += x.shape[0]
         else:
-            _raw(x, xi, out[t], shift, mask)
+            _raw(x, out[t])
     for t in range(grads.shape[0]):
         x = numba.carray(_pointer(grads[t, 0]), grads[t, 1], before.dtype)
-        xi = numba.carray(_pointer(grads[t, 0]), grads[t, 1], ints.dtype)
-        _raw(x, xi, out[weights.shape[0] + t], shift, mask)
+        _raw(x, out[weights.shape[0] + t])
+
+
+@intrinsic
+def _memcpy(typingctx, destination, source, count):
+    """memcpy(destination, source, count bytes) of int64 addresses."""
+    def codegen(context, builder, signature, args):
+        dst, src = (builder.inttoptr(a, cgutils.voidptr_t) for a in args[:2])
+        cgutils.raw_memcpy(builder, dst, src, args[2], 1)
+        return context.get_dummy_value()
+    return types.void(types.int64, types.int64, types.int64), codegen
 
 
 @_jit
 def gather(tensors, out):
     """Copy the contiguous tensors of (address, size) rows `tensors` (of out's dtype) into out,
     one after another."""
-    at = 0
+    at = out.ctypes.data
     for t in range(tensors.shape[0]):
-        out[at:at + tensors[t, 1]] = numba.carray(_pointer(tensors[t, 0]), tensors[t, 1],
-                                                  out.dtype)
-        at += tensors[t, 1]
+        count = tensors[t, 1] * out.itemsize
+        _memcpy(at, tensors[t, 0], count)
+        at += count
 
 
 @_jit
@@ -322,8 +303,9 @@ def feature_profile(x3, stride, idx, packed, windows, samples):
     count = outer * inner
     values = np.empty(count, x3.dtype)  # one feature's values, contiguous
     for f in range(features):
-        for o in range(outer):
-            values[o * inner:(o + 1) * inner] = x3[o, f]
+        for o in range(outer):  # a loop: a slice assignment per row costs more than it copies
+            for i in range(inner):
+                values[o * inner + i] = x3[o, f, i]
         shift = np.float64(values[0]) if count else 0.0
         shift = shift if np.isfinite(shift) else 0.0
         s1, s2, _, _, top, bottom, _ = _moments_banded(values, shift, -np.inf, np.inf)
@@ -343,6 +325,31 @@ def feature_profile(x3, stride, idx, packed, windows, samples):
             samples[f, j] = values[idx[j]]
 
 
+@_jit
+def reservoir_offer(values, rows, seen, kept, steps, step, uniforms):
+    """Algorithm R for many samples at once: the finite values of values[j] are offered in
+    order to sample rows[j] (of `kept`, with their `step` in `steps`), which has had seen[r]
+    values offered so far (updated). A value is kept in slot seen[r] while the sample is not
+    full, else in slot floor(u * (seen[r] + 1)) when that is a slot, with u the next of
+    `uniforms` (at least one per value, from the caller's generator)."""
+    size = kept.shape[1]
+    u = 0
+    for j in range(values.shape[0]):
+        r = rows[j]
+        n = seen[r]
+        for i in range(values.shape[1]):
+            v = values[j, i]
+            if not np.isfinite(v):
+                continue
+            slot = n if n < size else np.int64(uniforms[u] * (n + 1))
+            u += 1
+            if slot < size:
+                kept[r, slot] = v
+                steps[r, slot] = step
+            n += 1
+        seen[r] = n
+
+
 def warm_up() -> None:
     """Compile (or load from the disk cache) the float32 kernels now, not inside a training
     step: the first compilation takes seconds, a load from the cache a fraction of one."""
@@ -356,3 +363,5 @@ def warm_up() -> None:
                    np.empty(10))
     feature_profile(x.reshape(2, 2, 2), 1, np.zeros(1, np.int64), np.empty((2, 8)),
                     np.empty((2, 4), np.float32), np.empty((2, 1)))
+    reservoir_offer(np.zeros((1, 2)), np.zeros(1, np.int64), np.zeros(1, np.int64),
+                    np.empty((1, 1)), np.empty((1, 1), np.int64), 0, np.zeros(2))

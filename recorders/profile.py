@@ -248,9 +248,10 @@ def _subsample(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 class Reservoir:
     """A uniform sample of at most `size` values per (split, feature), over the whole run.
 
-    Algorithm R, vectorized over a batch and over its features: one row of a 2-D array per
-    (split, feature), so that a batch of many features costs a few numpy calls, not a few per
-    feature. Used only on the writer thread.
+    Algorithm R over a batch and all its features at once: one row of a 2-D array per (split,
+    feature), filled by one compiled call (numba_kernels.reservoir_offer), or by a few numpy
+    calls where the kernels are missing, never a few per feature. Used only on the writer
+    thread.
     """
 
     def __init__(self, size: int = 2_000, seed: int = 0):
@@ -275,6 +276,12 @@ class Reservoir:
                 self.add_many(split, [feature], step, row.reshape(1, -1))
             return
         rows = self._rows_of(split, features)
+        kernels = kernel_loader.kernels()
+        if kernels is not None:
+            values = np.ascontiguousarray(values, dtype=np.float64)
+            kernels.reservoir_offer(values, rows, self._seen, self._values, self._steps, step,
+                                    self.rng.random(values.size))
+            return
         finite = np.isfinite(values)
         counts = finite.sum(axis=1)
         total = int(counts.sum())

@@ -292,8 +292,8 @@ def test_compiled_tensor_statistics_match_reference(dtype):
                torch.tensor([1.0, float("nan"), 0.0, 3.0]), torch.tensor([float("inf"), -2.0]),
                torch.randn(3, 3, 3, 3) * 1e4, torch.randn(37),  # 37: not a multiple of the lanes
                torch.randn(9000),                               # longer than one chunk
-               # Negative values, signed zeros and -inf: the range is an integer reduction
-               # over the floats' bits, which must order them as floats.
+               # Negative values, signed zeros and -inf: the range is a vectorized max and
+               # min, which must order them as floats.
                torch.tensor([-0.0, -5.0, -1e-30]), -torch.rand(50) - 1,
                torch.tensor([float("-inf"), -1.0, 0.0]), torch.tensor([-0.0, -0.0])]
     tensors = [t.to(dtype) for t in tensors]
@@ -376,8 +376,15 @@ def test_analyzers_know_how_many_values_n_unique_counted(count):
     assert [r["n_unique"] for r in rows] == [want, want]
 
 
-def test_reservoir_keeps_a_uniform_sample_of_each_feature():
+@pytest.mark.parametrize("compiled", [True, False], ids=["kernel", "numpy"])
+def test_reservoir_keeps_a_uniform_sample_of_each_feature(compiled, monkeypatch):
+    from tracelab.recorders import kernel_loader
     from tracelab.recorders.profile import Reservoir
+    if not compiled:  # numba missing: the numpy form
+        monkeypatch.setattr(kernel_loader, "_loaded", True)
+        monkeypatch.setattr(kernel_loader, "_kernels", None)
+    elif kernel_loader.kernels() is None:
+        pytest.skip("numba unavailable")
     reservoir = Reservoir(500, seed=3)
     stream = np.arange(20_000, dtype=np.float64)
     for step, start in enumerate(range(0, len(stream), 128)):
