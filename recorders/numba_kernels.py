@@ -66,24 +66,27 @@ _max = _float_extreme("maxnum")
 _min = _float_extreme("minnum")
 
 
+@numba.njit(inline="always", nogil=True, fastmath=_FAST)
+def _add(acc, v, w, r):
+    """The running (sum, sum of squares, sum of |w|, nonzero, max, min) with one more value:
+    w (float64) to the sums, v to the nonzero count, r to the range."""
+    s1, s2, sa, nz, top, bottom = acc
+    return s1 + w, s2 + w * w, sa + abs(w), nz + (v != 0), _max(top, r), _min(bottom, r)
+
+
 @_jit
 def _moments_banded(x, shift, lo, hi):
     """(sum, sum of squares, sum of |w|, nonzero, max, min) of w = v - shift over the values v
     of x (nonzero counts v != 0), and the count of v outside (lo, hi). Max and min are
     meaningless when x holds a NaN: callers look for NaN when the sum is not finite."""
-    s1 = s2 = sa = 0.0
-    nz = sat = 0
-    top, bottom = -np.inf, np.inf
+    acc = (0.0, 0.0, 0.0, 0, -np.inf, np.inf)
+    sat = 0
     for i in range(x.shape[0]):
         v = x[i]
         w = np.float64(v) - shift
-        s1 += w
-        s2 += w * w
-        sa += abs(w)
-        nz += v != 0
-        top = _max(top, w)
-        bottom = _min(bottom, w)
+        acc = _add(acc, v, w, w)
         sat += (v <= lo) | (v >= hi)
+    s1, s2, sa, nz, top, bottom = acc
     return s1, s2, sa, nz, top, bottom, sat
 
 
@@ -117,18 +120,10 @@ def _pass(x):
     """(sum, sum of squares, sum of |v|, nonzero, max, min) of the values v of x, one pass.
     Max and min are meaningless when x holds a NaN: callers look for NaN when the sum is not
     finite."""
-    s1 = s2 = sa = 0.0
-    nz = 0
-    top, bottom = x.dtype.type(-np.inf), x.dtype.type(np.inf)
+    acc = (0.0, 0.0, 0.0, 0, x.dtype.type(-np.inf), x.dtype.type(np.inf))
     for i in range(x.shape[0]):
-        v = x[i]
-        w = np.float64(v)
-        s1 += w
-        s2 += w * w
-        sa += abs(w)
-        nz += v != 0
-        top = _max(top, v)
-        bottom = _min(bottom, v)
+        acc = _add(acc, x[i], np.float64(x[i]), x[i])
+    s1, s2, sa, nz, top, bottom = acc
     return s1, s2, sa, nz, np.float64(top), np.float64(bottom)
 
 
@@ -146,37 +141,24 @@ def _raw(x, out):
 def _raw_with_update(x, old, out, update):
     """out[:8] = stats.RAW of x, and update[:8] = those of d = x - old (in x's precision, as
     torch subtracts), in one pass over both."""
-    s1 = s2 = sa = u1 = u2 = ua = 0.0
-    nz = uz = 0
-    top, bottom = x.dtype.type(-np.inf), x.dtype.type(np.inf)
-    up, down = top, bottom
+    far = x.dtype.type(np.inf)
+    acc = diff = (0.0, 0.0, 0.0, 0, -far, far)
     for i in range(x.shape[0]):
         v = x[i]
         d = v - old[i]
-        w, e = np.float64(v), np.float64(d)
-        s1 += w
-        s2 += w * w
-        sa += abs(w)
-        nz += v != 0
-        top = _max(top, v)
-        bottom = _min(bottom, v)
-        u1 += e
-        u2 += e * e
-        ua += abs(e)
-        uz += d != 0
-        up = _max(up, d)
-        down = _min(down, d)
+        acc = _add(acc, v, np.float64(v), v)
+        diff = _add(diff, d, np.float64(d), d)
+    s1, s2, sa, nz, top, bottom = acc
+    nan, inf = _nonfinite(x) if not np.isfinite(s1) else (0, 0)
+    _store(out, s1, s2, sa, nz, top, bottom, nan, inf, x.shape[0])
+    s1, s2, sa, nz, top, bottom = diff
     nan = inf = 0
     if not np.isfinite(s1):
-        nan, inf = _nonfinite(x)
-    _store(out, s1, s2, sa, nz, top, bottom, nan, inf, x.shape[0])
-    nan = inf = 0
-    if not np.isfinite(u1):
         for i in range(x.shape[0]):
             d = x[i] - old[i]
             nan += np.isnan(d)
             inf += np.isinf(d)
-    _store(update, u1, u2, ua, uz, up, down, nan, inf, x.shape[0])
+    _store(update, s1, s2, sa, nz, top, bottom, nan, inf, x.shape[0])
 
 
 def tensor_stats(weights, grads, before, out):

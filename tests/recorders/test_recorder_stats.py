@@ -408,3 +408,33 @@ def test_reservoir_keeps_a_uniform_sample_of_each_feature(compiled, monkeypatch)
     assert deciles.min() > 25 and deciles.max() < 80  # uniform: 50 each
     assert (cols[(cols.split == "train") & (cols.feature == "b")]["value"] % 2 == 1).all()
     assert sorted(cols[cols.split == "val"]["value"]) == list(range(7))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kernels_count_nan_and_inf_wherever_they_lie(dtype):
+    """The kernels' running max and min assume no NaN (so that they vectorize) and trust only
+    the NaN count: NaN and Inf at the first, last and any value of tensors of every length
+    around the vector widths must still be counted, and make the range NaN."""
+    from tracelab.recorders.numba_kernels import activation_row as kernel_row, tensor_stats
+    rng = np.random.default_rng(4)
+    for size in (1, 7, 8, 9, 31, 33, 1000):
+        for at in {0, size // 2, size - 1}:
+            for bad in (np.nan, np.inf, -np.inf):
+                x = rng.standard_normal(size).astype(dtype)
+                before = x + dtype(1e-3)
+                x[at] = bad
+                table = np.array([(x.ctypes.data, size)])
+                raw = np.empty((2, len(RAW)))
+                tensor_stats(table, table[:0], before, raw)  # the weight, then its update
+                acts = np.empty(10)
+                kernel_row(x.reshape(1, 1, -1), np.empty(0, np.int64), 1, -np.inf, np.inf,
+                           0.0, 0.0, 0.0, acts)
+                for row, values in ((raw[0], x), (raw[1], x - before), (acts, x)):
+                    want = reference_stats(torch.from_numpy(values))
+                    got = finish(row[None, :len(RAW)], np.array([size]))
+                    assert (got["nan_count"][0], got["inf_count"][0]) == \
+                        (want["nan_count"], want["inf_count"]), (size, at, bad)
+                    if np.isnan(bad) or np.isnan(values).any():
+                        assert np.isnan(got["min"][0]) and np.isnan(got["max"][0])
+                    else:
+                        assert (got["min"][0], got["max"][0]) == (want["min"], want["max"])
