@@ -6,6 +6,7 @@ and dtypes, and datetime columns get their range and resolution.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable, Sequence
 
@@ -113,8 +114,13 @@ def feature_names(prefix: str, n: int, names: Sequence[str] | None, ndim: int = 
         return [str(v) for v in names]
     if n == 1 and prefix:
         return [prefix]
-    base = prefix or ("channel" if ndim >= 3 else "feature")
-    return [f"{base}[{i}]" for i in range(n)]
+    return list(_numbered(prefix or ("channel" if ndim >= 3 else "feature"), n))
+
+
+@functools.lru_cache(maxsize=64)
+def _numbered(base: str, n: int) -> tuple[str, ...]:
+    """`base[0]`, ..., `base[n-1]`: made once per input layout, not at every profiled step."""
+    return tuple(f"{base}[{i}]" for i in range(n))
 
 
 def dtype_name(x: Any) -> str:
@@ -261,6 +267,7 @@ class Reservoir:
         self._values = np.empty((0, size))  # row r: its kept values in slot order
         self._steps = np.empty((0, size), dtype=np.int64)
         self._seen = np.empty(0, dtype=np.int64)  # values offered to each row so far
+        self._known: dict[tuple[str, tuple[str, ...]], np.ndarray] = {}  # rows of a layout
 
     def add(self, split: str, feature: str, step: int, values: np.ndarray) -> None:
         """Offer the finite `values` of one feature."""
@@ -301,6 +308,10 @@ class Reservoir:
         self._seen[rows] += counts
 
     def _rows_of(self, split: str, features: list[str]) -> np.ndarray:
+        key = (split, tuple(features))
+        known = self._known.get(key)
+        if known is not None:  # the same batch layout as a step before: no lookup per feature
+            return known
         rows = []
         for feature in features:
             row = self._rows.get((split, feature))
@@ -313,7 +324,8 @@ class Reservoir:
             self._steps = np.concatenate([self._steps,
                                           np.empty((grow, self.size), dtype=np.int64)])
             self._seen = np.concatenate([self._seen, np.zeros(grow, dtype=np.int64)])
-        return np.array(rows, dtype=np.int64)
+        known = self._known[key] = np.array(rows, dtype=np.int64)
+        return known
 
     def columns(self) -> dict[str, Any]:
         keys = list(self._rows)
