@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from tracelab.recorders import kernel_loader
 from tracelab.recorders.sentinel import named_tensors
 from tracelab.recorders.transfer import StepRecord
 from tracelab.core.schema import FINGERPRINTS, INPUT_ROLE
@@ -24,6 +25,15 @@ HASH_BITS = 52
 _MASK = (1 << HASH_BITS) - 1
 _BITS = {torch.float64: torch.int64, torch.float32: torch.int32, torch.float16: torch.int16,
          torch.bfloat16: torch.int16}
+
+
+def _bits(x: torch.Tensor) -> torch.Tensor:
+    """[rows, values] of x: a float's bits as the integer of its width, other values as they
+    are (an integer's value is its bits' meaning)."""
+    x = x.detach().reshape(x.shape[0], -1)
+    return x.contiguous().view(_BITS[x.dtype]) if x.dtype in _BITS else x.contiguous()
+
+_INTEGERS = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
 class Fingerprints:
@@ -44,16 +54,30 @@ class Fingerprints:
             return
         batch = tensors[0][1].shape[0]
         tensors = [(n, x) for n, x in tensors if x.shape[0] == batch]
-        hashes = None
-        for i, (_, x) in enumerate(tensors):
-            h = self._row_hashes(x, i)
-            hashes = h if hashes is None else hashes + h
+        kernels = kernel_loader.kernels()
+        if kernels is not None and all(x.device.type == "cpu" and (
+                x.dtype in _BITS or x.dtype in _INTEGERS) for _, x in tensors):
+            # One compiled pass over the batch instead of a few torch ops per tensor.
+            summed = np.zeros(batch, dtype=np.int64)
+            for i, (_, x) in enumerate(tensors):
+                bits = _bits(x)
+                kernels.row_hashes(bits.numpy(), self._coefficients_for(
+                    x.device, bits.shape[1], i).numpy(), summed)
+            hashes: Any = summed
+        else:
+            hashes = None
+            for i, (_, x) in enumerate(tensors):
+                h = self._row_hashes(x, i)
+                hashes = h if hashes is None else hashes + h
         hashes = hashes ^ (hashes >> 31)
         hashes = hashes * -7046029254386353131  # 0x9E3779B97F4A7C15 as an int64
         hashes = (hashes ^ (hashes >> 29)) & _MASK
         name = ",".join(n for n, _ in tensors)
-        values = hashes.to(torch.float64)
-        host = values.numpy() if values.device.type == "cpu" else None
+        if isinstance(hashes, np.ndarray):
+            values, host = hashes, hashes
+        else:
+            values = hashes.to(torch.float64)
+            host = values.numpy() if values.device.type == "cpu" else None
 
         def rows(found: list[np.ndarray]) -> list[tuple[str, dict]]:
             new = self._keep(split, (host if host is not None else found[0]).astype(np.int64))
@@ -65,12 +89,8 @@ class Fingerprints:
         record.add(rows, [] if host is not None else [values])
 
     def _row_hashes(self, x: torch.Tensor, index: int) -> torch.Tensor:
-        x = x.detach().reshape(x.shape[0], -1)
-        if x.dtype in _BITS:
-            bits = x.contiguous().view(_BITS[x.dtype]).to(torch.int64)
-        else:
-            bits = x.to(torch.int64)
-        return (bits * self._coefficients_for(x.device, x.shape[1], index)).sum(dim=1)
+        bits = _bits(x).to(torch.int64)
+        return (bits * self._coefficients_for(x.device, bits.shape[1], index)).sum(dim=1)
 
     def _coefficients_for(self, device: torch.device, width: int, index: int) -> torch.Tensor:
         key = (str(device), index)

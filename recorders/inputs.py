@@ -8,9 +8,11 @@ one reservoir per recorder, whose whole state each producer hands on as the samp
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
+import pyarrow as pa
 import torch
 
 from tracelab.recorders import kernel_loader
@@ -120,9 +122,10 @@ class InputStats:
                 cols = {c: packed[:, i] for i, c in enumerate(PACKED)}
                 for c in _PACKED_COUNTS:
                     cols[c] = cols[c].astype(np.int64)
-                cols.update(step=np.full(len(feats), step, dtype=np.int64), split=[split] * len(
-                    feats), feature=feats, dtype=[dtype] * len(feats),
-                    count=np.full(len(feats), count, dtype=np.int64))
+                cols.update(step=np.full(len(feats), step, dtype=np.int64),
+                            split=_strings((split,) * len(feats)), feature=_strings(tuple(feats)),
+                            dtype=_strings((dtype,) * len(feats)),
+                            count=np.full(len(feats), count, dtype=np.int64))
                 out.append((table, cols))
                 if samples:
                     reservoir.add_many(split, list(feats), step,
@@ -161,6 +164,13 @@ class InputStats:
         if key not in self._generators:
             self._generators[key] = torch.Generator(device=device).manual_seed(self.rank)
         return self._generators[key]
+
+
+@functools.lru_cache(maxsize=256)
+def _strings(values: tuple[str, ...]) -> pa.Array:
+    """A column of strings as Arrow holds it, made once per input layout: the writer then
+    joins the steps' columns without converting thousands of Python strings per flush."""
+    return pa.array(values, pa.string())
 
 
 def _is_frame(obj: Any) -> bool:

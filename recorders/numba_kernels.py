@@ -332,6 +332,17 @@ def reservoir_offer(values, rows, seen, kept, steps, step, uniforms):
         seen[r] = n
 
 
+@_jit
+def row_hashes(bits, coefficients, out):
+    """out[r] += the sum over j of bits[r, j] * coefficients[j], in wrapping int64 arithmetic
+    (as torch computes it), for each row r of the integer array bits."""
+    for r in range(bits.shape[0]):
+        h = out[r]
+        for j in range(bits.shape[1]):
+            h += np.int64(bits[r, j]) * coefficients[j]
+        out[r] = h
+
+
 def warm_up() -> None:
     """Compile (or load from the disk cache) the float32 kernels now, not inside a training
     step: the first compilation takes seconds, a load from the cache a fraction of one."""
@@ -347,3 +358,4 @@ def warm_up() -> None:
                     np.empty((2, 4), np.float32), np.empty((2, 1)))
     reservoir_offer(np.zeros((1, 2)), np.zeros(1, np.int64), np.zeros(1, np.int64),
                     np.empty((1, 1)), np.empty((1, 1), np.int64), 0, np.zeros(2))
+    row_hashes(x.view(np.int32).reshape(2, 4), np.ones(4, np.int64), np.zeros(2, np.int64))

@@ -1,5 +1,6 @@
 """Row fingerprints: equal rows hash equal, the sample is bounded and consistent across splits."""
 import numpy as np
+import pytest
 import torch
 
 import tracelab
@@ -54,3 +55,22 @@ def test_the_sample_is_bounded_and_consistent_across_splits(tmp_path):
     reference = Fingerprints(10 ** 9)
     full = set(_hashes(reference, pool[:1000], "val").tolist())
     assert kept_val == {h for h in full if h < limit}
+
+
+def test_the_compiled_hash_is_the_torch_hash(monkeypatch):
+    """Batches hashed on the CPU by the kernel and on a device by torch must agree, or a
+    train split on one and a val split on the other would never overlap."""
+    from tracelab.recorders import kernel_loader
+    if kernel_loader.kernels() is None:
+        pytest.skip("numba unavailable")
+    torch.manual_seed(1)
+    batches = [torch.randn(50, 7), torch.randn(50, 3, 4).double(), torch.randn(50, 5).half(),
+               torch.randn(50, 5).bfloat16(), torch.randint(-9, 2**40, (50, 6)),
+               torch.randint(0, 200, (50, 3), dtype=torch.uint8), torch.rand(50, 4) > 0.5,
+               {"ids": torch.randint(0, 50, (50, 8)), "x": torch.randn(50, 2)}]
+    for batch in batches:
+        compiled = _hashes(Fingerprints(10_000), batch)
+        monkeypatch.setattr(kernel_loader, "_kernels", None)  # the torch path devices take
+        plain = _hashes(Fingerprints(10_000), batch)
+        monkeypatch.undo()
+        assert len(compiled) > 0 and np.array_equal(np.sort(compiled), np.sort(plain))

@@ -1,7 +1,8 @@
 """A table's rows as Arrow record batches of the trace's schemas.
 
-The producers hand columns as numpy arrays, lists or Arrow arrays; the writer turns the rows of
-many steps into one batch per table per flush. A column absent from an item is null there.
+The producers hand columns as numpy arrays, lists or Arrow arrays (taken as they are when of
+the column's type); the writer turns the rows of many steps into one batch per table per flush.
+A column absent from an item is null there.
 """
 from __future__ import annotations
 
@@ -63,5 +64,6 @@ def _column(field: pa.Field, items: list[tuple[int, Columns]]) -> pa.Array:
             values.extend(chunk if chunk is not None else [None] * n)
         return pa.array(values, type=field.type, from_pandas=True)
     return pa.concat_arrays([
-        pa.array(chunk, type=field.type, from_pandas=True) if chunk is not None
+        chunk if isinstance(chunk, pa.Array) and chunk.type == field.type
+        else pa.array(chunk, type=field.type, from_pandas=True) if chunk is not None
         else pa.nulls(n, field.type) for (n, _), chunk in zip(items, chunks)])
