@@ -60,8 +60,9 @@ class Fingerprints:
             # One compiled pass over the batch instead of a few torch ops per tensor.
             summed = np.zeros(batch, dtype=np.int64)
             for i, (_, x) in enumerate(tensors):
-                bits = _bits(x)
-                kernels.row_hashes(bits.numpy(), self._coefficients_for(
+                # As int64, as torch multiplies them: one compiled form for every dtype.
+                bits = _bits(x).numpy().astype(np.int64, copy=False)
+                kernels.row_hashes(bits, self._coefficients_for(
                     x.device, bits.shape[1], i).numpy(), summed)
             hashes: Any = summed
         else:

@@ -335,7 +335,7 @@ def reservoir_offer(values, rows, seen, kept, steps, step, uniforms):
 @_jit
 def row_hashes(bits, coefficients, out):
     """out[r] += the sum over j of bits[r, j] * coefficients[j], in wrapping int64 arithmetic
-    (as torch computes it), for each row r of the integer array bits."""
+    (as torch computes it), for each row r of bits (int64)."""
     for r in range(bits.shape[0]):
         h = out[r]
         for j in range(bits.shape[1]):
@@ -358,4 +358,4 @@ def warm_up() -> None:
                     np.empty((2, 4), np.float32), np.empty((2, 1)))
     reservoir_offer(np.zeros((1, 2)), np.zeros(1, np.int64), np.zeros(1, np.int64),
                     np.empty((1, 1)), np.empty((1, 1), np.int64), 0, np.zeros(2))
-    row_hashes(x.view(np.int32).reshape(2, 4), np.ones(4, np.int64), np.zeros(2, np.int64))
+    row_hashes(np.zeros((2, 4), np.int64), np.ones(4, np.int64), np.zeros(2, np.int64))
