@@ -27,6 +27,7 @@ import json
 import math
 import re
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -132,15 +133,18 @@ def read_wandb(path: str | os.PathLike, tags: TagMap | None = None, *,
         raise TraceError(f"{path}: no run-*.wandb file; expected a W&B run folder "
                          "(wandb/offline-run-*/ or wandb/run-*/)")
     reading = _Reading(tags, record_class())
+    kernels = compiled() if bulk else None
     for file in files:
-        if bulk:
+        if kernels is not None:
+            data, starts, ends, damage = kernels.joined(file.read_bytes(), fast.PAD)
+        elif bulk:
             data, starts, ends, damage = read_joined(file, fast.PAD)
         else:
             records, damage = read_records(file)
         if damage is not None:
             reading.problems.append(damage.describe(file.name))
         if bulk:
-            _read_file(data, starts, ends, reading, file.name)
+            _read_file(data, starts, ends, reading, file.name, kernels)
         else:
             for record in records:
                 _exact_record(record, reading, file.name)
@@ -172,68 +176,117 @@ class _Reading:
     filling: dict = field(default_factory=dict)  # key -> the chunk of lists being filled
 
 
-def _read_file(data: bytes, starts: np.ndarray, ends: np.ndarray, reading: _Reading,
-               name: str) -> None:
-    """The records `data[starts[i]:ends[i]]` of one file (`data` ends in `fast.PAD` zero
-    bytes): history rows and the summary decoded in bulk (`wandb_fast`), the rest (and
-    whatever that cannot prove it read) record by record, in file order."""
-    buf = np.frombuffer(data, dtype=np.uint8)
-    kinds, kstart, kend = fast.record_kinds(protowalk.fields(buf, starts, ends), len(starts))
+def compiled():
+    """The compiled decoder (`wandb_kernels`), loaded once per process, or None where numba
+    is missing or fails: the numpy one (`wandb_fast`) then reads the same."""
+    if not _COMPILED:
+        try:
+            from tracelab.recorders.importers import wandb_kernels as module
+            module.warm_up()
+        except ImportError:
+            module = None
+        except Exception as exc:  # a broken numba install: the numpy decoder reads the same
+            warnings.warn(f"tracelab: the compiled W&B decoder is unavailable "
+                          f"({type(exc).__name__}: {exc}); decoding with numpy", RuntimeWarning,
+                          stacklevel=2)
+            module = None
+        _COMPILED.append(module)
+    return _COMPILED[0]
+
+
+_COMPILED: list = []  # [wandb_kernels or None], once loaded
+
+
+def _read_file(data, starts: np.ndarray, ends: np.ndarray, reading: _Reading, name: str,
+               kernels=None) -> None:
+    """The records `data[starts[i]:ends[i]]` of one file (`data`: bytes, or uint8 from
+    `kernels.joined`, ending in `fast.PAD` zero bytes): history rows and the summary decoded
+    in bulk (`wandb_kernels` where given, else `wandb_fast`), the rest (and whatever that
+    cannot prove it read) record by record, in file order."""
+    if kernels is not None:
+        kinds, rows, summary = kernels.decode(data, starts, ends, item_class())
+    else:
+        kinds, rows, summary = _decode(data, starts, ends)
     hist_at = np.flatnonzero(kinds == fast.HISTORY)
     summary_at = np.flatnonzero(kinds == fast.SUMMARY)
-    both = np.flatnonzero((kinds == fast.HISTORY) | (kinds == fast.SUMMARY))
-    rows, summary = fast.decode(buf, data, kstart[both], kend[both],
-                                kinds[both] == fast.SUMMARY, item_class(),
-                                summary=not (kinds == fast.EXACT).any())
     exact = np.isin(kinds, (fast.EXACT, fast.CONFIG, fast.RUN, fast.EXIT))
     exact[hist_at[rows.exact]] = True
     if summary is None:
         exact[summary_at] = True
     else:
         reading.summary.update(summary)
-    fast_at = hist_at[~rows.exact]
-    position = dict(zip(fast_at.tolist(), np.flatnonzero(~rows.exact).tolist()))
-    logged, step, has_field, step_field = (a.tolist() for a in (
-        rows.logged_step, rows.step, rows.has_step_field, rows.step_field))
-    steps = [0] * len(hist_at)
-    segment: list[int] = []
-    for r in np.union1d(fast_at, np.flatnonzero(exact)).tolist():
-        j = position.get(r)
-        if j is None:
-            _flush(rows, segment, steps, reading)
-            segment = []
-            _exact_record(data[starts[r]:ends[r]], reading, name)
-            continue
-        at = step[j] if logged[j] else step_field[j] if has_field[j] else reading.row
-        steps[j] = at
-        reading.row = max(reading.row, at) + 1
-        segment.append(j)
-    _flush(rows, segment, steps, reading)
+    fast_rows = np.flatnonzero(~rows.exact)
+    exact_at = np.flatnonzero(exact)
+    cuts = np.searchsorted(hist_at[fast_rows], exact_at)  # the exact records among the rows
+    steps = np.zeros(len(hist_at), dtype=np.int64)
+    done = 0
+    for r, cut in zip(exact_at.tolist(), cuts.tolist()):
+        _segment(rows, fast_rows[done:cut], steps, reading)
+        done = cut
+        _exact_record(bytes(data[starts[r]:ends[r]]), reading, name)
+    _segment(rows, fast_rows[done:], steps, reading)
 
 
-def _flush(rows: fast.History, segment: list[int], steps: list[int], reading: _Reading) -> None:
-    """Add the values of the bulk-decoded history records `segment` (consecutive ones)."""
-    if not segment:
+def _segment(rows: fast.History, segment: np.ndarray, steps: np.ndarray,
+             reading: _Reading) -> None:
+    """The bulk-decoded history rows `segment` (consecutive ones, between two records decoded
+    exactly): their steps into `steps`, their values into `reading`."""
+    if not len(segment):
         return
-    lo, hi = np.searchsorted(rows.rec, [segment[0], segment[-1] + 1])
+    logged, has = rows.logged_step[segment], rows.has_step_field[segment]
+    known = logged | has
+    step = np.where(logged, rows.step[segment], rows.step_field[segment])
+    if abs(reading.row) < _SAFE and (np.abs(step[known]) < _SAFE).all():
+        # row k's step: its own where known, else the row counter, which is max(counter,
+        # step) + 1 after each row: with v = counter - k, v only grows, to step - k
+        k = np.arange(len(segment))
+        top = np.maximum.accumulate(np.where(known, step - k, np.iinfo(np.int64).min))
+        counter = np.maximum(reading.row, np.concatenate([[reading.row], top[:-1]])) + k
+        steps[segment] = np.where(known, step, counter)
+        reading.row = int(max(reading.row, top[-1])) + len(segment)
+    else:  # steps near the ends of int64: Python's integers, as the exact decoder counts
+        for j, at, is_known in zip(segment.tolist(), step.tolist(), known.tolist()):
+            steps[j] = at = at if is_known else reading.row
+            reading.row = max(reading.row, at) + 1
+    _flush(rows, int(segment[0]), int(segment[-1]), steps, reading)
+
+
+_SAFE = 2**62  # steps below this in size: the counter's arithmetic fits int64
+
+
+def _decode(data: bytes, starts: np.ndarray, ends: np.ndarray):
+    """(record kinds, history rows, summary or None), decoded by `wandb_fast`."""
+    buf = np.frombuffer(data, dtype=np.uint8)
+    kinds, kstart, kend = fast.record_kinds(protowalk.fields(buf, starts, ends), len(starts))
+    both = np.flatnonzero((kinds == fast.HISTORY) | (kinds == fast.SUMMARY))
+    rows, summary = fast.decode(buf, data, kstart[both], kend[both],
+                                kinds[both] == fast.SUMMARY, item_class(),
+                                summary=not (kinds == fast.EXACT).any())
+    return kinds, rows, summary
+
+
+def _flush(rows: fast.History, first: int, last: int, steps: np.ndarray,
+           reading: _Reading) -> None:
+    """Add the values of the bulk-decoded history rows `first..last` (consecutive ones)."""
+    lo, hi = np.searchsorted(rows.rec, [first, last + 1])
     codes, keys = pd.factorize(rows.key[lo:hi])
     order = np.argsort(codes.astype(np.int16) if len(keys) < 2**15 else codes, kind="stable")
     bounds = np.zeros(len(keys) + 1, dtype=np.int64)
     np.cumsum(np.bincount(codes, minlength=len(keys)), out=bounds[1:])
     rec = rows.rec[lo:hi][order]
-    at = np.asarray(steps, dtype=np.int64)[rec]
+    at = steps[rec]
     values, walls = rows.value[lo:hi][order], rows.wall[rec]
     for c, key in enumerate(keys.tolist()):
         a, b = bounds[c], bounds[c + 1]
         reading.filling.pop(rows.keys[key], None)  # what follows goes into a chunk after these
         reading.series.setdefault(rows.keys[key], []).append((at[a:b], values[a:b], walls[a:b]))
     for r, key, text in rows.others:
-        if segment[0] <= r <= segment[-1]:
+        if first <= r <= last:
             try:
                 data = json.loads(text)
             except ValueError:
                 data = text
-            _add_histogram(key, data, steps[r], reading.hists, reading.tags)
+            _add_histogram(key, data, int(steps[r]), reading.hists, reading.tags)
 
 
 def _exact_record(data: bytes, reading: _Reading, name: str) -> None:
