@@ -117,6 +117,7 @@ def _normal_name(name: str) -> str:
     return LOSS_NAME if name.lower() in ("loss", "losses", "total_loss") else name
 
 
+@lru_cache(maxsize=65536)
 def default_scalar(tag: str) -> Optional[ScalarKey]:
     """`train/loss`, `loss/train`, `Loss/train`, `train_loss`, `val_acc_epoch`, `lr-Adam/pg1`...
     Bookkeeping is left out: `epoch`, `step`, and W&B's own `_step`, `_runtime`, `_timestamp`."""
@@ -189,18 +190,23 @@ def pick_granularity(keys: Mapping[str, ScalarKey]) -> dict[str, ScalarKey]:
 def scalar_columns(series: Mapping[str, tuple[Any, Any, Any]], tags: TagMap,
                    ) -> dict[str, Any]:
     """The scalars table's columns from `tag → (steps, values, wall_times)` arrays, each tag
-    mapped by `tags` (a tag that maps to nothing is left out)."""
+    mapped by `tags` (a tag that maps to nothing is left out), in step order: a stable sort of
+    the tags' rows one tag after another, as a Run orders them."""
     keys = {tag: key for tag in series if (key := tags.scalar(tag)) is not None}
     parts = [(key, series[tag]) for tag, key in pick_granularity(keys).items()]
     if not parts:
         return {}
     sizes = [len(steps) for _, (steps, _, _) in parts]
-    return {"step": np.concatenate([np.asarray(p[1][0], dtype=np.int64) for p in parts]),
-            "split": _repeated([k.split for k, _ in parts], sizes),
-            "name": _repeated([k.name for k, _ in parts], sizes),
-            "value": np.concatenate([np.asarray(p[1][1], dtype=np.float64) for p in parts]),
-            "wall_time": np.concatenate([np.asarray(p[1][2], dtype=np.float64)
-                                         for p in parts])}
+    step = np.concatenate([np.asarray(p[1][0], dtype=np.int64) for p in parts])
+    value = np.concatenate([np.asarray(p[1][1], dtype=np.float64) for p in parts])
+    wall = np.concatenate([np.asarray(p[1][2], dtype=np.float64) for p in parts])
+    codes = np.repeat(np.arange(len(parts), dtype=np.int32), sizes)
+    if len(step) > 1 and (step[1:] < step[:-1]).any():
+        order = np.argsort(step, kind="stable")
+        step, value, wall, codes = step[order], value[order], wall[order], codes[order]
+    return {"step": step, "split": _labels([k.split for k, _ in parts], codes),
+            "name": _labels([k.name for k, _ in parts], codes), "value": value,
+            "wall_time": wall}
 
 
 def plain_value(text: str) -> Any:
@@ -228,10 +234,9 @@ def _column(values: Any, kind: pa.DataType) -> pa.Array:
     return pa.array(values, type=kind, from_pandas=True)
 
 
-def _repeated(labels: list[str], sizes: list[int]) -> pa.Array:
-    """`labels[i]` `sizes[i]` times, built in Arrow (a Python string per row costs more than
+def _labels(labels: list[str], codes: np.ndarray) -> pa.Array:
+    """`labels[codes[i]]` per row, built in Arrow (a Python string per row costs more than
     the whole import of a metric)."""
-    codes = np.repeat(np.arange(len(labels), dtype=np.int32), sizes)
     return pa.DictionaryArray.from_arrays(codes, pa.array(labels, pa.string())).cast(pa.string())
 
 

@@ -136,7 +136,7 @@ def read_wandb(path: str | os.PathLike, tags: TagMap | None = None, *,
     kernels = compiled() if bulk else None
     for file in files:
         if kernels is not None:
-            data, starts, ends, damage = kernels.joined(file.read_bytes(), fast.PAD)
+            data, starts, ends, damage = kernels.joined(file, fast.PAD)
         elif bulk:
             data, starts, ends, damage = read_joined(file, fast.PAD)
         else:
@@ -269,17 +269,20 @@ def _flush(rows: fast.History, first: int, last: int, steps: np.ndarray,
            reading: _Reading) -> None:
     """Add the values of the bulk-decoded history rows `first..last` (consecutive ones)."""
     lo, hi = np.searchsorted(rows.rec, [first, last + 1])
-    codes, keys = pd.factorize(rows.key[lo:hi])
-    order = np.argsort(codes.astype(np.int16) if len(keys) < 2**15 else codes, kind="stable")
-    bounds = np.zeros(len(keys) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(codes, minlength=len(keys)), out=bounds[1:])
+    key = rows.key[lo:hi]
+    n_keys = len(rows.keys)
+    order = np.argsort(key.astype(np.int16) if n_keys < 2**15 else key, kind="stable")
+    bounds = np.zeros(n_keys + 1, dtype=np.int64)
+    np.cumsum(np.bincount(key, minlength=n_keys), out=bounds[1:])
     rec = rows.rec[lo:hi][order]
     at = steps[rec]
     values, walls = rows.value[lo:hi][order], rows.wall[rec]
-    for c, key in enumerate(keys.tolist()):
+    present = np.flatnonzero(bounds[1:] > bounds[:-1])
+    # each key's values in a stable sort by key: its first is where it first appears
+    for c in present[np.argsort(order[bounds[present]])].tolist():
         a, b = bounds[c], bounds[c + 1]
-        reading.filling.pop(rows.keys[key], None)  # what follows goes into a chunk after these
-        reading.series.setdefault(rows.keys[key], []).append((at[a:b], values[a:b], walls[a:b]))
+        reading.filling.pop(rows.keys[c], None)  # what follows goes into a chunk after these
+        reading.series.setdefault(rows.keys[c], []).append((at[a:b], values[a:b], walls[a:b]))
     for r, key, text in rows.others:
         if first <= r <= last:
             try:
@@ -328,8 +331,9 @@ def _history(history, row: int, series, hists: list, tags: TagMap, chunks: dict)
                 groups.setdefault(".".join(nested[:-1]), {})[nested[-1]] = item
                 continue
             key = nested[0] if nested else ""
-        if key == "_step":
-            step = int(_number(item) or 0)
+        if key == "_step":  # a number that cannot be a step (NaN, 1e300) counts as none: 0
+            number = _number(item)
+            step = int(number) if number is not None and abs(number) < 2.0**62 else 0
         elif key == "_timestamp":
             wall = _number(item)
         elif key not in _BOOKKEEPING:

@@ -17,6 +17,8 @@ then makes a few calls in all: protobuf decodes each distinct key once, Arrow pa
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pyarrow as pa
 
@@ -91,12 +93,13 @@ def _crc32(data, a, b, kind, t):
 
 
 @_jit
-def _joined(data, begin, t, out, starts, ends):
-    """records.read_records over `data` (its header checked): the records' data end to end in
-    `out`, each one's span in `starts`/`ends`. Returns (records, their bytes, why it stopped:
-    an index into REASONS, where the damage starts)."""
-    size = data.shape[0]
-    n = w = at = 0
+def _joined(data, size, begin, t, starts, ends):
+    """records.read_records over `data[:size]` (its header checked), in place: a record that
+    fits in its block stays where it is; the pieces of one split across blocks are moved back
+    over the headers between them, so that its data ends up in one span. Each record's span
+    goes into `starts`/`ends`. Returns (records, why it stopped: an index into REASONS, where
+    the damage starts)."""
+    n = at = w = 0  # at, w: where the split record being joined starts, and ends so far
     pending = False
     offset = start = begin  # start: where the record being assembled began
     status = 0
@@ -115,26 +118,28 @@ def _joined(data, begin, t, out, starts, ends):
         if kind == 0 and length == 0 and crc == 0:  # zeros: padding, or preallocated space
             offset += left
             continue
-        body_end = offset + 7 + length
+        body, body_end = offset + 7, offset + 7 + length
         if length > left - 7 or kind < _FULL or kind > _LAST:
             status = 2
             break
         if body_end > size:
             status = 3
             break
-        if _crc32(data, offset + 7, body_end, kind, t) != crc:
+        if _crc32(data, body, body_end, kind, t) != crc:
             status = 4
             break
         if kind == _FULL or kind == _FIRST:
             if pending:
                 status = 5
                 break
-            start, at = offset, w
+            start, at, w = offset, body, body_end
         elif not pending:
             status, start = 6, offset
             break
-        out[w:w + length] = data[offset + 7:body_end]
-        w += length
+        else:  # the next piece of a split record: its data moved back, next to the last's
+            for i in range(length):
+                data[w + i] = data[body + i]
+            w += length
         pending = kind == _FIRST or kind == _MIDDLE
         if not pending:
             starts[n], ends[n] = at, w
@@ -144,23 +149,26 @@ def _joined(data, begin, t, out, starts, ends):
             start = offset
     if status == 0 and pending:
         status = 3
-    return n, ends[n - 1] if n else 0, status, start
+    return n, status, start
 
 
-def joined(data: bytes, pad: int):
-    """records.read_joined for the bytes of a `.wandb` file: (the records joined, as uint8,
-    followed by `pad` zero bytes; where each starts and ends in them; the damage or None)."""
-    if data[:len(HEADER)] != HEADER:  # no records: read_records says why
+def joined(path, pad: int):
+    """records.read_joined for a `.wandb` file: (its bytes as uint8, the pieces of records
+    split across blocks joined in place, followed by `pad` zero bytes; where each record
+    starts and ends in them; the damage or None)."""
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        buf = np.empty(size + pad, dtype=np.uint8)
+        size = file.readinto(memoryview(buf)[:size])  # what is there, should it shrink
+    buf[size:] = 0
+    if bytes(buf[:len(HEADER)]) != HEADER:  # no records: read_records says why
         empty = np.zeros(0, dtype=np.int64)
-        return np.zeros(pad, dtype=np.uint8), empty, empty, _read_exactly(data)[1]
-    raw = np.frombuffer(data, dtype=np.uint8)
-    out = np.empty(len(data) + pad, dtype=np.uint8)
-    bound = len(data) // 7 + 1
+        return buf, empty, empty, _read_exactly(bytes(buf[:size]))[1]
+    bound = size // 7 + 1
     starts, ends = np.empty(bound, dtype=np.int64), np.empty(bound, dtype=np.int64)
-    n, size, status, where = _joined(raw, len(HEADER), _CRC, out, starts, ends)
-    out[size:size + pad] = 0
-    damage = Damage(n, where, REASONS[status], len(data) - where) if status else None
-    return out[:size + pad], starts[:n], ends[:n], damage
+    n, status, where = _joined(buf, size, len(HEADER), _CRC, starts, ends)
+    damage = Damage(n, where, REASONS[status], size - where) if status else None
+    return buf, starts[:n], ends[:n], damage
 
 
 @_inline
@@ -369,6 +377,9 @@ def _kinds(buf, starts, ends):
     return kinds, ks, ke
 
 
+TABLE = 1 << 16  # slots of the walk's first table of distinct keys (a power of two)
+
+
 @_jit
 def _walk(buf, kinds, ks, ke, table_size):
     """The items of the history rows and summary updates (the records of kind HISTORY and
@@ -445,7 +456,7 @@ def decode(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, item_class):
     """The records `buf[starts[i]:ends[i]]` (`buf`: from `joined`) as wandb_fast reads them:
     (each record's kind, the history rows as `wandb_fast.History`, the summary or None)."""
     kinds, ks, ke = _kinds(buf, starts, ends)
-    size, walked = 1 << 16, None
+    size, walked = TABLE, None
     while walked is None:  # more keys than the table holds (a new key every step): again
         walked, size = _walk(buf, kinds, ks, ke, size), size * 8
     (row_rec, exact, step, has_step, item_row, item_key, offsets, values, keys, odd,
@@ -474,6 +485,10 @@ def warm_up() -> None:
     import zlib
     crc = zlib.crc32(body).to_bytes(4, "little")
     data = HEADER + crc + len(record).to_bytes(2, "little") + bytes([1]) + record
-    buf, starts, ends, _ = joined(data, fast.PAD)
+    buf = np.frombuffer(data + bytes(fast.PAD), dtype=np.uint8).copy()
+    bound = len(data) // 7 + 1
+    starts, ends = np.empty(bound, dtype=np.int64), np.empty(bound, dtype=np.int64)
+    n, _, _ = _joined(buf, len(data), len(HEADER), _CRC, starts, ends)
+    starts, ends = starts[:n], ends[:n]
     _walk(buf, *_kinds(buf, starts, ends), 1 << 16)
     _walk(buf, *_kinds(buf, starts, ends), 1)  # the table is full at once

@@ -1,7 +1,8 @@
-"""The bulk decoder of .wandb files (wandb_fast, protowalk) against the exact one (a protobuf
-message per record): the same run, table for table and value for value, on files written by the
-real wandb client (offline), on a truncated file, and on hand-made records in layouts the client
-does not write (fields in another order, `number` values, a record that is no Record)."""
+"""The bulk decoders of .wandb files, compiled (wandb_kernels, numba) and numpy (wandb_fast,
+protowalk: where numba is missing), each against the exact one (a protobuf message per record):
+the same run, table for table and value for value, on files written by the real wandb client
+(offline), on a truncated file, and on hand-made records in layouts the client does not write
+(fields in another order, `number` values, a record that is no Record)."""
 import json
 import os
 import shutil
@@ -66,6 +67,16 @@ _CLIENT = textwrap.dedent(r"""
     run.summary["best_acc"] = 0.9
     run.finish()
 """)
+
+
+@pytest.fixture(autouse=True, params=["compiled", "numpy"])
+def decoder(request, monkeypatch):
+    """Each test with each bulk decoder (read_wandb takes the compiled one where numba is)."""
+    if request.param == "numpy":
+        monkeypatch.setattr(wandb_import, "_COMPILED", [None])
+    elif wandb_import.compiled() is None:
+        pytest.skip("numba is not installed: no compiled decoder")
+    return request.param
 
 
 @pytest.fixture(scope="module")
