@@ -196,11 +196,19 @@ def scalar_columns(series: Mapping[str, tuple[Any, Any, Any]], tags: TagMap,
     parts = [(key, series[tag]) for tag, key in pick_granularity(keys).items()]
     if not parts:
         return {}
-    sizes = [len(steps) for _, (steps, _, _) in parts]
-    step = np.concatenate([np.asarray(p[1][0], dtype=np.int64) for p in parts])
+    steps = [np.asarray(p[1][0], dtype=np.int64) for p in parts]
+    if _same_steps(steps):  # every tag at every step, once: the sort interleaves the tags
+        step = np.repeat(steps[0], len(parts))
+        value = np.stack([np.asarray(p[1][1], dtype=np.float64) for p in parts], axis=1)
+        wall = np.stack([np.asarray(p[1][2], dtype=np.float64) for p in parts], axis=1)
+        codes = np.tile(np.arange(len(parts), dtype=np.int32), len(steps[0]))
+        return {"step": step, "split": _labels([k.split for k, _ in parts], codes),
+                "name": _labels([k.name for k, _ in parts], codes), "value": value.ravel(),
+                "wall_time": wall.ravel()}
+    step = np.concatenate(steps)
     value = np.concatenate([np.asarray(p[1][1], dtype=np.float64) for p in parts])
     wall = np.concatenate([np.asarray(p[1][2], dtype=np.float64) for p in parts])
-    codes = np.repeat(np.arange(len(parts), dtype=np.int32), sizes)
+    codes = np.repeat(np.arange(len(parts), dtype=np.int32), [len(s) for s in steps])
     if len(step) > 1 and (step[1:] < step[:-1]).any():
         order = np.argsort(step, kind="stable")
         step, value, wall, codes = step[order], value[order], wall[order], codes[order]
@@ -232,6 +240,13 @@ def _column(values: Any, kind: pa.DataType) -> pa.Array:
     if isinstance(values, pa.Array):
         return values.cast(kind)
     return pa.array(values, type=kind, from_pandas=True)
+
+
+def _same_steps(steps: list[np.ndarray]) -> bool:
+    """Whether every tag has the same steps, each once, in increasing order."""
+    first = steps[0]
+    return (len(steps) > 1 and len(first) > 1 and bool((first[1:] > first[:-1]).all())
+            and all(s is first or np.array_equal(s, first) for s in steps[1:]))
 
 
 def _labels(labels: list[str], codes: np.ndarray) -> pa.Array:

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 try:
     import numba
-except ImportError as exc:  # wandb.compiled() then keeps the numpy decoder (wandb_fast)
+except ImportError as exc:  # wandb.compiled_decoder() is None: the numpy one (wandb_fast)
     raise ImportError("numba is not installed (pip install 'tracelab[torch]')") from exc
 from llvmlite import ir
 from numba import types
@@ -392,7 +392,7 @@ def _walk(buf, kinds, ks, ke, table_size):
     bound = span // 7 + 1  # an item field in the client's layout takes 7 bytes at least
     row_rec, row_step = np.empty(rows, dtype=np.int64), np.zeros(rows, dtype=np.int64)
     row_exact, row_has = np.zeros(rows, dtype=np.bool_), np.zeros(rows, dtype=np.bool_)
-    item_row, item_key = np.empty(bound, dtype=np.int64), np.empty(bound, dtype=np.int64)
+    item_row, item_key = np.empty(bound, dtype=np.int32), np.empty(bound, dtype=np.int32)
     offsets, values = np.empty(bound + 1, dtype=np.int64), np.empty(span + 8, dtype=np.uint8)
     keys, odd = np.empty((bound, 7), dtype=np.int64), np.empty((bound, 2), dtype=np.int64)
     table = np.full(table_size, -1, dtype=np.int64)

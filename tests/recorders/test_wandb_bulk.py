@@ -71,10 +71,10 @@ _CLIENT = textwrap.dedent(r"""
 
 @pytest.fixture(autouse=True, params=["compiled", "numpy"])
 def decoder(request, monkeypatch):
-    """Each test with each bulk decoder (read_wandb takes the compiled one where numba is)."""
+    """Each test with each bulk decoder (read_wandb takes the one loaded)."""
     if request.param == "numpy":
         monkeypatch.setattr(wandb_import, "_COMPILED", [None])
-    elif wandb_import.compiled() is None:
+    elif wandb_import.compiled_decoder() is None:
         pytest.skip("numba is not installed: no compiled decoder")
     return request.param
 

@@ -9,6 +9,7 @@ import random
 import subprocess
 import sys
 import textwrap
+import types
 
 import numpy as np
 import pandas as pd
@@ -30,14 +31,8 @@ from test_wandb_records import RECORDS, frame  # noqa: E402
 def same_run(path):
     """The compiled, the numpy and the exact decoder read `path` as the same run."""
     exact = read_wandb(path, bulk=False)
-    assert wandb_import.compiled() is kernels
-    got = [read_wandb(path)]
-    saved = wandb_import._COMPILED[:]
-    wandb_import._COMPILED[:] = [None]
-    try:
-        got.append(read_wandb(path))
-    finally:
-        wandb_import._COMPILED[:] = saved
+    assert wandb_import.compiled_decoder() is kernels
+    got = [read_wandb(path, compiled=True), read_wandb(path, compiled=False)]
     for imported in got:
         assert json.dumps(imported.meta) == json.dumps(exact.meta)
         for name, table in exact.tables.items():
@@ -185,8 +180,29 @@ def test_without_numba_the_numpy_decoder_reads(tmp_path, monkeypatch):
     monkeypatch.delitem(sys.modules, kernels.__name__)
     monkeypatch.delattr(sys.modules["tracelab.recorders.importers"], "wandb_kernels")
     monkeypatch.setattr(wandb_import, "_COMPILED", [])
-    assert wandb_import.compiled() is None
+    assert wandb_import.compiled_decoder() is None
     assert read_wandb(folder).tables["scalars"].to_pandas()["value"].tolist() == [0.25]
+
+
+def test_the_numpy_decoder_until_numba_pays_for_its_start(monkeypatch):
+    """A run or two: numpy's decoder (numba's start costs a second); once the numpy decoder
+    has read NUMPY_BYTES in a process, or where numba is started already, the compiled one."""
+    monkeypatch.setattr(wandb_import, "_COMPILED", [])
+    monkeypatch.setattr(wandb_import, "_NUMPY_READ", [0])
+    monkeypatch.setattr(wandb_import, "compiled_decoder",  # loaded once, then kept
+                        lambda: wandb_import._COMPILED.append(kernels) or kernels)
+    monkeypatch.delitem(sys.modules, "numba")
+    run = wandb_import.NUMPY_BYTES // 4
+    for _ in range(3):
+        assert wandb_import.pick_decoder(run) is None
+    assert wandb_import.pick_decoder(run) is wandb_import.pick_decoder(1) is kernels
+    monkeypatch.setattr(wandb_import, "_COMPILED", [])
+    monkeypatch.setattr(wandb_import, "_NUMPY_READ", [0])
+    assert wandb_import.pick_decoder(2 * wandb_import.NUMPY_BYTES) is kernels  # one big file
+    monkeypatch.setattr(wandb_import, "_COMPILED", [])
+    monkeypatch.setattr(wandb_import, "_NUMPY_READ", [0])
+    monkeypatch.setitem(sys.modules, "numba", types.ModuleType("numba"))
+    assert wandb_import.pick_decoder(run) is kernels
 
 
 _CLIENT = textwrap.dedent(r"""
