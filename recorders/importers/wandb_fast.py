@@ -226,11 +226,13 @@ def history(data, exact: np.ndarray, step_field: np.ndarray, has_step_field: np.
             bad.append(i)  # not UTF-8, or a logged dict: one item per leaf
         names.append("" if item is None else item.key or (item.nested_key[0]
                                                           if item.nested_key else ""))
-    if bad:
-        exact[rec[np.isin(ident, bad)]] = True
+    if bad:  # (a logged dict's key in the summary only is no matter)
+        dicts = np.zeros(len(decoded), dtype=bool)
+        dicts[bad] = True
+        exact[rec[dicts[ident]]] = True
     keys = list(dict.fromkeys(names))
     index = {k: i for i, k in enumerate(keys)}
-    key = np.array([index[k] for k in names], dtype=np.int64)[ident]
+    key = np.array([index[k] for k in names], dtype=np.int32)[ident]
     others = []
     for i in np.flatnonzero(~numeric):
         try:
@@ -244,7 +246,11 @@ def history(data, exact: np.ndarray, step_field: np.ndarray, has_step_field: np.
             if text.startswith("{"):  # a whole dict in one item, as older clients write it
                 others.append((int(rec[i]), keys[key[i]], text))
     wall, logged_step, step = _bookkeeping(keys, rec, key, value, numeric, m, exact)
-    keep = ~exact[rec] & numeric & ~np.array([k in BOOKKEEPING for k in keys], bool)[key]
+    keep = ~np.array([k in BOOKKEEPING for k in keys], bool)[key]
+    if exact.any():
+        keep &= ~exact[rec]
+    if not numeric.all():
+        keep &= numeric
     others = [o for o in others if not exact[o[0]] and o[1] not in BOOKKEEPING]
     return History(exact, step, logged_step, step_field, has_step_field, wall, rec[keep],
                    key[keep], value[keep], keys, others)

@@ -381,21 +381,16 @@ TABLE = 1 << 16  # slots of the walk's first table of distinct keys (a power of 
 
 
 @_jit
-def _walk(buf, kinds, ks, ke, table_size):
+def _walk(buf, kinds, ks, ke, table, row_rec, row_step, row_exact, row_has, item_row,
+          item_key, offsets, values, keys, odd):
     """The items of the history rows and summary updates (the records of kind HISTORY and
-    SUMMARY, whose message is `buf[ks[r]:ke[r]]`), in file order; None where more than half
-    of `table_size` distinct keys (a power of two) are met."""
-    rows, span = 0, 0
-    for r in range(kinds.shape[0]):
-        rows += kinds[r] == HISTORY
-        span += ke[r] - ks[r] if kinds[r] == HISTORY or kinds[r] == SUMMARY else 0
-    bound = span // 7 + 1  # an item field in the client's layout takes 7 bytes at least
-    row_rec, row_step = np.empty(rows, dtype=np.int64), np.zeros(rows, dtype=np.int64)
-    row_exact, row_has = np.zeros(rows, dtype=np.bool_), np.zeros(rows, dtype=np.bool_)
-    item_row, item_key = np.empty(bound, dtype=np.int32), np.empty(bound, dtype=np.int32)
-    offsets, values = np.empty(bound + 1, dtype=np.int64), np.empty(span + 8, dtype=np.uint8)
-    keys, odd = np.empty((bound, 7), dtype=np.int64), np.empty((bound, 2), dtype=np.int64)
-    table = np.full(table_size, -1, dtype=np.int64)
+    SUMMARY, whose message is `buf[ks[r]:ke[r]]`), in file order, into the arrays given
+    (`_outputs`: allocated by numpy, whose large arrays take huge pages, where a page fault per
+    4 KiB of numba's would cost a tenth of the walk). Returns (history items, their values'
+    bytes, distinct keys, non-ASCII summary values, whether the summary updates were all in
+    the client's layout); distinct keys -1 where more than half the `table` was needed."""
+    table[:] = -1
+    row_step[:] = 0  # (from an earlier try, where the table was full)
     offsets[0] = 0
     j = k = w = count = m = n_odd = 0
     summary_ok = True
@@ -426,7 +421,7 @@ def _walk(buf, kinds, ks, ke, table_size):
                 if key == count:
                     count += 1
                     if 2 * count > table.shape[0]:  # full: the caller starts again, larger
-                        return None
+                        return k, w, -1, n_odd, False
                 if hist:
                     item_row[k], item_key[k] = j, key
                     _copy(buf, vstart, e, values, w)
@@ -448,19 +443,36 @@ def _walk(buf, kinds, ks, ke, table_size):
             j += 1
         else:
             summary_ok = summary_ok and not exact
-    return (row_rec, row_exact, row_step, row_has, item_row[:k], item_key[:k], offsets[:k + 1],
-            values[:w], keys[:count], odd[:n_odd], summary_ok)
+    return k, w, count, n_odd, summary_ok
+
+
+def _outputs(kinds: np.ndarray, ks: np.ndarray, ke: np.ndarray) -> tuple:
+    """The arrays `_walk` fills, for the records of these kinds: per history row (record,
+    step, exact, has a step), per history item (row, key), the values' offsets and bytes, the
+    distinct keys (`_AT`... columns), the non-ASCII summary values' spans."""
+    rows = int(np.count_nonzero(kinds == HISTORY))
+    span = int((ke - ks)[(kinds == HISTORY) | (kinds == SUMMARY)].sum())
+    bound = span // 7 + 1  # an item field in the client's layout takes 7 bytes at least
+    return (np.empty(rows, dtype=np.int64), np.zeros(rows, dtype=np.int64),
+            np.zeros(rows, dtype=bool), np.zeros(rows, dtype=bool),
+            np.empty(bound, dtype=np.int32), np.empty(bound, dtype=np.int32),
+            np.empty(bound + 1, dtype=np.int64), np.empty(span + 8, dtype=np.uint8),
+            np.empty((bound, 7), dtype=np.int64), np.empty((bound, 2), dtype=np.int64))
 
 
 def decode(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, item_class):
     """The records `buf[starts[i]:ends[i]]` (`buf`: from `joined`) as wandb_fast reads them:
     (each record's kind, the history rows as `wandb_fast.History`, the summary or None)."""
     kinds, ks, ke = _kinds(buf, starts, ends)
-    size, walked = TABLE, None
-    while walked is None:  # more keys than the table holds (a new key every step): again
-        walked, size = _walk(buf, kinds, ks, ke, size), size * 8
-    (row_rec, exact, step, has_step, item_row, item_key, offsets, values, keys, odd,
-     summary_ok) = walked
+    out = _outputs(kinds, ks, ke)
+    size, count = TABLE, -1
+    while count < 0:  # more keys than the table holds (a new key every step): again, larger
+        k, w, count, n_odd, summary_ok = _walk(buf, kinds, ks, ke,
+                                               np.empty(size, dtype=np.int64), *out)
+        size *= 8
+    row_rec, step, exact, has_step, item_row, item_key, offsets, values, keys, odd = out
+    item_row, item_key, offsets, values = item_row[:k], item_key[:k], offsets[:k + 1], values[:w]
+    keys, odd = keys[:count], odd[:n_odd]
     decoded = [fast.item_of(buf[a:a + n], item_class) for a, n in keys[:, :2].tolist()]
     text = pa.Array.from_buffers(pa.large_string(), len(item_row),
                                  [None, pa.py_buffer(offsets), pa.py_buffer(values)])
@@ -490,5 +502,6 @@ def warm_up() -> None:
     starts, ends = np.empty(bound, dtype=np.int64), np.empty(bound, dtype=np.int64)
     n, _, _ = _joined(buf, len(data), len(HEADER), _CRC, starts, ends)
     starts, ends = starts[:n], ends[:n]
-    _walk(buf, *_kinds(buf, starts, ends), 1 << 16)
-    _walk(buf, *_kinds(buf, starts, ends), 1)  # the table is full at once
+    kinds = _kinds(buf, starts, ends)
+    for size in (TABLE, 1):  # the table full at once, too
+        _walk(buf, *kinds, np.empty(size, dtype=np.int64), *_outputs(*kinds))
