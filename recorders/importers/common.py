@@ -313,7 +313,7 @@ def _frame(data: pa.Table) -> pd.DataFrame:
         steps = data.column("step").to_numpy()
         if len(steps) > 1 and (steps[1:] < steps[:-1]).any():
             data = data.take(np.argsort(steps, kind="stable"))
-    return data.to_pandas()
+    return data.to_pandas(split_blocks=True)  # a block per column: no copy to consolidate
 
 
 @lru_cache(maxsize=32)

@@ -5,10 +5,11 @@
 log": a 7-byte header (`:W&B`, 0xBEE1, version 0), then 32 KiB blocks of records, each framed
 by a CRC-32 (of the record type and data), its length and its type (whole, or the first,
 middle or last piece of a record split across blocks). Each record is a protobuf `Record`;
-`records.py` checks the framing; the history rows and the summary are decoded in bulk
-(`wandb_fast.py`), and every other record, or one the bulk decoder cannot prove it read, with
-the protobuf package and a descriptor of only the fields needed (`wandb_proto.py`: no wandb
-package, no generated code):
+`records.py` checks the framing; the history rows and the summary are decoded in bulk, by
+compiled kernels (`wandb_kernels.py`, numba) or numpy (`wandb_fast.py`, where numba is missing or
+not yet worth starting: `pick_decoder`), and every other record, or one the bulk decoder cannot
+prove it read, by the reference decoder (`wandb_exact.py`), with the protobuf package and a
+descriptor of only the fields needed (`wandb_proto.py`: no wandb package, no generated code):
 
     history (2)  one row of `run.log`: items `{nested_key, value_json}`, `_step`, `_timestamp`
     summary (3)  summary updates;   config (5) config updates
@@ -24,14 +25,12 @@ truncated file is read up to its last whole record, and the run's problems say w
 from __future__ import annotations
 
 import json
-import math
 import re
 import os
 import sys
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -41,77 +40,16 @@ from tracelab.core.formats import WANDB
 from tracelab.core.schema import SCALARS, TENSORS
 from tracelab.recorders.importers.common import Imported, TagMap, base_meta, scalar_columns
 from tracelab.recorders.importers import protowalk
+from tracelab.recorders.importers import wandb_exact
 from tracelab.recorders.importers import wandb_fast as fast
 from tracelab.recorders.importers.records import read_joined, read_records
 from tracelab.recorders.importers.wandb_proto import item_class, record_class
-from tracelab.recorders.importers.tensorboard import histogram_stats
 
 SUFFIX = ".wandb"
-_BOOKKEEPING = ("_step", "_timestamp", "_runtime")
 
 
 def is_wandb_file(name: str) -> bool:
     return name.startswith("run-") and name.endswith(SUFFIX)
-
-
-def _key(item) -> str:
-    key = item.key
-    if key:
-        return key
-    nested = item.nested_key
-    return nested[0] if len(nested) == 1 else ".".join(nested)
-
-
-def _json(item) -> Any:
-    kind = item.WhichOneof("value")
-    if kind is not None:
-        return getattr(item, kind)
-    try:
-        return json.loads(item.value_json)
-    except ValueError:
-        return item.value_json
-
-
-def _number(item) -> Optional[float]:
-    """A history value as a number; None for media, text and the like."""
-    text = item.value_json
-    if text:
-        try:
-            return float(text)  # "0.25", "NaN", "Infinity": the usual case, and fast
-        except ValueError:
-            return None
-    kind = item.WhichOneof("value")
-    return float(getattr(item, kind)) if kind in ("integer", "number") else None
-
-
-def _histogram(data: Any) -> Optional[dict[str, float]]:
-    """Statistics of a `wandb.Histogram` (`{"_type": "histogram", "bins": [...], "values":
-    [...]}`, bins are the edges): everything approximate, from the bucket midpoints."""
-    if not isinstance(data, dict) or data.get("_type") != "histogram":
-        return None
-    try:
-        edges = np.asarray(data["bins"], dtype=float)
-        counts = np.asarray(data["values"], dtype=float)
-    except (ValueError, KeyError, TypeError):
-        return None
-    if edges.ndim != 1 or len(edges) != len(counts) + 1 or not len(counts):
-        return None
-    used = np.flatnonzero(counts)
-    if not len(used):
-        return None
-    return histogram_stats(edges[:-1], edges[1:], counts, vmin=float(edges[used[0]]),
-                           vmax=float(edges[used[-1] + 1]), num=float(counts.sum()))
-
-
-def _apply(target: dict[str, Any], update) -> None:
-    """Apply config or summary updates; values stay items, decoded once at the end (W&B
-    writes a summary update after every logged row)."""
-    for item in update.update:
-        key = item.key or _key(item)
-        if key[:1] != "_":
-            target[key] = item
-    for item in update.remove:
-        target.pop(_key(item), None)
 
 
 def wandb_files(path: Path) -> list[Path]:
@@ -135,7 +73,7 @@ def read_wandb(path: str | os.PathLike, tags: TagMap | None = None, *,
     if not files:
         raise TraceError(f"{path}: no run-*.wandb file; expected a W&B run folder "
                          "(wandb/offline-run-*/ or wandb/run-*/)")
-    reading = _Reading(tags, record_class())
+    reading = wandb_exact.Reading(tags, record_class())
     kernels = None
     if bulk and compiled is None:
         kernels = pick_decoder(sum(_size(file) for file in files))
@@ -154,33 +92,15 @@ def read_wandb(path: str | os.PathLike, tags: TagMap | None = None, *,
             _read_file(data, starts, ends, reading, file.name, kernels)
         else:
             for record in records:
-                _exact_record(record, reading, file.name)
+                wandb_exact.exact_record(record, reading, file.name)
     series = {key: tuple(np.concatenate([np.asarray(c[i], dtype=kind) for c in chunks])
                          if len(chunks) > 1 else np.asarray(chunks[0][i], dtype=kind)
                          for i, kind in enumerate((np.int64, np.float64, np.float64)))
               for key, chunks in reading.series.items()}
-    config = {k: _json(item) for k, item in reading.config.items()}
-    summary = {k: _json(item) for k, item in reading.summary.items()}
+    config = {k: wandb_exact.json_value(item) for k, item in reading.config.items()}
+    summary = {k: wandb_exact.json_value(item) for k, item in reading.summary.items()}
     return _imported(path, tags, series, reading.hists, config, summary, reading.info,
                      reading.exit_code, reading.runtime, reading.problems)
-
-
-@dataclass
-class _Reading:
-    """What a run's records add up to, read in order (series: key -> chunks of (steps,
-    values, wall times))."""
-    tags: TagMap
-    record_class: Any
-    series: dict = field(default_factory=dict)
-    hists: list = field(default_factory=list)
-    config: dict = field(default_factory=dict)
-    summary: dict = field(default_factory=dict)
-    info: dict = field(default_factory=dict)
-    exit_code: Optional[int] = None
-    runtime: Any = None
-    problems: list = field(default_factory=list)
-    row: int = 0
-    filling: dict = field(default_factory=dict)  # key -> the chunk of lists being filled
 
 
 def compiled_decoder():
@@ -225,7 +145,7 @@ NUMPY_BYTES = 128 << 20  # what the numpy decoder reads in a process before numb
 _NUMPY_READ = [0]  # what it has read so far
 
 
-def _read_file(data, starts: np.ndarray, ends: np.ndarray, reading: _Reading, name: str,
+def _read_file(data, starts: np.ndarray, ends: np.ndarray, reading: wandb_exact.Reading, name: str,
                kernels=None) -> None:
     """The records `data[starts[i]:ends[i]]` of one file (`data`: bytes, or uint8 from
     `kernels.joined`, ending in `fast.PAD` zero bytes): history rows and the summary decoded
@@ -251,12 +171,12 @@ def _read_file(data, starts: np.ndarray, ends: np.ndarray, reading: _Reading, na
     for r, cut in zip(exact_at.tolist(), cuts.tolist()):
         _segment(rows, fast_rows[done:cut], steps, reading)
         done = cut
-        _exact_record(bytes(data[starts[r]:ends[r]]), reading, name)
+        wandb_exact.exact_record(bytes(data[starts[r]:ends[r]]), reading, name)
     _segment(rows, fast_rows[done:], steps, reading)
 
 
 def _segment(rows: fast.History, segment: np.ndarray, steps: np.ndarray,
-             reading: _Reading) -> None:
+             reading: wandb_exact.Reading) -> None:
     """The bulk-decoded history rows `segment` (consecutive ones, between two records decoded
     exactly): their steps into `steps`, their values into `reading`."""
     if not len(segment):
@@ -294,7 +214,7 @@ def _decode(data: bytes, starts: np.ndarray, ends: np.ndarray):
 
 
 def _flush(rows: fast.History, first: int, last: int, steps: np.ndarray,
-           reading: _Reading) -> None:
+           reading: wandb_exact.Reading) -> None:
     """Add the values of the bulk-decoded history rows `first..last` (consecutive ones)."""
     lo, hi = np.searchsorted(rows.rec, [first, last + 1])
     key = rows.key[lo:hi]
@@ -317,86 +237,7 @@ def _flush(rows: fast.History, first: int, last: int, steps: np.ndarray,
                 data = json.loads(text)
             except ValueError:
                 data = text
-            _add_histogram(key, data, int(steps[r]), reading.hists, reading.tags)
-
-
-def _exact_record(data: bytes, reading: _Reading, name: str) -> None:
-    """One record, decoded by protobuf."""
-    try:
-        record = reading.record_class.FromString(data)
-    except Exception:  # a record whose checksum holds but that is no Record
-        reading.problems.append(f"{name}: a record that is not W&B's (skipped)")
-        return
-    if record.HasField("history"):
-        reading.row = _history(record.history, reading.row, reading.filling, reading.hists,
-                               reading.tags, reading.series)
-    elif record.HasField("config"):
-        _apply(reading.config, record.config)
-    elif record.HasField("summary"):
-        _apply(reading.summary, record.summary)
-    elif record.HasField("run"):
-        run = record.run
-        _apply(reading.config, run.config)
-        reading.info.update(run_id=run.run_id, project=run.project, entity=run.entity,
-                            name=run.display_name, tags=list(run.tags), notes=run.notes)
-        if run.HasField("start_time"):
-            reading.info["start"] = run.start_time.seconds + run.start_time.nanos / 1e9
-    elif record.HasField("exit"):
-        reading.exit_code, reading.runtime = record.exit.exit_code, record.exit.runtime
-
-
-def _history(history, row: int, series, hists: list, tags: TagMap, chunks: dict) -> int:
-    """One history row into `series` (key -> lists of steps, values, wall times: the chunk
-    being filled, also added to `chunks` when it is started)."""
-    step, wall = None, math.nan
-    values = []
-    groups: dict[str, dict[str, Any]] = {}  # a logged dict, as wandb-core writes it: one item
-    for item in history.item:                # per leaf, its nested_key the path to it
-        key = item.key
-        if not key:
-            nested = item.nested_key
-            if len(nested) > 1:
-                groups.setdefault(".".join(nested[:-1]), {})[nested[-1]] = item
-                continue
-            key = nested[0] if nested else ""
-        if key == "_step":  # a number that cannot be a step (NaN, 1e300) counts as none: 0
-            number = _number(item)
-            step = int(number) if number is not None and abs(number) < 2.0**62 else 0
-        elif key == "_timestamp":
-            wall = _number(item)
-        elif key not in _BOOKKEEPING:
-            values.append((key, item))
-    if step is None:
-        step = history.step.num if history.HasField("step") else row
-    for parent, leaves in groups.items():
-        if "_type" in leaves:  # media: a histogram (or an image, a table: left out)
-            _add_histogram(parent, {k: _json(v) for k, v in leaves.items()}, step, hists, tags)
-        else:
-            values.extend((f"{parent}.{leaf}", item) for leaf, item in leaves.items())
-    for key, item in values:
-        text = item.value_json
-        try:
-            number = float(text)  # "0.25", "NaN", "Infinity": the usual case, and fast
-        except ValueError:
-            number = None if text else _number(item)
-        if number is not None:
-            got = series.get(key)
-            if got is None:
-                got = series[key] = ([], [], [])
-                chunks.setdefault(key, []).append(got)
-            got[0].append(step)
-            got[1].append(number)
-            got[2].append(wall)
-        elif text.startswith("{"):  # a whole dict in one item, as older clients write it
-            _add_histogram(key, _json(item), step, hists, tags)
-    return max(row, step) + 1
-
-
-def _add_histogram(key: str, data: Any, step: int, hists: list, tags: TagMap) -> None:
-    stats = _histogram(data)
-    target = tags.histogram(key) if stats is not None else None
-    if target:
-        hists.append({"step": step, "kind": target[0], "name": target[1], **stats})
+            wandb_exact.add_histogram(key, data, int(steps[r]), reading.hists, reading.tags)
 
 
 def _imported(path: Path, tags: TagMap, series, hists, config, summary, info, exit_code,

@@ -18,6 +18,7 @@ pytest.importorskip("wandb")
 pytest.importorskip("google.protobuf")
 
 from tracelab.recorders.importers import wandb as wandb_import  # noqa: E402
+from tracelab.recorders.importers import wandb_exact  # noqa: E402
 from tracelab.recorders.importers import wandb_proto  # noqa: E402
 from tracelab.recorders.importers.records import BLOCK  # noqa: E402
 from tracelab.recorders.importers.wandb import read_wandb  # noqa: E402
@@ -125,8 +126,8 @@ def test_plain_run_is_decoded_in_bulk(runs, monkeypatch):
     assert len(imported.tables["scalars"]) == 300 * 12
     assert imported.meta["source"]["summary"]["best_acc"] == 0.9
     exact = []
-    decode = wandb_import._exact_record
-    monkeypatch.setattr(wandb_import, "_exact_record",
+    decode = wandb_exact.exact_record
+    monkeypatch.setattr(wandb_exact, "exact_record",
                         lambda data, reading, name: exact.append(
                             reading.record_class.FromString(data)) or decode(data, reading,
                                                                              name))
@@ -239,8 +240,8 @@ def test_long_rows_among_short_ones(tmp_path, monkeypatch):
     folder.mkdir()
     (folder / "run-w.wandb").write_bytes(frame(records))
     exact = []
-    decode = wandb_import._exact_record
-    monkeypatch.setattr(wandb_import, "_exact_record",
+    decode = wandb_exact.exact_record
+    monkeypatch.setattr(wandb_exact, "exact_record",
                         lambda data, reading, name: exact.append(data) or decode(data, reading,
                                                                                  name))
     assert len(read_wandb(folder).tables["scalars"]) == 3 * 101 + 500 + 300
