@@ -227,7 +227,6 @@ def _walk(buf, kinds, ks, ke, table, row_rec, row_step, row_exact, row_has, item
     bytes, distinct keys, non-ASCII summary values, whether the summary updates were all in
     the client's layout); distinct keys -1 where more than half the `table` was needed."""
     table[:] = -1
-    row_step[:] = 0  # (from an earlier try, where the table was full)
     offsets[0] = 0
     j = k = w = count = m = n_odd = 0
     summary_ok = True
@@ -283,31 +282,32 @@ def _walk(buf, kinds, ks, ke, table, row_rec, row_step, row_exact, row_has, item
     return k, w, count, n_odd, summary_ok
 
 
-def _outputs(kinds: np.ndarray, ks: np.ndarray, ke: np.ndarray) -> tuple:
-    """The arrays `_walk` fills, for the records of these kinds: per history row (record,
-    step, exact, has a step), per history item (row, key), the values' offsets and bytes, the
-    distinct keys (`_AT`... columns), the non-ASCII summary values' spans."""
+def _outputs(kinds: np.ndarray, ks: np.ndarray, ke: np.ndarray, size: int) -> tuple:
+    """The arrays `_walk` fills, for the records of these kinds and a table of `size` slots:
+    the table, per history row (record, step, exact, has a step), per history item (row, key),
+    the values' offsets and bytes, the distinct keys (`_AT`... columns: at most half the
+    table's size, and one more), the non-ASCII summary values' spans."""
     rows = int(np.count_nonzero(kinds == HISTORY))
     span = int((ke - ks)[(kinds == HISTORY) | (kinds == SUMMARY)].sum())
     bound = span // 7 + 1  # an item field in the client's layout takes 7 bytes at least
-    return (np.empty(rows, dtype=np.int64), np.zeros(rows, dtype=np.int64),
-            np.zeros(rows, dtype=bool), np.zeros(rows, dtype=bool),
-            np.empty(bound, dtype=np.int32), np.empty(bound, dtype=np.int32),
-            np.empty(bound + 1, dtype=np.int64), np.empty(span + 8, dtype=np.uint8),
-            np.empty((bound, 7), dtype=np.int64), np.empty((bound, 2), dtype=np.int64))
+    return (np.empty(size, dtype=np.int64), np.empty(rows, dtype=np.int64),
+            np.zeros(rows, dtype=np.int64), np.zeros(rows, dtype=bool),
+            np.zeros(rows, dtype=bool), np.empty(bound, dtype=np.int32),
+            np.empty(bound, dtype=np.int32), np.empty(bound + 1, dtype=np.int64),
+            np.empty(span + 8, dtype=np.uint8), np.empty((size // 2 + 1, 7), dtype=np.int64),
+            np.empty((bound, 2), dtype=np.int64))
 
 
 def decode(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, item_class):
     """The records `buf[starts[i]:ends[i]]` (`buf`: from `joined`) as wandb_fast reads them:
     (each record's kind, the history rows as `wandb_fast.History`, the summary or None)."""
     kinds, ks, ke = _kinds(buf, starts, ends)
-    out = _outputs(kinds, ks, ke)
     size, count = TABLE, -1
     while count < 0:  # more keys than the table holds (a new key every step): again, larger
-        k, w, count, n_odd, summary_ok = _walk(buf, kinds, ks, ke,
-                                               np.empty(size, dtype=np.int64), *out)
+        out = _outputs(kinds, ks, ke, size)
+        k, w, count, n_odd, summary_ok = _walk(buf, kinds, ks, ke, *out)
         size *= 8
-    row_rec, step, exact, has_step, item_row, item_key, offsets, values, keys, odd = out
+    _, row_rec, step, exact, has_step, item_row, item_key, offsets, values, keys, odd = out
     item_row, item_key, offsets, values = item_row[:k], item_key[:k], offsets[:k + 1], values[:w]
     keys, odd = keys[:count], odd[:n_odd]
     decoded = [fast.item_of(buf[a:a + n], item_class) for a, n in keys[:, :2].tolist()]
@@ -339,4 +339,4 @@ def warm_up() -> None:
     starts, ends = starts[:n], ends[:n]
     kinds = _kinds(buf, starts, ends)
     for size in (TABLE, 1):  # the table full at once, too
-        _walk(buf, *kinds, np.empty(size, dtype=np.int64), *_outputs(*kinds))
+        _walk(buf, *kinds, *_outputs(*kinds, size))
