@@ -251,7 +251,13 @@ def _same_steps(steps: list[np.ndarray]) -> bool:
 
 def _labels(labels: list[str], codes: np.ndarray) -> pa.Array:
     """`labels[codes[i]]` per row, built in Arrow (a Python string per row costs more than
-    the whole import of a metric)."""
+    the whole import of a metric); one label (a split, usually) repeated as it is."""
+    if len(set(labels)) == 1 and len(labels[0].encode()) * len(codes) < 2**31:
+        label = labels[0].encode()
+        offsets = np.arange(0, len(label) * (len(codes) + 1), len(label) or 1, dtype=np.int32)
+        offsets = offsets if label else np.zeros(len(codes) + 1, dtype=np.int32)
+        return pa.Array.from_buffers(pa.string(), len(codes), [
+            None, pa.py_buffer(offsets), pa.py_buffer(label * len(codes))])
     return pa.DictionaryArray.from_arrays(codes, pa.array(labels, pa.string())).cast(pa.string())
 
 
@@ -325,9 +331,10 @@ def base_meta(fmt: str, path: Path, wall_times: pd.Series, *, name: Optional[str
               **extra: Any) -> dict[str, Any]:
     from tracelab._version import __version__
     from tracelab.core.schema import SCHEMA_VERSION
-    walls = pd.to_numeric(wall_times, errors="coerce").dropna()
-    start = float(walls.min()) if len(walls) else None
-    end = float(walls.max()) if len(walls) else None
+    walls = np.asarray(pd.to_numeric(wall_times, errors="coerce"), dtype=float)
+    start = float(np.fmin.reduce(walls)) if len(walls) else math.nan  # NaN: none known
+    end = float(np.fmax.reduce(walls)) if len(walls) else math.nan
+    start, end = (None, None) if math.isnan(start) else (start, end)
     return {"schema_version": SCHEMA_VERSION, "tracelab_version": __version__,
             "name": name or Path(path).name, "start_time": start, "end_time": end,
             "status": {"state": "completed"},

@@ -243,7 +243,7 @@ def _flush(rows: fast.History, first: int, last: int, steps: np.ndarray,
 def _imported(path: Path, tags: TagMap, series, hists, config, summary, info, exit_code,
               runtime, problems) -> Imported:
     columns = scalar_columns(series, tags)
-    walls = pd.Series(columns.get("wall_time", []), dtype=float)
+    walls = np.asarray(columns.get("wall_time", []), dtype=float)
     name = info.get("name") or info.get("run_id") or path.stem
     meta = base_meta(WANDB, path, walls, name=name, config=config)
     if info.get("start") is not None:
@@ -266,7 +266,7 @@ def _imported(path: Path, tags: TagMap, series, hists, config, summary, info, ex
     # always reads as the same run (names in natural order: layer 2 before layer 10).
     hists.sort(key=lambda h: (h["step"], h["kind"], [int(p) if p.isdigit() else p
                                                      for p in re.split(r"(\d+)", h["name"])]))
-    tn = pd.DataFrame(hists) if hists else pd.DataFrame(columns=["step", "kind", "name"])
+    tn = pd.DataFrame(hists) if hists else {}
     return Imported.from_columns(meta, {SCALARS: columns, TENSORS: {c: tn[c] for c in tn}})
 
 
