@@ -65,7 +65,7 @@ def read_wandb(path: str | os.PathLike, tags: TagMap | None = None, *,
                bulk: bool = True, compiled: Optional[bool] = None) -> Imported:
     """Read a W&B run (its folder or its `.wandb` file) into trace tables (in memory).
     `bulk=False` decodes every record with protobuf, one message object per item: the
-    reference that the bulk decoders are tested against, 10 to 30x slower. `compiled`: the
+    reference that the bulk decoders are tested against, 5 to 12x slower. `compiled`: the
     bulk decoder, compiled (`wandb_kernels`, where numba is) or numpy (`wandb_fast`); None
     lets `pick_decoder` choose."""
     path, tags = Path(path), tags or TagMap()
@@ -126,7 +126,7 @@ def pick_decoder(size: int):
     loaded already, or numba is (the recorder's kernels use it), or once the numpy decoder has
     spent in this process about what starting numba costs (a second: importing it, and its
     first call, even from its disk cache), that is, read NUMPY_BYTES; else None: numpy's,
-    which decodes a run of 7 MB in 60 ms more, but starts at once."""
+    which takes about 50 ms more on a run of 7 MB, but starts at once."""
     if not _COMPILED and "numba" not in sys.modules and _NUMPY_READ[0] + size < NUMPY_BYTES:
         _NUMPY_READ[0] += size
         return None
