@@ -250,3 +250,23 @@ def test_crashed_and_resumed_runs_of_the_client(client_runs):
     assert sorted(states) == [("crashed", "running", True), ("resumed", "completed", False),
                               ("resumed", "failed", False)]
 
+
+
+@pytest.mark.parametrize("damage", ["checksum", "cut"])
+def test_damaged_file_of_the_client(client_runs, tmp_path, damage):
+    """A bad checksum in the middle, or the last block cut short: every decoder reads the
+    records before it, and says what it could not read."""
+    crashed = next(f for f in client_runs if read_wandb(f, bulk=False).meta["name"] == "crashed")
+    copy = tmp_path / crashed.name
+    copy.mkdir()
+    source = next(crashed.glob("run-*.wandb"))
+    data = bytearray(source.read_bytes())
+    if damage == "checksum":
+        data[len(data) // 2] ^= 0x01
+    else:
+        data = data[:len(data) - BLOCK // 3]
+    (copy / source.name).write_bytes(bytes(data))
+    imported = same_run(copy)
+    reason = "a checksum mismatch" if damage == "checksum" else "ends inside a record"
+    assert reason in " ".join(imported.problems)
+    assert 0 < imported.tables["scalars"].num_rows < 1500 * 9
