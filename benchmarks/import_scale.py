@@ -9,8 +9,12 @@ Writes three copies of one history, 50 metrics x 2,000 steps (100,000 values):
 Then, alternating them in the same process, times opening each as a Run with its scalars
 table loaded (`open_source(...).scalars`: for the logs of other loggers that is the import,
 decoding included), best of `--repeat`, and prints the import / native ratios. The target is
-3x at most. `wandb-exact` is the W&B run read by the reference decoder (`bulk=False`: a
-protobuf message per record), which the bulk decoder is tested against.
+3x at most. The compiled W&B decoder (numba) is started first, so `wandb` is read with it;
+`wandb-numpy` is the same run read by the numpy decoder (the one where numba is missing, and
+the one a process starts with), `wandb-exact` by the reference decoder (`bulk=False`: a
+protobuf message per record), which both are tested against. Last, the first read of the W&B
+run in a fresh process, with each bulk decoder (best of 3): the compiled one's includes
+starting numba (importing it, and its first call, from its disk cache).
 
     python benchmarks/import_scale.py [--steps N] [--metrics M] [--repeat K] [--keep DIR]
 """
@@ -80,6 +84,28 @@ def _native(path: Path, steps: int, metrics: int) -> None:
     writer.close({"state": "completed"})
 
 
+_FRESH = r"""
+import sys, time
+started = time.perf_counter()
+from tracelab.recorders.importers.wandb import read_wandb
+imported = time.perf_counter()
+read_wandb(sys.argv[1], compiled=sys.argv[2] == "compiled").as_run(sys.argv[1]).scalars
+print(imported - started, time.perf_counter() - imported)
+"""
+
+
+def _first_reads(path: Path, repeat: int = 3) -> dict[str, tuple[float, float]]:
+    """(import, first read) seconds in a fresh process per decoder, best of `repeat`."""
+    best: dict[str, tuple[float, float]] = {}
+    for _ in range(repeat):
+        for decoder in ("numpy", "compiled"):
+            out = subprocess.run([sys.executable, "-c", _FRESH, str(path), decoder],
+                                 capture_output=True, text=True, check=True).stdout.split()
+            got = (float(out[0]), float(out[1]))
+            best[decoder] = min(best.get(decoder, got), got, key=lambda t: t[1])
+    return best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=2000)
@@ -97,11 +123,16 @@ def main() -> None:
             _client(_MLFLOW, root, args.steps, args.metrics)
         if not (root / "native").exists():
             _native(root / "native", args.steps, args.metrics)
-        from tracelab.recorders.importers.wandb import read_wandb
+        from tracelab.recorders.importers.wandb import compiled_decoder, read_wandb
+        started = time.perf_counter()
+        if compiled_decoder() is None:
+            sys.exit("numba is not installed: no compiled W&B decoder")
+        start_up = time.perf_counter() - started
         sources = {s.format: s for s in discover(root)}
         readers = {fmt: (lambda s=sources[fmt]: open_source(s))
                    for fmt in ("tracelab", "wandb", "mlflow")}
-        wandb_run = sources["wandb"].path  # the reference decoder, a message object per item
+        wandb_run = sources["wandb"].path
+        readers["wandb-numpy"] = lambda: read_wandb(wandb_run, compiled=False).as_run(wandb_run)
         readers["wandb-exact"] = lambda: read_wandb(wandb_run, bulk=False).as_run(wandb_run)
         rows = {}
         best = dict.fromkeys(readers, float("inf"))
@@ -116,6 +147,11 @@ def main() -> None:
             ratio = seconds / best["tracelab"]
             print(f"  {fmt:<11} {rows[fmt]:>7} rows  {seconds * 1000:8.1f} ms  "
                   f"{ratio:5.2f}x native")
+        print(f"numba started (import, kernels from its cache) in {start_up:.2f} s here; "
+              "first read of the W&B run in a fresh process (after importing the importer):")
+        for decoder, (imports, first) in _first_reads(wandb_run).items():
+            print(f"  {decoder:<11} {first * 1000:8.0f} ms  (the import before it: "
+                  f"{imports * 1000:.0f} ms)")
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

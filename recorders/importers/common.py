@@ -117,6 +117,7 @@ def _normal_name(name: str) -> str:
     return LOSS_NAME if name.lower() in ("loss", "losses", "total_loss") else name
 
 
+@lru_cache(maxsize=65536)
 def default_scalar(tag: str) -> Optional[ScalarKey]:
     """`train/loss`, `loss/train`, `Loss/train`, `train_loss`, `val_acc_epoch`, `lr-Adam/pg1`...
     Bookkeeping is left out: `epoch`, `step`, and W&B's own `_step`, `_runtime`, `_timestamp`."""
@@ -189,18 +190,31 @@ def pick_granularity(keys: Mapping[str, ScalarKey]) -> dict[str, ScalarKey]:
 def scalar_columns(series: Mapping[str, tuple[Any, Any, Any]], tags: TagMap,
                    ) -> dict[str, Any]:
     """The scalars table's columns from `tag → (steps, values, wall_times)` arrays, each tag
-    mapped by `tags` (a tag that maps to nothing is left out)."""
+    mapped by `tags` (a tag that maps to nothing is left out), in step order: a stable sort of
+    the tags' rows one tag after another, as a Run orders them."""
     keys = {tag: key for tag in series if (key := tags.scalar(tag)) is not None}
     parts = [(key, series[tag]) for tag, key in pick_granularity(keys).items()]
     if not parts:
         return {}
-    sizes = [len(steps) for _, (steps, _, _) in parts]
-    return {"step": np.concatenate([np.asarray(p[1][0], dtype=np.int64) for p in parts]),
-            "split": _repeated([k.split for k, _ in parts], sizes),
-            "name": _repeated([k.name for k, _ in parts], sizes),
-            "value": np.concatenate([np.asarray(p[1][1], dtype=np.float64) for p in parts]),
-            "wall_time": np.concatenate([np.asarray(p[1][2], dtype=np.float64)
-                                         for p in parts])}
+    steps = [np.asarray(p[1][0], dtype=np.int64) for p in parts]
+    if _same_steps(steps):  # every tag at every step, once: the sort interleaves the tags
+        step = np.repeat(steps[0], len(parts))
+        value = np.stack([np.asarray(p[1][1], dtype=np.float64) for p in parts], axis=1)
+        wall = np.stack([np.asarray(p[1][2], dtype=np.float64) for p in parts], axis=1)
+        codes = np.tile(np.arange(len(parts), dtype=np.int32), len(steps[0]))
+        return {"step": step, "split": _labels([k.split for k, _ in parts], codes),
+                "name": _labels([k.name for k, _ in parts], codes), "value": value.ravel(),
+                "wall_time": wall.ravel()}
+    step = np.concatenate(steps)
+    value = np.concatenate([np.asarray(p[1][1], dtype=np.float64) for p in parts])
+    wall = np.concatenate([np.asarray(p[1][2], dtype=np.float64) for p in parts])
+    codes = np.repeat(np.arange(len(parts), dtype=np.int32), [len(s) for s in steps])
+    if len(step) > 1 and (step[1:] < step[:-1]).any():
+        order = np.argsort(step, kind="stable")
+        step, value, wall, codes = step[order], value[order], wall[order], codes[order]
+    return {"step": step, "split": _labels([k.split for k, _ in parts], codes),
+            "name": _labels([k.name for k, _ in parts], codes), "value": value,
+            "wall_time": wall}
 
 
 def plain_value(text: str) -> Any:
@@ -228,10 +242,22 @@ def _column(values: Any, kind: pa.DataType) -> pa.Array:
     return pa.array(values, type=kind, from_pandas=True)
 
 
-def _repeated(labels: list[str], sizes: list[int]) -> pa.Array:
-    """`labels[i]` `sizes[i]` times, built in Arrow (a Python string per row costs more than
-    the whole import of a metric)."""
-    codes = np.repeat(np.arange(len(labels), dtype=np.int32), sizes)
+def _same_steps(steps: list[np.ndarray]) -> bool:
+    """Whether every tag has the same steps, each once, in increasing order."""
+    first = steps[0]
+    return (len(steps) > 1 and len(first) > 1 and bool((first[1:] > first[:-1]).all())
+            and all(s is first or np.array_equal(s, first) for s in steps[1:]))
+
+
+def _labels(labels: list[str], codes: np.ndarray) -> pa.Array:
+    """`labels[codes[i]]` per row, built in Arrow (a Python string per row costs more than
+    the whole import of a metric); one label (a split, usually) repeated as it is."""
+    if len(set(labels)) == 1 and len(labels[0].encode()) * len(codes) < 2**31:
+        label = labels[0].encode()
+        offsets = np.arange(0, len(label) * (len(codes) + 1), len(label) or 1, dtype=np.int32)
+        offsets = offsets if label else np.zeros(len(codes) + 1, dtype=np.int32)
+        return pa.Array.from_buffers(pa.string(), len(codes), [
+            None, pa.py_buffer(offsets), pa.py_buffer(label * len(codes))])
     return pa.DictionaryArray.from_arrays(codes, pa.array(labels, pa.string())).cast(pa.string())
 
 
@@ -293,7 +319,7 @@ def _frame(data: pa.Table) -> pd.DataFrame:
         steps = data.column("step").to_numpy()
         if len(steps) > 1 and (steps[1:] < steps[:-1]).any():
             data = data.take(np.argsort(steps, kind="stable"))
-    return data.to_pandas()
+    return data.to_pandas(split_blocks=True)  # a block per column: no copy to consolidate
 
 
 @lru_cache(maxsize=32)
@@ -305,9 +331,10 @@ def base_meta(fmt: str, path: Path, wall_times: pd.Series, *, name: Optional[str
               **extra: Any) -> dict[str, Any]:
     from tracelab._version import __version__
     from tracelab.core.schema import SCHEMA_VERSION
-    walls = pd.to_numeric(wall_times, errors="coerce").dropna()
-    start = float(walls.min()) if len(walls) else None
-    end = float(walls.max()) if len(walls) else None
+    walls = np.asarray(pd.to_numeric(wall_times, errors="coerce"), dtype=float)
+    start = float(np.fmin.reduce(walls)) if len(walls) else math.nan  # NaN: none known
+    end = float(np.fmax.reduce(walls)) if len(walls) else math.nan
+    start, end = (None, None) if math.isnan(start) else (start, end)
     return {"schema_version": SCHEMA_VERSION, "tracelab_version": __version__,
             "name": name or Path(path).name, "start_time": start, "end_time": end,
             "status": {"state": "completed"},

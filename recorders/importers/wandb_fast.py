@@ -184,12 +184,7 @@ def decode(buf: np.ndarray, data: bytes, start: np.ndarray, end: np.ndarray,
     key_end, vstart, ok = item_layout(buf, start, end)
     msg = walk.msg[items]
     ident = pc.dictionary_encode(texts(data, start, key_end, pa.large_binary()))
-    decoded = []
-    for span in ident.dictionary.to_pylist():
-        try:
-            decoded.append(item_class.FromString(span))
-        except Exception:  # not UTF-8: protobuf rejects the whole record
-            decoded.append(None)
+    decoded = [item_of(span, item_class) for span in ident.dictionary.to_pylist()]
     value, numeric = numbers(texts(data, vstart, end))
     got = _Items(msg, start, key_end, vstart, end, ok,
                  ident.indices.to_numpy(zero_copy_only=False), decoded, value, numeric)
@@ -199,29 +194,49 @@ def decode(buf: np.ndarray, data: bytes, start: np.ndarray, end: np.ndarray,
     return rows, final
 
 
+def item_of(span, item_class):
+    """The Item protobuf reads from the bytes `span`, or None where it rejects them (text
+    that is not UTF-8: protobuf rejects the whole record)."""
+    try:
+        return item_class.FromString(bytes(span))
+    except Exception:
+        return None
+
+
 def _history(buf, data, walk: Fields, items: _Items, at: np.ndarray, row: np.ndarray,
              hist: np.ndarray, exact: np.ndarray) -> History:
-    m = len(exact)
     step_field, has_step_field = _step_fields(buf, walk, hist, row, exact)
-    rec, ok, ident = row[items.msg[at]], items.ok[at], items.ident[at]
+    rec = row[items.msg[at]]
+    exact[rec[~items.ok[at]]] = True
+    return history(data, exact, step_field, has_step_field, rec, items.ident[at], items.decoded,
+                   items.vstart[at], items.end[at], items.value[at], items.numeric[at])
+
+
+def history(data, exact: np.ndarray, step_field: np.ndarray, has_step_field: np.ndarray,
+            rec: np.ndarray, ident: np.ndarray, decoded: list, vstart: np.ndarray,
+            vend: np.ndarray, value: np.ndarray, numeric: np.ndarray) -> History:
+    """The history rows from their items in the client's layout: per item its row `rec`, its
+    key fields (`ident`: an index into `decoded`, protobuf's reading of them) and its value
+    (`data[vstart:vend]`; `value` where `numeric`). `exact` marks the rows to decode exactly
+    instead, and gains those this cannot prove it read."""
+    m = len(exact)
     names, bad = [], []
-    for i, item in enumerate(items.decoded):  # the exact decoder's reading of keys
+    for i, item in enumerate(decoded):  # the exact decoder's reading of keys
         if item is None or (not item.key and len(item.nested_key) > 1):
             bad.append(i)  # not UTF-8, or a logged dict: one item per leaf
         names.append("" if item is None else item.key or (item.nested_key[0]
                                                           if item.nested_key else ""))
-    exact[rec[~ok]] = True
-    if bad:
-        exact[rec[np.isin(ident, bad)]] = True
+    if bad:  # (a logged dict's key in the summary only is no matter)
+        dicts = np.zeros(len(decoded), dtype=bool)
+        dicts[bad] = True
+        exact[rec[dicts[ident]]] = True
     keys = list(dict.fromkeys(names))
     index = {k: i for i, k in enumerate(keys)}
-    key = np.array([index[k] for k in names], dtype=np.int64)[ident]
-    vstart, vend = items.vstart[at], items.end[at]
-    value, numeric = items.value[at], items.numeric[at]
+    key = np.array([index[k] for k in names], dtype=np.int32)[ident]
     others = []
     for i in np.flatnonzero(~numeric):
         try:
-            text = data[vstart[i]:vend[i]].decode("utf-8")
+            text = bytes(data[vstart[i]:vend[i]]).decode("utf-8")
         except UnicodeDecodeError:
             exact[rec[i]] = True
             continue
@@ -231,7 +246,11 @@ def _history(buf, data, walk: Fields, items: _Items, at: np.ndarray, row: np.nda
             if text.startswith("{"):  # a whole dict in one item, as older clients write it
                 others.append((int(rec[i]), keys[key[i]], text))
     wall, logged_step, step = _bookkeeping(keys, rec, key, value, numeric, m, exact)
-    keep = ~exact[rec] & numeric & ~np.array([k in BOOKKEEPING for k in keys], bool)[key]
+    keep = ~np.array([k in BOOKKEEPING for k in keys], bool)[key]
+    if exact.any():
+        keep &= ~exact[rec]
+    if not numeric.all():
+        keep &= numeric
     others = [o for o in others if not exact[o[0]] and o[1] not in BOOKKEEPING]
     return History(exact, step, logged_step, step_field, has_step_field, wall, rec[keep],
                    key[keep], value[keep], keys, others)
@@ -286,27 +305,44 @@ def _summary(data: bytes, items: _Items, at: np.ndarray, item_class):
     """`{key: Item}` as the updates leave it (keys in the order first set), or None."""
     if not items.ok[at].all():
         return None
+    text = np.flatnonzero(~items.numeric[at])  # numbers are ASCII; the rest is checked
+    if not utf8(data, items.vstart[at[text]], items.end[at[text]]):
+        return None
     start, end = items.start[at], items.end[at]
-    for i in np.flatnonzero(~items.numeric[at]):  # numbers are ASCII; the rest is checked
-        try:
-            data[items.vstart[at[i]]:end[i]].decode("utf-8")
-        except UnicodeDecodeError:
-            return None  # protobuf rejects the whole record
     ident, distinct = pd.factorize(items.ident[at])
     first = firsts(ident)
     back, backs = pd.factorize(ident[::-1])
     last = np.empty(len(first), dtype=np.int64)
     last[backs] = len(ident) - 1 - firsts(back)
+    return final_summary(data, distinct, last, start[last], end[last], items.decoded,
+                         item_class)
+
+
+def utf8(data, start: np.ndarray, end: np.ndarray) -> bool:
+    """Whether every span `data[start[i]:end[i]]` is UTF-8."""
+    try:
+        for a, b in zip(start.tolist(), end.tolist()):
+            bytes(data[a:b]).decode("utf-8")
+    except UnicodeDecodeError:
+        return False  # protobuf rejects the whole record
+    return True
+
+
+def final_summary(data, idents: np.ndarray, last: np.ndarray, last_start: np.ndarray,
+                  last_end: np.ndarray, decoded: list, item_class):
+    """`{key: Item}` as the updates leave it, or None: `idents` are the distinct key fields
+    the updates set (indices into `decoded`, in the order first set), `last` where each was
+    set last (an update item's place), `data[last_start:last_end]` that item."""
     summary: dict = {}
     latest: dict = {}
-    for i, span in enumerate(distinct.tolist()):
-        item = items.decoded[span]
+    for i, span in enumerate(idents.tolist()):
+        item = decoded[span]
         if item is None:
             return None
         key = item.key or ".".join(item.nested_key)
-        if key[:1] != "_" and latest.get(key, -1) < last[i]:
-            latest[key] = last[i]
+        if key[:1] != "_" and latest.get(key, (-1,))[0] < last[i]:
+            latest[key] = (last[i], i)
             summary.setdefault(key, None)
-    for key, i in latest.items():
-        summary[key] = item_class.FromString(data[start[i]:end[i]])
+    for key, (_, i) in latest.items():
+        summary[key] = item_class.FromString(bytes(data[last_start[i]:last_end[i]]))
     return summary

@@ -1,7 +1,8 @@
-"""The bulk decoder of .wandb files (wandb_fast, protowalk) against the exact one (a protobuf
-message per record): the same run, table for table and value for value, on files written by the
-real wandb client (offline), on a truncated file, and on hand-made records in layouts the client
-does not write (fields in another order, `number` values, a record that is no Record)."""
+"""The bulk decoders of .wandb files, compiled (wandb_kernels, numba) and numpy (wandb_fast,
+protowalk: where numba is missing), each against the exact one (a protobuf message per record):
+the same run, table for table and value for value, on files written by the real wandb client
+(offline), on a truncated file, and on hand-made records in layouts the client does not write
+(fields in another order, `number` values, a record that is no Record)."""
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ pytest.importorskip("wandb")
 pytest.importorskip("google.protobuf")
 
 from tracelab.recorders.importers import wandb as wandb_import  # noqa: E402
+from tracelab.recorders.importers import wandb_exact  # noqa: E402
 from tracelab.recorders.importers import wandb_proto  # noqa: E402
 from tracelab.recorders.importers.records import BLOCK  # noqa: E402
 from tracelab.recorders.importers.wandb import read_wandb  # noqa: E402
@@ -68,6 +70,16 @@ _CLIENT = textwrap.dedent(r"""
 """)
 
 
+@pytest.fixture(autouse=True, params=["compiled", "numpy"])
+def decoder(request, monkeypatch):
+    """Each test with each bulk decoder (read_wandb takes the one loaded)."""
+    if request.param == "numpy":
+        monkeypatch.setattr(wandb_import, "_COMPILED", [None])
+    elif wandb_import.compiled_decoder() is None:
+        pytest.skip("numba is not installed: no compiled decoder")
+    return request.param
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("wandb-bulk")
@@ -114,8 +126,8 @@ def test_plain_run_is_decoded_in_bulk(runs, monkeypatch):
     assert len(imported.tables["scalars"]) == 300 * 12
     assert imported.meta["source"]["summary"]["best_acc"] == 0.9
     exact = []
-    decode = wandb_import._exact_record
-    monkeypatch.setattr(wandb_import, "_exact_record",
+    decode = wandb_exact.exact_record
+    monkeypatch.setattr(wandb_exact, "exact_record",
                         lambda data, reading, name: exact.append(
                             reading.record_class.FromString(data)) or decode(data, reading,
                                                                              name))
@@ -228,8 +240,8 @@ def test_long_rows_among_short_ones(tmp_path, monkeypatch):
     folder.mkdir()
     (folder / "run-w.wandb").write_bytes(frame(records))
     exact = []
-    decode = wandb_import._exact_record
-    monkeypatch.setattr(wandb_import, "_exact_record",
+    decode = wandb_exact.exact_record
+    monkeypatch.setattr(wandb_exact, "exact_record",
                         lambda data, reading, name: exact.append(data) or decode(data, reading,
                                                                                  name))
     assert len(read_wandb(folder).tables["scalars"]) == 3 * 101 + 500 + 300
