@@ -25,6 +25,7 @@ HASH_BITS = 52
 _MASK = (1 << HASH_BITS) - 1
 _BITS = {torch.float64: torch.int64, torch.float32: torch.int32, torch.float16: torch.int16,
          torch.bfloat16: torch.int16}
+_INTEGERS = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
 def _bits(x: torch.Tensor) -> torch.Tensor:
@@ -32,8 +33,6 @@ def _bits(x: torch.Tensor) -> torch.Tensor:
     are (an integer's value is its bits' meaning)."""
     x = x.detach().reshape(x.shape[0], -1)
     return x.contiguous().view(_BITS[x.dtype]) if x.dtype in _BITS else x.contiguous()
-
-_INTEGERS = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
 class Fingerprints:
