@@ -49,9 +49,6 @@ class Batches:
 
     def dtypes(self) -> tuple[str, ...]:
         """The distinct dtypes, in recording order."""
-        c = self["dtype_code"]
-        if len(c) and c.min() == c.max():
-            return (self["dtype"][0],)
         return tuple(dict.fromkeys(self["dtype"]))
 
     def time(self, column: str, pick):
@@ -210,18 +207,11 @@ def _group_samples(sm: pa.Table) -> dict[tuple[str, str], np.ndarray]:
 _KS_BLOCK = 2**17  # pooled values per block of `ks_wasserstein_rows`
 
 
-def ks_wasserstein(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """The two-sample Kolmogorov-Smirnov statistic and the 1-Wasserstein distance of x and y.
-
-    The same computation as scipy.stats' ks_2samp and wasserstein_distance, sharing one sort.
-    """
-    ks, w, _, _ = ks_wasserstein_rows(x[None, :], y[None, :])
-    return float(ks[0]), float(w[0])
-
-
 def ks_wasserstein_rows(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
-    """`ks_wasserstein` of each row pair of x (k, n) and y (k, m), and each row's number of
-    distinct values in x and in y: one sort of each matrix for all k features.
+    """The two-sample Kolmogorov-Smirnov statistic and the 1-Wasserstein distance of each row
+    pair of x (k, n) and y (k, m) (scipy.stats' ks_2samp and wasserstein_distance, sharing one
+    sort), and each row's number of distinct values in x and in y: one sort of each matrix for
+    all k features.
 
     The pooled values come from merging the two sorted rows: each value tagged with its side
     as the imaginary part of a complex number, a stable sort of the two sorted runs is a

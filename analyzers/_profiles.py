@@ -51,13 +51,13 @@ class Profile:
     # batch is all whole numbers, where the trailing run of such batches starts, whether every
     # batch has a datetime resolution, the fewest distinct values of a batch, and the range
     # and number of distinct-value ratios over batches of at least 4 values.
-    all_whole: bool = False
-    whole_from: int = 0
-    all_resolved: bool = False
-    unique_min: float = float("nan")
-    ratio_min: float = float("nan")
-    ratio_max: float = float("nan")
-    ratio_batches: int = 0
+    all_whole: bool
+    whole_from: int
+    all_resolved: bool
+    unique_min: float
+    ratio_min: float
+    ratio_max: float
+    ratio_batches: int
 
     @property
     def dtype(self) -> str:

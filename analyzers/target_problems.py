@@ -57,8 +57,7 @@ def target_problems(run: Run, *, negative_share: float = 0.1, min_classes: int =
                     max_scale: float = 100.0, min_scale: float = 0.01,
                     rare: float = 0.1, ratio: float = 10.0) -> list[Finding]:
     tg = run.targets
-    findings = _class_balance(run, ratio)
-    balanced = {f.subject for f in findings}
+    findings = _class_balance(run, ratio)  # 3+ classes; _imbalance below: 0/1 labels only
     for feature, rows in tg.groupby("feature", sort=False):
         train = rows[rows["split"] == TRAIN]
         ints = bool((rows["int_frac"].astype(float) >= 1.0).all())
@@ -66,8 +65,7 @@ def target_problems(run: Run, *, negative_share: float = 0.1, min_classes: int =
             findings += _label_range(run, str(feature), rows, negative_share)
             findings += _sorted(str(feature), rows, train, min_classes, sorted_share,
                                 per_class, min_batches)
-            if feature not in balanced:
-                findings += _imbalance(str(feature), train, rare)
+            findings += _imbalance(str(feature), train, rare)
         elif len(train):
             findings += _scale(str(feature), train, max_scale, min_scale)
     return findings
@@ -147,9 +145,9 @@ def _imbalance(feature: str, train: pd.DataFrame, rare: float) -> list[Finding]:
 def _class_balance(run: Run, ratio: float) -> list[Finding]:
     """Information on the train class balance of integer targets of 3+ classes."""
     cl = run.classes
-    cl = cl[cl["label"] != OTHER_CLASS] if len(cl) else cl
+    cl = cl[cl["label"] != OTHER_CLASS]
     findings = []
-    for target, rows in (cl.groupby("target", sort=False) if len(cl) else ()):
+    for target, rows in cl.groupby("target", sort=False):
         shares = {split: part.groupby("label")["count"].sum() / part["count"].sum()
                   for split, part in rows.groupby("split")}
         train = shares.get(TRAIN)

@@ -11,8 +11,7 @@ import pyarrow as pa
 import pytest
 from scipy import stats
 
-from tracelab.analyzers._input_table import (_group_samples, feature_rows, ks_wasserstein,
-                                             ks_wasserstein_rows)
+from tracelab.analyzers._input_table import _group_samples, feature_rows, ks_wasserstein_rows
 from tracelab.analyzers._inputs import (Side, check_pair, feature_profiles, may_change,
                                         may_collapse, time_changes)
 from tracelab.analyzers._profiles import _group_median
@@ -47,7 +46,6 @@ def test_ks_wasserstein_rows_equal_the_per_feature_computation(kind, n, m):
     ks, w, dx, dy = ks_wasserstein_rows(x, y)
     for i in range(len(x)):
         assert (ks[i], w[i]) == _reference_ks_w(x[i], y[i])  # exactly: same arithmetic
-        assert ks_wasserstein(x[i], y[i]) == (ks[i], w[i])
         assert (dx[i], dy[i]) == (len(np.unique(x[i])), len(np.unique(y[i])))
         assert ks[i] == pytest.approx(stats.ks_2samp(x[i], y[i]).statistic, abs=1e-12)
         assert w[i] == pytest.approx(stats.wasserstein_distance(x[i], y[i]), rel=1e-9,

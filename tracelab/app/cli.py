@@ -64,11 +64,9 @@ def exit_code(diagnosis: Diagnosis, fail_on: str) -> int:
 
 
 def _write_output(kind: str, target: Path, write: Callable[[], object], option: str,
-                  sources: Sequence[Optional[str]] = (), hint: str = "") -> None:
-    """Run a writer for `option`; a target that is part of a source's recorded data, or an
-    unwritable place, becomes one line naming it, never a traceback."""
-    from tracelab.app.outputs import refuse_over_sources
-    refuse_over_sources(target, sources, option)
+                  hint: str = "") -> None:
+    """Run a writer for `option` (its target checked by `_refuse_outputs` already); an
+    unwritable place becomes one line naming it, never a traceback."""
     hint = hint or f"choose another {option} PATH"
     try:
         write()
@@ -124,7 +122,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         target = html_target
         hint = "" if args.html else "pass --html PATH to write the report elsewhere, or --no-html"
         _write_output("report", target, lambda: reports.write_html(diagnosis, target), "--html",
-                      sources, hint)
+                      hint)
         written.append(("report", target))
         html_path = target
     if args.json:
@@ -132,8 +130,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             sys.stdout.write(reports.json_text(diagnosis))
         else:
             _write_output("JSON", Path(args.json),
-                          lambda: reports.write_json(diagnosis, Path(args.json)),
-                          "--json", sources)
+                          lambda: reports.write_json(diagnosis, Path(args.json)), "--json")
             written.append(("json", Path(args.json)))
     if args.markdown:
         md = Path(args.markdown)
@@ -141,7 +138,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         html_name = os.path.relpath(html_path, md.resolve().parent) if html_path else None
         _write_output("Markdown", md,
                       lambda: reports.write_markdown(diagnosis, md, html_name=html_name),
-                      "--markdown", sources)
+                      "--markdown")
         written.append(("markdown", md))
     code = exit_code(diagnosis, args.fail_on or config.fail_on or "error")
     mark = "FAIL" if code else "ok"
@@ -296,12 +293,12 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.html:
         html = Path(args.html)
         _write_output("comparison", html, lambda: write_diff_html(result, a, b, html),
-                      "--html", sources)
+                      "--html")
         print(f"html: {html}")
     if args.json:
         target = Path(args.json)
         _write_output("JSON", target, lambda: write_atomic(target, json_text(result.to_dict())),
-                      "--json", sources)
+                      "--json")
         print(f"json: {target}")
     return EXIT_OK
 
