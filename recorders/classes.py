@@ -34,10 +34,12 @@ def record_classes(step: int, split: str, targets: Any, record: StepRecord) -> N
             device.append(device_counts(x))
             host.append(None)
 
+    names = [n for n, _ in named]  # the rows keep no tensor alive while the step waits
+
     def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
         found = iter(values)
         out = []
-        for (name, _), counts in zip(named, host):
+        for name, counts in zip(names, host):
             counts = counts if counts is not None else next(found).astype(np.int64)
             labels = np.flatnonzero(counts)
             n = len(labels)

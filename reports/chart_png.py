@@ -15,11 +15,11 @@ import numpy as np
 
 from tracelab.core.errors import TracelabError
 from tracelab.core.files import atomic_path
+from tracelab.reports.plots import MARK
 
 # PNG files tracelab writes carry this in their Software text chunk: a rerun may replace its own
 # plots, never a file of the user's that happens to have the same name.
 PNG_SOFTWARE = "tracelab"
-MARK = "#c62828"
 _RC = {
     "font.family": "sans-serif", "font.size": 9.5, "axes.titlesize": 10,
     "axes.titleweight": "bold", "axes.titlelocation": "left", "axes.spines.top": False,
@@ -73,10 +73,7 @@ def _panel(fig, ax, p: dict[str, Any]) -> None:
         ax.fill_between(b["x"], b["lo"], b["hi"], color=b["color"], alpha=b["alpha"], lw=0,
                         label=_text(b["label"]) or None)
     for r in p["rects"]:
-        if r["w"] == 0:
-            ax.plot([r["x"]] * 2, [r["y"], r["y"] + r["h"]], color=r["color"], lw=1.2)
-        else:
-            ax.add_patch(_rect(r))
+        ax.add_patch(_rect(r))
     for label, color in p["render"]["labels"]:
         ax.bar([np.nan], [np.nan], color=color, alpha=0.5, label=_text(label))  # legend entry
     for s in p["series"]:
@@ -121,7 +118,7 @@ def _panel(fig, ax, p: dict[str, Any]) -> None:
     ax.set_xlabel(_text(p["xlabel"]))
     ax.set_ylabel(_text(p["ylabel"]))
     if p["notes"]:
-        ax.text(1.0, 1.0, _text(" · ".join(n for n in p["notes"] if n != "◀")),
+        ax.text(1.0, 1.0, _text(" · ".join(p["notes"])),
                 transform=ax.transAxes, ha="right", va="bottom", fontsize=7.5, color=MARK)
     if p["legend"] and ax.get_legend_handles_labels()[0]:
         if p["render"]["legend_outside"]:

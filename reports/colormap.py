@@ -51,11 +51,8 @@ def to_rgba(values: np.ndarray, lo: float, hi: float, *, diverging: bool = False
     lut = lookup(RDBU_R, True) if diverging else lookup(HEAT)
     x = (np.asarray(values, dtype=float) - lo) / (hi - lo)
     nan = np.isnan(x)
-    with np.errstate(invalid="ignore"):
-        x = x * N
-        x[x == N] = N - 1
-        idx = np.clip(np.where(nan, 0, x), -1, N).astype(int)
-    idx = np.clip(idx, 0, N - 1)  # under: the first colour; over: the last
+    # Under: the first colour; over (and the top of the scale itself): the last.
+    idx = np.clip(np.where(nan, 0, x * N), 0, N - 1).astype(int)
     out = lut[idx]
     out[nan] = (np.array(list(_rgb(bad)) + [1.0]) * 255).astype(np.uint8)
     return out

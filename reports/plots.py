@@ -12,11 +12,11 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from tracelab.reports.chart import CYCLE, Chart, Panel
+from tracelab.reports.chart import Chart, Panel
 from tracelab.reports.colormap import to_rgba
 from tracelab.core.schema import UPDATE, WEIGHT
 
-__all__ = ["CYCLE", "Chart", "Panel", "figure"]
+__all__ = ["Chart", "Panel", "figure"]
 
 MAX_POINTS = 600       # points per line; longer series become a min/max envelope
 MAX_COLUMNS = 300      # heatmap columns (step bins)
@@ -28,6 +28,8 @@ FINDING_WIDTH = 8.0    # inches of a finding's plot, beside its evidence table
 SPLIT_COLORS = {"train": "#1f77b4", "val": "#e8710a", "valid": "#e8710a",
                 "validation": "#e8710a", "test": "#2ca02c"}
 MARK = "#c62828"       # the colour of what a finding points at
+BAR = "#7a9cc6"        # bars of the layers or features a finding does not name
+GREEN = "#2e7d32"      # the best the run did, the range inputs should lie in
 MARKED = [MARK, "#ff6f00", "#6a1b9a", "#00838f", "#ad1457", "#4e342e"]
 SHADE = "#fbc02d"
 NONFINITE = "#00e5ff"  # heatmap cells holding a NaN or Inf
@@ -146,13 +148,10 @@ def draw_heatmap(ax: Panel, wide: pd.DataFrame, *, log: bool = True,
                colorbar={"label": cbar, "lo": float(lo), "hi": float(hi),
                          "diverging": center is not None})
     step = max(1, int(np.ceil(len(names) / 30)))
-    ticks = list(range(0, len(names), step))
     marked = set(marked)
     hits = [i for i, name in enumerate(names) if name.split(" (+")[0] in marked]
-    for _ in hits:
-        ax.note("◀")
-    ax.set_yticks(ticks, [label(names[i], 40) for i in ticks], marked=[i for i in hits
-                                                                      if i in ticks])
+    ticks = sorted(set(range(0, len(names), step)) | set(hits))  # the marked rows are labelled
+    ax.set_yticks(ticks, [label(names[i], 40) for i in ticks], marked=hits)
     ax.xlabel = "step"
 
 

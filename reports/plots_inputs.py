@@ -6,9 +6,8 @@ from typing import Optional
 import numpy as np
 
 from tracelab.core.findings import Diagnosis, Finding
-from tracelab.reports.plots import (FINDING_WIDTH, MARK, SPLIT_COLORS, Chart, draw_series,
-                                    finite, label, shade)
-from tracelab.reports.plots_layers import BAR
+from tracelab.reports.plots import (BAR, FINDING_WIDTH, GREEN, MARK, SPLIT_COLORS, Chart,
+                                    draw_series, finite, label, shade)
 from tracelab.reports.pointers import canvas, features, mentioned
 from tracelab.core.schema import TRAIN
 
@@ -39,7 +38,8 @@ def train_val_mismatch(d: Diagnosis, f: Finding) -> Optional[Chart]:
                 color = SPLIT_COLORS.get(split)
                 color = ax.line([i, i], [r["min"], r["max"]], color=color, alpha=0.4, width=6)
                 ax.points([i], [r["mean"]], color=color, label=label(split))
-                ax.rect(i, r["mean"] - r["std"], 0.0, 2 * r["std"], color=color)
+                ax.line([i, i], [r["mean"] - r["std"], r["mean"] + r["std"]], color=color,
+                        width=1.2)
         ax.title = label(feat, 36)
         ax.show_legend()
     return fig
@@ -97,7 +97,7 @@ def input_collapse(d: Diagnosis, f: Finding) -> Optional[Chart]:
 
 
 def unnormalized_inputs(d: Diagnosis, f: Finding, limit: int = 30) -> Optional[Chart]:
-    """Each feature's observed range (bar) and mean (dot) on a symmetric log scale."""
+    """Each feature's observed range (bar) and mean (dot)."""
     inp = d.run.inputs
     inp = inp[inp["split"] == TRAIN] if (inp["split"] == TRAIN).any() else inp
     # Datetimes are stored as epoch seconds and never reach a model as they are.
@@ -115,7 +115,7 @@ def unnormalized_inputs(d: Diagnosis, f: Finding, limit: int = 30) -> Optional[C
     colors = [MARK if x in marked else BAR for x in g.index]
     ax.hbars(y, g["hi"] - g["lo"], left=g["lo"], colors=colors, alpha=0.75, height=0.6)
     ax.points(g["mean"], y, color="#000000")
-    ax.span(-3, 3, color="#2e7d32", alpha=0.08)
+    ax.span(-3, 3, color=GREEN, alpha=0.08)
     ax.set_yticks(y, [label(x, 32) for x in g.index], marked=[i for i, x in enumerate(g.index)
                                                              if x in marked])
     ax.invert_y()

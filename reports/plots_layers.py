@@ -6,13 +6,11 @@ from typing import Optional
 import numpy as np
 
 from tracelab.core.findings import Diagnosis, Finding
-from tracelab.reports.plots import (GREY, LINES_UP_TO, MARK, Chart, any_positive, draw_heatmap,
-                                    draw_series, heat_height, label, log_if_wide, shade,
-                                    update_ratio)
+from tracelab.reports.plots import (BAR, GREY, LINES_UP_TO, MARK, Chart, any_positive,
+                                    draw_heatmap, draw_series, heat_height, label, log_if_wide,
+                                    shade, update_ratio)
 from tracelab.reports.pointers import PlotFn, canvas, evidence_number, layer_lines, mentioned
 from tracelab.core.schema import ACTIVATION, GRAD, WEIGHT
-
-BAR = "#7a9cc6"  # bars of the layers a finding does not name
 
 
 def gradient_layers(d: Diagnosis, f: Finding) -> Optional[Chart]:

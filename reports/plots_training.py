@@ -8,12 +8,10 @@ import pandas as pd
 
 from tracelab.core.findings import Diagnosis, Finding
 from tracelab.reports.overview import timing_figure
-from tracelab.reports.plots import MARK, Chart, draw_series, finite, label, shade, unique
+from tracelab.reports.plots import GREEN, MARK, Chart, draw_series, finite, label, shade, unique
 from tracelab.reports.pointers import (canvas, curve, evidence_number, mentioned, nonfinite_rug,
                                        subject_scalar, total_norm, window)
 from tracelab.core.schema import GRAD, LOSS_NAME, LR_PREFIX, TRAIN, WEIGHT
-
-GREEN = "#2e7d32"  # the best the run did
 
 
 def scalar_window(d: Diagnosis, f: Finding) -> Optional[Chart]:
