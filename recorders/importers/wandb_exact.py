@@ -14,8 +14,8 @@ import numpy as np
 
 from tracelab.recorders.importers.common import TagMap
 from tracelab.recorders.importers.tensorboard import histogram_stats
+from tracelab.recorders.importers.wandb_proto import BOOKKEEPING
 
-BOOKKEEPING = ("_step", "_timestamp", "_runtime")
 
 
 def _key(item) -> str:

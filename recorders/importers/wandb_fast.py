@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracelab.recorders.importers.protowalk import LEN, VARINT, Fields, fields
+from tracelab.recorders.importers.wandb_proto import BOOKKEEPING
 
 HISTORY, SUMMARY, CONFIG, RUN, EXIT = 2, 3, 5, 17, 18  # Record's fields (wandb_internal.proto)
 EXACT = -1  # a record to decode exactly
@@ -30,7 +31,6 @@ _KEY_TAGS = (0x0A, 0x12)      # Item.key, Item.nested_key: field 1 or 2, LEN
 _VALUE_TAG = (0x82, 0x01)     # Item.value_json: field 16, LEN
 _IS_KEY_TAG = np.isin(np.arange(256), _KEY_TAGS)
 PAD = 272  # zero bytes the buffer of `decode` must carry past its end (protowalk's, and more)
-BOOKKEEPING = ("_step", "_timestamp", "_runtime")
 _JSON_NUMBER = r"^(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?|NaN|-?Infinity)$"
 
 
@@ -94,14 +94,6 @@ def _general_layout(buf: np.ndarray, start: np.ndarray, end: np.ndarray):
     return q, vstart, ok
 
 
-def firsts(codes: np.ndarray) -> np.ndarray:
-    """Where each code (codes numbered in order of first appearance) first appears."""
-    if not len(codes):
-        return codes
-    seen = np.maximum.accumulate(codes)
-    return np.flatnonzero(np.concatenate([[True], codes[1:] > seen[:-1]]))
-
-
 def texts(data: bytes, start: np.ndarray, end: np.ndarray, kind=pa.large_string()) -> pa.Array:
     """The spans `data[start[i]:end[i]]` (in order, not overlapping) as an Arrow array, sliced
     out of `data` without a Python object per span."""
@@ -154,7 +146,6 @@ class _Items:
     """The items of history rows and summary updates, walked together (history items first)."""
     msg: np.ndarray
     start: np.ndarray
-    key_end: np.ndarray
     vstart: np.ndarray
     end: np.ndarray
     ok: np.ndarray
@@ -186,7 +177,7 @@ def decode(buf: np.ndarray, data: bytes, start: np.ndarray, end: np.ndarray,
     ident = pc.dictionary_encode(texts(data, start, key_end, pa.large_binary()))
     decoded = [item_of(span, item_class) for span in ident.dictionary.to_pylist()]
     value, numeric = numbers(texts(data, vstart, end))
-    got = _Items(msg, start, key_end, vstart, end, ok,
+    got = _Items(msg, start, vstart, end, ok,
                  ident.indices.to_numpy(zero_copy_only=False), decoded, value, numeric)
     in_summary = summary_mask[msg]
     rows = _history(buf, data, walk, got, np.flatnonzero(~in_summary), row, hist, exact)
@@ -309,11 +300,8 @@ def _summary(data: bytes, items: _Items, at: np.ndarray, item_class):
     if not utf8(data, items.vstart[at[text]], items.end[at[text]]):
         return None
     start, end = items.start[at], items.end[at]
-    ident, distinct = pd.factorize(items.ident[at])
-    first = firsts(ident)
-    back, backs = pd.factorize(ident[::-1])
-    last = np.empty(len(first), dtype=np.int64)
-    last[backs] = len(ident) - 1 - firsts(back)
+    ident, distinct = pd.factorize(items.ident[at])  # keys numbered in order first set
+    last = len(ident) - 1 - np.unique(ident[::-1], return_index=True)[1]  # each one's last set
     return final_summary(data, distinct, last, start[last], end[last], items.decoded,
                          item_class)
 

@@ -14,6 +14,9 @@ from typing import Optional
 
 from tracelab.core.errors import TracelabError
 
+# History keys W&B adds to every row itself: read as the row's step and times, not as metrics.
+BOOKKEEPING = ("_step", "_timestamp", "_runtime")
+
 
 @lru_cache(maxsize=1)
 def record_class():
