@@ -67,14 +67,21 @@ def chart_json(chart: dict[str, Any], points: int = CHART_POINTS) -> str:
                          f'"lo":{_numbers(lo, 5)},"hi":{_numbers(hi, 5)}}}')
         rest = {k: v for k, v in p.items() if k not in ("series", "bands", "image", "render")}
         rest["image"] = p["image"]["extent"] if p["image"] else None
-        rest["static"] = bool(p["image"] or (p["rects"] and not p["series"]))
+        rest["static"] = _static(p)
         out.append(f'{{"info":{json.dumps(_clean(rest), allow_nan=False)},'
                    f'"series":[{",".join(series)}],"bands":[{",".join(bands)}]}}')
     return "[" + ",".join(out) + "]"
 
 
+def _static(panel: dict[str, Any]) -> bool:
+    """Whether the page cannot draw a panel live (a heatmap, bars): its figure stays an image."""
+    return bool(panel["image"] or (panel["rects"] and not panel["series"]))
+
+
 def rendered(chart) -> tuple[Optional[str], Optional[str]]:
-    """(static SVG data URI, the page's chart JSON) of a Chart; (None, None) when it is empty."""
+    """(static SVG data URI, the page's chart JSON) of a Chart; (None, None) when it is empty.
+    A figure with a panel the page cannot draw live has no JSON: the page shows a figure live
+    only when every panel can be."""
     from markupsafe import Markup
 
     from tracelab.reports.chart_svg import svg_uri
@@ -82,5 +89,7 @@ def rendered(chart) -> tuple[Optional[str], Optional[str]]:
     spec = chart.spec() if chart is not None else None
     if spec is None:
         return None, None
+    if any(_static(p) for p in spec["panels"]):
+        return svg_uri(spec), None
     # "<" as \u003c: the JSON sits in a <script type="application/json"> element.
     return svg_uri(spec), Markup(chart_json(spec).replace("<", "\\u003c"))
