@@ -52,6 +52,9 @@ def main() -> None:
         "grads (one pass)": lambda: kernels.tensor_stats(table[:0], table, none, raw),
         "weights and updates (one pass over both)":
             lambda: kernels.tensor_stats(table, table[:0], before, raw),
+        "weights and updates, keeping the snapshot":
+            lambda: kernels.tensor_stats(table, table[:0], before, raw, True),
+        "the probes of a kept snapshot (unchanged)": lambda: kernels.unchanged(table, before, 128),
         "snapshot of the weights (gather)": lambda: kernels.gather(table, snapshot),
         "input profile, 128 x 256": lambda: array_profile(batch, rng),
         "input reservoir, 256 features x 64 values":

@@ -66,6 +66,24 @@ _max = _float_extreme("maxnum")
 _min = _float_extreme("minnum")
 
 
+@intrinsic
+def _opaque(typingctx, x):
+    """x, through an empty inline-assembly barrier that the optimizer cannot see into."""
+    def codegen(context, builder, signature, args):
+        kind = args[0].type
+        return builder.asm(ir.FunctionType(kind, [kind]), "", "=x,0", [args[0]],
+                           side_effect=False)
+    return x(x), codegen
+
+
+@numba.njit(inline="always", nogil=True)
+def _finite(total):
+    """Whether a sum taken under _FAST is finite. LLVM has folded np.isfinite of such a sum to
+    True (a block's float64 sum under reassoc and nsz, in a nested loop), so the test reads
+    the value through _opaque."""
+    return np.isfinite(_opaque(total))
+
+
 @numba.njit(inline="always", nogil=True, fastmath=_FAST)
 def _add(acc, v, w, r):
     """The running (sum, sum of squares, sum of |w|, nonzero, max, min) with one more value:
@@ -132,60 +150,9 @@ def _raw(x, out):
     """out[:8] = stats.RAW of x."""
     s1, s2, sa, nz, top, bottom = _pass(x)
     nan = inf = 0
-    if not np.isfinite(s1):
+    if not _finite(s1):
         nan, inf = _nonfinite(x)
     _store(out, s1, s2, sa, nz, top, bottom, nan, inf, x.shape[0])
-
-
-@_jit
-def _raw_with_update(x, old, out, update):
-    """out[:8] = stats.RAW of x, and update[:8] = those of d = x - old (in x's precision, as
-    torch subtracts), in one pass over both."""
-    far = x.dtype.type(np.inf)
-    acc = diff = (0.0, 0.0, 0.0, 0, -far, far)
-    for i in range(x.shape[0]):
-        v = x[i]
-        d = v - old[i]
-        acc = _add(acc, v, np.float64(v), v)
-        diff = _add(diff, d, np.float64(d), d)
-    s1, s2, sa, nz, top, bottom = acc
-    nan, inf = _nonfinite(x) if not np.isfinite(s1) else (0, 0)
-    _store(out, s1, s2, sa, nz, top, bottom, nan, inf, x.shape[0])
-    s1, s2, sa, nz, top, bottom = diff
-    nan = inf = 0
-    if not np.isfinite(s1):
-        for i in range(x.shape[0]):
-            d = x[i] - old[i]
-            nan += np.isnan(d)
-            inf += np.isinf(d)
-    _store(update, s1, s2, sa, nz, top, bottom, nan, inf, x.shape[0])
-
-
-def tensor_stats(weights, grads, before, out):
-    """stats.RAW of tensors given by (address, size) rows, with no copy.
-
-    out holds a row per tensor of `weights`, then of `grads`, then, when `before` is not empty,
-    of each weight's update: the weight minus its earlier value in `before` (the weights
-    before the optimizer step, one after another, from `gather`). Every tensor is contiguous
-    and of before's dtype (float32 or float64).
-    """
-    _tensor_stats(weights, grads, before, out)
-
-
-@_jit
-def _tensor_stats(weights, grads, before, out):
-    at = 0
-    for t in range(weights.shape[0]):
-        x = numba.carray(_pointer(weights[t, 0]), weights[t, 1], before.dtype)
-        if before.shape[0]:
-            update = out[weights.shape[0] + grads.shape[0] + t]
-            _raw_with_update(x, before[at:at + x.shape[0]], out[t], update)
-            at += x.shape[0]
-        else:
-            _raw(x, out[t])
-    for t in range(grads.shape[0]):
-        x = numba.carray(_pointer(grads[t, 0]), grads[t, 1], before.dtype)
-        _raw(x, out[weights.shape[0] + t])
 
 
 @intrinsic
@@ -196,6 +163,92 @@ def _memcpy(typingctx, destination, source, count):
         cgutils.raw_memcpy(builder, dst, src, args[2], 1)
         return context.get_dummy_value()
     return types.void(types.int64, types.int64, types.int64), codegen
+
+
+_BLOCK = 2048  # values of a weight read and kept per block: both blocks stay in the L1 cache
+
+
+@_jit
+def _raw_with_update(x, old, out, update, keep):
+    """out[:8] = stats.RAW of x, and update[:8] = those of d = x - old (in x's precision, as
+    torch subtracts), in one pass over both. keep: old then holds x, the next update's "before",
+    written a block at a time behind the reads (a block whose update is not finite is counted
+    for NaN and Inf first, while it still holds the old values)."""
+    far = x.dtype.type(np.inf)
+    acc = diff = (0.0, 0.0, 0.0, 0, -far, far)
+    nan = inf = 0
+    n = x.shape[0]
+    for start in range(0, n, _BLOCK):
+        end = min(start + _BLOCK, n)
+        block = (0.0, 0.0, 0.0, 0, -far, far)
+        for i in range(start, end):
+            v = x[i]
+            d = v - old[i]
+            acc = _add(acc, v, np.float64(v), v)
+            block = _add(block, d, np.float64(d), d)
+        if not _finite(block[0]):
+            for i in range(start, end):
+                d = x[i] - old[i]
+                nan += np.isnan(d)
+                inf += np.isinf(d)
+        if keep:
+            _memcpy(old[start:end].ctypes.data, x[start:end].ctypes.data,
+                    (end - start) * x.itemsize)
+        diff = (diff[0] + block[0], diff[1] + block[1], diff[2] + block[2], diff[3] + block[3],
+                _max(diff[4], block[4]), _min(diff[5], block[5]))
+    s1, s2, sa, nz, top, bottom = acc
+    x_nan, x_inf = _nonfinite(x) if not _finite(s1) else (0, 0)
+    _store(out, s1, s2, sa, nz, top, bottom, x_nan, x_inf, n)
+    s1, s2, sa, nz, top, bottom = diff
+    _store(update, s1, s2, sa, nz, top, bottom, nan, inf, n)
+
+
+def tensor_stats(weights, grads, before, out, keep=False):
+    """stats.RAW of tensors given by (address, size) rows, with no copy.
+
+    out holds a row per tensor of `weights`, then of `grads`, then, when `before` is not empty,
+    of each weight's update: the weight minus its earlier value in `before` (the weights
+    before the optimizer step, one after another, from `gather`). Every tensor is contiguous
+    and of before's dtype (float32 or float64). keep: `before` is left holding the weights as
+    they are now, the next step's "before" (what `gather` would copy), at no extra pass.
+    """
+    _tensor_stats(weights, grads, before, out, keep)
+
+
+@_jit
+def _tensor_stats(weights, grads, before, out, keep):
+    at = 0
+    for t in range(weights.shape[0]):
+        x = numba.carray(_pointer(weights[t, 0]), weights[t, 1], before.dtype)
+        if before.shape[0]:
+            update = out[weights.shape[0] + grads.shape[0] + t]
+            _raw_with_update(x, before[at:at + x.shape[0]], out[t], update, keep)
+            at += x.shape[0]
+        else:
+            _raw(x, out[t])
+    for t in range(grads.shape[0]):
+        x = numba.carray(_pointer(grads[t, 0]), grads[t, 1], before.dtype)
+        _raw(x, out[weights.shape[0] + t])
+
+
+@_jit
+def unchanged(tensors, before, probes):
+    """Whether `probes` values spread evenly over each tensor of (address, size) rows equal
+    (bit for bit, NaN equal to NaN) their copies in `before`, laid out as `gather` copies them,
+    first and last values included: a cheap check that the weights were not changed since."""
+    at = 0
+    for t in range(tensors.shape[0]):
+        n = tensors[t, 1]
+        x = numba.carray(_pointer(tensors[t, 0]), n, before.dtype)
+        count = min(probes, n)
+        for j in range(count):
+            i = j * (n - 1) // max(count - 1, 1)
+            v = x[i]
+            b = before[at + i]
+            if v != b and not (np.isnan(v) and np.isnan(b)):
+                return False
+        at += n
+    return True
 
 
 @_jit
@@ -241,7 +294,7 @@ def activation_row(x3, blocks, block, lo, hi, total, nan, inf, out):
     if blocks.shape[0] == 0:
         s1, s2, sa, nz, top, bottom, sat = _moments_banded(flat, 0.0, lo, hi)
         nan = inf = 0
-        if not np.isfinite(s1):
+        if not _finite(s1):
             nan, inf = _nonfinite(flat)
         total, l2, k, scale = s1, np.sqrt(s2), n, 1.0
     else:
@@ -252,7 +305,7 @@ def activation_row(x3, blocks, block, lo, hi, total, nan, inf, out):
                 sub[j * block + i] = flat[at + i]
         k = sub.shape[0]
         s1, s2, sa, nz, top, bottom, sat = _moments_banded(sub, 0.0, lo, hi)
-        if not np.isfinite(s1) and _nonfinite(sub)[0]:
+        if not _finite(s1) and _nonfinite(sub)[0]:
             top = bottom = np.nan
         # The norm that, with the exact total, gives the subsample's variance in finish().
         square = (s2 - s1 * s1 / k) / (k - 1) * (n - 1) + total * total / n
@@ -292,7 +345,7 @@ def feature_profile(x3, stride, idx, packed, windows, samples):
         shift = shift if np.isfinite(shift) else 0.0
         s1, s2, _, _, top, bottom, _ = _moments_banded(values, shift, -np.inf, np.inf)
         nan = inf = 0
-        if not np.isfinite(s1):
+        if not _finite(s1):
             nan, inf = _nonfinite(values)
         var = (s2 - s1 * s1 / count) / (count - 1) if count > 1 else np.nan
         packed[f, 0] = shift + s1 / count
@@ -350,7 +403,9 @@ def warm_up() -> None:
     raw = np.empty((2, 8))
     table = np.array([[x.ctypes.data, 8]])
     tensor_stats(table, table[:0], x, raw)
+    tensor_stats(table, table[:0], x.copy(), raw, True)
     tensor_stats(table[:0], table, x[:0], raw)
+    unchanged(table, x, 4)
     gather(table, np.empty(8, np.float32))
     activation_row(x.reshape(2, 2, 2), np.empty(0, np.int64), 1, -np.inf, np.inf, 0.0, 0.0, 0.0,
                    np.empty(10))

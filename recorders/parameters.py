@@ -6,7 +6,15 @@ the step took its snapshot, and starts the next one without.
 
 On the CPU, when every parameter and grad is a plain contiguous tensor of one float dtype, the
 compiled kernels do it all in two calls: `gather` copies the weights before the step into one
-flat array, and `tensor_stats` reads every weight, grad and snapshot where they lie. Otherwise
+flat array, and `tensor_stats` reads every weight, grad and snapshot where they lie. When the
+next step records weights too, that pass also leaves the snapshot holding the weights it read
+(`record(keep=True)`), and the next pre-hook copies nothing if the weights are still those:
+the same parameters at the same addresses, each with the autograd version it had (any in-place
+change through the parameter moves it), and equal values at probes spread over each tensor
+(for changes through `.data`, which autograd does not count). A change through `.data` to a
+few values between a step's record and the next optimizer step can escape the probes; it then
+counts in the next update, which is still the weight's change between two recorded states.
+Otherwise
 (devices, mixed dtypes, other layouts, tensor subclasses) the snapshot is one copy per parameter
 on its device and the statistics are fused torch reductions that join the step's packed copy.
 
@@ -51,6 +59,8 @@ class ParameterStats:
         self._weights = _LayoutCache()
         self._grads = _LayoutCache()
         self._total = 0  # the parameters' elements
+        # (layout key, autograd versions) of the weights the last record left in the snapshot
+        self._kept: tuple[list[tuple], list[int]] | None = None
 
     def snapshot(self) -> None:
         """Keep the weights as they are before the optimizer step (its pre-hook); once a step,
@@ -64,12 +74,11 @@ class ParameterStats:
     def _snapshot_now(self) -> None:
         params = [local(p) for _, p in self.tracked]  # read in place or copied
         layout = self._param_layout(params)
+        kept, self._kept = self._kept, None
         if layout is not None:
-            # Few numpy calls: inside a training loop each costs tens of microseconds.
-            if not isinstance(self._snapshot, np.ndarray) or len(self._snapshot) != self._total \
-                    or self._snapshot.dtype != layout.dtype:
-                self._snapshot = np.empty(self._total, layout.dtype)
-            kernel_loader.kernels().gather(layout.table, self._snapshot)
+            if kept is not None and self._still_kept(kept, params, layout):
+                return
+            kernel_loader.kernels().gather(layout.table, self._snapshot_array(layout))
         elif params:
             params = [p.detach() for p in params]
             if not isinstance(self._snapshot, list):
@@ -81,10 +90,30 @@ class ParameterStats:
         taken, self._taken = self._taken, False
         return taken
 
-    def record(self, step: int, record: StepRecord, weights: bool, updates: bool) -> None:
+    def _snapshot_array(self, layout: Layout) -> np.ndarray:
+        """The flat snapshot array, (re)made for the layout's element count and dtype."""
+        # Few numpy calls: inside a training loop each costs tens of microseconds.
+        if not isinstance(self._snapshot, np.ndarray) or len(self._snapshot) != self._total \
+                or self._snapshot.dtype != layout.dtype:
+            self._snapshot = np.empty(self._total, layout.dtype)
+        return self._snapshot
+
+    def _still_kept(self, kept: tuple[list[tuple], list[int]], params: list[torch.Tensor],
+                    layout: Layout) -> bool:
+        """Whether the snapshot the last record kept still holds these weights."""
+        key, versions = kept
+        if key is not self._weights.key or [p._version for p in params] != versions:
+            return False
+        probes = max(16, min(128, 4096 // max(len(params), 1)))
+        return bool(kernel_loader.kernels().unchanged(layout.table, self._snapshot, probes))
+
+    def record(self, step: int, record: StepRecord, weights: bool, updates: bool,
+               keep: bool = False) -> None:
         """Reduce now, and add the rows to `record`: device reductions join the step's packed
         copy. weights: the weights' rows too, besides the grads'; updates: the step took its
-        snapshot (end_step), and their rows are added with the weights'."""
+        snapshot (end_step), and their rows are added with the weights'. keep: the next step
+        records weights, so the kernels' pass leaves its snapshot in place."""
+        self._kept = None
         updates = updates and weights and bool(self.tracked)
         # Few calls per tensor: inside a training loop each one costs microseconds.
         params = [local(p) for _, p in self.tracked] if weights else []
@@ -101,11 +130,18 @@ class ParameterStats:
         dtypes = {x.dtype for x in (layout, gradients) if x is not None and x.dtype is not None}
         snapshot = self._snapshot
         if layout is not None and gradients is not None and len(dtypes) <= 1 and (
-                not updates or isinstance(snapshot, np.ndarray) and dtypes == {snapshot.dtype}):
+                not updates or isinstance(snapshot, np.ndarray) and dtypes == {snapshot.dtype}
+                and len(snapshot) == self._total):
             raw = np.empty((len(names), len(RAW)))
             dtype = dtypes.pop() if dtypes else np.dtype(np.float32)
             before = snapshot if updates else _NO_VALUES[dtype]
-            kernel_loader.kernels().tensor_stats(layout.table, gradients.table, before, raw)
+            keep = keep and bool(params)
+            kernel_loader.kernels().tensor_stats(layout.table, gradients.table, before, raw,
+                                                 keep and updates)
+            if keep and not updates:  # no update this step: a plain copy for the next one
+                kernel_loader.kernels().gather(layout.table, self._snapshot_array(layout))
+            if keep:
+                self._kept = (self._weights.key, [p._version for p in params])
             packed: tuple[torch.Tensor, ...] = ()
         else:
             raw = None
@@ -156,7 +192,7 @@ class _LayoutCache:
     read the memory a Layout names, so it must never outlive the tensors it was checked on."""
 
     def __init__(self) -> None:
-        self._key: list[tuple] | None = None
+        self._key: list[tuple] | None = None  # a new list whenever the layout is checked anew
         self._layout: Layout | None = None
         self.total = 0  # the elements the layout names
 
@@ -170,6 +206,11 @@ class _LayoutCache:
             self._key, self._layout = key, host_layout(tensors, key)
             self.total = int(self._layout.table[:, 1].sum()) if self._layout else 0
         return self._layout
+
+    @property
+    def key(self) -> list[tuple] | None:
+        """The keys the layout was last checked on: the same object until one changes."""
+        return self._key
 
 
 def _key(t: torch.Tensor) -> tuple:

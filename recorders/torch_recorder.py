@@ -288,8 +288,9 @@ class Recorder:
         # Each producer on its own: one that fails is warned about, the others still record.
         with torch.no_grad():
             if self.model is not None and due(step, self.every):
+                weights = self._weights_due(step)
                 self._produce("parameter statistics", self._parameters.record, step, record,
-                              self._weights_due(step), updates)
+                              weights, updates, weights and self._weights_due(step + 1))
             if activations:
                 self._produce("activations", record_activations, step, activations, record)
             self._produce("signals", add_signals, record, step, TRAIN, signals)

@@ -121,6 +121,61 @@ def test_weights_and_updates_thin_out_after_the_dense_start(tmp_path, variant):
     assert run.meta["recorder"]["weight_every"] == 4
 
 
+def _halve_in_place(model):
+    with torch.no_grad():
+        model[0].weight.mul_(0.5)
+
+
+def _clamp_through_data(model):  # WGAN's weight clipping
+    for p in model.parameters():
+        p.data.clamp_(-0.05, 0.05)
+
+
+def _one_value_through_data(model):
+    model[2].weight.data.view(-1)[0] += 1.0
+
+
+def _new_tensor_through_data(model):
+    model[0].weight.data = model[0].weight.data.clone()
+
+
+@pytest.mark.parametrize("change", [None, _halve_in_place, _clamp_through_data,
+                                    _one_value_through_data, _new_tensor_through_data])
+def test_a_step_reuses_the_weights_the_last_record_kept_unless_they_changed(
+        tmp_path, monkeypatch, change):
+    """Consecutive weight steps: the record's pass leaves the weights in the snapshot, and the
+    next optimizer step copies nothing, unless the weights changed in between (an in-place op,
+    a change through .data, a new tensor). Each update is the optimizer's alone."""
+    from tracelab.recorders import kernel_loader, numba_kernels
+    kernel_loader.kernels()  # loaded (and warmed up) before the copies are counted
+    copies = []
+    gather = numba_kernels.gather
+    monkeypatch.setattr(numba_kernels, "gather", lambda *a: (copies.append(1), gather(*a)))
+    torch.manual_seed(3)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x, y = torch.randn(16, 6), torch.randn(16, 2)
+    updates = []
+    steps = 6
+    with tracelab.Recorder(tmp_path / "run", model, opt, activation_every=10 ** 6) as rec:
+        for step in range(steps):
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            before = {n: p.detach().clone() for n, p in model.named_parameters()}
+            opt.step()
+            updates.append({n: p.detach() - before[n] for n, p in model.named_parameters()})
+            rec.step()
+            if change is not None and step % 2:
+                change(model)
+    changed = len(range(1, steps - 1, 2)) if change is not None else 0
+    assert len(copies) == 1 + changed  # step 0's pre-hook, and each step after a change
+    tn = tracelab.open_run(tmp_path / "run").tensors
+    for step, ref in enumerate(updates):
+        for name, tensor in ref.items():
+            row = tn[(tn.step == step) & (tn.kind == "update") & (tn.name == name)]
+            assert_matches(row.iloc[0], reference_stats(tensor), rtol=1e-5, atol=1e-10)
+
+
 def test_a_parameter_replaced_in_place_is_read_at_its_new_size():
     from tracelab.recorders.parameters import ParameterStats
     from tracelab.recorders.transfer import StepRecord
@@ -416,25 +471,33 @@ def test_kernels_count_nan_and_inf_wherever_they_lie(dtype):
     the NaN count: NaN and Inf at the first, last and any value of tensors of every length
     around the vector widths must still be counted, and make the range NaN."""
     from tracelab.recorders.numba_kernels import activation_row as kernel_row, tensor_stats
+    from tracelab.recorders.numba_kernels import _BLOCK
     rng = np.random.default_rng(4)
-    for size in (1, 7, 8, 9, 31, 33, 1000):
-        for at in {0, size // 2, size - 1}:
-            for bad in (np.nan, np.inf, -np.inf):
-                x = rng.standard_normal(size).astype(dtype)
-                before = x + dtype(1e-3)
-                x[at] = bad
-                table = np.array([(x.ctypes.data, size)])
-                raw = np.empty((2, len(RAW)))
-                tensor_stats(table, table[:0], before, raw)  # the weight, then its update
-                acts = np.empty(10)
-                kernel_row(x.reshape(1, 1, -1), np.empty(0, np.int64), 1, -np.inf, np.inf,
-                           0.0, 0.0, 0.0, acts)
-                for row, values in ((raw[0], x), (raw[1], x - before), (acts, x)):
-                    want = reference_stats(torch.from_numpy(values))
-                    got = finish(row[None, :len(RAW)], np.array([size]))
-                    assert (got["nan_count"][0], got["inf_count"][0]) == \
-                        (want["nan_count"], want["inf_count"]), (size, at, bad)
-                    if np.isnan(bad) or np.isnan(values).any():
-                        assert np.isnan(got["min"][0]) and np.isnan(got["max"][0])
-                    else:
-                        assert (got["min"][0], got["max"][0]) == (want["min"], want["max"])
+    sizes = (1, 7, 8, 9, 31, 33, 1000, _BLOCK - 1, _BLOCK + 1, 3 * _BLOCK + 5)
+    for case, (size, at, bad) in enumerate(
+            (size, at, bad) for size in sizes for at in sorted({0, size // 2, size - 1})
+            for bad in (np.nan, np.inf, -np.inf)):
+        x = rng.standard_normal(size).astype(dtype)
+        before = x + dtype(1e-3)
+        x[at] = bad
+        if case % 2:  # the snapshot a step before it: Inf - Inf is NaN
+            before[at] = bad
+        old = before.copy()
+        table = np.array([(x.ctypes.data, size)])
+        raw = np.empty((2, len(RAW)))
+        keep = bool(case % 3)  # the pass leaves x in `before`, block by block
+        tensor_stats(table, table[:0], before, raw, keep)  # the weight, its update
+        assert np.array_equal(before, x if keep else old, equal_nan=True)
+        before = old
+        acts = np.empty(10)
+        kernel_row(x.reshape(1, 1, -1), np.empty(0, np.int64), 1, -np.inf, np.inf,
+                   0.0, 0.0, 0.0, acts)
+        for row, values in ((raw[0], x), (raw[1], x - before), (acts, x)):
+            want = reference_stats(torch.from_numpy(values))
+            got = finish(row[None, :len(RAW)], np.array([size]))
+            assert (got["nan_count"][0], got["inf_count"][0]) == \
+                (want["nan_count"], want["inf_count"]), (size, at, bad)
+            if np.isnan(bad) or np.isnan(values).any():
+                assert np.isnan(got["min"][0]) and np.isnan(got["max"][0])
+            else:
+                assert (got["min"][0], got["max"][0]) == (want["min"], want["max"])
