@@ -54,7 +54,7 @@ def main() -> None:
             lambda: kernels.tensor_stats(table, table[:0], before, raw),
         "weights and updates, keeping the snapshot":
             lambda: kernels.tensor_stats(table, table[:0], before, raw, True),
-        "the probes of a kept snapshot (unchanged)": lambda: kernels.unchanged(table, before, 128),
+        "the probes of a kept snapshot (unchanged)": lambda: kernels.unchanged(table, before, 32),
         "snapshot of the weights (gather)": lambda: kernels.gather(table, snapshot),
         "input profile, 128 x 256": lambda: array_profile(batch, rng),
         "input reservoir, 256 features x 64 values":

@@ -179,21 +179,21 @@ def _raw_with_update(x, old, out, update, keep):
     nan = inf = 0
     n = x.shape[0]
     for start in range(0, n, _BLOCK):
-        end = min(start + _BLOCK, n)
+        # Slices indexed from 0: an index from `start` costs a negative-index check per read.
+        xs, olds = x[start:start + _BLOCK], old[start:start + _BLOCK]
         block = (0.0, 0.0, 0.0, 0, -far, far)
-        for i in range(start, end):
-            v = x[i]
-            d = v - old[i]
+        for i in range(xs.shape[0]):
+            v = xs[i]
+            d = v - olds[i]
             acc = _add(acc, v, np.float64(v), v)
             block = _add(block, d, np.float64(d), d)
         if not _finite(block[0]):
-            for i in range(start, end):
-                d = x[i] - old[i]
+            for i in range(xs.shape[0]):
+                d = xs[i] - olds[i]
                 nan += np.isnan(d)
                 inf += np.isinf(d)
         if keep:
-            _memcpy(old[start:end].ctypes.data, x[start:end].ctypes.data,
-                    (end - start) * x.itemsize)
+            _memcpy(olds.ctypes.data, xs.ctypes.data, xs.shape[0] * x.itemsize)
         diff = (diff[0] + block[0], diff[1] + block[1], diff[2] + block[2], diff[3] + block[3],
                 _max(diff[4], block[4]), _min(diff[5], block[5]))
     s1, s2, sa, nz, top, bottom = acc

@@ -104,7 +104,7 @@ class ParameterStats:
         key, versions = kept
         if key is not self._weights.key or [p._version for p in params] != versions:
             return False
-        probes = max(16, min(128, 4096 // max(len(params), 1)))
+        probes = max(8, min(32, 2048 // max(len(params), 1)))  # each one a cache miss
         return bool(kernel_loader.kernels().unchanged(layout.table, self._snapshot, probes))
 
     def record(self, step: int, record: StepRecord, weights: bool, updates: bool,
@@ -204,7 +204,8 @@ class _LayoutCache:
             return None
         if key != self._key:
             self._key, self._layout = key, host_layout(tensors, key)
-            self.total = int(self._layout.table[:, 1].sum()) if self._layout else 0
+            # In Python: inside a step each numpy call costs tens of microseconds.
+            self.total = sum(k[1] for k in key) if self._layout else 0
         return self._layout
 
     @property
@@ -243,8 +244,9 @@ def host_layout(tensors: list[torch.Tensor], keys: list[tuple] | None = None) ->
             return None
     except Exception:  # whatever a tensor cannot answer, the torch path reads it
         return None
-    table = np.array([k[:2] for k in keys], dtype=np.int64)
-    return Layout(table.reshape(-1, 2), _KERNEL_DTYPES.get(dtype))
+    if not keys:
+        return _NO_TENSORS
+    return Layout(np.array([k[:2] for k in keys], dtype=np.int64), _KERNEL_DTYPES[dtype])
 
 
 def _readable(t: torch.Tensor, key: tuple, dtype: torch.dtype) -> bool:
