@@ -263,6 +263,26 @@ def gather(tensors, out):
 
 
 @_jit
+def extremes(x, out):
+    """out = [min, max, NaN count, Inf count] of the values of x, the batch sentinel's row:
+    min and max are NaN when x holds a NaN (as torch.aminmax gives them)."""
+    far = x.dtype.type(np.inf)
+    top, bottom, total = -far, far, 0.0
+    for i in range(x.shape[0]):
+        v = x[i]
+        total += np.float64(v)
+        top = _max(top, v)
+        bottom = _min(bottom, v)
+    nan = inf = 0
+    if not _finite(total):
+        nan, inf = _nonfinite(x)
+    out[0] = np.nan if nan else bottom
+    out[1] = np.nan if nan else top
+    out[2] = nan
+    out[3] = inf
+
+
+@_jit
 def dead_units(x3):
     """How many units u have no x3[:, u, :] > 0: a unit's scan stops at its first positive
     value, so a healthy layer costs a few reads per unit. NaN is not > 0."""
@@ -414,3 +434,4 @@ def warm_up() -> None:
     reservoir_offer(np.zeros((1, 2)), np.zeros(1, np.int64), np.zeros(1, np.int64),
                     np.empty((1, 1)), np.empty((1, 1), np.int64), 0, np.zeros(2))
     row_hashes(np.zeros((2, 4), np.int64), np.ones(4, np.int64), np.zeros(2, np.int64))
+    extremes(x, np.empty(4))

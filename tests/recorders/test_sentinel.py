@@ -31,6 +31,14 @@ CASES = [torch.randn(64, 7), torch.randn(3, 4, 5, dtype=torch.float64),
          torch.randn(10).bfloat16(), torch.randint(-5, 9, (33,)),
          torch.randint(0, 255, (7,), dtype=torch.uint8), torch.rand(6) > 0.5,
          torch.randn(16, 4).t()]  # not contiguous
+# NaN and Inf at the first, a middle and the last of vector-width-straddling lengths: the
+# compiled pass keeps a running max and min that assume no NaN, and must count them anyway.
+for _size, _dtype in ((9, torch.float32), (1003, torch.float32), (37, torch.float64)):
+    for _at in (0, _size // 2, _size - 1):
+        for _bad in (float("nan"), float("inf"), -float("inf")):
+            _x = torch.randn(_size, dtype=_dtype)
+            _x[_at] = _bad
+            CASES.append(_x)
 
 
 @pytest.mark.parametrize("x", CASES, ids=lambda x: f"{x.dtype}-{tuple(x.shape)}")
