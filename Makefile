@@ -6,6 +6,11 @@ BIN    := $(VENV)/bin
 EXTRAS ?= torch,test,tensorboard,dask,lightning,hf
 comma  := ,
 STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+# pip warns of every package index location this machine's pip configuration names but lacks;
+# the installs drop those lines, and pipefail keeps pip's own exit status.
+SHELL       := /bin/bash
+.SHELLFLAGS := -o pipefail -c
+QUIET_PIP   := 2>&1 | { grep -v '^WARNING: Location' || true; }
 
 .PHONY: demo test test-notorch lint venv bench clean
 
@@ -13,7 +18,7 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[$(EXTRAS)]"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[$(EXTRAS)]" $(QUIET_PIP)
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
@@ -32,7 +37,7 @@ NOTORCH_TESTS := tests/core tests/analyzers tests/reports tests/recorders/test_c
 
 $(NOTORCH_STAMP): pyproject.toml constraints.txt
 	@test -x $(NOTORCH)/bin/python || $(PYTHON) -m venv $(NOTORCH)
-	$(NOTORCH)/bin/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[$(NOTORCH_EXTRAS)]"
+	$(NOTORCH)/bin/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[$(NOTORCH_EXTRAS)]" $(QUIET_PIP)
 	@if $(NOTORCH)/bin/python -c "import torch" 2>/dev/null || \
 	    $(NOTORCH)/bin/python -c "import numba" 2>/dev/null; then \
 	    echo "$(NOTORCH) holds torch or numba: it must not"; exit 1; fi
@@ -47,7 +52,7 @@ test-notorch: $(NOTORCH_STAMP)
 LAYERS := build/layers
 lint: $(STAMP)
 	@rm -rf $(LAYERS)
-	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --target $(LAYERS) . 2>&1 | grep -v '^WARNING: Location' || true
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --target $(LAYERS) . $(QUIET_PIP)
 	cd $(LAYERS) && PYTHONPATH=. ../../$(BIN)/lint-imports --config ../../pyproject.toml --no-cache
 
 bench: $(STAMP)

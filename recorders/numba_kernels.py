@@ -12,6 +12,8 @@ makes max and min NaN (as in torch and numpy); NaN counts as nonzero.
 """
 from __future__ import annotations
 
+import platform
+
 import numpy as np
 
 try:
@@ -66,13 +68,21 @@ _max = _float_extreme("maxnum")
 _min = _float_extreme("minnum")
 
 
+# The register class of a float in inline assembly: SSE/AVX on x86-64, FP/SIMD on AArch64.
+_FLOAT_REGISTER = {"x86_64": "x", "amd64": "x", "aarch64": "w", "arm64": "w"}.get(
+    platform.machine().lower())
+
+
 @intrinsic
 def _opaque(typingctx, x):
-    """x, through an empty inline-assembly barrier that the optimizer cannot see into."""
+    """x, through an empty inline-assembly barrier that the optimizer cannot see into (on
+    other architectures x itself; the randomized NaN/Inf tests then guard the kernels)."""
     def codegen(context, builder, signature, args):
+        if _FLOAT_REGISTER is None:
+            return args[0]
         kind = args[0].type
-        return builder.asm(ir.FunctionType(kind, [kind]), "", "=x,0", [args[0]],
-                           side_effect=False)
+        return builder.asm(ir.FunctionType(kind, [kind]), "", f"={_FLOAT_REGISTER},0",
+                           [args[0]], side_effect=False)
     return x(x), codegen
 
 
@@ -234,7 +244,7 @@ def _tensor_stats(weights, grads, before, out, keep):
 @_jit
 def unchanged(tensors, before, probes):
     """Whether `probes` values spread evenly over each tensor of (address, size) rows equal
-    (bit for bit, NaN equal to NaN) their copies in `before`, laid out as `gather` copies them,
+    their copies in `before` (NaN equal to NaN, 0.0 to -0.0), laid out as `gather` copies them,
     first and last values included: a cheap check that the weights were not changed since."""
     at = 0
     for t in range(tensors.shape[0]):
@@ -329,7 +339,7 @@ def activation_row(x3, blocks, block, lo, hi, total, nan, inf, out):
             top = bottom = np.nan
         # The norm that, with the exact total, gives the subsample's variance in finish().
         square = (s2 - s1 * s1 / k) / (k - 1) * (n - 1) + total * total / n
-        l2 = np.sqrt(max(square, 0.0)) if np.isfinite(square) else np.nan
+        l2 = np.sqrt(max(square, 0.0)) if _finite(square) else np.nan
         scale = n / k
     if nan:
         top = bottom = np.nan

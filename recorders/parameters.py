@@ -11,9 +11,11 @@ next step records weights too, that pass also leaves the snapshot holding the we
 (`record(keep=True)`), and the next pre-hook copies nothing if the weights are still those:
 the same parameters at the same addresses, each with the autograd version it had (any in-place
 change through the parameter moves it), and equal values at probes spread over each tensor
-(for changes through `.data`, which autograd does not count). A change through `.data` to a
-few values between a step's record and the next optimizer step can escape the probes; it then
-counts in the next update, which is still the weight's change between two recorded states.
+(8 to 32 a tensor, 2,048 in all), for writes autograd does not count (through `.data` or
+numpy). Such a write to a small share of a tensor's values between a step's record and the
+next optimizer step (a codebook's dead rows reset, a few weights pruned) can escape the
+probes; it then counts in the next update, which is still the weight's change between two
+recorded states.
 Otherwise
 (devices, mixed dtypes, other layouts, tensor subclasses) the snapshot is one copy per parameter
 on its device and the statistics are fused torch reductions that join the step's packed copy.
@@ -135,11 +137,11 @@ class ParameterStats:
             raw = np.empty((len(names), len(RAW)))
             dtype = dtypes.pop() if dtypes else np.dtype(np.float32)
             before = snapshot if updates else _NO_VALUES[dtype]
-            keep = keep and bool(params)
+            # Without this step's snapshot (no optimizer step ran) there is nothing to keep:
+            # the next pre-hook copies, as early a copy here would not be cheaper.
+            keep = keep and updates and bool(params)
             kernel_loader.kernels().tensor_stats(layout.table, gradients.table, before, raw,
-                                                 keep and updates)
-            if keep and not updates:  # no update this step: a plain copy for the next one
-                kernel_loader.kernels().gather(layout.table, self._snapshot_array(layout))
+                                                 keep)
             if keep:
                 self._kept = (self._weights.key, [p._version for p in params])
             packed: tuple[torch.Tensor, ...] = ()

@@ -290,7 +290,8 @@ class Recorder:
             if self.model is not None and due(step, self.every):
                 weights = self._weights_due(step)
                 self._produce("parameter statistics", self._parameters.record, step, record,
-                              weights, updates, weights and self._weights_due(step + 1))
+                              weights, updates, weights and self.optimizer is not None
+                              and self._weights_due(step + 1))
             if activations:
                 self._produce("activations", record_activations, step, activations, record)
             self._produce("signals", add_signals, record, step, TRAIN, signals)

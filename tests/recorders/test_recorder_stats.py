@@ -121,9 +121,9 @@ def test_weights_and_updates_thin_out_after_the_dense_start(tmp_path, variant):
     assert run.meta["recorder"]["weight_every"] == 4
 
 
-def _halve_in_place(model):
+def _one_value_in_place(model):  # between the probes: only its autograd version shows it
     with torch.no_grad():
-        model[0].weight.mul_(0.5)
+        model[0].weight.view(-1)[1] += 1.0
 
 
 def _clamp_through_data(model):  # WGAN's weight clipping
@@ -131,7 +131,7 @@ def _clamp_through_data(model):  # WGAN's weight clipping
         p.data.clamp_(-0.05, 0.05)
 
 
-def _one_value_through_data(model):
+def _first_value_through_data(model):  # autograd does not count it: a probe sees it
     model[2].weight.data.view(-1)[0] += 1.0
 
 
@@ -139,22 +139,30 @@ def _new_tensor_through_data(model):
     model[0].weight.data = model[0].weight.data.clone()
 
 
-@pytest.mark.parametrize("change", [None, _halve_in_place, _clamp_through_data,
-                                    _one_value_through_data, _new_tensor_through_data])
+def _counted_copies(monkeypatch) -> list:
+    from tracelab.recorders import kernel_loader, numba_kernels
+    if kernel_loader.kernels() is None:  # loaded (and warmed up) before copies are counted
+        pytest.skip("numba unavailable")
+    copies: list = []
+    gather = numba_kernels.gather
+    monkeypatch.setattr(numba_kernels, "gather", lambda *a: (copies.append(1), gather(*a)))
+    return copies
+
+
+@pytest.mark.parametrize("change", [None, _one_value_in_place, _clamp_through_data,
+                                    _first_value_through_data, _new_tensor_through_data])
 def test_a_step_reuses_the_weights_the_last_record_kept_unless_they_changed(
         tmp_path, monkeypatch, change):
     """Consecutive weight steps: the record's pass leaves the weights in the snapshot, and the
     next optimizer step copies nothing, unless the weights changed in between (an in-place op,
-    a change through .data, a new tensor). Each update is the optimizer's alone."""
-    from tracelab.recorders import kernel_loader, numba_kernels
-    kernel_loader.kernels()  # loaded (and warmed up) before the copies are counted
-    copies = []
-    gather = numba_kernels.gather
-    monkeypatch.setattr(numba_kernels, "gather", lambda *a: (copies.append(1), gather(*a)))
+    a change through .data, a new tensor). Each update is the optimizer's alone. The first
+    weight spans two of the kernel's blocks and more values than it probes."""
+    copies = _counted_copies(monkeypatch)
     torch.manual_seed(3)
-    model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 2))
+    model = torch.nn.Sequential(torch.nn.Linear(64, 40), torch.nn.Tanh(), torch.nn.Linear(40, 2))
+    assert model[0].weight.numel() > 2048
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    x, y = torch.randn(16, 6), torch.randn(16, 2)
+    x, y = torch.randn(16, 64), torch.randn(16, 2)
     updates = []
     steps = 6
     with tracelab.Recorder(tmp_path / "run", model, opt, activation_every=10 ** 6) as rec:
@@ -174,6 +182,20 @@ def test_a_step_reuses_the_weights_the_last_record_kept_unless_they_changed(
         for name, tensor in ref.items():
             row = tn[(tn.step == step) & (tn.kind == "update") & (tn.name == name)]
             assert_matches(row.iloc[0], reference_stats(tensor), rtol=1e-5, atol=1e-10)
+
+
+def test_without_an_optimizer_no_snapshot_is_copied_or_kept(tmp_path, monkeypatch):
+    copies = _counted_copies(monkeypatch)
+    model = torch.nn.Linear(50, 40)
+    x = torch.randn(8, 50)
+    with tracelab.Recorder(tmp_path / "run", model) as rec:
+        for _ in range(4):
+            model.zero_grad()
+            model(x).square().mean().backward()
+            rec.step()
+    assert copies == [] and rec._parameters._snapshot is None
+    tn = tracelab.open_run(tmp_path / "run").tensors
+    assert set(tn["kind"]) == {"weight", "grad", "activation"}  # no update without a step
 
 
 def test_a_parameter_replaced_in_place_is_read_at_its_new_size():
