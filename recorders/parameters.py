@@ -15,10 +15,9 @@ change through the parameter moves it), and equal values at probes spread over e
 numpy). Such a write to a small share of a tensor's values between a step's record and the
 next optimizer step (a codebook's dead rows reset, a few weights pruned) can escape the
 probes; it then counts in the next update, which is still the weight's change between two
-recorded states.
-Otherwise
-(devices, mixed dtypes, other layouts, tensor subclasses) the snapshot is one copy per parameter
-on its device and the statistics are fused torch reductions that join the step's packed copy.
+recorded states. Otherwise (devices, mixed dtypes, other layouts, tensor subclasses) the
+snapshot is one copy per parameter on its device and the statistics are fused torch reductions
+that join the step's packed copy.
 
 A DTensor parameter (FSDP2's `fully_shard`, tensor parallelism) and its grad are read as this
 rank's local shard (`to_local()`): each rank records the statistics of its shard, and the
@@ -80,7 +79,11 @@ class ParameterStats:
         if layout is not None:
             if kept is not None and self._still_kept(kept, params, layout):
                 return
-            kernel_loader.kernels().gather(layout.table, self._snapshot_array(layout))
+            # Few numpy calls: inside a training loop each costs tens of microseconds.
+            if not isinstance(self._snapshot, np.ndarray) or len(self._snapshot) != self._total \
+                    or self._snapshot.dtype != layout.dtype:
+                self._snapshot = np.empty(self._total, layout.dtype)
+            kernel_loader.kernels().gather(layout.table, self._snapshot)
         elif params:
             params = [p.detach() for p in params]
             if not isinstance(self._snapshot, list):
@@ -91,14 +94,6 @@ class ParameterStats:
         """Whether the step that ends took its snapshot; the next one starts without."""
         taken, self._taken = self._taken, False
         return taken
-
-    def _snapshot_array(self, layout: Layout) -> np.ndarray:
-        """The flat snapshot array, (re)made for the layout's element count and dtype."""
-        # Few numpy calls: inside a training loop each costs tens of microseconds.
-        if not isinstance(self._snapshot, np.ndarray) or len(self._snapshot) != self._total \
-                or self._snapshot.dtype != layout.dtype:
-            self._snapshot = np.empty(self._total, layout.dtype)
-        return self._snapshot
 
     def _still_kept(self, kept: tuple[list[tuple], list[int]], params: list[torch.Tensor],
                     layout: Layout) -> bool:
@@ -114,7 +109,7 @@ class ParameterStats:
         """Reduce now, and add the rows to `record`: device reductions join the step's packed
         copy. weights: the weights' rows too, besides the grads'; updates: the step took its
         snapshot (end_step), and their rows are added with the weights'. keep: the next step
-        records weights, so the kernels' pass leaves its snapshot in place."""
+        records weights, so the kernels' pass over the updates leaves the snapshot in place."""
         self._kept = None
         updates = updates and weights and bool(self.tracked)
         # Few calls per tensor: inside a training loop each one costs microseconds.
@@ -139,7 +134,7 @@ class ParameterStats:
             before = snapshot if updates else _NO_VALUES[dtype]
             # Without this step's snapshot (no optimizer step ran) there is nothing to keep:
             # the next pre-hook copies, as early a copy here would not be cheaper.
-            keep = keep and updates and bool(params)
+            keep = keep and updates
             kernel_loader.kernels().tensor_stats(layout.table, gradients.table, before, raw,
                                                  keep)
             if keep:

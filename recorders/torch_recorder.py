@@ -288,10 +288,8 @@ class Recorder:
         # Each producer on its own: one that fails is warned about, the others still record.
         with torch.no_grad():
             if self.model is not None and due(step, self.every):
-                weights = self._weights_due(step)
                 self._produce("parameter statistics", self._parameters.record, step, record,
-                              weights, updates, weights and self.optimizer is not None
-                              and self._weights_due(step + 1))
+                              self._weights_due(step), updates, self._weights_due(step + 1))
             if activations:
                 self._produce("activations", record_activations, step, activations, record)
             self._produce("signals", add_signals, record, step, TRAIN, signals)
