@@ -2,10 +2,13 @@
 
 On the CPU every statistic of a tensor is a pass over its memory, and inside a training loop
 each small torch call costs tens of microseconds. These kernels read each value once and keep
-every aggregate of the trace's tensor row at the same time, the sums in float64 and the range in
-the values' own type, in loops the compiler vectorizes. One call covers all of a model's weights, grads and updates: the
-tensors are passed as (address, size) rows, so that no copy is made and no call is spent per
-tensor. They release the GIL.
+every aggregate of the trace's tensor row at the same time, in loops the compiler vectorizes: the
+sum and the sum of squares in float64, the range in the values' own type, and for float32 values
+the sum of |v| and the nonzero count in float32 lanes within a block of 2,048 values, then in
+float64 and int64 (twice the values per instruction; such a count is exact, and a |v| sum that
+overflows float32 is taken again in float64). One call covers all of a model's weights, grads
+and updates: the tensors are passed as (address, size) rows, so that no copy is made and no call
+is spent per tensor. They release the GIL.
 
 The aggregates are stats.RAW: sum, l2 (the norm), l1, nonzero, max, negmin, nan, inf. A NaN
 makes max and min NaN (as in torch and numpy); NaN counts as nonzero.
@@ -143,14 +146,66 @@ def _store(out, s1, s2, sa, nz, top, bottom, nan, inf, n):
     out[7] = inf
 
 
+_BLOCK = 2048  # values read per block: a block (and its copies) stays in the L1 cache
+
+
 @numba.njit(inline="always", nogil=True, fastmath=_FAST)
-def _pass(x):
-    """(sum, sum of squares, sum of |v|, nonzero, max, min) of the values v of x, one pass.
-    Max and min are meaningless when x holds a NaN: callers look for NaN when the sum is not
-    finite."""
+def _wide_pass(x):
+    """(sum, sum of squares, sum of |v|, nonzero, max, min) of the values v of x in one loop,
+    every aggregate in float64 lanes. Max and min are meaningless when x holds a NaN: callers
+    look for NaN when the sum is not finite."""
     acc = (0.0, 0.0, 0.0, 0, x.dtype.type(-np.inf), x.dtype.type(np.inf))
     for i in range(x.shape[0]):
         acc = _add(acc, x[i], np.float64(x[i]), x[i])
+    return acc
+
+
+@numba.njit(inline="always", nogil=True, fastmath=_FAST)
+def _narrow_block(xs):
+    """_wide_pass of at most _BLOCK float32 values in two loops: the sum and the sum of squares
+    in float64, then |v|, the nonzero count and the range in float32 lanes, twice as many per
+    instruction (a count below 2 ** 24 is exact in float32; a float32 sum of |v| that overflows
+    is taken again in float64). Half the time of one loop of float64 lanes for all six."""
+    s1 = s2 = 0.0
+    for i in range(xs.shape[0]):
+        w = np.float64(xs[i])
+        s1 += w
+        s2 += w * w
+    one, zero = xs.dtype.type(1), xs.dtype.type(0)
+    sa = nz = zero
+    top, bottom = xs.dtype.type(-np.inf), xs.dtype.type(np.inf)
+    for i in range(xs.shape[0]):
+        v = xs[i]
+        sa += abs(v)
+        nz += one if v != 0 else zero  # a count in integer lanes would be widened to int64
+        top = _max(top, v)
+        bottom = _min(bottom, v)
+    l1 = np.float64(sa)
+    if not _finite(l1) and _finite(s1):  # finite values whose float32 |v| sum overflowed
+        l1 = 0.0
+        for i in range(xs.shape[0]):
+            l1 += abs(np.float64(xs[i]))
+    return s1, s2, l1, np.int64(nz), top, bottom
+
+
+@numba.njit(inline="always", nogil=True, fastmath=_FAST)
+def _merge(acc, block):
+    return (acc[0] + block[0], acc[1] + block[1], acc[2] + block[2], acc[3] + block[3],
+            _max(acc[4], block[4]), _min(acc[5], block[5]))
+
+
+@numba.njit(inline="always", nogil=True, fastmath=_FAST)
+def _pass(x):
+    """(sum, sum of squares, sum of |v|, nonzero, max, min) of the values v of x, the sums in
+    float64 (|v| first in float32 within a block of float32 values). Max and min are
+    meaningless when x holds a NaN: callers look for NaN when the sum is not finite."""
+    if x.itemsize != 4:
+        acc = _wide_pass(x)
+    else:
+        far = x.dtype.type(np.inf)
+        acc = (0.0, 0.0, 0.0, 0, -far, far)
+        for start in range(0, x.shape[0], _BLOCK):
+            acc = _merge(acc, _narrow_block(x[start:start + _BLOCK]))
     s1, s2, sa, nz, top, bottom = acc
     return s1, s2, sa, nz, np.float64(top), np.float64(bottom)
 
@@ -175,15 +230,61 @@ def _memcpy(typingctx, destination, source, count):
     return types.void(types.int64, types.int64, types.int64), codegen
 
 
-_BLOCK = 2048  # values of a weight read and kept per block: both blocks stay in the L1 cache
+@numba.njit(inline="always", nogil=True, fastmath=_FAST)
+def _narrow_pair(xs, olds):
+    """_narrow_block of xs and of d = xs - olds at once (d in float32, as torch subtracts)."""
+    s1 = s2 = d1 = d2 = 0.0
+    for i in range(xs.shape[0]):
+        w = np.float64(xs[i])
+        e = np.float64(xs[i] - olds[i])
+        s1 += w
+        s2 += w * w
+        d1 += e
+        d2 += e * e
+    one, zero = xs.dtype.type(1), xs.dtype.type(0)
+    sa = nz = da = dz = zero
+    far = xs.dtype.type(np.inf)
+    top, bottom, dtop, dbottom = -far, far, -far, far
+    for i in range(xs.shape[0]):
+        v = xs[i]
+        d = v - olds[i]
+        sa += abs(v)
+        da += abs(d)
+        nz += one if v != 0 else zero
+        dz += one if d != 0 else zero
+        top = _max(top, v)
+        bottom = _min(bottom, v)
+        dtop = _max(dtop, d)
+        dbottom = _min(dbottom, d)
+    l1, dl1 = np.float64(sa), np.float64(da)
+    if not (_finite(l1) and _finite(dl1)) and _finite(s1) and _finite(d1):
+        l1 = dl1 = 0.0  # finite values whose float32 |v| sums overflowed
+        for i in range(xs.shape[0]):
+            l1 += abs(np.float64(xs[i]))
+            dl1 += abs(np.float64(xs[i] - olds[i]))
+    return ((s1, s2, l1, np.int64(nz), top, bottom),
+            (d1, d2, dl1, np.int64(dz), dtop, dbottom))
+
+
+@numba.njit(inline="always", nogil=True, fastmath=_FAST)
+def _wide_pair(xs, olds):
+    """_wide_pass of xs and of d = xs - olds at once."""
+    far = xs.dtype.type(np.inf)
+    acc = block = (0.0, 0.0, 0.0, 0, -far, far)
+    for i in range(xs.shape[0]):
+        v = xs[i]
+        d = v - olds[i]
+        acc = _add(acc, v, np.float64(v), v)
+        block = _add(block, d, np.float64(d), d)
+    return acc, block
 
 
 @_jit
 def _raw_with_update(x, old, out, update, keep):
     """out[:8] = stats.RAW of x, and update[:8] = those of d = x - old (in x's precision, as
-    torch subtracts), in one pass over both. keep: old then holds x, the next update's "before",
-    written a block at a time behind the reads (a block whose update is not finite is counted
-    for NaN and Inf first, while it still holds the old values)."""
+    torch subtracts), in one pass over both, a block at a time. keep: old then holds x, the next
+    update's "before", written a block at a time behind the reads (a block whose update is not
+    finite is counted for NaN and Inf first, while it still holds the old values)."""
     far = x.dtype.type(np.inf)
     acc = diff = (0.0, 0.0, 0.0, 0, -far, far)
     nan = inf = 0
@@ -191,12 +292,10 @@ def _raw_with_update(x, old, out, update, keep):
     for start in range(0, n, _BLOCK):
         # Slices indexed from 0: an index from `start` costs a negative-index check per read.
         xs, olds = x[start:start + _BLOCK], old[start:start + _BLOCK]
-        block = (0.0, 0.0, 0.0, 0, -far, far)
-        for i in range(xs.shape[0]):
-            v = xs[i]
-            d = v - olds[i]
-            acc = _add(acc, v, np.float64(v), v)
-            block = _add(block, d, np.float64(d), d)
+        if x.itemsize == 4:
+            values, block = _narrow_pair(xs, olds)
+        else:
+            values, block = _wide_pair(xs, olds)
         if not _finite(block[0]):
             for i in range(xs.shape[0]):
                 d = xs[i] - olds[i]
@@ -204,13 +303,12 @@ def _raw_with_update(x, old, out, update, keep):
                 inf += np.isinf(d)
         if keep:
             _memcpy(olds.ctypes.data, xs.ctypes.data, xs.shape[0] * x.itemsize)
-        diff = (diff[0] + block[0], diff[1] + block[1], diff[2] + block[2], diff[3] + block[3],
-                _max(diff[4], block[4]), _min(diff[5], block[5]))
+        acc, diff = _merge(acc, values), _merge(diff, block)
     s1, s2, sa, nz, top, bottom = acc
     x_nan, x_inf = _nonfinite(x) if not _finite(s1) else (0, 0)
-    _store(out, s1, s2, sa, nz, top, bottom, x_nan, x_inf, n)
+    _store(out, s1, s2, sa, nz, np.float64(top), np.float64(bottom), x_nan, x_inf, n)
     s1, s2, sa, nz, top, bottom = diff
-    _store(update, s1, s2, sa, nz, top, bottom, nan, inf, n)
+    _store(update, s1, s2, sa, nz, np.float64(top), np.float64(bottom), nan, inf, n)
 
 
 def tensor_stats(weights, grads, before, out, keep=False):

@@ -11,6 +11,7 @@ import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
+import pyarrow as pa
 import torch
 
 from tracelab.recorders import kernel_loader
@@ -328,13 +329,19 @@ class Reservoir:
         return known
 
     def columns(self) -> dict[str, Any]:
+        """The kept values as the samples table's columns. The split and feature of each
+        value are taken from the rows' names by index (in Arrow): a Python string per value
+        cost more than the rest of the snapshot's write."""
         keys = list(self._rows)
         rows = np.array([self._rows[k] for k in keys], dtype=np.int64)
         kept = np.minimum(self._seen[rows], self.size) if keys else np.empty(0, dtype=np.int64)
-        filled = np.arange(self.size) < kept[:, None]  # row by row, in slot order
-        return {
-            "split": np.repeat(np.array([k[0] for k in keys], dtype=object), kept).tolist(),
-            "feature": np.repeat(np.array([k[1] for k in keys], dtype=object), kept).tolist(),
-            "step": self._steps[rows][filled],
-            "value": self._values[rows][filled],
-        }
+        if len(keys) and (kept == self.size).all() and (rows == np.arange(len(keys))).all():
+            steps = self._steps[:len(keys)].reshape(-1)  # every row full: views, no copy
+            values = self._values[:len(keys)].reshape(-1)
+        else:
+            filled = np.arange(self.size) < kept[:, None]  # row by row, in slot order
+            steps, values = self._steps[rows][filled], self._values[rows][filled]
+        owner = pa.array(np.repeat(np.arange(len(keys)), kept))
+        return {"split": pa.array([k[0] for k in keys], pa.string()).take(owner),
+                "feature": pa.array([k[1] for k in keys], pa.string()).take(owner),
+                "step": steps, "value": values}

@@ -453,6 +453,26 @@ def test_analyzers_know_how_many_values_n_unique_counted(count):
     assert [r["n_unique"] for r in rows] == [want, want]
 
 
+def test_reservoir_columns_name_each_value_whether_or_not_every_sample_is_full():
+    from tracelab.recorders.profile import Reservoir
+    reservoir = Reservoir(50, seed=0)
+    features = ["a", "b", "c"]
+    for step in range(4):  # each value says its step and feature: step * 1000 + feature * 100
+        values = step * 1000 + np.arange(3)[:, None] * 100 + np.arange(20.0)
+        reservoir.add_many("train", features, step, values)
+
+    def check(cols, sizes):
+        frame = pd.DataFrame({k: np.asarray(v) for k, v in cols.items()})
+        assert frame.groupby(["split", "feature"]).size().to_dict() == sizes
+        assert (frame["step"] == frame["value"] // 1000).all()
+        named = frame[frame.split == "train"]
+        assert (named["feature"].map(features.index) == named["value"] % 1000 // 100).all()
+    full = {("train", f): 50 for f in features}
+    check(reservoir.columns(), full)  # every sample full: read in place
+    reservoir.add("val", "a", 3, np.array([3000.0, 3001.0]))
+    check(reservoir.columns(), full | {("val", "a"): 2})
+
+
 @pytest.mark.parametrize("compiled", [True, False], ids=["kernel", "numpy"])
 def test_reservoir_keeps_a_uniform_sample_of_each_feature(compiled, monkeypatch):
     from tracelab.recorders import kernel_loader
@@ -506,15 +526,15 @@ def test_kernels_count_nan_and_inf_wherever_they_lie(dtype):
             before[at] = bad
         old = before.copy()
         table = np.array([(x.ctypes.data, size)])
-        raw = np.empty((2, len(RAW)))
+        raw = np.empty((3, len(RAW)))
         keep = bool(case % 3)  # the pass leaves x in `before`, block by block
-        tensor_stats(table, table[:0], before, raw, keep)  # the weight, its update
+        tensor_stats(table, table, before, raw, keep)  # the weight, as a grad, its update
         assert np.array_equal(before, x if keep else old, equal_nan=True)
         before = old
         acts = np.empty(10)
         kernel_row(x.reshape(1, 1, -1), np.empty(0, np.int64), 1, -np.inf, np.inf,
                    0.0, 0.0, 0.0, acts)
-        for row, values in ((raw[0], x), (raw[1], x - before), (acts, x)):
+        for row, values in ((raw[0], x), (raw[1], x), (raw[2], x - before), (acts, x)):
             want = reference_stats(torch.from_numpy(values))
             got = finish(row[None, :len(RAW)], np.array([size]))
             assert (got["nan_count"][0], got["inf_count"][0]) == \
@@ -523,3 +543,28 @@ def test_kernels_count_nan_and_inf_wherever_they_lie(dtype):
                 assert np.isnan(got["min"][0]) and np.isnan(got["max"][0])
             else:
                 assert (got["min"][0], got["max"][0]) == (want["min"], want["max"])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kernels_match_float64_sums_over_block_edges_and_near_the_float32_limit(dtype):
+    """Within a block the kernels sum |v| and count nonzeros of float32 values in float32
+    lanes: each row still matches float64 sums of the same values, for tensors across the
+    block edges, with zeros, and with values so large that their float32 |v| sum overflows."""
+    from tracelab.recorders.numba_kernels import _BLOCK, tensor_stats
+    rng = np.random.default_rng(5)
+    for size in (1, 5, 16, _BLOCK - 1, _BLOCK, _BLOCK + 1, 5 * _BLOCK + 3):
+        for scale in (1e-30, 1.0, 3e38 if dtype == np.float32 else 1e150):
+            top = np.finfo(dtype).max
+            x = np.clip(rng.standard_normal(size) * scale, -top, top).astype(dtype)
+            x[rng.random(size) < 0.3] = 0
+            before = (x * 0.5).astype(dtype)
+            table = np.array([(x.ctypes.data, size)])
+            raw = np.empty((3, len(RAW)))
+            tensor_stats(table, table, before, raw, False)
+            for row, values in ((raw[0], x), (raw[1], x), (raw[2], x - before)):
+                got = finish(row[None, :len(RAW)], np.array([size]))
+                want = reference_stats(torch.from_numpy(values))
+                assert np.isfinite(got["abs_mean"][0]) and np.isfinite(got["norm"][0])
+                for key in ("mean", "abs_mean", "zero_frac", "min", "max"):
+                    assert got[key][0] == pytest.approx(want[key], rel=1e-6, abs=0), \
+                        (size, scale, key)

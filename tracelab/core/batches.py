@@ -48,7 +48,8 @@ def _column(field: pa.Field, items: list[tuple[int, Columns]]) -> pa.Array:
     # replace one conversion per item. Anything else is converted item by item.
     if all(type(c) is np.ndarray and c.ndim == 1 and c.dtype == present[0].dtype
            for c in present):
-        array = pa.array(np.concatenate(present), type=field.type, from_pandas=True)
+        values = present[0] if len(present) == 1 else np.concatenate(present)
+        array = pa.array(values, type=field.type, from_pandas=True)
         if len(present) == len(chunks):
             return array
         # Place the present rows among nulls: a null index takes a null.

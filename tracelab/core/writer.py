@@ -61,8 +61,11 @@ FLUSH_ITEMS = 50
 # took but has not flushed yet), and the queue stays bounded.
 HELP_ITEMS = FLUSH_ITEMS
 MAX_UNSAVED = HELP_ITEMS + FLUSH_ITEMS
-# The samples snapshot is a whole file: the periodic flush rewrites it at most this often.
+# The samples snapshot is a whole file: the periodic flush rewrites it at most this often, and
+# at most once in 1 / SAMPLES_COST_SHARE times the CPU time its last write took (a reservoir of
+# thousands of features would take a large share of a core to rewrite every 10 s).
 SAMPLES_INTERVAL = 10.0
+SAMPLES_COST_SHARE = 0.01
 
 
 def _lower_priority() -> None:
@@ -279,7 +282,7 @@ class RunWriter:
         """Block until everything queued so far is on disk; False on timeout or failure.
 
         samples=False leaves the samples snapshot to its own schedule (the periodic flush
-        rewrites it every SAMPLES_INTERVAL), as a running recorder does.
+        rewrites it every SAMPLES_INTERVAL or less often), as a running recorder does.
         """
         if self.failed or self.closed:
             return False
@@ -387,16 +390,21 @@ class RunWriter:
             if table.part_rows >= self.part_rows:
                 table.roll()
         if self._samples is not None and (everything or time.monotonic() >= self._samples_due):
-            self._write_samples(self._samples() if callable(self._samples) else self._samples)
+            self._write_samples(self._samples)
         os.utime(self._heartbeat)
 
-    def _write_samples(self, columns: Columns) -> None:
+    def _write_samples(self, samples: Columns | Callable[[], Columns]) -> None:
+        start = time.thread_time()  # CPU: what the rewrite takes from training
+        columns = samples() if callable(samples) else samples
         directory = self.path / SAMPLES
         directory.mkdir(exist_ok=True)
+        # Dictionary pages for the names only: the values and steps are nearly all distinct.
         _write_parquet(pa.Table.from_batches([to_batch(SAMPLES, columns)]),
-                       directory / part_name(self.rank, RESERVOIR, PARQUET))
+                       directory / part_name(self.rank, RESERVOIR, PARQUET),
+                       use_dictionary=["split", "feature"])
         self._samples = None
-        self._samples_due = time.monotonic() + SAMPLES_INTERVAL
+        took = time.thread_time() - start
+        self._samples_due = time.monotonic() + max(SAMPLES_INTERVAL, took / SAMPLES_COST_SHARE)
 
     def _finish(self) -> None:
         self._items.popleft()  # the close sentinel
