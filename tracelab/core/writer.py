@@ -93,6 +93,13 @@ def _write_parquet(table: pa.Table, target: Path, **options: Any) -> None:
         pq.write_table(table, f, **options)
 
 
+def write_samples_file(target: Path, columns: Columns) -> None:
+    """The samples snapshot as one Parquet file, with dictionary pages for the split and
+    feature names only: the values and steps are nearly all distinct."""
+    _write_parquet(pa.Table.from_batches([to_batch(SAMPLES, columns)]), target,
+                   use_dictionary=["split", "feature"])
+
+
 class _Table:
     """One table's tail stream, its rows waiting for the next flush and the part being built."""
 
@@ -398,10 +405,7 @@ class RunWriter:
         columns = samples() if callable(samples) else samples
         directory = self.path / SAMPLES
         directory.mkdir(exist_ok=True)
-        # Dictionary pages for the names only: the values and steps are nearly all distinct.
-        _write_parquet(pa.Table.from_batches([to_batch(SAMPLES, columns)]),
-                       directory / part_name(self.rank, RESERVOIR, PARQUET),
-                       use_dictionary=["split", "feature"])
+        write_samples_file(directory / part_name(self.rank, RESERVOIR, PARQUET), columns)
         self._samples = None
         took = time.thread_time() - start
         self._samples_due = time.monotonic() + max(SAMPLES_INTERVAL, took / SAMPLES_COST_SHARE)
