@@ -1,8 +1,9 @@
 """Loads the numba kernels once, or switches the recorder to its torch fallback.
 
-The recorder's CPU statistics come from recorders/numba_kernels.py. Where numba is missing or
-fails (an unusual platform, a broken install), recording goes on with torch reductions and a
-numpy-reduced subsample: the same trace at about 2.5 times the cost, never a crash.
+The recorder's CPU statistics come from recorders/numba_kernels.py, which also gives the kernels
+of batch_kernels.py. Where numba is missing or fails (an unusual platform, a broken install),
+recording goes on with torch reductions and a numpy-reduced subsample: the same trace at about
+2.5 times the cost, never a crash.
 """
 from __future__ import annotations
 

@@ -335,13 +335,8 @@ class Reservoir:
         keys = list(self._rows)
         rows = np.array([self._rows[k] for k in keys], dtype=np.int64)
         kept = np.minimum(self._seen[rows], self.size) if keys else np.empty(0, dtype=np.int64)
-        if len(keys) and (kept == self.size).all() and (rows == np.arange(len(keys))).all():
-            steps = self._steps[:len(keys)].reshape(-1)  # every row full: views, no copy
-            values = self._values[:len(keys)].reshape(-1)
-        else:
-            filled = np.arange(self.size) < kept[:, None]  # row by row, in slot order
-            steps, values = self._steps[rows][filled], self._values[rows][filled]
+        filled = np.arange(self.size) < kept[:, None]  # row by row, in slot order
         owner = pa.array(np.repeat(np.arange(len(keys)), kept))
         return {"split": pa.array([k[0] for k in keys], pa.string()).take(owner),
                 "feature": pa.array([k[1] for k in keys], pa.string()).take(owner),
-                "step": steps, "value": values}
+                "step": self._steps[rows][filled], "value": self._values[rows][filled]}

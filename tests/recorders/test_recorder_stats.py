@@ -453,7 +453,7 @@ def test_analyzers_know_how_many_values_n_unique_counted(count):
     assert [r["n_unique"] for r in rows] == [want, want]
 
 
-def test_reservoir_columns_name_each_value_whether_or_not_every_sample_is_full():
+def test_reservoir_columns_name_each_value_of_full_and_partial_samples():
     from tracelab.recorders.profile import Reservoir
     reservoir = Reservoir(50, seed=0)
     features = ["a", "b", "c"]
@@ -468,7 +468,7 @@ def test_reservoir_columns_name_each_value_whether_or_not_every_sample_is_full()
         named = frame[frame.split == "train"]
         assert (named["feature"].map(features.index) == named["value"] % 1000 // 100).all()
     full = {("train", f): 50 for f in features}
-    check(reservoir.columns(), full)  # every sample full: read in place
+    check(reservoir.columns(), full)
     reservoir.add("val", "a", 3, np.array([3000.0, 3001.0]))
     check(reservoir.columns(), full | {("val", "a"): 2})
 
@@ -568,3 +568,22 @@ def test_kernels_match_float64_sums_over_block_edges_and_near_the_float32_limit(
                 for key in ("mean", "abs_mean", "zero_frac", "min", "max"):
                     assert got[key][0] == pytest.approx(want[key], rel=1e-6, abs=0), \
                         (size, scale, key)
+
+
+def test_a_weights_l1_stays_exact_beside_an_update_that_is_not_finite():
+    """Near the float32 limit the weight's |v| sum overflows in float32 lanes and is taken
+    again in float64, whether or not its update (x minus a snapshot holding NaN, or an
+    overflowing subtraction) is finite."""
+    from tracelab.recorders.numba_kernels import tensor_stats
+    for old_first in (np.nan, -3e38):
+        x = np.array([3e38, 3e38, 1.0], dtype=np.float32)
+        before = np.array([old_first, 0.0, 0.0], dtype=np.float32)
+        raw = np.empty((2, len(RAW)))
+        tensor_stats(np.array([(x.ctypes.data, 3)]), np.empty((0, 2), np.int64), before, raw)
+        weight = finish(raw[:1], np.array([3]))
+        assert weight["abs_mean"][0] == pytest.approx(float(np.abs(x.astype(np.float64)).mean()),
+                                                      rel=1e-12)
+        update = finish(raw[1:], np.array([3]))
+        want = reference_stats(torch.from_numpy(x - before))
+        assert (update["nan_count"][0], update["inf_count"][0]) == \
+            (want["nan_count"], want["inf_count"])

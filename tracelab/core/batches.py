@@ -48,8 +48,9 @@ def _column(field: pa.Field, items: list[tuple[int, Columns]]) -> pa.Array:
     # replace one conversion per item. Anything else is converted item by item.
     if all(type(c) is np.ndarray and c.ndim == 1 and c.dtype == present[0].dtype
            for c in present):
-        values = present[0] if len(present) == 1 else np.concatenate(present)
-        array = pa.array(values, type=field.type, from_pandas=True)
+        # A copy even of one chunk: a batch waits for its part's roll, and must not share
+        # memory that the caller may change after handing it over.
+        array = pa.array(np.concatenate(present), type=field.type, from_pandas=True)
         if len(present) == len(chunks):
             return array
         # Place the present rows among nulls: a null index takes a null.

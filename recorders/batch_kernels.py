@@ -1,0 +1,159 @@
+"""Compiled kernels (numba) for module outputs and input batches: the activation row (dead units,
+and a subsample's moments and saturation), the per-feature input profile, the samples reservoir's
+offers and the rows' fingerprints. numba_kernels gives them with the tensor kernels."""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from tracelab.recorders.kernel_primitives import add, finite, jit, nonfinite
+
+
+@jit
+def _moments_banded(x, shift, lo, hi):
+    """(sum, sum of squares, sum of |w|, nonzero, max, min) of w = v - shift over the values v
+    of x (nonzero counts v != 0), and the count of v outside (lo, hi). Max and min are
+    meaningless when x holds a NaN: callers look for NaN when the sum is not finite."""
+    acc = (0.0, 0.0, 0.0, 0, -np.inf, np.inf)
+    sat = 0
+    for i in range(x.shape[0]):
+        v = x[i]
+        w = np.float64(v) - shift
+        acc = add(acc, v, w, w)
+        sat += (v <= lo) | (v >= hi)
+    s1, s2, sa, nz, top, bottom = acc
+    return s1, s2, sa, nz, top, bottom, sat
+
+
+@jit
+def dead_units(x3):
+    """How many units u have no x3[:, u, :] > 0: a unit's scan stops at its first positive
+    value, so a healthy layer costs a few reads per unit. NaN is not > 0."""
+    dead = 0
+    for u in range(x3.shape[1]):
+        alive = False
+        for o in range(x3.shape[0]):
+            for i in range(x3.shape[2]):
+                if x3[o, u, i] > 0:
+                    alive = True
+                    break
+            if alive:
+                break
+        dead += not alive
+    return dead
+
+
+@jit
+def activation_row(x3, blocks, block, lo, hi, total, nan, inf, out):
+    """out = stats.RAW + (dead_frac, saturated_frac) of one module output.
+
+    x3 is the output as [outer, units, inner] in memory order. With `blocks` empty, every value
+    is read and every statistic is exact. Otherwise the caller passes the exact `total`, `nan`
+    and `inf` (one full torch sum), and the spread, l1, nonzero, range and saturation come from
+    the runs x[b * block:(b + 1) * block] of the flat output for b in `blocks`.
+    """
+    flat = x3.reshape(-1)
+    n = flat.shape[0]
+    if blocks.shape[0] == 0:
+        s1, s2, sa, nz, top, bottom, sat = _moments_banded(flat, 0.0, lo, hi)
+        nan = inf = 0
+        if not finite(s1):
+            nan, inf = nonfinite(flat)
+        total, l2, k, scale = s1, np.sqrt(s2), n, 1.0
+    else:
+        sub = np.empty(blocks.shape[0] * block, flat.dtype)
+        for j in range(blocks.shape[0]):
+            at = blocks[j] * block
+            for i in range(block):
+                sub[j * block + i] = flat[at + i]
+        k = sub.shape[0]
+        s1, s2, sa, nz, top, bottom, sat = _moments_banded(sub, 0.0, lo, hi)
+        if not finite(s1) and nonfinite(sub)[0]:
+            top = bottom = np.nan
+        # The norm that, with the exact total, gives the subsample's variance in finish().
+        square = (s2 - s1 * s1 / k) / (k - 1) * (n - 1) + total * total / n
+        l2 = np.sqrt(max(square, 0.0)) if finite(square) else np.nan
+        scale = n / k
+    if nan:
+        top = bottom = np.nan
+    out[0] = total
+    out[1] = l2
+    out[2] = sa * scale
+    out[3] = nz * scale
+    out[4] = top
+    out[5] = -bottom
+    out[6] = nan
+    out[7] = inf
+    out[8] = dead_units(x3) / max(x3.shape[1], 1)
+    out[9] = sat / k if np.isfinite(lo) else np.nan
+
+
+@jit
+def feature_profile(x3, stride, idx, packed, windows, samples):
+    """The moments of each feature f, whose values are x3[:, f, :] in (outer, inner) order.
+
+    packed[f, :4] = mean, std, min, max, taken around the feature's first value (no
+    cancellation for offset data such as years), and packed[f, 6:8] = NaN and Inf counts.
+    windows[f] receives every `stride`-th value, for the caller's n_unique and int_frac (numpy
+    sorts far faster), samples[f] the values at positions `idx`.
+    """
+    outer, features, inner = x3.shape
+    count = outer * inner
+    values = np.empty(count, x3.dtype)  # one feature's values, contiguous
+    for f in range(features):
+        for o in range(outer):  # a loop: a slice assignment per row costs more than it copies
+            for i in range(inner):
+                values[o * inner + i] = x3[o, f, i]
+        shift = np.float64(values[0]) if count else 0.0
+        shift = shift if np.isfinite(shift) else 0.0
+        s1, s2, _, _, top, bottom, _ = _moments_banded(values, shift, -np.inf, np.inf)
+        nan = inf = 0
+        if not finite(s1):
+            nan, inf = nonfinite(values)
+        var = (s2 - s1 * s1 / count) / (count - 1) if count > 1 else np.nan
+        packed[f, 0] = shift + s1 / count
+        packed[f, 1] = np.sqrt(var) if var > 0 else (0.0 if var <= 0 else np.nan)
+        packed[f, 2] = bottom + shift if not nan else np.nan
+        packed[f, 3] = top + shift if not nan else np.nan
+        packed[f, 6] = nan
+        packed[f, 7] = inf
+        for j in range(windows.shape[1]):
+            windows[f, j] = values[j * stride]
+        for j in range(idx.shape[0]):
+            samples[f, j] = values[idx[j]]
+
+
+@jit
+def reservoir_offer(values, rows, seen, kept, steps, step, uniforms):
+    """Algorithm R for many samples at once: the finite values of values[j] are offered in
+    order to sample rows[j] (of `kept`, with their `step` in `steps`), which has had seen[r]
+    values offered so far (updated). A value is kept in slot seen[r] while the sample is not
+    full, else in slot floor(u * (seen[r] + 1)) when that is a slot, with u the next of
+    `uniforms` (at least one per value, from the caller's generator)."""
+    size = kept.shape[1]
+    u = 0
+    for j in range(values.shape[0]):
+        r = rows[j]
+        n = seen[r]
+        for i in range(values.shape[1]):
+            v = values[j, i]
+            if not np.isfinite(v):
+                continue
+            slot = n if n < size else np.int64(uniforms[u] * (n + 1))
+            u += 1
+            if slot < size:
+                kept[r, slot] = v
+                steps[r, slot] = step
+            n += 1
+        seen[r] = n
+
+
+@jit
+def row_hashes(bits, coefficients, out):
+    """out[r] += the sum over j of bits[r, j] * coefficients[j], in wrapping int64 arithmetic
+    (as torch computes it), for each row r of bits (int64)."""
+    for r in range(bits.shape[0]):
+        h = out[r]
+        for j in range(bits.shape[1]):
+            h += np.int64(bits[r, j]) * coefficients[j]
+        out[r] = h
