@@ -250,7 +250,11 @@ def test_tensor_profile_is_exact_for_offset_data_and_subsamples_large_channels()
     packed, _ = tensor_profile(years)
     assert packed[0, 0].item() == pytest.approx(2024.125)
     assert packed[0, 1].item() == pytest.approx(years.double().std().item(), rel=1e-6)
-    images = torch.rand(64, 3, 32, 32)  # 65,536 values per channel: n_unique from a subsample
+    # 65,536 values per channel, all distinct (random ones may repeat in float32): n_unique is
+    # counted on a subsample, where it reaches the cap.
+    n = 64 * 3 * 32 * 32
+    images = (torch.randperm(n, generator=torch.Generator().manual_seed(0)).float() / n).reshape(
+        64, 3, 32, 32)
     packed, _ = tensor_profile(images)
     assert packed[:, 4].tolist() == [float(UNIQUE_EXACT)] * 3  # a lower bound: all distinct
     assert packed[0, 0].item() == pytest.approx(images[:, 0].double().mean().item(), abs=1e-6)
