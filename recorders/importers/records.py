@@ -21,12 +21,17 @@ from typing import Optional
 
 import numpy as np
 
-from tracelab.recorders.importers.tfrecord import Damage
+from tracelab.recorders.importers.tfrecord import BAD_CHECKSUM, CUT_HEADER, CUT_RECORD, Damage
 
 HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)
 BLOCK = 32768
 _PIECE = 7
 FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+BAD_HEADER = "a damaged record header"
+CUT_BY_NEXT = "a record cut off by the next"
+NO_START = "a record piece without its start"
+# Why read_records stopped; wandb_frames' compiled reader gives an index into it (0: it didn't).
+REASONS = ("", CUT_HEADER, BAD_HEADER, CUT_RECORD, BAD_CHECKSUM, CUT_BY_NEXT, NO_START)
 _CRC = [zlib.crc32(bytes([t])) for t in range(256)]
 
 
@@ -129,30 +134,29 @@ def _read_exactly(data: bytes) -> tuple[list[bytes], Optional[Damage]]:
             offset += left
             continue
         if size - offset < _PIECE:
-            return records, _damage(records, start, "the file ends inside a record's header",
-                                    size)
+            return records, _damage(records, start, CUT_HEADER, size)
         crc, length, kind = struct.unpack_from("<IHB", data, offset)
         if kind == 0 and length == 0 and crc == 0:  # zeros: padding, or preallocated space
             offset += left
             continue
         body_end = offset + _PIECE + length
         if length > left - _PIECE or kind not in (FULL, FIRST, MIDDLE, LAST):
-            return records, _damage(records, start, "a damaged record header", size)
+            return records, _damage(records, start, BAD_HEADER, size)
         if body_end > size:
-            return records, _damage(records, start, "the file ends inside a record", size)
+            return records, _damage(records, start, CUT_RECORD, size)
         body = data[offset + _PIECE:body_end]
         if zlib.crc32(body, _CRC[kind]) != crc:
-            return records, _damage(records, start, "a checksum mismatch", size)
+            return records, _damage(records, start, BAD_CHECKSUM, size)
         if kind == FULL or kind == FIRST:
             if pending:
-                return records, _damage(records, start, "a record cut off by the next", size)
+                return records, _damage(records, start, CUT_BY_NEXT, size)
             start = offset
         if kind == FULL:
             records.append(body)
         elif kind == FIRST:
             pending = [body]
         elif not pending:
-            return records, _damage(records, offset, "a record piece without its start", size)
+            return records, _damage(records, offset, NO_START, size)
         else:
             pending.append(body)
             if kind == LAST:
@@ -162,7 +166,7 @@ def _read_exactly(data: bytes) -> tuple[list[bytes], Optional[Damage]]:
         if not pending:
             start = offset
     if pending:
-        return records, _damage(records, start, "the file ends inside a record", size)
+        return records, _damage(records, start, CUT_RECORD, size)
     return records, None
 
 

@@ -14,6 +14,10 @@ from typing import Optional
 
 _HEADER = 12   # length (8) + its checksum (4)
 _FOOTER = 4    # the data's checksum
+# Why a record file stops being readable, as Damage.reason words it (the W&B reader too).
+CUT_HEADER = "the file ends inside a record's header"
+CUT_RECORD = "the file ends inside a record"
+BAD_CHECKSUM = "a checksum mismatch"
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,7 @@ def check_records(path: Path) -> Optional[Damage]:
     offset, record, size = 0, 0, len(data)
     while offset < size:
         if size - offset < _HEADER:
-            return Damage(record, offset, "the file ends inside a record's header", size - offset)
+            return Damage(record, offset, CUT_HEADER, size - offset)
         header = data[offset:offset + 8]
         (length,) = struct.unpack("<Q", header)
         (length_crc,) = struct.unpack("<I", data[offset + 8:offset + _HEADER])
@@ -61,10 +65,10 @@ def check_records(path: Path) -> Optional[Damage]:
             return Damage(record, offset, "a damaged record length", size - offset)
         end = offset + _HEADER + length + _FOOTER
         if end > size:
-            return Damage(record, offset, "the file ends inside a record", size - offset)
+            return Damage(record, offset, CUT_RECORD, size - offset)
         body = data[offset + _HEADER:offset + _HEADER + length]
         (body_crc,) = struct.unpack("<I", data[end - _FOOTER:end])
         if _masked_crc(body, crc) != body_crc:
-            return Damage(record, offset, "a checksum mismatch", size - offset)
+            return Damage(record, offset, BAD_CHECKSUM, size - offset)
         offset, record = end, record + 1
     return None

@@ -19,13 +19,9 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from tracelab.recorders.importers.records import BLOCK, HEADER, _read_exactly
+from tracelab.recorders.importers.records import BLOCK, HEADER, REASONS, _read_exactly
 from tracelab.recorders.importers.tfrecord import Damage
 
-# Why `joined` stopped, as records.read_records words it (0: it did not).
-REASONS = ("", "the file ends inside a record's header", "a damaged record header",
-           "the file ends inside a record", "a checksum mismatch",
-           "a record cut off by the next", "a record piece without its start")
 _FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
 
 
