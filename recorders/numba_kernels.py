@@ -4,7 +4,7 @@ On the CPU every statistic of a tensor is a pass over its memory, and inside a t
 each small torch call costs tens of microseconds. These kernels read each value once and keep
 every aggregate of the trace's tensor row at the same time, in loops the compiler vectorizes: the
 sum and the sum of squares in float64, the range in the values' own type, and for float32 values
-the sum of |v| and the nonzero count in float32 lanes within a block of 2,048 values, then in
+the sum of |v| and the nonzero count in float32 lanes over 256 values at a time, then in
 float64 and int64 (twice the values per instruction; such a count is exact, and a |v| sum that
 overflows float32 is taken again in float64). One call covers all of a model's weights, grads
 and updates: the tensors are passed as (address, size) rows, so that no copy is made and no call
@@ -43,16 +43,6 @@ def _wide_pass(x):
 
 
 @numba.njit(inline="always", nogil=True, fastmath=FAST)
-def _wide_l1(xs, olds):
-    """The sum of |v| in float64 over v = xs - olds (in xs's precision), or v = xs when olds is
-    empty: the float32 sum's replacement where it overflowed."""
-    l1 = 0.0
-    for i in range(xs.shape[0]):
-        l1 += abs(np.float64(xs[i] - olds[i] if olds.shape[0] else xs[i]))
-    return l1
-
-
-@numba.njit(inline="always", nogil=True, fastmath=FAST)
 def _narrow_block(xs):
     """_wide_pass of at most _BLOCK float32 values in two loops: the sum and the sum of squares
     in float64, then |v|, the nonzero count and the range in float32 lanes, twice as many per
@@ -78,7 +68,7 @@ def _narrow_block(xs):
         l1 += np.float64(sa)
         nz += np.int64(count)
     if not finite(l1) and finite(s1):  # finite values whose float32 |v| sum overflowed
-        l1 = _wide_l1(xs, xs[:0])
+        l1 = _wide_pass(xs)[2]
     return s1, s2, l1, nz, top, bottom
 
 
@@ -115,6 +105,19 @@ def _raw(x, out):
 
 
 @numba.njit(inline="always", nogil=True, fastmath=FAST)
+def _wide_pair(xs, olds):
+    """_wide_pass of xs and of d = xs - olds at once."""
+    far = xs.dtype.type(np.inf)
+    acc = block = (0.0, 0.0, 0.0, 0, -far, far)
+    for i in range(xs.shape[0]):
+        v = xs[i]
+        d = v - olds[i]
+        acc = add(acc, v, np.float64(v), v)
+        block = add(block, d, np.float64(d), d)
+    return acc, block
+
+
+@numba.njit(inline="always", nogil=True, fastmath=FAST)
 def _narrow_pair(xs, olds):
     """_narrow_block of xs and of d = xs - olds at once (d in float32, as torch subtracts)."""
     s1 = s2 = d1 = d2 = 0.0
@@ -147,24 +150,14 @@ def _narrow_pair(xs, olds):
         dl1 += np.float64(da)
         nz += np.int64(count)
         dnz += np.int64(dcount)
-    if not finite(l1) and finite(s1):  # finite values whose float32 |v| sum overflowed
-        l1 = _wide_l1(xs, olds[:0])
-    if not finite(dl1) and finite(d1):
-        dl1 = _wide_l1(xs, olds)
+    redo, redo_d = not finite(l1) and finite(s1), not finite(dl1) and finite(d1)
+    if redo or redo_d:  # finite values whose float32 |v| sum overflowed
+        wide, wide_d = _wide_pair(xs, olds)
+        if redo:
+            l1 = wide[2]
+        if redo_d:
+            dl1 = wide_d[2]
     return (s1, s2, l1, nz, top, bottom), (d1, d2, dl1, dnz, dtop, dbottom)
-
-
-@numba.njit(inline="always", nogil=True, fastmath=FAST)
-def _wide_pair(xs, olds):
-    """_wide_pass of xs and of d = xs - olds at once."""
-    far = xs.dtype.type(np.inf)
-    acc = block = (0.0, 0.0, 0.0, 0, -far, far)
-    for i in range(xs.shape[0]):
-        v = xs[i]
-        d = v - olds[i]
-        acc = add(acc, v, np.float64(v), v)
-        block = add(block, d, np.float64(d), d)
-    return acc, block
 
 
 @jit
