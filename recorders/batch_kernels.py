@@ -11,15 +11,16 @@ from tracelab.recorders.kernel_primitives import add, finite, jit, nonfinite
 
 @jit
 def _moments_banded(x, shift, lo, hi):
-    """(sum, sum of squares, sum of |w|, nonzero, max, min) of w = v - shift over the values v
-    of x (nonzero counts v != 0), and the count of v outside (lo, hi). Max and min are
-    meaningless when x holds a NaN: callers look for NaN when the sum is not finite."""
+    """(sum, sum of squares, sum of |w|, nonzero) of w = v - shift over the values v of x
+    (nonzero counts v != 0), their (max, min), and the count of v outside (lo, hi). The range
+    is of v itself: next to a huge shift a small value would vanish from v - shift. Max and min
+    are meaningless when x holds a NaN: callers look for NaN when the sum is not finite."""
     acc = (0.0, 0.0, 0.0, 0, -np.inf, np.inf)
     sat = 0
     for i in range(x.shape[0]):
         v = x[i]
         w = np.float64(v) - shift
-        acc = add(acc, v, w, w)
+        acc = add(acc, v, w, np.float64(v))
         sat += (v <= lo) | (v >= hi)
     s1, s2, sa, nz, top, bottom = acc
     return s1, s2, sa, nz, top, bottom, sat
@@ -92,8 +93,8 @@ def activation_row(x3, blocks, block, lo, hi, total, nan, inf, out):
 def feature_profile(x3, stride, idx, packed, windows, samples):
     """The moments of each feature f, whose values are x3[:, f, :] in (outer, inner) order.
 
-    packed[f, :4] = mean, std, min, max, taken around the feature's first value (no
-    cancellation for offset data such as years), and packed[f, 6:8] = NaN and Inf counts.
+    packed[f, :4] = mean, std, min, max, the moments taken around the feature's first value
+    (no cancellation for offset data such as years), and packed[f, 6:8] = NaN and Inf counts.
     windows[f] receives every `stride`-th value, for the caller's n_unique and int_frac (numpy
     sorts far faster), samples[f] the values at positions `idx`.
     """
@@ -113,8 +114,8 @@ def feature_profile(x3, stride, idx, packed, windows, samples):
         var = (s2 - s1 * s1 / count) / (count - 1) if count > 1 else np.nan
         packed[f, 0] = shift + s1 / count
         packed[f, 1] = np.sqrt(var) if var > 0 else (0.0 if var <= 0 else np.nan)
-        packed[f, 2] = bottom + shift if not nan else np.nan
-        packed[f, 3] = top + shift if not nan else np.nan
+        packed[f, 2] = bottom if not nan else np.nan
+        packed[f, 3] = top if not nan else np.nan
         packed[f, 6] = nan
         packed[f, 7] = inf
         for j in range(windows.shape[1]):

@@ -61,8 +61,9 @@ def tensor_profile(x: torch.Tensor, generator: torch.Generator | None = None
     # Moments around each feature's first value: no cancellation for offset data (years, ids).
     shift = work[:, :1]
     centered = work - shift
-    total = centered.sum(dim=1).double()
-    squares = torch.linalg.vector_norm(centered, dim=1).double() ** 2
+    # Accumulated in float64: float32 sums of squares overflow long before the values do.
+    total = centered.sum(dim=1, dtype=torch.float64)
+    squares = torch.linalg.vector_norm(centered, dim=1, dtype=torch.float64) ** 2
     mean = shift[:, 0].double() + total / count
     var = (squares - total * total / count) / (count - 1) if count > 1 else total * math.nan
     std = var.clamp(min=0).sqrt()

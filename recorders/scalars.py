@@ -18,7 +18,7 @@ from typing import Any, Hashable, Mapping
 import numpy as np
 import torch
 
-from tracelab.core.schema import SCALARS
+from tracelab.core.schema import METRIC_PREFIX, SCALARS
 
 # Python ints below this always fit a float; larger ones take the slow path (OverflowError).
 _BIG = 2 ** 1023
@@ -169,8 +169,16 @@ class Scalars:
                           "not recorded (they have no names); warned once")
                 return
             metrics = named
+        taken = set(self.names) | set(self.tensor_names)  # the recorder's own, added first
         for key, value in metrics.items():
-            self.add(str(key), value)
+            name = str(key)
+            if name in taken:  # two series under one name: a reader would see one of them
+                renamed = f"{METRIC_PREFIX}{name}"
+                self.warn(("scalar-name", name), f"{self.split} metric {name!r} has the name of "
+                          f"a scalar the recorder writes itself: recorded as {renamed!r}; "
+                          "warned once")
+                name = renamed
+            self.add(name, value)
 
     def rows(self, values: list[np.ndarray]) -> list[tuple[str, dict]]:
         """values: the host copies of `tensors`."""

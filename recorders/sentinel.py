@@ -23,6 +23,53 @@ _KERNEL_FLOATS = (torch.float32, torch.float64)
 _NUMPY_INTS = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 
 
+def as_tensors(value: Any) -> Any:
+    """A batch part as the batch producers read it: numpy arrays of numbers as tensors (sharing
+    their memory), a pandas Series as a one-column DataFrame; anything else as it is."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biuf":
+            return value
+        return torch.from_numpy(value if value.flags.writeable else value.copy())
+    if isinstance(value, Mapping):
+        return {k: as_tensors(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [as_tensors(v) for v in value]
+    if type(value).__name__ == "Series" and hasattr(value, "to_frame"):
+        return value.to_frame()
+    return value
+
+
+def frame_sentinel(df: Any) -> list[tuple[str, np.ndarray]]:
+    """(column, [min, max, NaN count, Inf count]) of each numeric or boolean column of a pandas
+    DataFrame, in a few vectorized calls over all of them."""
+    columns = [(str(name), col) for name, col in df.items()
+               if getattr(col.dtype, "kind", "O") in "biuf"]
+    if not columns or not len(df):
+        return []
+    values = np.stack([col.to_numpy(dtype=np.float64, na_value=np.nan) for _, col in columns],
+                      axis=1)
+    with np.errstate(invalid="ignore"):
+        low, high = values.min(axis=0), values.max(axis=0)  # NaN propagates, as for tensors
+    nan, inf = np.isnan(values).sum(axis=0), np.isinf(values).sum(axis=0)
+    return [(name, np.array([low[i], high[i], nan[i], inf[i]], dtype=np.float64))
+            for i, (name, _) in enumerate(columns)]
+
+
+def _is_frame(value: Any) -> bool:
+    return type(value).__name__ == "DataFrame" and hasattr(value, "dtypes")
+
+
+def _unchecked(value: Any) -> list[str]:
+    """The type names of the parts of a batch that the sentinel cannot read."""
+    if isinstance(value, Mapping):
+        return [t for v in value.values() for t in _unchecked(v)]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _unchecked(v)]
+    if value is None or isinstance(value, torch.Tensor) or _is_frame(value):
+        return []
+    return [type(value).__name__]
+
+
 def named_tensors(value: Any, base: str) -> list[tuple[str, torch.Tensor]]:
     """The tensors of a batch part (a tensor, a tuple or dict of them) with their names:
     `base` alone, `base<i>` in a tuple, the key in a dict."""
@@ -87,6 +134,16 @@ class Sentinel:
         roles, names, host, device = [], [], [], []
         for role, value in ((INPUT_ROLE, inputs), (TARGET_ROLE, targets)):
             if value is None:
+                continue
+            for kind in _unchecked(value):
+                self._warn(("sentinel-type", role, kind), f"{role}s given as a {kind} are not "
+                           "checked or profiled: give tensors, numpy arrays or a pandas "
+                           "DataFrame; warned once")
+            if _is_frame(value):
+                for name, row in frame_sentinel(value):
+                    roles.append(role)
+                    names.append(name)
+                    host.append(row)
                 continue
             for name, x in named_tensors(value, role):
                 try:

@@ -42,7 +42,7 @@ from tracelab.recorders.inputs import InputStats
 from tracelab.recorders.loop_checks import EvalModes, GradResets, add_signals, amp_scale
 from tracelab.recorders.parameters import ParameterStats
 from tracelab.recorders.scalars import Scalars, Skip, WarnOnce, scalar_value
-from tracelab.recorders.sentinel import Sentinel
+from tracelab.recorders.sentinel import Sentinel, as_tensors
 from tracelab.recorders.transfer import StepRecord
 from tracelab.core.schema import (DATA_TIME, LOSS_NAME, LR_PREFIX, META_ABSENT,
                                    STEP_TIME, TARGETS, TRAIN)
@@ -52,6 +52,10 @@ from tracelab.core.writer import RunWriter
 # Weights and updates are recorded on every step of the run's start, where they change fastest
 # and where the learning-rate diagnosis reads its early update ratios.
 DENSE_STEPS = 20
+
+
+def _parameter_count(optimizer: torch.optim.Optimizer) -> int:
+    return sum(len(group["params"]) for group in optimizer.param_groups)
 
 
 def due(step: int, every: int) -> bool:
@@ -122,7 +126,9 @@ class Recorder:
         self._last_step_end: float | None = None
         self._data_time: float | None = None
         self.model: torch.nn.Module | None = None
+        self._given_model: torch.nn.Module | None = None  # as given: compiled, wrapped, ...
         self.optimizer: torch.optim.Optimizer | None = None
+        self._optimizer_size = 0  # the optimizer's parameters when last looked at
         self._tracked: list[tuple[str, torch.nn.Parameter]] = []
         self._parameters = ParameterStats([])
         self._handles: list[Any] = []
@@ -139,7 +145,10 @@ class Recorder:
         recorder)."""
         if scaler is not None:
             self.scaler = scaler
+        if model is None and optimizer is not None and self._changed_parameters():
+            model = self._given_model  # a module was replaced: track the parameters it has now
         if model is not None:
+            self._given_model = model
             points = compiled.compiled_points(model)
             self.model = env.unwrap(model)
             self._tracked = [(compiled.plain_name(n), p)
@@ -155,8 +164,9 @@ class Recorder:
                 self._settings["compiled"] = True
                 self.writer.update_meta(recorder=dict(self._settings))
             self._hooks.arm(due(self._step, self.activation_every))
-        if optimizer is not None:
+        if optimizer is not None and optimizer is not self.optimizer:
             self.optimizer = optimizer
+            self._optimizer_size = _parameter_count(optimizer)
             # Outside the graph of a compiled optimizer.step: the snapshot copies in Python.
             # (This imports dynamo, as torch's own first optimizer step does anyway.)
             self._handles.append(optimizer.register_step_pre_hook(
@@ -166,6 +176,13 @@ class Recorder:
             self.writer.update_meta(model=compiled.plain_summary(
                 env.model_summary(self.model, self.optimizer)))
         return self
+
+    def _changed_parameters(self) -> bool:
+        """Whether the watched model's trainable parameters are no longer the tracked ones."""
+        if self.model is None:
+            return False
+        now = [id(p) for p in self.model.parameters() if p.requires_grad]
+        return now != [id(p) for _, p in self._tracked]
 
     # -- hooks (training thread) ----------------------------------------------------------------
     def _before_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -250,8 +267,14 @@ class Recorder:
 
     def _record_step(self, loss: Any, inputs: Any, targets: Any,
                      metrics: Mapping[str, Any] | None, data_time: float | None) -> None:
+        if self.writer.closed:  # recorded nothing: not a step of the run
+            return
         if data_time is not None:
             self._data_time = data_time
+        if self.optimizer is not None and _parameter_count(self.optimizer) != self._optimizer_size:
+            self._optimizer_size = _parameter_count(self.optimizer)  # add_param_group
+            if self._changed_parameters():  # a new module, perhaps: track it
+                self.watch(self._given_model)
         step = self._step
         self._step += 1
         now = time.perf_counter()
@@ -272,7 +295,6 @@ class Recorder:
         scalars = Scalars(step, TRAIN, self._warn)
         if loss is not None:
             scalars.add(LOSS_NAME, loss)
-        scalars.add_all(metrics)
         if self.optimizer is not None:
             for i, group in enumerate(self.optimizer.param_groups):
                 scalars.add(f"{LR_PREFIX}{i}", group.get("lr", math.nan))
@@ -282,6 +304,7 @@ class Recorder:
             scalars.add(DATA_TIME, self._data_time)
             self._data_time = None
         self._last_step_end = now
+        scalars.add_all(metrics)  # after the recorder's own scalars: a name they hold is renamed
 
         record = StepRecord(self._warn)
         record.add(scalars.rows, scalars.tensors)
@@ -301,6 +324,7 @@ class Recorder:
         """A batch's sentinel, and when `profile`, its input and target profiles."""
         if inputs is None and targets is None:
             return
+        inputs, targets = as_tensors(inputs), as_tensors(targets)
         self._produce("batch check", self._sentinel.record, step, split, inputs, targets,
                       record)
         if profile and inputs is not None:

@@ -1,4 +1,5 @@
 """Crash safety, exceptions, odd models and values: recording never breaks training."""
+import os
 import signal
 import subprocess
 import sys
@@ -275,3 +276,104 @@ def test_cost_of_recording_is_measured_and_kept_in_meta(tmp_path):
     assert cost["steps"] == 6 and meta["recorder"]["input_every"] == 1
     # Six recorded steps of a conv net take real work on both threads, and far under a minute.
     assert 0 < cost["training_thread_s"] < 60 and 0 < cost["writer_cpu_s"] < 60
+
+
+RACE = textwrap.dedent("""
+    import sys, time, tracelab
+    run_dir, start, tag = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+    while time.time() < start:
+        pass
+    try:
+        rec = tracelab.Recorder(run_dir, config={"tag": tag})
+    except tracelab.RunExistsError:
+        print("refused")
+        sys.exit()
+    for step in range(50):
+        rec.step(loss=float(tag))
+    rec.close()
+    print("recorded")
+""")
+
+
+def test_two_processes_starting_on_one_new_directory_get_one_run_between_them(tmp_path):
+    script = tmp_path / "race.py"
+    script.write_text(RACE)
+    for trial in range(2):
+        run_dir = tmp_path / f"run{trial}"
+        start = time.time() + 6  # both past their imports, then released together
+        procs = [subprocess.Popen([sys.executable, str(script), str(run_dir), str(start), tag],
+                                  stdout=subprocess.PIPE, text=True) for tag in ("1", "2")]
+        said = sorted(p.communicate(timeout=120)[0].strip() for p in procs)
+        assert said == ["recorded", "refused"], said
+        run = tracelab.open_run(run_dir)
+        tag = run.meta["config"]["tag"]
+        assert run.loss().tolist() == [float(tag)] * 50  # the winner's run, whole
+
+
+def test_a_relative_run_dir_stays_where_it_was_when_the_script_changes_directory(
+        tmp_path, monkeypatch):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    with tracelab.Recorder("run") as rec:
+        for step in range(20):
+            if step == 10:
+                os.chdir(tmp_path / "b")
+            rec.step(loss=float(step))
+    run = tracelab.open_run(tmp_path / "a" / "run")
+    assert run.status["state"] == "completed" and run.step_range == (0, 19)
+    assert not (tmp_path / "b" / "run").exists()
+
+
+def test_a_replaced_module_is_recorded_from_its_new_parameters(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    head = torch.nn.Linear(2, 2)
+    want = {}
+    with tracelab.Recorder(tmp_path / "run", model, opt) as rec:
+        for step in range(8):
+            if step == 3:  # a new layer and a new optimizer for it, given to the recorder
+                model[2] = torch.nn.Linear(8, 2)
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                rec.watch(optimizer=opt)
+            if step == 5:  # a module added with add_param_group, nothing said to the recorder
+                model.append(head)
+                opt.add_param_group({"params": head.parameters()})
+            opt.zero_grad()
+            model(torch.randn(5, 4)).pow(2).mean().backward()
+            want[step] = float(model[2].weight.grad.norm())
+            opt.step()
+            rec.step(loss=1.0)
+        assert len(opt._optimizer_step_pre_hooks) == 1  # hooked once, however often watched
+    tensors = tracelab.open_run(tmp_path / "run").tensors
+    grads = tensors[(tensors.kind == "grad") & (tensors.name == "2.weight")]
+    assert grads.norm.tolist() == pytest.approx([want[s] for s in range(8)], rel=1e-5)
+    assert set(tensors[tensors.step == 7].name) >= {"3.weight", "3.bias"}  # from step 6 on
+
+
+def test_a_metric_named_like_a_recorded_scalar_is_kept_under_its_own_name(tmp_path):
+    model, opt = _tiny()
+    with pytest.warns(RuntimeWarning, match="recorded as 'metric/loss'"):
+        with tracelab.Recorder(tmp_path / "run", model, opt) as rec:
+            for step in range(3):
+                opt.zero_grad()
+                loss = model(torch.randn(8, 4)).pow(2).mean()
+                loss.backward()
+                opt.step()
+                rec.step(loss=loss, metrics={"loss": 5.0, "lr/0": 7.0, "acc": 0.5})
+    run = tracelab.open_run(tmp_path / "run")
+    assert 5.0 not in run.loss().tolist()
+    assert run.scalar("lr/0").tolist() == [0.05] * 3
+    assert run.scalar("metric/loss").tolist() == [5.0] * 3
+    assert run.scalar("metric/lr/0").tolist() == [7.0] * 3
+    assert run.scalar("acc").tolist() == [0.5] * 3
+
+
+def test_steps_after_close_are_not_counted(tmp_path):
+    rec = tracelab.Recorder(tmp_path / "run")
+    for _ in range(4):
+        rec.step(loss=1.0)
+    rec.close()
+    rec.step(loss=1.0)
+    assert rec.cost["steps"] == 4

@@ -408,7 +408,10 @@ def test_compiled_tensor_statistics_match_reference(dtype):
     lambda: torch.randint(0, 256, (4, 3, 5, 5), dtype=torch.uint8),
     lambda: torch.tensor([[1.0, 0.5], [2.0, float("nan")], [2.0, float("inf")], [3.0, 0.5]]),
     lambda: torch.arange(10.0),
-    lambda: torch.tensor([True, False, True]).reshape(3, 1)])
+    lambda: torch.tensor([True, False, True]).reshape(3, 1),
+    # a range beside a huge first value, which the moments are taken around
+    lambda: torch.tensor([[3.0e38, -3.0e38], [3.3e38, 1.0]]),
+    lambda: torch.tensor([[1e20], [0.5], [0.25]], dtype=torch.float64)])
 def test_numpy_profile_matches_the_device_profile(make):
     from tracelab.recorders.profile import array_profile
     x = make()

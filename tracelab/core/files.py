@@ -50,9 +50,41 @@ def write_atomic(path: Union[str, os.PathLike], data: Data, *, encoding: str = "
     """Replace `path` with `data` (text or bytes) in one rename; see the module docstring."""
     path = Path(path)
     with atomic_path(path) as tmp:
-        if isinstance(data, str):
-            # A path that is not valid UTF-8 (surrogate escapes) is written escaped.
-            tmp.write_text(data, encoding=encoding, errors="backslashreplace")
-        else:
-            tmp.write_bytes(data)
+        _fill(tmp, data, encoding)
     return path
+
+
+def create_new(path: Union[str, os.PathLike], data: Data, *, encoding: str = "utf-8") -> Path:
+    """Create `path` with `data`, whole, only if nothing is there: FileExistsError otherwise.
+
+    The content is written to a temporary file first and then hard-linked under its name, which
+    fails if the name exists, so that of two processes creating the same path at once exactly
+    one succeeds, and a kill never leaves the file half-written. Where the file system has no
+    hard links, an exclusive create (O_EXCL) claims the name and is then filled."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:64]}.", suffix=".tmp")
+    try:
+        try:
+            os.fchmod(fd, _default_mode())
+        finally:
+            os.close(fd)
+        _fill(Path(tmp), data, encoding)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise
+        except OSError:  # no hard links here
+            with open(path, "xb") as out:
+                out.write(Path(tmp).read_bytes())
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    return path
+
+
+def _fill(tmp: Path, data: Data, encoding: str) -> None:
+    if isinstance(data, str):
+        # A path that is not valid UTF-8 (surrogate escapes) is written escaped.
+        tmp.write_text(data, encoding=encoding, errors="backslashreplace")
+    else:
+        tmp.write_bytes(data)

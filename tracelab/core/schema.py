@@ -106,6 +106,8 @@ LOSS_NAME = "loss"
 STEP_TIME = "step_time"
 DATA_TIME = "data_time"
 LR_PREFIX = "lr/"
+# A metric given under the name of one of those goes in under this prefix (warned once).
+METRIC_PREFIX = "metric/"
 
 # batches.role
 INPUT_ROLE = "input"

@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 from tracelab._version import __version__
 from tracelab.core.batches import Columns, build_batch, row_count, to_batch
 from tracelab.core.errors import RunExistsError
-from tracelab.core.files import atomic_path, write_atomic
+from tracelab.core.files import atomic_path, create_new, write_atomic
 from tracelab.core.schema import (ARROWS, PARQUET, RESERVOIR, SAMPLES,
                                   SAMPLES_SNAPSHOT, SCALARS, SCHEMA_VERSION, TABLES,
                                   heartbeat_filename, meta_filename, part_name, rank_of_part)
@@ -84,7 +84,11 @@ def _warm_up() -> None:
 
 
 def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
-    write_atomic(path, json.dumps(data, indent=2, default=str) + "\n")
+    write_atomic(path, _json(data))
+
+
+def _json(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, indent=2, default=str) + "\n"
 
 
 def _write_parquet(table: pa.Table, target: Path, **options: Any) -> None:
@@ -189,7 +193,8 @@ class RunWriter:
 
     def __init__(self, path: str | os.PathLike, meta: Mapping[str, Any] | None = None, *,
                  rank: int = 0, flush_interval: float = 1.0, part_rows: int = 200_000):
-        self.path = Path(path)
+        # Absolute now: a later chdir of the training script must not move the run's files.
+        self.path = Path(os.path.abspath(path))
         self.rank = rank
         self.flush_interval = flush_interval
         self.part_rows = part_rows
@@ -215,7 +220,11 @@ class RunWriter:
             **(meta or {}),
         }
         self._meta_lock = threading.Lock()
-        write_json_atomic(self._meta_path, self._meta)
+        try:  # claimed whole and at once: of two writers starting together, one gets the run
+            create_new(self._meta_path, _json(self._meta))
+        except FileExistsError:
+            raise RunExistsError(f"{self.path}: already holds a run ({self._meta_path.name}); "
+                                 "tracelab never overwrites one, choose a new directory") from None
         _warm_up()
         self._heartbeat = self.path / heartbeat_filename(rank)
         self._heartbeat.touch()
