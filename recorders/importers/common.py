@@ -12,7 +12,10 @@ Scalar targets are `SPLIT/NAME` (the name may use the pattern's groups, `\\1` or
 from __future__ import annotations
 
 import math
+import os
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -297,7 +300,29 @@ class Imported:
         return list((self.meta.get("source") or {}).get("problems") or [])
 
     def write(self, run_dir: Path) -> Path:
-        """Write as a tracelab run through RunWriter; refuses an existing run."""
+        """Write as a tracelab run through RunWriter; refuses an existing run. A new directory
+        is built beside its name and renamed into place whole: an import that is interrupted
+        leaves nothing that a second try would take for a run."""
+        run_dir = Path(run_dir)
+        if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+            return self._write(run_dir)  # RunWriter says whether it already holds a run
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
+        building = Path(tempfile.mkdtemp(dir=run_dir.parent, prefix=f".{run_dir.name[:64]}.",
+                                         suffix=".importing"))
+        try:
+            self._write(building)
+            os.rename(building, run_dir)  # fails, touching nothing, if a run appeared there
+        except OSError as exc:
+            if run_dir.is_dir() and any(run_dir.iterdir()):
+                from tracelab.core.errors import RunExistsError
+                raise RunExistsError(f"{run_dir}: another run was created there meanwhile; "
+                                     "choose another directory") from exc
+            raise
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
+        return run_dir
+
+    def _write(self, run_dir: Path) -> Path:
         from tracelab.core.writer import RunWriter
         meta = {k: v for k, v in self.meta.items() if k not in ("status", "end_time")}
         writer = RunWriter(run_dir, meta, flush_interval=3600.0)

@@ -171,6 +171,10 @@ def test_reruns_are_incremental(archive, batch, tmp_path):
     assert "TL107" not in set(pd.read_parquet(out / "findings.parquet")["code"])
     assert run_batch(team, out, jobs=1, reports="none", progress=False,
                      config=ignore).analyzed == 0
+    for damaged in ("[1]", '{"key": 1, "run": 2}', "{"):  # a cached result edited or cut
+        (out / "runs" / "ok-1" / "result.json").write_text(damaged)
+        assert run_batch(team, out, jobs=1, reports="none", progress=False,
+                         config=ignore).analyzed == 1
     quick = archive / "broken"
     assert run_batch(quick, tmp_path / "q", jobs=1, reports="none", progress=False).analyzed == 2
     assert run_batch(quick, tmp_path / "q", jobs=1, reports="none", progress=False,

@@ -183,3 +183,35 @@ def test_cli_import_and_analyze_a_logdir_in_place(tb_log, tmp_path, monkeypatch,
     assert main(["analyze", str(tmp_path)]) == 2
     assert "holds runs in subdirectories" in capsys.readouterr().err
     os.remove(tmp_path / "exp1-report.html")
+
+
+def test_cli_import_refuses_a_run_in_the_log_around_it_or_inside_another_run(
+        tb_log, tmp_path, capsys):
+    before = tree_state(tb_log)
+    with tracelab.Recorder(tmp_path / "run") as rec:
+        rec.step(loss=1.0)
+    for target in (tb_log, tb_log / "sub", tb_log.parent, tmp_path / "run" / "scalars" / "x"):
+        assert main(["import", "tensorboard", str(tb_log), str(target)]) == 2, target
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and ("RUN must lie outside" in err or "inside the run" in err)
+    assert tree_state(tb_log) == before
+    assert not (tmp_path / "run" / "scalars" / "x").exists()
+
+
+def test_an_interrupted_import_leaves_nothing_a_second_one_trips_over(tb_log, tmp_path,
+                                                                       monkeypatch):
+    from tracelab.core.writer import RunWriter
+    imported = read_tensorboard(tb_log)
+    real_close = RunWriter.close
+
+    def interrupted(self, status=None):
+        real_close(self, status)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(RunWriter, "close", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        imported.write(tmp_path / "run")
+    assert os.listdir(tmp_path) == []  # neither the run nor the folder it was built in
+    monkeypatch.setattr(RunWriter, "close", real_close)
+    imported.write(tmp_path / "run")
+    assert tracelab.open_run(tmp_path / "run").status["state"] == "completed"

@@ -119,3 +119,19 @@ def test_import_onto_a_file_or_the_source_itself_is_one_line(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.startswith("tracelab: error: ") and err.count("\n") == 1, err
     assert snapshot(log, blocker) == before
+
+
+@pytest.mark.parametrize("argv", [["analyze", "{run}", "--html", "{loop}"],
+                                  ["analyze", "{run}", "--json", "{loop}/x.json"],
+                                  ["batch", "{archive}", "-o", "{loop}"],
+                                  ["diff", "{run}", "{run2}", "--json", "{loop}"]])
+def test_an_output_through_a_symlink_loop_is_one_line(run_dir, tmp_path, capsys, argv):
+    loop = tmp_path / "loop"
+    os.symlink(loop, loop)
+    run2 = write_run(tmp_path / "archive" / "other")
+    before = snapshot(run_dir)
+    code = main([a.format(run=run_dir, run2=run2, loop=loop, archive=tmp_path / "archive")
+                 for a in argv])
+    err = capsys.readouterr().err
+    assert code == 2 and "symbolic link loop" in err and err.count("\n") == 1, err
+    assert snapshot(run_dir) == before

@@ -38,7 +38,7 @@ from tracelab.core.batch_schema import (UNREADABLE, finding_row, run_row, run_se
 from tracelab.core.causes import LINKS
 from tracelab.core.config import Config
 from tracelab.core.errors import ConfigError, TraceError, TracelabError
-from tracelab.core.files import write_atomic
+from tracelab.core.files import resolved, write_atomic
 from tracelab.core.formats import CSV, Source
 from tracelab.core.run_status import recording_stopped
 from tracelab.core.schema import CSV_LOG
@@ -118,9 +118,13 @@ def _cached(task: Task) -> Optional[dict[str, Any]]:
         result = json.loads((folder / RESULT_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if result.get("key") != task.key or not result.get("cacheable"):
+    # A result damaged or edited by hand is analyzed again, never trusted.
+    if not isinstance(result, dict) or result.get("key") != task.key \
+            or not result.get("cacheable") or not isinstance(result.get("run"), dict):
         return None
     report = result["run"].get("report")
+    if report is not None and not isinstance(report, str):
+        return None
     if report and not (task.out / report).exists():
         return None
     return result
@@ -268,7 +272,7 @@ def run_batch(archive: str | os.PathLike, out: str | os.PathLike = "tracelab-bat
     from tqdm import tqdm
     from tracelab.app.batch_outputs import write_outputs
     from tracelab.app.engine import checked
-    archive, out = Path(archive).resolve(), Path(out).resolve()
+    archive, out = resolved(archive), resolved(out)
     if reports not in REPORTS:
         raise ConfigError(f"reports={reports!r}: expected one of {', '.join(REPORTS)}")
     config = checked(config)  # a bad config fails here, not in the first worker

@@ -13,7 +13,8 @@ from typing import Callable, Optional, Sequence
 
 from tracelab._version import __version__
 from tracelab.core.config import FAIL_ON, Config, DiffThresholds, load_config
-from tracelab.core.errors import TracelabError
+from tracelab.core.errors import RunExistsError, TracelabError
+from tracelab.core.files import resolved
 from tracelab.core.findings import Diagnosis, Severity
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -87,11 +88,11 @@ def _refuse_outputs(outputs: Sequence[tuple[object, str]],
         if path is None:
             continue
         refuse_over_sources(path, sources, option)
-        resolved = Path(path).resolve()
-        if resolved in seen:
-            raise TracelabError(f"{path}: named by both {seen[resolved]} and {option}; choose "
+        at = resolved(path)
+        if at in seen:
+            raise TracelabError(f"{path}: named by both {seen[at]} and {option}; choose "
                                 "a path for each")
-        seen[resolved] = option
+        seen[at] = option
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
@@ -346,6 +347,19 @@ def _read_import(args: argparse.Namespace, tags):
     return read_csv_log(args.source, tags, step_column=args.step_column)
 
 
+def _refuse_import_target(target: Path, source: Path) -> None:
+    """One line and exit 2 when the imported run would lie in the source log, hold it, or lie
+    inside another run: each would hide the one from the other (a run's folders are its own)."""
+    at, log = resolved(target), resolved(source)
+    if at == log or at.is_relative_to(log) or log.is_relative_to(at):
+        raise TracelabError(f"{target}: RUN must lie outside {source} and not hold it; choose "
+                            "a directory of its own")
+    for folder in at.parents:
+        if (folder / "meta.json").exists():
+            raise TracelabError(f"{target}: lies inside the run {folder}; choose a directory "
+                                "outside it")
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from tracelab.app.outputs import refuse_over_sources
     from tracelab.recorders.importers.common import TagMap
@@ -353,8 +367,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     imported = _read_import(args, tags)
     target = Path(args.run)
     refuse_over_sources(target / "meta.json", (args.source,), "RUN")
+    _refuse_import_target(target, Path(args.source))
     try:
         run_dir = imported.write(target)
+    except RunExistsError:
+        raise
     except OSError as exc:
         raise TracelabError(f"{target}: cannot create the run there "
                             f"({(exc.strerror or str(exc)).lower()}); choose another RUN "

@@ -26,6 +26,7 @@ from tracelab.core.comparison import (CAUSE, INCIDENTAL, MISSING, VERSION, Chang
                                       LayerDiff, RunDiff, SeriesDiff, show)
 from tracelab.core.config import Config, DiffThresholds
 from tracelab.core.errors import TracelabError
+from tracelab.core.files import resolved
 from tracelab.core.findings import Finding
 from tracelab.core.run import Run
 from tracelab.core.schema import DATA_TIME, GRAD, LOSS_NAME, STEP_TIME, TRAIN, Needs
@@ -287,7 +288,7 @@ def open_pair(path_a: str, path_b: str) -> tuple[Run, Run]:
     from tracelab.app.sources import open_any
     a, b = open_any(path_a), open_any(path_b)
     key = lambda run: getattr(run.source, "key", None)  # noqa: E731  (a run of a database)
-    if a.path is not None and b.path is not None and a.path.resolve() == b.path.resolve() \
+    if a.path is not None and b.path is not None and resolved(a.path) == resolved(b.path) \
             and key(a) == key(b):
         raise TracelabError(f"{path_a}: both arguments name the same run")
     return a, b

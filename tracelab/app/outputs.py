@@ -13,6 +13,7 @@ from typing import Iterable, Optional
 
 from tracelab.app.sources import CSV, NATIVE, TENSORBOARD, Source, data_files, detect
 from tracelab.core.errors import TracelabError
+from tracelab.core.files import resolved
 from tracelab.core.schema import CSV_HPARAMS, TABLES, is_event_file, is_trace_file
 
 
@@ -26,7 +27,7 @@ def _identity(path: Path) -> Optional[tuple[int, int]]:
 
 def _would_be_read(source: Source, target: Path) -> bool:
     """Whether a file at `target` (resolved) is, or would become, part of `source`'s data."""
-    root = source.path.resolve()
+    root = resolved(source.path)
     if source.format == CSV:
         return target == root or target == root.parent / CSV_HPARAMS
     if not target.is_relative_to(root):
@@ -46,13 +47,13 @@ def refuse_over_sources(target: os.PathLike | str, paths: Iterable[os.PathLike |
     """One line and exit 2 when writing `target` would overwrite or add to the recorded data of
     any of `paths` (runs, logs, baselines); `option` names the flag that chose the target."""
     target = Path(target)
-    resolved = target.resolve()
+    at = resolved(target)
     same = _identity(target)
     for path in paths:
         source = detect(path) if path is not None else None
         if source is None:
             continue
-        hit = _would_be_read(source, resolved) or (
+        hit = _would_be_read(source, at) or (
             same is not None and any(_identity(f) == same for f in data_files(source)))
         if hit:
             raise TracelabError(f"{target}: is part of the recorded data of {source.path}; "

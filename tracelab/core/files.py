@@ -88,3 +88,14 @@ def _fill(tmp: Path, data: Data, encoding: str) -> None:
         tmp.write_text(data, encoding=encoding, errors="backslashreplace")
     else:
         tmp.write_bytes(data)
+
+
+def resolved(path: Union[str, os.PathLike]) -> Path:
+    """`path` made absolute with every symlink followed; one that loops is the user's to fix, said
+    in one line (TracelabError), not a traceback."""
+    try:
+        return Path(path).resolve()
+    except (RuntimeError, OSError) as exc:  # RuntimeError: Python < 3.13's "Symlink loop"
+        from tracelab.core.errors import TracelabError
+        raise TracelabError(f"{path}: a symbolic link loop (it leads back to itself); expected "
+                            "a path that ends in a file or folder") from exc
