@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from tracelab.core.errors import ConfigError
+from tracelab.core.errors import ConfigError, TraceError
 from tracelab.core.formats import Source
 from tracelab.core.schema import (ACTIVATION, ARROW_SCHEMAS, GRAD, KINDS, LOSS_NAME, LR_PREFIX,
                                   TRAIN, UPDATE, WEIGHT)
@@ -190,16 +190,33 @@ def pick_granularity(keys: Mapping[str, ScalarKey]) -> dict[str, ScalarKey]:
             if order[key.granularity] == best[(key.split, key.name)]}
 
 
+def whole_steps(steps: Any, name: str) -> np.ndarray:
+    """`steps` as int64; a step that is not a whole number below 2**62 is a one-line error (a
+    float cast would wrap 1e23 to a negative step)."""
+    raw = np.asarray(steps)
+    if raw.dtype.kind in "iu" and (not len(raw) or (raw.min() > -2**62 and raw.max() < 2**62)):
+        return raw.astype(np.int64, copy=False)
+    with np.errstate(invalid="ignore"):
+        value = raw.astype(np.float64)
+        bad = ~(np.isfinite(value) & (value == np.round(value)) & (np.abs(value) < 2**62))
+    if bad.any():
+        first = raw[np.flatnonzero(bad)[0]]
+        raise TraceError(f"metric {name!r}: step {getattr(first, 'item', lambda: first)()!r} is "
+                         "not a whole number below 2**62; expected whole-number steps")
+    return value.astype(np.int64)
+
+
 def scalar_columns(series: Mapping[str, tuple[Any, Any, Any]], tags: TagMap,
                    ) -> dict[str, Any]:
     """The scalars table's columns from `tag → (steps, values, wall_times)` arrays, each tag
     mapped by `tags` (a tag that maps to nothing is left out), in step order: a stable sort of
     the tags' rows one tag after another, as a Run orders them."""
     keys = {tag: key for tag in series if (key := tags.scalar(tag)) is not None}
-    parts = [(key, series[tag]) for tag, key in pick_granularity(keys).items()]
+    picked = pick_granularity(keys)
+    parts = [(key, series[tag]) for tag, key in picked.items()]
     if not parts:
         return {}
-    steps = [np.asarray(p[1][0], dtype=np.int64) for p in parts]
+    steps = [whole_steps(series[tag][0], tag) for tag in picked]
     if _same_steps(steps):  # every tag at every step, once: the sort interleaves the tags
         step = np.repeat(steps[0], len(parts))
         value = np.stack([np.asarray(p[1][1], dtype=np.float64) for p in parts], axis=1)

@@ -69,3 +69,17 @@ def test_imported_frames_are_the_step_sorted_tables(run_dir):
         pd.testing.assert_frame_equal(run._tables[table], df, check_exact=True)
     assert len(run.scalars) == 400 + 40 + 58 + 4
     assert run.scalars["step"].is_monotonic_increasing
+
+
+@pytest.mark.parametrize("step", ["99999999999999999999999", "2.5", "inf"])
+def test_a_step_no_int64_holds_is_one_line_not_a_wrapped_step(run_dir, tmp_path, capsys, step):
+    import shutil
+    from tracelab.app.cli import main
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    with open(copy / "metrics" / "lr", "a") as f:  # a line the client's file store never wrote
+        f.write(f"1700000000999 0.5 {step}\n")
+    assert main(["import", "mlflow", str(copy), str(tmp_path / "imported")]) == 2
+    err = capsys.readouterr().err
+    assert "metric 'lr': step" in err and "expected whole-number steps" in err
+    assert err.count("\n") == 1 and not (tmp_path / "imported").exists()

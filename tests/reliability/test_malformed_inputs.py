@@ -37,6 +37,32 @@ def test_malformed_meta_fields(run_dir, capsys, field, value):
     _one_line(["analyze", str(run_dir)], capsys, run_dir, says=f"meta.json: field '{name}'")
 
 
+@pytest.mark.parametrize("edit, name", [
+    (lambda m: m["recorder"].update(cost="y"), "recorder.cost"),
+    (lambda m: m.update(optimizer={"type": 7}), "optimizer.type"),
+    (lambda m: m.update(start_time=10 ** 400), "start_time"),
+    (lambda m: m.update(model={"modules": "x"}), "model.modules"),
+    (lambda m: m.update(model={"parameters": [{"name": "a"}, {"name": 5}]}),
+     "model.parameters[1].name"),
+    (lambda m: m.update(status={"state": "killed", "last_step": "abc"}), "status.last_step"),
+    (lambda m: m["environment"].update(cuda_available="yes"), "environment.cuda_available")])
+@pytest.mark.parametrize("command", ["analyze", "diff"])
+def test_malformed_nested_meta_fields(run_dir, tmp_path, capsys, edit, name, command):
+    other = write_run(tmp_path / "other")
+    meta = json.loads((run_dir / "meta.json").read_text())
+    meta.setdefault("recorder", {})
+    meta.setdefault("environment", {})
+    edit(meta)
+    (run_dir / "meta.json").write_text(json.dumps(meta))
+    argv = ["analyze", str(run_dir)] if command == "analyze" else ["diff", str(other), str(run_dir)]
+    _one_line(argv, capsys, run_dir, says=f"meta.json: field '{name}'")
+
+
+def test_metadata_nested_beyond_reading_is_one_line(run_dir, capsys):
+    (run_dir / "meta.json").write_text("[" * 100_000 + "]" * 100_000)
+    _one_line(["analyze", str(run_dir)], capsys, run_dir, says="nested too deeply")
+
+
 def test_a_part_whose_steps_are_null_is_skipped_with_a_problem(run_dir, capsys):
     part = next((run_dir / "scalars").glob("r0-*.parquet"))
     table = pq.read_table(part)

@@ -5,11 +5,13 @@ Every user error (bad path, corrupt run, bad config) ends as one line on stderr 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import os
+import signal
 import sys
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from tracelab._version import __version__
 from tracelab.core.config import FAIL_ON, Config, DiffThresholds, load_config
@@ -365,6 +367,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     from tracelab.recorders.importers.common import TagMap
     tags = TagMap(scalars=args.map, histograms=getattr(args, "hist_map", []))
     imported = _read_import(args, tags)
+    if not any(table.num_rows for table in imported.tables.values()):
+        why = "; ".join(imported.problems[:2]) or "no values in it"
+        raise TracelabError(f"{args.source}: nothing readable to import ({why}); expected a "
+                            f"{args.format} log with recorded values")
     target = Path(args.run)
     refuse_over_sources(target / "meta.json", (args.source,), "RUN")
     _refuse_import_target(target, Path(args.source))
@@ -399,6 +405,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a job scheduler, `kill`) unwinds as Ctrl-C does: temporary files removed,
+    worker processes stopped, and no half-written output left behind."""
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     # Paths need not be valid UTF-8 (they arrive with surrogate escapes): print them escaped
     # rather than fail on them.
@@ -407,7 +430,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             stream.reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
     try:
-        return args.handler(args)
+        with _terminate_as_interrupt():
+            return args.handler(args)
     except TracelabError as exc:
         print(f"tracelab: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -6,7 +6,9 @@ The executors know nothing of what a task is.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+import contextlib
+import signal
+from typing import Any, Callable, Iterator, Sequence
 
 from tracelab.core.errors import ConfigError
 
@@ -29,6 +31,30 @@ def _one_thread() -> None:
     # The pool already uses every core; Arrow's own thread pool would only contend with it.
     import pyarrow
     pyarrow.set_cpu_count(1)
+    # Ctrl-C reaches the whole process group: the batch stops its workers itself, and each
+    # would print a KeyboardInterrupt traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait while a worker process is being started (and are raised as
+    KeyboardInterrupt after): a start cut short leaves a half-made worker, unknown to the pool,
+    that fails loudly once the pool's semaphores are gone."""
+    came: list[int] = []
+    try:
+        previous = {s: signal.signal(s, lambda signum, frame: came.append(signum))
+                    for s in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread, where signals are not handled
+        yield
+        return
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if came:
+        raise KeyboardInterrupt
 
 
 def process_pool(jobs: int, worker: Worker, lost: Lost, *,
@@ -55,12 +81,14 @@ def process_pool(jobs: int, worker: Worker, lost: Lost, *,
             running: dict = {}
             try:
                 while queue or suspects or running:
-                    if suspects and not running:
-                        task = suspects.popleft()
-                        running[pool.submit(worker, task)] = (task, True)
-                    while queue and not suspects and len(running) < jobs * _IN_FLIGHT_PER_WORKER:
-                        task = queue.popleft()
-                        running[pool.submit(worker, task)] = (task, False)
+                    with _interrupts_held():  # a submit may start a worker
+                        if suspects and not running:
+                            task = suspects.popleft()
+                            running[pool.submit(worker, task)] = (task, True)
+                        while queue and not suspects \
+                                and len(running) < jobs * _IN_FLIGHT_PER_WORKER:
+                            task = queue.popleft()
+                            running[pool.submit(worker, task)] = (task, False)
                     finished, _ = wait(running, return_when=FIRST_COMPLETED)
                     if any(isinstance(f.exception(), BrokenProcessPool) for f in finished):
                         wait(running)
@@ -76,6 +104,16 @@ def process_pool(jobs: int, worker: Worker, lost: Lost, *,
                     for future in finished:
                         task, _ = running.pop(future)
                         done(task, future.result())
+            except BaseException:  # interrupted (Ctrl-C, SIGTERM): no worker outlives the batch
+                processes = list((getattr(pool, "_processes", None) or {}).values())
+                pool.shutdown(wait=False, cancel_futures=True)  # and none is started anew
+                for process in processes:
+                    with contextlib.suppress(Exception):
+                        process.terminate()
+                for process in processes:
+                    with contextlib.suppress(Exception):
+                        process.join(5)
+                raise
             finally:
                 pool.shutdown(wait=True, cancel_futures=True)
     return execute

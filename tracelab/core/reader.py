@@ -10,7 +10,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pandas as pd
 import pyarrow as pa
@@ -80,6 +80,9 @@ def _read_meta(meta_path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TraceError(f"{meta_path}: unreadable ({exc}); expected tracelab run metadata "
                          "as JSON") from None
+    except RecursionError:
+        raise TraceError(f"{meta_path}: nested too deeply to read; expected tracelab run "
+                         "metadata as JSON") from None
     if not isinstance(meta, dict):
         raise TraceError(f"{meta_path}: expected a JSON object")
     version = meta.get("schema_version")
@@ -92,11 +95,27 @@ def _read_meta(meta_path: Path) -> dict[str, Any]:
         value = meta.get(key)
         if value is not None and not _is(value, kinds):
             raise TraceError(f"{meta_path}: field '{key}' is {_kind(value)}; expected {expected}")
-    state = (meta.get("status") or {}).get("state", "running")
-    if not isinstance(state, str):
-        raise TraceError(f"{meta_path}: field 'status.state' is {_kind(state)}; expected a "
-                         "string such as \"completed\"")
+    for path, (kinds, expected) in _NESTED_FIELDS.items():
+        for where, value in _found(meta, path.split(".")):
+            if value is not None and not _is(value, kinds):
+                raise TraceError(f"{meta_path}: field '{where}' is {_kind(value)}; expected "
+                                 f"{expected}")
     return meta
+
+
+def _found(data: Any, keys: list[str], where: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted name, value) of each value at `keys` in `data`, "*" standing for each item of a
+    list; nothing where a step of the way is missing or of another kind (checked on its own)."""
+    if not keys:
+        yield where, data
+        return
+    key, rest = keys[0], keys[1:]
+    if key == "*":
+        if isinstance(data, list):
+            for i, item in enumerate(data):
+                yield from _found(item, rest, f"{where}[{i}]")
+    elif isinstance(data, dict) and key in data:
+        yield from _found(data[key], rest, f"{where}.{key}" if where else key)
 
 
 _OBJECT = (dict,), "a JSON object"
@@ -108,6 +127,20 @@ _META_FIELDS = {"status": ((dict,), 'an object like {"state": "completed"}'),
                 "recorder": _OBJECT, "writer": _OBJECT, "source": _OBJECT,
                 "rank": ((int,), "a whole number"), "name": ((str,), "a string"),
                 "sharded_parameters": ((list,), "a list of parameter names")}
+_TEXT, _LIST, _COUNT = ((str,), "a string"), ((list,), "a list"), ((int,), "a whole number")
+_NUMBER = (int, float), "a number"
+# The same for what the reports and the rules read inside them.
+_NESTED_FIELDS = {
+    "status.state": ((str,), 'a string such as "completed"'), "status.last_step": _COUNT,
+    "status.step": _COUNT, "status.ranks": _OBJECT,
+    "recorder.cost": _OBJECT, "recorder.cost.steps": _COUNT,
+    "recorder.cost.training_thread_s": _NUMBER, "recorder.cost.writer_cpu_s": _NUMBER,
+    "optimizer.type": _TEXT, "optimizer.groups": _LIST, "optimizer.groups.*": _OBJECT,
+    "model.type": _TEXT, "model.modules": _LIST, "model.modules.*": _OBJECT,
+    "model.modules.*.path": _TEXT, "model.modules.*.type": _TEXT,
+    "model.parameters": _LIST, "model.parameters.*": _OBJECT, "model.parameters.*.name": _TEXT,
+    "environment.cuda_available": ((bool,), "true or false"), "environment.devices": _LIST,
+    "environment.seed_set": ((bool,), "true or false")}
 
 
 def _is(value: Any, kinds: tuple[type, ...]) -> bool:
@@ -115,7 +148,12 @@ def _is(value: Any, kinds: tuple[type, ...]) -> bool:
         return bool in kinds
     if isinstance(value, float) and not math.isfinite(value):
         return False
+    if isinstance(value, int) and float in kinds and abs(value) > _LARGEST:
+        return False  # a number no float holds (10**400): it cannot be a time or a figure
     return isinstance(value, kinds)
+
+
+_LARGEST = 1e300
 
 
 def _kind(value: Any) -> str:

@@ -1,0 +1,69 @@
+"""SIGTERM, as a job scheduler or `kill` sends it, at some moment of a command: it ends as
+Ctrl-C does (exit 130, one line), with no process left behind and nothing half-written."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from _inputs import snapshot, write_run, write_tensorboard_log
+from tracelab.app.cli import main
+
+TRACELAB = [sys.executable, "-m", "tracelab"]
+
+
+def _group_gone(pgid: int, timeout: float = 20.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.parametrize("delay", [1.0, 1.5, 2.5, 4.0])
+def test_sigterm_on_batch_leaves_no_worker_running(tmp_path, delay):
+    archive = tmp_path / "archive"
+    for i in range(6):
+        write_run(archive / f"run{i}", seed=i)
+    before = snapshot(archive)
+    proc = subprocess.Popen(TRACELAB + ["batch", str(archive), "-o", str(tmp_path / "out"),
+                                        "-j", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    # Killed by the signal itself (-15) only before the command began or after it ended.
+    assert proc.returncode in (0, 130, -signal.SIGTERM), err
+    assert "Traceback" not in err, err
+    if proc.returncode == 130:
+        assert err.strip().splitlines()[-1] == "tracelab: interrupted", err
+    try:
+        assert _group_gone(proc.pid), "a worker outlived the batch"
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert snapshot(archive) == before
+
+
+def test_importing_a_log_with_nothing_readable_makes_no_run(tmp_path, capsys):
+    log = tmp_path / "log"
+    log.mkdir()
+    (log / "events.out.tfevents.1.host").write_bytes(os.urandom(3000))
+    assert main(["import", "tensorboard", str(log), str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "nothing readable to import" in err and err.count("\n") == 1
+    assert not (tmp_path / "run").exists()
+    events = write_tensorboard_log(tmp_path / "good")
+    assert main(["import", "tensorboard", str(events.parent), str(tmp_path / "run")]) == 0
+    assert (tmp_path / "run" / "meta.json").is_file()
