@@ -53,6 +53,8 @@ BAD = {
     "diff Inf": ("[tool.tracelab.diff]\nmean_shift = inf\n", "diff.mean_shift = inf; expected"),
     "diff negative": ("[tool.tracelab.diff]\nrtol = -1e-3\n",
                       "diff.rtol = -0.001; expected a number >= 0"),
+    "negative rule threshold": ("[tool.tracelab.rules.loss-spike]\nz = -5.0\n",
+                                "loss-spike.z = -5.0; expected a number >= 0"),
     "diff inverted band": ("[tool.tracelab.diff]\nstd_ratio_min = 3.0\n",
                            "diff.std_ratio_min = 3.0 is above diff.std_ratio_max = 2.0"),
 }

@@ -258,3 +258,24 @@ def test_a_dying_worker_costs_only_its_own_run(archive, tmp_path):
     assert statuses == {**{r: EXPECTED[r] for r in quick}, "team-a/ok-2": "unreadable"}
     assert "the analysis process died" in results["team-a/ok-2"]["run"]["detail"]
     assert not results["team-a/ok-2"]["cacheable"]
+
+
+def test_a_folder_that_cannot_be_listed_is_said_not_left_out(archive, tmp_path, capsys,
+                                                              monkeypatch):
+    team = tmp_path / "team"
+    shutil.copytree(archive / "team-a" / "ok-1", team / "ok-1")
+    shutil.copytree(archive / "team-a" / "ok-1", team / "locked" / "r2")
+    real = os.scandir
+
+    def scandir(path="."):  # as a folder without read permission answers a user not root
+        if Path(path) == team / "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    assert main(["batch", str(team), "-o", str(tmp_path / "out"), "--reports", "none"]) == 0
+    out = capsys.readouterr().out
+    assert "1 runs" in out
+    assert f"not searched for runs, unreadable: {team / 'locked'} (permission denied)" in out
+    assert main(["batch", str(team / "ok-1" / "meta.json"), "-o", str(tmp_path / "o2")]) == 2
+    assert "meta.json: a file; expected a directory holding runs" in capsys.readouterr().err

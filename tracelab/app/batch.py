@@ -71,6 +71,7 @@ class BatchResult:
     by_status: dict[str, int] = field(default_factory=dict)
     by_worst: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    unreadable: list[str] = field(default_factory=list)  # folders that could not be listed
 
     @property
     def index(self) -> Path:
@@ -247,8 +248,8 @@ def process_pool(jobs: int, worker: Optional[Callable[[Task], dict]] = None, *,
 
 # -- the batch ------------------------------------------------------------------------------
 def plan(archive: Path, out: Path, config: Config, *, reports: str = "all",
-         remote: bool = False) -> list[Task]:
-    sources = discover(archive, exclude=[out])
+         remote: bool = False, unreadable: list[str] | None = None) -> list[Task]:
+    sources = discover(archive, exclude=[out], unreadable=unreadable)
     digest = config_digest(config, reports)
     tasks = []
     for source in sources:
@@ -277,15 +278,18 @@ def run_batch(archive: str | os.PathLike, out: str | os.PathLike = "tracelab-bat
         raise ConfigError(f"reports={reports!r}: expected one of {', '.join(REPORTS)}")
     config = checked(config)  # a bad config fails here, not in the first worker
     if not archive.is_dir():
-        raise TraceError(f"{archive}: no such directory; expected an archive of runs")
+        what = "a file" if archive.exists() else "no such directory"
+        raise TraceError(f"{archive}: {what}; expected a directory holding runs")
     started = time.perf_counter()
     check_output_folder(out, archive)
-    tasks = plan(archive, out, config, reports=reports, remote=scheduler is not None)
+    unreadable: list[str] = []
+    tasks = plan(archive, out, config, reports=reports, remote=scheduler is not None,
+                 unreadable=unreadable)
     if not tasks:
         raise TraceError(f"{archive}: no runs found (tracelab runs, TensorBoard logs, "
                          "metrics.csv files, MLflow runs or databases, W&B runs)")
     claim_output_folder(out)
-    summary = BatchResult(out=out, total=len(tasks))
+    summary = BatchResult(out=out, total=len(tasks), unreadable=unreadable)
     todo = []
     for task in tasks:
         if not force and _cached(task) is not None:

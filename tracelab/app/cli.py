@@ -237,6 +237,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
                       for w in ("error", "warning", "info", "none") if w in result.by_worst)
     print(f"{result.total} runs ({states}); analyzed {result.analyzed}, unchanged "
           f"{result.cached}; worst finding per run: {worst or '-'}; {result.seconds:.1f} s")
+    for folder in result.unreadable:
+        print(f"  not searched for runs, unreadable: {folder}")
     print(f"index: {result.index}")
     return EXIT_OK
 

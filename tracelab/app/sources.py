@@ -91,11 +91,18 @@ def _stores_in(folder: Path, entries: list[os.DirEntry]) -> Iterator[Source]:
             yield from store_sources(folder / entry.name)
 
 
-def walk_runs(archive: str | os.PathLike, exclude: Iterable[Path] = ()) -> Iterator[Source]:
+def walk_runs(archive: str | os.PathLike, exclude: Iterable[Path] = (),
+              unreadable: list[str] | None = None) -> Iterator[Source]:
     """The runs under `archive` (itself included) as they are found; a run's own
-    subdirectories are part of it. Hidden directories and `exclude` are skipped."""
+    subdirectories are part of it. Hidden directories and `exclude` are skipped; a folder that
+    cannot be listed is added to `unreadable` as "path (why)"."""
     skip = {Path(p).resolve() for p in exclude}
-    for folder, dirs, _ in os.walk(archive):
+
+    def cannot_list(exc: OSError) -> None:
+        if unreadable is not None:
+            unreadable.append(f"{exc.filename} ({(exc.strerror or str(exc)).lower()})")
+
+    for folder, dirs, _ in os.walk(archive, onerror=cannot_list):
         here = Path(folder)
         if skip and here.resolve() in skip:
             dirs[:] = []
@@ -109,9 +116,10 @@ def walk_runs(archive: str | os.PathLike, exclude: Iterable[Path] = ()) -> Itera
             yield from _stores_in(here, _entries(here))
 
 
-def discover(archive: str | os.PathLike, exclude: Iterable[Path] = ()) -> list[Source]:
+def discover(archive: str | os.PathLike, exclude: Iterable[Path] = (),
+             unreadable: list[str] | None = None) -> list[Source]:
     """Every run under `archive`, sorted by path (see `walk_runs`)."""
-    return sorted(walk_runs(archive, exclude), key=lambda s: s.path.as_posix())
+    return sorted(walk_runs(archive, exclude, unreadable), key=lambda s: s.path.as_posix())
 
 
 def data_files(source: Source) -> list[Path]:

@@ -55,7 +55,7 @@ def _unknown(what: str, key: str, known: Sequence[str]) -> ConfigError:
 
 def check_value(where: str, value: Any, default: Any) -> None:
     """A configured threshold must have its default's type (an int does for a float) and, for a
-    number, be finite."""
+    number, be finite, and not negative where its default is not."""
     kind = type(default)
     if isinstance(default, bool) or not isinstance(default, (int, float)):
         ok = isinstance(value, kind)
@@ -69,6 +69,9 @@ def check_value(where: str, value: Any, default: Any) -> None:
                           f"{name} like {default!r}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"{where} = {value!r}; expected a finite number like {default!r}")
+    if not isinstance(default, bool) and isinstance(default, (int, float)) and default >= 0 \
+            and value < 0:  # a z-score, a ratio, a window: never below zero where it starts
+        raise ConfigError(f"{where} = {value!r}; expected a number >= 0 like {default!r}")
 
 
 def _threshold(default: Any, help: str) -> Any:
