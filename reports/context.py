@@ -73,8 +73,9 @@ def run_header(run) -> dict[str, Any]:
         detail = f"at step {fmt.number(at)} with {exc}" + (f": {msg}" if msg else "")
         trace = status.get("traceback") or None
     elif state == "killed":
-        detail = f"killed after step {fmt.number(status.get('last_step', last))}, no exception " \
-                 "recorded"
+        at = status.get("last_step", last)
+        detail = ("killed before its first step" if at is None
+                  else f"killed after step {fmt.number(at)}") + ", no exception recorded"
     elif state == "running":
         detail = "still being written, or its writer stopped less than a minute ago"
     stopped = recording_stopped(status)

@@ -139,7 +139,8 @@ def _status_detail(status: dict[str, Any]) -> Optional[str]:
                f"{status.get('exception_message') or ''}".rstrip(": ")
         return f"{text} (step {status['step']})" if status.get("step") is not None else text
     if state == "killed":
-        return f"killed after step {status.get('last_step')}"
+        last = status.get("last_step")
+        return "killed before its first step" if last is None else f"killed after step {last}"
     return recording_stopped(status)
 
 
