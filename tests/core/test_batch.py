@@ -70,7 +70,8 @@ def test_every_run_is_accounted_for(batch):
     assert "RuntimeError: CUDA out of memory" in runs.loc["team-a/crashed", "detail"]
     assert runs.loc["team-b/killed", "detail"] == "killed after step 19"
     assert list(runs.loc["team-a/bad-part", "problems"]) == [
-        "scalars/r0-000099.parquet: unreadable (ArrowInvalid)"]
+        "scalars/r0-000099.parquet: unreadable (ArrowInvalid), skipped; expected a whole Parquet "
+        "file of this table (it was cut short, damaged or written by something else)"]
     assert runs.loc["team-a/ok-1", "last_step"] == 39
 
 

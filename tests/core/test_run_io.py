@@ -112,7 +112,9 @@ def test_corrupt_part_is_skipped_and_reported(tmp_path):
     parts[1].write_bytes(b"not parquet at all")
     run = tracelab.open_run(tmp_path / "run")
     assert list(run.loss().index) == list(range(10)) + list(range(20, 30))
-    assert run.problems == [f"scalars/{parts[1].name}: unreadable (ArrowInvalid)"]
+    assert run.problems == [f"scalars/{parts[1].name}: unreadable (ArrowInvalid), skipped; expected "
+                            "a whole Parquet file of this table (it was cut short, damaged or "
+                            "written by something else)"]
 
 
 @pytest.mark.parametrize("setup,message", [

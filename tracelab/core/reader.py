@@ -229,7 +229,10 @@ def read_arrow(path: Path | None, table: str, *, distributed: bool,
         try:
             part = read_part(file, dictionary=dictionary).select(schema.names).cast(target)
         except Exception as exc:  # a corrupt part must not hide the rest of the run
-            problems.append(f"{table}/{name}: unreadable ({type(exc).__name__})")
+            kind = "Arrow stream" if name.endswith(f".{ARROWS}") else "Parquet file"
+            problems.append(f"{table}/{name}: unreadable ({type(exc).__name__}), skipped; "
+                            f"expected a whole {kind} of this table (it was cut short, damaged "
+                            "or written by something else)")
             continue
         if "step" in schema.names and part.column("step").null_count:
             problems.append(f"{table}/{name}: {part.column('step').null_count} of "
