@@ -135,3 +135,37 @@ def test_an_output_through_a_symlink_loop_is_one_line(run_dir, tmp_path, capsys,
     err = capsys.readouterr().err
     assert code == 2 and "symbolic link loop" in err and err.count("\n") == 1, err
     assert snapshot(run_dir) == before
+
+
+def test_a_file_where_an_output_needs_a_folder_is_named(run_dir, tmp_path, capsys):
+    (tmp_path / "afile").write_text("mine")
+    for option, name in (("--html", "r.html"), ("--json", "sub/r.json")):
+        assert main(["analyze", str(run_dir), option, str(tmp_path / "afile" / name)]) == 2
+        err = capsys.readouterr().err
+        assert f"{tmp_path / 'afile'}: is a file, where {option} needs a folder" in err, err
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
+
+def test_a_run_folder_that_cannot_be_listed_says_so(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+    # As a user without read permission on it; root reads everything, so drop to nobody.
+    as_user = [] if os.geteuid() != 0 else ["setpriv", "--reuid=65534", "--regid=65534",
+                                             "--clear-groups"]
+    if as_user and shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv to drop the permission")
+    run = write_run(tmp_path / "run")
+    tmp_path.chmod(0o755)
+    run.chmod(0)
+    try:
+        proc = subprocess.run(as_user + [sys.executable, "-m", "tracelab", "analyze", str(run),
+                                         "--no-html"], capture_output=True, text=True,
+                              timeout=120)
+    finally:
+        run.chmod(0o755)
+    assert proc.returncode == 2, proc.stderr
+    # "cannot be read" where the folder above lets the user in, "cannot be opened" where not
+    assert proc.stderr.count("\n") == 1 and "(permission denied)" in proc.stderr, proc.stderr
+    assert "not a tracelab run" not in proc.stderr

@@ -77,7 +77,18 @@ def _write_output(kind: str, target: Path, write: Callable[[], object], option: 
         reason = (exc.strerror or str(exc)).lower()
         if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             raise TracelabError(f"{target.parent}: not writable ({reason}); {hint}") from None
+        if exc.errno in (errno.EEXIST, errno.ENOTDIR) and _file_on_the_way(target):
+            raise TracelabError(f"{_file_on_the_way(target)}: is a file, where {option} needs a "
+                                f"folder; {hint}") from None
         raise TracelabError(f"{target}: cannot write the {kind} ({reason}); {hint}") from None
+
+
+def _file_on_the_way(target: Path) -> Optional[Path]:
+    """The nearest folder of `target`'s path that is a file instead, if one is."""
+    for folder in target.parents:
+        if folder.is_file():
+            return folder
+    return None
 
 
 def _refuse_outputs(outputs: Sequence[tuple[object, str]],

@@ -185,6 +185,11 @@ def open_any(path: str | os.PathLike, tags=None) -> Run:
     source = detect(path)
     if source is None:
         if path.is_dir():
+            try:
+                os.listdir(path)
+            except OSError as exc:  # no read permission: what it holds cannot be told
+                raise TraceError(f"{path}: cannot be read ({(exc.strerror or str(exc)).lower()}); "
+                                 "expected a readable run directory") from None
             inner = next(walk_runs(path), None)
             if inner is not None:
                 raise TraceError(f"{path}: holds runs in subdirectories (e.g. {inner.path}); "
