@@ -153,8 +153,12 @@ class Scalars:
         self.names.append(name)
         self.values.append(value)
 
-    def add_all(self, metrics: Any) -> None:
-        """Every (name, value) of `metrics`, a mapping; anything else is warned about once."""
+    def add_all(self, metrics: Any, reserved: frozenset[str] = frozenset(),
+                reserved_prefix: str | None = None) -> None:
+        """Every (name, value) of `metrics`, a mapping; anything else is warned about once. A
+        name in `reserved`, starting with `reserved_prefix` or already added is the recorder's
+        own series, on every step whether or not it has a value this step: the metric goes in
+        as METRIC_PREFIX + name."""
         if metrics is None:
             return
         if not isinstance(metrics, Mapping):
@@ -169,10 +173,11 @@ class Scalars:
                           "not recorded (they have no names); warned once")
                 return
             metrics = named
-        taken = set(self.names) | set(self.tensor_names)  # the recorder's own, added first
+        taken = reserved.union(self.names, self.tensor_names)
         for key, value in metrics.items():
             name = str(key)
-            if name in taken:  # two series under one name: a reader would see one of them
+            # Two series under one name: a reader would see one of them.
+            if name in taken or reserved_prefix and name.startswith(reserved_prefix):
                 renamed = f"{METRIC_PREFIX}{name}"
                 self.warn(("scalar-name", name), f"{self.split} metric {name!r} has the name of "
                           f"a scalar the recorder writes itself: recorded as {renamed!r}; "

@@ -25,34 +25,47 @@ _NUMPY_INTS = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 
 def as_tensors(value: Any) -> Any:
     """A batch part as the batch producers read it: numpy arrays of numbers as tensors (sharing
-    their memory), a pandas Series as a one-column DataFrame; anything else as it is."""
+    their memory where torch can), a pandas Series as a one-column DataFrame; anything else,
+    and an array torch cannot take, as it is (the sentinel then warns of it). Never raises."""
+    if type(value) is torch.Tensor:  # the common case, at once
+        return value
     if isinstance(value, np.ndarray):
-        if value.dtype.kind not in "biuf":
-            return value
-        return torch.from_numpy(value if value.flags.writeable else value.copy())
-    if isinstance(value, Mapping):
+        return _array_tensor(value)
+    if isinstance(value, dict) or isinstance(value, Mapping):
         return {k: as_tensors(v) for k, v in value.items()}
     if isinstance(value, (tuple, list)):
         return [as_tensors(v) for v in value]
     if type(value).__name__ == "Series" and hasattr(value, "to_frame"):
-        return value.to_frame()
+        try:
+            return value.to_frame()
+        except Exception:
+            return value
     return value
 
 
-def frame_sentinel(df: Any) -> list[tuple[str, np.ndarray]]:
-    """(column, [min, max, NaN count, Inf count]) of each numeric or boolean column of a pandas
-    DataFrame, in a few vectorized calls over all of them."""
-    columns = [(str(name), col) for name, col in df.items()
-               if getattr(col.dtype, "kind", "O") in "biuf"]
-    if not columns or not len(df):
+def _array_tensor(a: np.ndarray) -> Any:
+    if a.dtype.kind not in "biuf":
+        return a
+    try:
+        if a.flags.writeable and a.dtype.isnative and all(s >= 0 for s in a.strides):
+            return torch.from_numpy(a)
+        # A copy torch can take: read-only, byte-swapped or reversed arrays.
+        return torch.from_numpy(np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("=")))
+    except (TypeError, ValueError, RuntimeError):  # float128, ...: not a torch dtype
+        return a
+
+
+def frame_sentinel(df: Any) -> list[np.ndarray]:
+    """[min, max, NaN count, Inf count] over the numeric and boolean columns of a pandas
+    DataFrame (one row for the frame, as for a tensor), or [] when it has none."""
+    numeric = [c for c, dtype in df.dtypes.items() if getattr(dtype, "kind", "O") in "biuf"]
+    if not numeric or not len(df):
         return []
-    values = np.stack([col.to_numpy(dtype=np.float64, na_value=np.nan) for _, col in columns],
-                      axis=1)
+    values = df[numeric].to_numpy(dtype=np.float64, na_value=np.nan)
     with np.errstate(invalid="ignore"):
-        low, high = values.min(axis=0), values.max(axis=0)  # NaN propagates, as for tensors
-    nan, inf = np.isnan(values).sum(axis=0), np.isinf(values).sum(axis=0)
-    return [(name, np.array([low[i], high[i], nan[i], inf[i]], dtype=np.float64))
-            for i, (name, _) in enumerate(columns)]
+        low, high = values.min(), values.max()  # NaN propagates, as for tensors
+    return [np.array([low, high, np.isnan(values).sum(), np.isinf(values).sum()],
+                     dtype=np.float64)]
 
 
 def _is_frame(value: Any) -> bool:
@@ -61,6 +74,8 @@ def _is_frame(value: Any) -> bool:
 
 def _unchecked(value: Any) -> list[str]:
     """The type names of the parts of a batch that the sentinel cannot read."""
+    if type(value) is torch.Tensor:
+        return []
     if isinstance(value, Mapping):
         return [t for v in value.values() for t in _unchecked(v)]
     if isinstance(value, (tuple, list)):
@@ -140,9 +155,9 @@ class Sentinel:
                            "checked or profiled: give tensors, numpy arrays or a pandas "
                            "DataFrame; warned once")
             if _is_frame(value):
-                for name, row in frame_sentinel(value):
+                for row in frame_sentinel(value):
                     roles.append(role)
-                    names.append(name)
+                    names.append(role)
                     host.append(row)
                 continue
             for name, x in named_tensors(value, role):

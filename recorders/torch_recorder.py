@@ -54,6 +54,11 @@ from tracelab.core.writer import RunWriter
 DENSE_STEPS = 20
 
 
+# The series the recorder writes itself under a metric's name: a metric of that name is renamed.
+_OWN_SCALARS = frozenset({STEP_TIME, DATA_TIME})
+_OWN_SCALARS_AND_LOSS = _OWN_SCALARS | {LOSS_NAME}
+
+
 def _parameter_count(optimizer: torch.optim.Optimizer) -> int:
     return sum(len(group["params"]) for group in optimizer.param_groups)
 
@@ -304,7 +309,8 @@ class Recorder:
             scalars.add(DATA_TIME, self._data_time)
             self._data_time = None
         self._last_step_end = now
-        scalars.add_all(metrics)  # after the recorder's own scalars: a name they hold is renamed
+        scalars.add_all(metrics, _OWN_SCALARS if loss is None else _OWN_SCALARS_AND_LOSS,
+                        LR_PREFIX if self.optimizer is not None else None)
 
         record = StepRecord(self._warn)
         record.add(scalars.rows, scalars.tensors)
@@ -324,7 +330,10 @@ class Recorder:
         """A batch's sentinel, and when `profile`, its input and target profiles."""
         if inputs is None and targets is None:
             return
-        inputs, targets = as_tensors(inputs), as_tensors(targets)
+        try:  # numpy arrays and Series as what the producers read
+            inputs, targets = as_tensors(inputs), as_tensors(targets)
+        except Exception as exc:  # never the step's other rows
+            self._failed("batch check", exc)
         self._produce("batch check", self._sentinel.record, step, split, inputs, targets,
                       record)
         if profile and inputs is not None:

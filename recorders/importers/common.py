@@ -321,12 +321,18 @@ class Imported:
         is built beside its name and renamed into place whole: an import that is interrupted
         leaves nothing that a second try would take for a run."""
         run_dir = Path(run_dir)
-        if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+        if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())
+                                 or os.name == "nt"):  # no rename onto a folder there
             return self._write(run_dir)  # RunWriter says whether it already holds a run
+        if run_dir.is_symlink():  # a link to an empty folder: the run goes where it leads
+            run_dir = Path(os.path.realpath(run_dir))
         run_dir.parent.mkdir(parents=True, exist_ok=True)
         building = Path(tempfile.mkdtemp(dir=run_dir.parent, prefix=f".{run_dir.name[:64]}.",
                                          suffix=".importing"))
         try:
+            umask = os.umask(0o022)
+            os.umask(umask)
+            os.chmod(building, 0o777 & ~umask)  # as mkdir makes it, not mkdtemp's 0700
             self._write(building)
             os.rename(building, run_dir)  # fails, touching nothing, if a run appeared there
         except OSError as exc:

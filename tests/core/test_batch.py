@@ -172,7 +172,11 @@ def test_reruns_are_incremental(archive, batch, tmp_path):
     assert "TL107" not in set(pd.read_parquet(out / "findings.parquet")["code"])
     assert run_batch(team, out, jobs=1, reports="none", progress=False,
                      config=ignore).analyzed == 0
-    for damaged in ("[1]", '{"key": 1, "run": 2}', "{"):  # a cached result edited or cut
+    good = json.loads((out / "runs" / "ok-1" / "result.json").read_text())
+    wrong = [json.dumps({**good, "findings": "x"}),
+             json.dumps({**good, "findings": [1]}),
+             json.dumps({**good, "run": {**good["run"], "settings": 5}})]
+    for damaged in ["[1]", '{"key": 1, "run": 2}', "{"] + wrong:  # edited by hand, or cut
         (out / "runs" / "ok-1" / "result.json").write_text(damaged)
         assert run_batch(team, out, jobs=1, reports="none", progress=False,
                          config=ignore).analyzed == 1

@@ -361,9 +361,13 @@ def test_a_metric_named_like_a_recorded_scalar_is_kept_under_its_own_name(tmp_pa
                 loss = model(torch.randn(8, 4)).pow(2).mean()
                 loss.backward()
                 opt.step()
-                rec.step(loss=loss, metrics={"loss": 5.0, "lr/0": 7.0, "acc": 0.5})
+                rec.step(loss=loss, metrics={"loss": 5.0, "lr/0": 7.0, "acc": 0.5,
+                                             "step_time": 9.0})
     run = tracelab.open_run(tmp_path / "run")
     assert 5.0 not in run.loss().tolist()
+    # Renamed from the first step on, where the recorder has no step time of its own yet.
+    assert run.scalar("metric/step_time").tolist() == [9.0] * 3
+    assert 9.0 not in run.scalar("step_time").tolist()
     assert run.scalar("lr/0").tolist() == [0.05] * 3
     assert run.scalar("metric/loss").tolist() == [5.0] * 3
     assert run.scalar("metric/lr/0").tolist() == [7.0] * 3

@@ -94,19 +94,24 @@ def test_dataframes_numpy_arrays_and_series_are_checked_every_step(tmp_path):
     with tracelab.Recorder(tmp_path / "run") as rec:  # input_every=10: only step 0 profiles
         for step in range(5):
             frame = pd.DataFrame({"x": [1.0, math.nan if step == 3 else 2.0],
-                                  "n": pd.array([1, None], dtype="Int64"), "s": ["a", "b"]})
+                                  "n": pd.array([1, 7], dtype="Int64"), "s": ["a", "b"]})
             rec.step(loss=1.0, inputs=frame, targets=pd.Series([0, 1], name="y"))
         array = np.array([[1.0, np.inf], [-2.0, 0.5]], dtype=np.float32)
         array.flags.writeable = False
-        rec.step(loss=1.0, inputs={"a": array})
+        swapped = np.arange(4, dtype=">f8")[::-1]  # byte-swapped and reversed: copied
+        rec.step(loss=1.0, inputs={"a": array, "b": swapped})
         with pytest.warns(RuntimeWarning, match="given as a str are not checked"):
             rec.step(loss=1.0, inputs=["text"])
-    batches = open_run(tmp_path / "run").batches
-    x = batches[batches.name == "x"].set_index("step")
-    assert x.nan_count.tolist() == [0, 0, 0, 1, 0]
-    assert x.loc[0, ["min", "max"]].tolist() == [1.0, 2.0]
-    n = batches[batches.name == "n"]  # a nullable column's missing value counts as NaN
-    assert n.nan_count.tolist() == [1] * 5 and "s" not in set(batches.name)
-    assert batches[batches.name == "y"].role.unique().tolist() == ["target"]
+        with pytest.warns(RuntimeWarning, match="given as a ndarray are not checked"):
+            rec.step(loss=1.0, inputs=np.zeros(3, dtype=np.longdouble))
+    run = open_run(tmp_path / "run")
+    assert run.loss().tolist() == [1.0] * 8  # no step lost to an input it cannot read
+    batches = run.batches
+    frames = batches[(batches.name == "input") & (batches.step < 5)].set_index("step")
+    assert frames.nan_count.tolist() == [0, 0, 0, 1, 0]  # one row a frame, as for a tensor
+    assert frames.loc[0, ["min", "max"]].tolist() == [1.0, 7.0]
+    assert batches[batches.name == "target"].nan_count.tolist() == [0] * 5
     a = batches[batches.name == "a"].iloc[0]
     assert (a["min"], a["max"], a.nan_count, a.inf_count) == (-2.0, math.inf, 0, 1)
+    b = batches[batches.name == "b"].iloc[0]
+    assert (b["min"], b["max"]) == (0.0, 3.0)

@@ -215,3 +215,18 @@ def test_an_interrupted_import_leaves_nothing_a_second_one_trips_over(tb_log, tm
     monkeypatch.setattr(RunWriter, "close", real_close)
     imported.write(tmp_path / "run")
     assert tracelab.open_run(tmp_path / "run").status["state"] == "completed"
+
+
+def test_cli_import_into_a_linked_empty_folder_beside_another_tools_meta_json(
+        tb_log, tmp_path, capsys):
+    project = tmp_path / "proj"
+    (project / "runs" / "empty").mkdir(parents=True)
+    (project / "meta.json").write_text('{"name": "not a tracelab run"}')  # another tool's
+    os.symlink(project / "runs" / "empty", tmp_path / "link")
+    os.umask(umask := os.umask(0o022))
+    assert main(["import", "tensorboard", str(tb_log), str(tmp_path / "link")]) == 0, \
+        capsys.readouterr().err
+    run_dir = project / "runs" / "empty"
+    assert (tmp_path / "link").is_symlink() and (run_dir / "meta.json").is_file()
+    assert run_dir.stat().st_mode & 0o777 == 0o777 & ~umask  # readable as mkdir makes it
+    assert main(["import", "tensorboard", str(tb_log), str(project / "runs" / "b")]) == 0

@@ -28,8 +28,12 @@ def _group_gone(pgid: int, timeout: float = 20.0) -> bool:
     return False
 
 
-@pytest.mark.parametrize("delay", [1.0, 1.5, 2.5, 4.0])
-def test_sigterm_on_batch_leaves_no_worker_running(tmp_path, delay):
+@pytest.mark.parametrize("delay, sig, group", [
+    (1.5, signal.SIGTERM, False), (2.5, signal.SIGTERM, False), (4.0, signal.SIGTERM, False),
+    # Ctrl-C and a scheduler's SIGTERM reach the whole process group: the forkserver and the
+    # workers too, even while the forkserver still imports what it preloads.
+    (1.5, signal.SIGINT, True), (2.5, signal.SIGINT, True), (2.5, signal.SIGTERM, True)])
+def test_an_interrupted_batch_leaves_no_worker_running(tmp_path, delay, sig, group):
     archive = tmp_path / "archive"
     for i in range(6):
         write_run(archive / f"run{i}", seed=i)
@@ -39,7 +43,10 @@ def test_sigterm_on_batch_leaves_no_worker_running(tmp_path, delay):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     time.sleep(delay)
-    proc.send_signal(signal.SIGTERM)
+    if group:
+        os.killpg(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     # Killed by the signal itself (-15) only before the command began or after it ended.
     assert proc.returncode in (0, 130, -signal.SIGTERM), err

@@ -126,6 +126,10 @@ def _cached(task: Task) -> Optional[dict[str, Any]]:
     report = result["run"].get("report")
     if report is not None and not isinstance(report, str):
         return None
+    findings, settings = result.get("findings", []), result["run"].get("settings")
+    if not isinstance(findings, list) or not all(isinstance(f, dict) for f in findings) \
+            or not isinstance(settings, (dict, type(None))):
+        return None
     if report and not (task.out / report).exists():
         return None
     return result

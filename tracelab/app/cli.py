@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import json
 import os
 import signal
 import sys
@@ -362,6 +363,16 @@ def _read_import(args: argparse.Namespace, tags):
     return read_csv_log(args.source, tags, step_column=args.step_column)
 
 
+def _holds_run(folder: Path) -> bool:
+    """Whether `folder` is a tracelab run: its meta.json says a schema version (another tool's
+    meta.json does not make one)."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and "schema_version" in meta
+
+
 def _refuse_import_target(target: Path, source: Path) -> None:
     """One line and exit 2 when the imported run would lie in the source log, hold it, or lie
     inside another run: each would hide the one from the other (a run's folders are its own)."""
@@ -370,7 +381,7 @@ def _refuse_import_target(target: Path, source: Path) -> None:
         raise TracelabError(f"{target}: RUN must lie outside {source} and not hold it; choose "
                             "a directory of its own")
     for folder in at.parents:
-        if (folder / "meta.json").exists():
+        if _holds_run(folder):
             raise TracelabError(f"{target}: lies inside the run {folder}; choose a directory "
                                 "outside it")
 

@@ -38,9 +38,10 @@ def _one_thread() -> None:
 
 @contextlib.contextmanager
 def _interrupts_held() -> Iterator[None]:
-    """Ctrl-C and SIGTERM wait while a worker process is being started (and are raised as
-    KeyboardInterrupt after): a start cut short leaves a half-made worker, unknown to the pool,
-    that fails loudly once the pool's semaphores are gone."""
+    """Ctrl-C and SIGTERM wait while a worker process is being started, then take their course
+    (sent again once the handlers are back): a start cut short leaves a half-made worker,
+    unknown to the pool, that fails loudly once the pool's semaphores are gone. A start that
+    fails because the signal reached the forkserver too ends as the signal does."""
     came: list[int] = []
     try:
         previous = {s: signal.signal(s, lambda signum, frame: came.append(signum))
@@ -53,8 +54,24 @@ def _interrupts_held() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    if came:
-        raise KeyboardInterrupt
+        for sig in dict.fromkeys(came):
+            signal.raise_signal(sig)  # KeyboardInterrupt, as a rule: it replaces any error
+
+
+def _start_forkserver() -> None:
+    """Started with Ctrl-C ignored: it keeps that while it imports the preload (where a Ctrl-C
+    to the process group would kill it with a traceback), and its workers inherit it; the
+    batch stops them itself."""
+    from multiprocessing import forkserver
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        forkserver.ensure_running()
+        return
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def process_pool(jobs: int, worker: Worker, lost: Lost, *,
@@ -71,6 +88,7 @@ def process_pool(jobs: int, worker: Worker, lost: Lost, *,
         if ctx.get_start_method() == "forkserver":
             # Workers fork from a server that imported these once: a new worker is cheap.
             ctx.set_forkserver_preload(list(preload))
+            _start_forkserver()
         # A dead worker (a crash, the OOM killer) breaks the whole pool. The tasks it held
         # become suspects and run again one at a time in a fresh pool: one that breaks it
         # alone is reported, and the innocent ones get their results.

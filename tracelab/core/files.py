@@ -12,6 +12,7 @@ left as it was.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from pathlib import Path
@@ -93,9 +94,15 @@ def _fill(tmp: Path, data: Data, encoding: str) -> None:
 def resolved(path: Union[str, os.PathLike]) -> Path:
     """`path` made absolute with every symlink followed; one that loops is the user's to fix, said
     in one line (TracelabError), not a traceback."""
+    from tracelab.core.errors import TracelabError
     try:
         return Path(path).resolve()
-    except (RuntimeError, OSError) as exc:  # RuntimeError: Python < 3.13's "Symlink loop"
-        from tracelab.core.errors import TracelabError
-        raise TracelabError(f"{path}: a symbolic link loop (it leads back to itself); expected "
-                            "a path that ends in a file or folder") from exc
+    except RuntimeError as exc:  # Python < 3.13's "Symlink loop"
+        loop = exc
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise TracelabError(f"{path}: cannot be followed "
+                                f"({(exc.strerror or str(exc)).lower()})") from exc
+        loop = exc
+    raise TracelabError(f"{path}: a symbolic link loop (it leads back to itself); expected a "
+                        "path that ends in a file or folder") from loop
