@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import tracelab
@@ -115,6 +116,25 @@ def test_corrupt_part_is_skipped_and_reported(tmp_path):
     assert run.problems == [f"scalars/{parts[1].name}: unreadable (ArrowInvalid), skipped; expected "
                             "a whole Parquet file of this table (it was cut short, damaged or "
                             "written by something else)"]
+
+
+def test_steps_no_recorder_writes_are_skipped_and_reported(tmp_path, capsys):
+    from tracelab.app.cli import main
+    writer = RunWriter(tmp_path / "run", flush_interval=60, part_rows=10)
+    _write_in_chunks(writer, 2, 10)
+    writer.close()
+    part = sorted((tmp_path / "run" / "scalars").iterdir())[1]
+    table = pq.read_table(part)
+    steps = table.column("step").to_numpy().copy()
+    steps[:3] = [2 ** 62, -1, 2 ** 63 - 1]  # another writer's rows
+    pq.write_table(table.set_column(table.schema.get_field_index("step"), "step",
+                                    pa.array(steps)), part)
+    run = tracelab.open_run(tmp_path / "run")
+    assert list(run.loss().index) == list(range(10)) + list(range(13, 20))
+    assert run.problems == [f"scalars/{part.name}: 3 of 10 rows with a step outside 0..2**62 "
+                            "skipped"]
+    assert main(["analyze", str(tmp_path / "run"), "--no-html", "--fail-on", "never"]) == 0
+    assert "steps 0-19" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("setup,message", [

@@ -238,6 +238,8 @@ def read_arrow(path: Path | None, table: str, *, distributed: bool,
             problems.append(f"{table}/{name}: {part.column('step').null_count} of "
                             f"{part.num_rows} rows without a step skipped")
             part = part.filter(pc.is_valid(part.column("step")))
+        if "step" in schema.names and part.num_rows:
+            part = _steps_in_range(part, f"{table}/{name}", problems)
         tables.append(part)
         ranks.append(rank_of_part(name))
     if distributed:
@@ -245,6 +247,24 @@ def read_arrow(path: Path | None, table: str, *, distributed: bool,
                   for t, r in zip(tables, ranks)]
         target = target.append(pa.field("rank", pa.int32()))
     return (pa.concat_tables(tables) if tables else target.empty_table()), problems
+
+
+# Steps a recorder or an import writes: from 0, and far below where step arithmetic overflows.
+MAX_STEP = 2 ** 62
+
+
+def _steps_in_range(part: pa.Table, where: str, problems: list[str]) -> pa.Table:
+    """`part` without its rows whose step is negative or from MAX_STEP on (a part written by
+    something else), said in `problems`; one min/max pass when every step is in range."""
+    steps = part.column("step")
+    low, high = pc.min_max(steps).values()
+    if low.as_py() >= 0 and high.as_py() < MAX_STEP:
+        return part
+    keep = pc.and_(pc.greater_equal(steps, 0), pc.less(steps, MAX_STEP))
+    dropped = part.num_rows - pc.sum(keep).as_py()
+    problems.append(f"{where}: {dropped} of {part.num_rows} rows with a step outside "
+                    f"0..2**62 skipped")
+    return part.filter(keep)
 
 
 def dictionary_schema(table: str, dictionary: tuple[str, ...]) -> pa.Schema:
