@@ -191,8 +191,8 @@ def pick_granularity(keys: Mapping[str, ScalarKey]) -> dict[str, ScalarKey]:
 
 
 def whole_steps(steps: Any, name: str) -> np.ndarray:
-    """`steps` as int64; a step that is not a whole number below 2**62 is a one-line error (a
-    float cast would wrap 1e23 to a negative step)."""
+    """`steps` as int64; a step that is not a whole number below 2**62 is a one-line error
+    naming `name` (a float cast would wrap 1e23 to a negative step)."""
     raw = np.asarray(steps)
     if raw.dtype.kind in "iu" and (not len(raw) or (raw.min() > -2**62 and raw.max() < 2**62)):
         return raw.astype(np.int64, copy=False)
@@ -201,13 +201,13 @@ def whole_steps(steps: Any, name: str) -> np.ndarray:
         bad = ~(np.isfinite(value) & (value == np.round(value)) & (np.abs(value) < 2**62))
     if bad.any():
         first = raw[np.flatnonzero(bad)[0]]
-        raise TraceError(f"metric {name!r}: step {getattr(first, 'item', lambda: first)()!r} is "
-                         "not a whole number below 2**62; expected whole-number steps")
+        raise TraceError(f"{name}: step {getattr(first, 'item', lambda: first)()!r} is not a "
+                         "whole number below 2**62; expected whole-number steps")
     return value.astype(np.int64)
 
 
 def scalar_columns(series: Mapping[str, tuple[Any, Any, Any]], tags: TagMap,
-                   ) -> dict[str, Any]:
+                   source: str | os.PathLike = "") -> dict[str, Any]:
     """The scalars table's columns from `tag → (steps, values, wall_times)` arrays, each tag
     mapped by `tags` (a tag that maps to nothing is left out), in step order: a stable sort of
     the tags' rows one tag after another, as a Run orders them."""
@@ -216,7 +216,8 @@ def scalar_columns(series: Mapping[str, tuple[Any, Any, Any]], tags: TagMap,
     parts = [(key, series[tag]) for tag, key in picked.items()]
     if not parts:
         return {}
-    steps = [whole_steps(series[tag][0], tag) for tag in picked]
+    steps = [whole_steps(series[tag][0], f"{source}: metric {tag!r}" if source
+                         else f"metric {tag!r}") for tag in picked]
     if _same_steps(steps):  # every tag at every step, once: the sort interleaves the tags
         step = np.repeat(steps[0], len(parts))
         value = np.stack([np.asarray(p[1][1], dtype=np.float64) for p in parts], axis=1)

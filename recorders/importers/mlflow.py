@@ -337,7 +337,7 @@ def _imported(path: Path, tags: TagMap, series, params: dict[str, str],
                           tags={k: v for k, v in sorted(run_tags.items())})
     if problems:
         meta["source"]["problems"] = problems
-    return Imported.from_columns(meta, {SCALARS: scalar_columns(series, tags)})
+    return Imported.from_columns(meta, {SCALARS: scalar_columns(series, tags, path)})
 
 
 def read_mlflow(path: str | os.PathLike, tags: TagMap | None = None, *,

@@ -81,5 +81,5 @@ def test_a_step_no_int64_holds_is_one_line_not_a_wrapped_step(run_dir, tmp_path,
         f.write(f"1700000000999 0.5 {step}\n")
     assert main(["import", "mlflow", str(copy), str(tmp_path / "imported")]) == 2
     err = capsys.readouterr().err
-    assert "metric 'lr': step" in err and "expected whole-number steps" in err
+    assert f"{copy}: metric 'lr': step" in err and "expected whole-number steps" in err
     assert err.count("\n") == 1 and not (tmp_path / "imported").exists()
