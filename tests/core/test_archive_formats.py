@@ -235,13 +235,29 @@ def test_truncated_wandb_file_is_read_to_its_last_whole_record(archive, tmp_path
     assert run.status["state"] == "killed"  # no exit record: its process never ended it
 
 
+def _inside_a_record(data: bytes, at: int) -> int:
+    """A byte of a record piece's data from `at` on (not a piece header, nor a block's zero
+    padding), found by walking the pieces: what a flip there breaks is that piece's checksum."""
+    from tracelab.recorders.importers.records import BLOCK, HEADER
+    pos = len(HEADER)
+    while True:
+        if BLOCK - pos % BLOCK < 7:  # a block's padding
+            pos += BLOCK - pos % BLOCK
+            continue
+        start = pos + 7
+        end = start + int.from_bytes(data[pos + 4:pos + 6], "little")
+        if end > max(at, start):
+            return max(at, start)
+        pos = end
+
+
 def test_bad_checksum_in_a_wandb_file(archive, tmp_path, capsys):
     folder = next(s.path for s in discover(archive / "team-b"))
     copy = tmp_path / folder.name
     shutil.copytree(folder, copy)
     file = next(copy.glob("run-*.wandb"))
     data = bytearray(file.read_bytes())
-    data[len(data) // 2] ^= 0xFF
+    data[_inside_a_record(data, len(data) // 2)] ^= 0xFF
     file.write_bytes(bytes(data))
     before = file.read_bytes()
     assert main(["analyze", str(copy), "--no-html"]) in (0, 1)
