@@ -18,7 +18,7 @@ import torch
 from tracelab.recorders import kernel_loader
 from tracelab.recorders.profile import (PACKED, Reservoir, array_profile, dtype_name,
                                         feature_names, feature_shape, frame_profile,
-                                        tensor_profile)
+                                        is_frame, tensor_profile)
 from tracelab.recorders.transfer import HostCopies, StepRecord
 from tracelab.core.schema import ARROW_SCHEMAS, COUNT_STATS, INPUTS, SAMPLES_SNAPSHOT
 
@@ -61,7 +61,7 @@ class InputStats:
         values, a column of lists, ...) is left out with one warning per feature; the others
         are profiled.
         """
-        if _is_frame(inputs):
+        if is_frame(inputs):
             profile, samples = frame_profile(inputs, self._frame_rng, self._skip)
             record.add(self._frame_rows(step, split, profile, samples))
             return
@@ -173,5 +173,3 @@ def _strings(values: tuple[str, ...]) -> pa.Array:
     return pa.array(values, pa.string())
 
 
-def _is_frame(obj: Any) -> bool:
-    return type(obj).__name__ == "DataFrame" and hasattr(obj, "dtypes")

@@ -23,6 +23,11 @@ SAMPLES_PER_BATCH = 64
 PACKED = tuple(c for c in INPUT_STATS if c != "count")
 
 
+def is_frame(obj: Any) -> bool:
+    """Whether `obj` is a pandas DataFrame (pandas need not be imported to ask)."""
+    return type(obj).__name__ == "DataFrame" and hasattr(obj, "dtypes")
+
+
 def feature_shape(shape: Sequence[int]) -> tuple[int, int]:
     """(features, values per feature) of feature_matrix, without building it."""
     if len(shape) == 0:

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from tracelab.recorders import kernel_loader
+from tracelab.recorders.profile import is_frame
 from tracelab.recorders.transfer import StepRecord
 from tracelab.core.schema import BATCHES, INPUT_ROLE, TARGET_ROLE
 
@@ -68,10 +69,6 @@ def frame_sentinel(df: Any) -> list[np.ndarray]:
                      dtype=np.float64)]
 
 
-def _is_frame(value: Any) -> bool:
-    return type(value).__name__ == "DataFrame" and hasattr(value, "dtypes")
-
-
 def _unchecked(value: Any) -> list[str]:
     """The type names of the parts of a batch that the sentinel cannot read."""
     if type(value) is torch.Tensor:
@@ -80,7 +77,7 @@ def _unchecked(value: Any) -> list[str]:
         return [t for v in value.values() for t in _unchecked(v)]
     if isinstance(value, (tuple, list)):
         return [t for v in value for t in _unchecked(v)]
-    if value is None or isinstance(value, torch.Tensor) or _is_frame(value):
+    if value is None or isinstance(value, torch.Tensor) or is_frame(value):
         return []
     return [type(value).__name__]
 
@@ -154,7 +151,7 @@ class Sentinel:
                 self._warn(("sentinel-type", role, kind), f"{role}s given as a {kind} are not "
                            "checked or profiled: give tensors, numpy arrays or a pandas "
                            "DataFrame; warned once")
-            if _is_frame(value):
+            if is_frame(value):
                 for row in frame_sentinel(value):
                     roles.append(role)
                     names.append(role)

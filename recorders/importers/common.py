@@ -26,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 
 from tracelab.core.errors import ConfigError, TraceError
+from tracelab.core.files import folder_mode
 from tracelab.core.formats import Source
 from tracelab.core.schema import (ACTIVATION, ARROW_SCHEMAS, GRAD, KINDS, LOSS_NAME, LR_PREFIX,
                                   TRAIN, UPDATE, WEIGHT)
@@ -331,9 +332,7 @@ class Imported:
         building = Path(tempfile.mkdtemp(dir=run_dir.parent, prefix=f".{run_dir.name[:64]}.",
                                          suffix=".importing"))
         try:
-            umask = os.umask(0o022)
-            os.umask(umask)
-            os.chmod(building, 0o777 & ~umask)  # as mkdir makes it, not mkdtemp's 0700
+            os.chmod(building, folder_mode())
             self._write(building)
             os.rename(building, run_dir)  # fails, touching nothing, if a run appeared there
         except OSError as exc:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import json
 import os
 import signal
 import sys
@@ -78,9 +77,10 @@ def _write_output(kind: str, target: Path, write: Callable[[], object], option: 
         reason = (exc.strerror or str(exc)).lower()
         if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             raise TracelabError(f"{target.parent}: not writable ({reason}); {hint}") from None
-        if exc.errno in (errno.EEXIST, errno.ENOTDIR) and _file_on_the_way(target):
-            raise TracelabError(f"{_file_on_the_way(target)}: is a file, where {option} needs a "
-                                f"folder; {hint}") from None
+        blocker = _file_on_the_way(target) if exc.errno in (errno.EEXIST, errno.ENOTDIR) else None
+        if blocker is not None:
+            raise TracelabError(f"{blocker}: is a file, where {option} needs a folder; "
+                                f"{hint}") from None
         raise TracelabError(f"{target}: cannot write the {kind} ({reason}); {hint}") from None
 
 
@@ -363,31 +363,8 @@ def _read_import(args: argparse.Namespace, tags):
     return read_csv_log(args.source, tags, step_column=args.step_column)
 
 
-def _holds_run(folder: Path) -> bool:
-    """Whether `folder` is a tracelab run: its meta.json says a schema version (another tool's
-    meta.json does not make one)."""
-    try:
-        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(meta, dict) and "schema_version" in meta
-
-
-def _refuse_import_target(target: Path, source: Path) -> None:
-    """One line and exit 2 when the imported run would lie in the source log, hold it, or lie
-    inside another run: each would hide the one from the other (a run's folders are its own)."""
-    at, log = resolved(target), resolved(source)
-    if at == log or at.is_relative_to(log) or log.is_relative_to(at):
-        raise TracelabError(f"{target}: RUN must lie outside {source} and not hold it; choose "
-                            "a directory of its own")
-    for folder in at.parents:
-        if _holds_run(folder):
-            raise TracelabError(f"{target}: lies inside the run {folder}; choose a directory "
-                                "outside it")
-
-
 def cmd_import(args: argparse.Namespace) -> int:
-    from tracelab.app.outputs import refuse_over_sources
+    from tracelab.app.outputs import refuse_import_target, refuse_over_sources
     from tracelab.recorders.importers.common import TagMap
     tags = TagMap(scalars=args.map, histograms=getattr(args, "hist_map", []))
     imported = _read_import(args, tags)
@@ -397,7 +374,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                             f"{args.format} log with recorded values")
     target = Path(args.run)
     refuse_over_sources(target / "meta.json", (args.source,), "RUN")
-    _refuse_import_target(target, Path(args.source))
+    refuse_import_target(target, Path(args.source))
     try:
         run_dir = imported.write(target)
     except RunExistsError:

@@ -7,6 +7,7 @@ heartbeats and table parts, a TensorBoard log's event files, a CSV log and its h
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Iterable, Optional
@@ -14,7 +15,7 @@ from typing import Iterable, Optional
 from tracelab.app.sources import CSV, NATIVE, TENSORBOARD, Source, data_files, detect
 from tracelab.core.errors import TracelabError
 from tracelab.core.files import resolved
-from tracelab.core.schema import CSV_HPARAMS, TABLES, is_event_file, is_trace_file
+from tracelab.core.schema import CSV_HPARAMS, META_FILE, TABLES, is_event_file, is_trace_file
 
 
 def _identity(path: Path) -> Optional[tuple[int, int]]:
@@ -58,3 +59,26 @@ def refuse_over_sources(target: os.PathLike | str, paths: Iterable[os.PathLike |
         if hit:
             raise TracelabError(f"{target}: is part of the recorded data of {source.path}; "
                                 f"{option} must not overwrite it, choose another path")
+
+
+def _holds_run(folder: Path) -> bool:
+    """Whether `folder` is a tracelab run: its meta.json says a schema version (another tool's
+    meta.json does not make one)."""
+    try:
+        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and "schema_version" in meta
+
+
+def refuse_import_target(target: Path, source: Path) -> None:
+    """One line and exit 2 when the imported run would lie in the source log, hold it, or lie
+    inside another run: each would hide the one from the other (a run's folders are its own)."""
+    at, log = resolved(target), resolved(source)
+    if at == log or at.is_relative_to(log) or log.is_relative_to(at):
+        raise TracelabError(f"{target}: RUN must lie outside {source} and not hold it; choose "
+                            "a directory of its own")
+    for folder in at.parents:
+        if _holds_run(folder):
+            raise TracelabError(f"{target}: lies inside the run {folder}; choose a directory "
+                                "outside it")

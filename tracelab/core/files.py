@@ -23,9 +23,14 @@ Data = Union[str, bytes]
 
 def _default_mode() -> int:
     """What open() would give a new file: mkstemp makes it 0600, a report is for sharing."""
+    return 0o666 & folder_mode()
+
+
+def folder_mode() -> int:
+    """What mkdir would give a new folder (mkdtemp makes it 0700)."""
     umask = os.umask(0o022)
     os.umask(umask)
-    return 0o666 & ~umask
+    return 0o777 & ~umask
 
 
 @contextlib.contextmanager
