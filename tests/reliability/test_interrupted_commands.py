@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
+import types
 
 import pytest
 
@@ -48,9 +48,13 @@ def test_an_interrupted_batch_leaves_no_worker_running(tmp_path, delay, sig, gro
     else:
         proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
-    # Killed by the signal itself (-15) only before the command began or after it ended.
-    assert proc.returncode in (0, 130, -signal.SIGTERM), err
+    assert proc.returncode in (0, 130, -sig), err
     assert "Traceback" not in err, err
+    if proc.returncode == -sig:
+        # Killed by the signal itself only once the batch had ended, or for SIGTERM, before
+        # the command began (Ctrl-C then still ends in one line).
+        assert "index:" in out or (sig == signal.SIGTERM and not (tmp_path / "out").exists()), \
+            (out, err)
     if proc.returncode == 130:
         assert err.strip().splitlines()[-1] == "tracelab: interrupted", err
     try:
@@ -74,3 +78,16 @@ def test_importing_a_log_with_nothing_readable_makes_no_run(tmp_path, capsys):
     events = write_tensorboard_log(tmp_path / "good")
     assert main(["import", "tensorboard", str(events.parent), str(tmp_path / "run")]) == 0
     assert (tmp_path / "run" / "meta.json").is_file()
+
+
+def test_ctrl_c_while_the_command_still_loads_ends_in_one_line(monkeypatch, capsys):
+    from tracelab.__main__ import run
+
+    loading = types.ModuleType("tracelab.app.cli")
+
+    def interrupted(name):
+        raise KeyboardInterrupt
+    loading.__getattr__ = interrupted
+    monkeypatch.setitem(sys.modules, "tracelab.app.cli", loading)
+    assert run() == 130
+    assert capsys.readouterr().err == "tracelab: interrupted\n"

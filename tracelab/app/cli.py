@@ -429,8 +429,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         with _terminate_as_interrupt():
             return args.handler(args)
     except TracelabError as exc:
