@@ -64,12 +64,13 @@ def tensor_profile(x: torch.Tensor, generator: torch.Generator | None = None
     work = m.double() if not m.is_floating_point() or m.dtype == torch.float64 else m.float()
     count = work.shape[1]
     # Moments around each feature's first value: no cancellation for offset data (years, ids).
-    shift = work[:, :1]
-    centered = work - shift
+    # Centred in float64: a float32 difference overflows for values spanning the float32 range.
+    shift = work[:, :1].double()
+    centered = work.double() - shift
     # Accumulated in float64: float32 sums of squares overflow long before the values do.
     total = centered.sum(dim=1, dtype=torch.float64)
     squares = torch.linalg.vector_norm(centered, dim=1, dtype=torch.float64) ** 2
-    mean = shift[:, 0].double() + total / count
+    mean = shift[:, 0] + total / count
     var = (squares - total * total / count) / (count - 1) if count > 1 else total * math.nan
     std = var.clamp(min=0).sqrt()
     mn, mx = torch.aminmax(work, dim=1)

@@ -189,10 +189,20 @@ class Recorder:
         now = [id(p) for p in self.model.parameters() if p.requires_grad]
         return now != [id(p) for _, p in self._tracked]
 
+    def _track_added_parameters(self) -> None:
+        """After an `add_param_group` (the optimizer's parameter count moved), track the model
+        anew if its parameters changed: a module added with the group, perhaps."""
+        if self.optimizer is not None and _parameter_count(self.optimizer) != self._optimizer_size:
+            self._optimizer_size = _parameter_count(self.optimizer)
+            if self._changed_parameters():
+                self.watch(self._given_model)
+
     # -- hooks (training thread) ----------------------------------------------------------------
     def _before_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._grad_resets.optimizer_stepped()
         self._stepped = True
+        # Before the snapshot: a module added this step has its update recorded too.
+        self._track_added_parameters()
         if self.writer.failed or not self._weights_due(self._step):
             return
         start = time.perf_counter()
@@ -276,10 +286,7 @@ class Recorder:
             return
         if data_time is not None:
             self._data_time = data_time
-        if self.optimizer is not None and _parameter_count(self.optimizer) != self._optimizer_size:
-            self._optimizer_size = _parameter_count(self.optimizer)  # add_param_group
-            if self._changed_parameters():  # a new module, perhaps: track it
-                self.watch(self._given_model)
+        self._track_added_parameters()
         step = self._step
         self._step += 1
         now = time.perf_counter()

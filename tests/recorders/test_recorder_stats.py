@@ -421,6 +421,15 @@ def test_numpy_profile_matches_the_device_profile(make):
     assert sample.shape == (want.shape[0], min(64, x.numel() // want.shape[0]))
 
 
+def test_the_device_profile_of_a_feature_spanning_the_float32_range_is_finite():
+    # Centred on its first value in float32, -3e38 - 3e38 overflowed: the std came out inf.
+    x = torch.tensor([[3.0e38, 1.0], [-3.0e38, 2.0], [3.0e38, 3.0], [-2.0e38, 4.0]])
+    packed, _ = tensor_profile(x)
+    ref = x.double().numpy()
+    np.testing.assert_allclose(packed[:, 0].numpy(), ref.mean(axis=0), rtol=1e-9)
+    np.testing.assert_allclose(packed[:, 1].numpy(), ref.std(axis=0, ddof=1), rtol=1e-9)
+
+
 def test_sparse_gradients_are_recorded_as_their_dense_equivalent(tmp_path):
     torch.manual_seed(0)
     emb = torch.nn.Embedding(50, 4, sparse=True)
