@@ -6,16 +6,19 @@ split into pieces (FIRST, MIDDLE..., LAST; a record that fits is FULL), and a bl
 bytes, too few for a piece's header, are zero padding. Each piece has a 7-byte header: the
 CRC-32 (zlib's) of its type byte and data, the data's length (2 bytes) and the type (1 byte).
 
-`read_records` returns every whole record up to the first piece that is cut short or fails its
-checksum, and says where that is: what follows a damaged piece is not trusted. `read_joined`
-returns the same records joined in one buffer, for decoding in bulk: it finds the pieces of all
-blocks at once (numpy, the blocks walked in lock-step), and reads the file piece by piece only
-where that finds something amiss, to say what and where.
+`read_records` returns every whole record, and says where the file is damaged. A piece that
+fails its checksum or whose header is damaged loses the record it belongs to and the rest of
+its block: reading goes on at the next block, past the pieces there that continue a record
+begun before (LevelDB's own recovery). A file that ends inside a record (a killed writer) ends
+the reading there. `read_joined` returns the same records joined in one buffer, for decoding
+in bulk: it finds the pieces of all blocks at once (numpy, the blocks walked in lock-step), and
+reads the file piece by piece only where that finds something amiss, to say what and where.
 """
 from __future__ import annotations
 
 import struct
 import zlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
@@ -45,10 +48,16 @@ def read_joined(path: Path, pad: int = 0) -> tuple[bytes, np.ndarray, np.ndarray
         joined = _joined(data, *pieces, pad)
         if joined is not None:
             return (*joined, None)
+    return joined_exactly(data, pad)
+
+
+def joined_exactly(data: bytes, pad: int = 0) -> tuple[bytes, np.ndarray, np.ndarray,
+                                                       Optional[Damage]]:
+    """read_joined's result from the record-by-record reader (a damaged file)."""
     records, damage = _read_exactly(data)
-    ends = np.cumsum(np.fromiter(map(len, records), dtype=np.int64, count=len(records)))
-    starts = ends - np.fromiter(map(len, records), dtype=np.int64, count=len(records))
-    return b"".join(records) + bytes(pad), starts, ends, damage
+    sizes = np.fromiter(map(len, records), dtype=np.int64, count=len(records))
+    ends = np.cumsum(sizes)
+    return b"".join(records) + bytes(pad), ends - sizes, ends, damage
 
 
 def read_records(path: Path) -> tuple[list[bytes], Optional[Damage]]:
@@ -120,43 +129,82 @@ def _joined(data: bytes, start: np.ndarray, end: np.ndarray, kind: np.ndarray,
 
 
 def _read_exactly(data: bytes) -> tuple[list[bytes], Optional[Damage]]:
-    """The records piece by piece: where a file is damaged, what and where."""
+    """The records piece by piece, going on past damage where the blocks allow: what is
+    damaged, where, and what was skipped."""
     if data[:len(HEADER)] != HEADER:
         what = "too short for" if len(data) < len(HEADER) else "not"
         return [], Damage(0, 0, f"{what} the W&B header (:W&B, version 0)", len(data))
     records: list[bytes] = []
+    found: list[Damage] = []
+    offset, resyncing = len(HEADER), False
+    while True:
+        offset, damage = _read_from(data, offset, records, resyncing)
+        if damage is None:
+            break
+        found.append(damage)
+        if damage.resumed is None:
+            break
+        offset, resyncing = damage.resumed, True
+    if not found:
+        return records, None
+    return records, replace(found[0], later=tuple(found[1:]))
+
+
+def resumable(reason: str) -> bool:
+    """Whether reading goes on after damage of this kind (the file does not end there)."""
+    return reason in (BAD_HEADER, BAD_CHECKSUM, CUT_BY_NEXT, NO_START)
+
+
+def _read_from(data: bytes, offset: int, records: list[bytes], resyncing: bool
+               ) -> tuple[int, Optional[Damage]]:
+    """Append the records from `offset` on to `records`, up to the first damage: (where that
+    is, the damage, with where reading may go on), or (the end, None). `resyncing`: pieces
+    that continue a record begun before `offset` are skipped, up to the first that begins
+    one."""
     pending: list[bytes] = []
-    start = offset = len(HEADER)  # start: where the record being assembled began
+    start = offset  # where the record being assembled began
     size = len(data)
+
+    def damaged(at: int, reason: str, resume: Optional[int] = None) -> tuple[int, Damage]:
+        if resume is None and resumable(reason):
+            resume = offset - offset % BLOCK + BLOCK  # the next block
+        if resume is not None and resume >= size:
+            resume = None
+        return at, replace(_damage(records, at, reason, size), resumed=resume)
+
     while offset < size:
         left = BLOCK - offset % BLOCK
         if left < _PIECE:  # the block's padding
             offset += left
             continue
         if size - offset < _PIECE:
-            return records, _damage(records, start, CUT_HEADER, size)
+            return damaged(start, CUT_HEADER)
         crc, length, kind = struct.unpack_from("<IHB", data, offset)
         if kind == 0 and length == 0 and crc == 0:  # zeros: padding, or preallocated space
             offset += left
             continue
         body_end = offset + _PIECE + length
         if length > left - _PIECE or kind not in (FULL, FIRST, MIDDLE, LAST):
-            return records, _damage(records, start, BAD_HEADER, size)
+            return damaged(start, BAD_HEADER)
         if body_end > size:
-            return records, _damage(records, start, CUT_RECORD, size)
+            return damaged(start, CUT_RECORD)
         body = data[offset + _PIECE:body_end]
         if zlib.crc32(body, _CRC[kind]) != crc:
-            return records, _damage(records, start, BAD_CHECKSUM, size)
+            return damaged(start, BAD_CHECKSUM)
         if kind == FULL or kind == FIRST:
-            if pending:
-                return records, _damage(records, start, CUT_BY_NEXT, size)
+            resyncing = False
+            if pending:  # the record in progress is lost; this piece begins the next
+                return damaged(start, CUT_BY_NEXT, offset)
             start = offset
         if kind == FULL:
             records.append(body)
         elif kind == FIRST:
             pending = [body]
+        elif resyncing:  # the rest of a record whose start lay in the damage
+            offset = start = body_end
+            continue
         elif not pending:
-            return records, _damage(records, offset, NO_START, size)
+            return damaged(offset, NO_START, body_end)
         else:
             pending.append(body)
             if kind == LAST:
@@ -166,8 +214,8 @@ def _read_exactly(data: bytes) -> tuple[list[bytes], Optional[Damage]]:
         if not pending:
             start = offset
     if pending:
-        return records, _damage(records, start, CUT_RECORD, size)
-    return records, None
+        return damaged(start, CUT_RECORD)
+    return offset, None
 
 
 def _damage(records: list[bytes], offset: int, reason: str, size: int) -> Damage:

@@ -22,16 +22,25 @@ BAD_CHECKSUM = "a checksum mismatch"
 
 @dataclass(frozen=True)
 class Damage:
-    """Where an event file stops being readable."""
+    """Where an event file stops being readable; or, where the format lets reading go on past
+    the damage (W&B's blocks), what was skipped."""
     record: int        # index of the first bad record (records before it are whole)
     offset: int        # its byte offset
     reason: str
     after: int         # bytes from `offset` to the end of the file
+    resumed: Optional[int] = None  # where reading went on, when it did
+    later: tuple["Damage", ...] = ()  # damage found after that
 
     def describe(self, name: str) -> str:
-        return (f"{name}: {self.reason} in record {self.record} at byte {self.offset}; "
-                f"the last {self.after} bytes of the file (record {self.record} on) were not "
-                "read")
+        return f"{name}: " + "; then ".join(d._text() for d in (self, *self.later))
+
+    def _text(self) -> str:
+        where = f"{self.reason} in record {self.record} at byte {self.offset}"
+        if self.resumed is None:
+            return (f"{where}; the last {self.after} bytes of the file (record {self.record} "
+                    "on) were not read")
+        return (f"{where}; {self.resumed - self.offset} bytes skipped, reading went on at "
+                f"byte {self.resumed}")
 
 
 def _crc32c():

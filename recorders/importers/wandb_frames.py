@@ -19,7 +19,8 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from tracelab.recorders.importers.records import BLOCK, HEADER, REASONS, _read_exactly
+from tracelab.recorders.importers.records import (BLOCK, HEADER, REASONS, _read_exactly,
+                                                  joined_exactly, resumable)
 from tracelab.recorders.importers.tfrecord import Damage
 
 _FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
@@ -171,5 +172,11 @@ def joined(path, pad: int):
     bound = size // 7 + 1
     starts, ends = np.empty(bound, dtype=np.int64), np.empty(bound, dtype=np.int64)
     n, status, where = _joined(buf, size, len(HEADER), _CRC, starts, ends)
+    if status and resumable(REASONS[status]):
+        # Damage the reading goes on past: the record-by-record reader, on the file's bytes as
+        # they were (the pass above moved split records' pieces in place).
+        with open(path, "rb") as file:
+            data, starts, ends, damage = joined_exactly(file.read(size), pad)
+        return np.frombuffer(bytearray(data), dtype=np.uint8), starts, ends, damage
     damage = Damage(n, where, REASONS[status], size - where) if status else None
     return buf, starts[:n], ends[:n], damage

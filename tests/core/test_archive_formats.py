@@ -27,6 +27,7 @@ from tracelab.recorders.importers.wandb import read_wandb  # noqa: E402
 sys.path.insert(0, str(Path(__file__).parent))
 import _archive_clients as clients  # noqa: E402
 from _archive_runs import train_run, tree_state  # noqa: E402
+from _wandb_framing import inside_a_record  # noqa: E402
 
 
 def mlflow_schema_db(path: Path, runs: list[dict]) -> Path:
@@ -228,28 +229,12 @@ def test_truncated_wandb_file_is_read_to_its_last_whole_record(archive, tmp_path
     file = next(copy.glob("run-*.wandb"))
     whole = read_wandb(copy).as_run(copy).loss()
     data = file.read_bytes()  # cut inside a record's data, not at a piece header
-    file.write_bytes(data[:_inside_a_record(data, int(len(data) * 0.6))])
+    file.write_bytes(data[:inside_a_record(data, int(len(data) * 0.6))])
     run = read_wandb(copy).as_run(copy)
     assert 0 < len(run.loss()) < len(whole)
     assert run.loss().equals(whole.iloc[:len(run.loss())])
     assert any("the file ends inside a record" in p for p in run.problems)
     assert run.status["state"] == "killed"  # no exit record: its process never ended it
-
-
-def _inside_a_record(data: bytes, at: int) -> int:
-    """A byte of a record piece's data from `at` on (not a piece header, nor a block's zero
-    padding), found by walking the pieces: what a flip there breaks is that piece's checksum."""
-    from tracelab.recorders.importers.records import BLOCK, HEADER
-    pos = len(HEADER)
-    while True:
-        if BLOCK - pos % BLOCK < 7:  # a block's padding
-            pos += BLOCK - pos % BLOCK
-            continue
-        start = pos + 7
-        end = start + int.from_bytes(data[pos + 4:pos + 6], "little")
-        if end > max(at, start):
-            return max(at, start)
-        pos = end
 
 
 def test_bad_checksum_in_a_wandb_file(archive, tmp_path, capsys):
@@ -258,7 +243,7 @@ def test_bad_checksum_in_a_wandb_file(archive, tmp_path, capsys):
     shutil.copytree(folder, copy)
     file = next(copy.glob("run-*.wandb"))
     data = bytearray(file.read_bytes())
-    data[_inside_a_record(data, len(data) // 2)] ^= 0xFF
+    data[inside_a_record(data, len(data) // 2)] ^= 0xFF
     file.write_bytes(bytes(data))
     before = file.read_bytes()
     assert main(["analyze", str(copy), "--no-html"]) in (0, 1)

@@ -57,6 +57,70 @@ def test_checksum_mismatch_stops_at_the_damaged_record(tmp_path):
     assert records == RECORDS[:3] and damage.reason == "a checksum mismatch"
 
 
+def _record_starts(records: list[bytes]) -> list[int]:
+    """Where each record's first piece lies in frame(records)."""
+    starts = []
+    for i in range(len(records)):
+        at = len(frame(records[:i]))
+        starts.append(at + (BLOCK - at % BLOCK if BLOCK - at % BLOCK < 7 else 0))
+    return starts
+
+
+MANY = [bytes([i % 251]) * (300 + i % 500) for i in range(300)]  # about 5 blocks
+
+
+def test_reading_goes_on_at_the_next_block_after_a_damaged_piece(tmp_path):
+    """A flipped byte loses its record and the rest of its block, and the record split into
+    the next block; every record that begins after that boundary is read."""
+    data, starts = bytearray(frame(MANY)), _record_starts(MANY)
+    bad = next(i for i, at in enumerate(starts) if at > 1000)
+    data[starts[bad] + 7 + 5] ^= 0x01
+    file = tmp_path / "run-x.wandb"
+    file.write_bytes(bytes(data))
+    records, damage = read_records(file)
+    after = [r for r, at in zip(MANY, starts) if at >= BLOCK]
+    assert records == MANY[:bad] + after
+    assert len(after) > 200 and MANY[bad] not in records
+    assert damage.reason == "a checksum mismatch" and damage.record == bad
+    assert damage.offset == starts[bad] and damage.resumed == BLOCK and damage.later == ()
+    assert damage.describe("run-x.wandb") == (
+        f"run-x.wandb: a checksum mismatch in record {bad} at byte {starts[bad]}; "
+        f"{BLOCK - starts[bad]} bytes skipped, reading went on at byte {BLOCK}")
+
+
+def test_each_damaged_block_is_skipped_and_a_cut_end_still_ends_the_reading(tmp_path):
+    data, starts = bytearray(frame(MANY)), _record_starts(MANY)
+    first = next(i for i, at in enumerate(starts) if at > 100)
+    second = next(i for i, at in enumerate(starts) if at > 2 * BLOCK + 100)
+    data[starts[first] + 5] = 0xFF       # a length past its block: a damaged header
+    data[starts[second] + 7] ^= 0x01     # a checksum
+    cut = bytes(data[:len(data) - 50])   # and the last record cut short
+    file = tmp_path / "run-x.wandb"
+    file.write_bytes(cut)
+    records, damage = read_records(file)
+    keep = [r for i, (r, at) in enumerate(zip(MANY, starts))
+            if i < first or BLOCK <= at < starts[second] or at >= 3 * BLOCK]
+    assert records == keep[:-1]
+    reasons = [damage.reason] + [d.reason for d in damage.later]
+    assert reasons == ["a damaged record header", "a checksum mismatch",
+                       "the file ends inside a record"]
+    assert [damage.resumed] + [d.resumed for d in damage.later] == [BLOCK, 3 * BLOCK, None]
+    text = damage.describe("run-x.wandb")
+    assert text.count("; then ") == 2 and text.endswith("were not read") and "\n" not in text
+
+
+def test_a_record_cut_off_by_the_next_loses_only_itself(tmp_path):
+    whole = frame([b"a" * 10, b"b" * 20])
+    start = len(HEADER) + 7 + 10
+    lone_first = struct.pack("<IHB", zlib.crc32(b"x" * 8, zlib.crc32(bytes([FIRST]))), 8,
+                             FIRST) + b"x" * 8
+    file = tmp_path / "run-x.wandb"
+    file.write_bytes(whole[:start] + lone_first + whole[start:])
+    records, damage = read_records(file)
+    assert records == [b"a" * 10, b"b" * 20]
+    assert damage.reason == "a record cut off by the next" and damage.resumed == start + 15
+
+
 def test_not_a_wandb_file(tmp_path):
     file = tmp_path / "run-x.wandb"
     file.write_bytes(b"PK\x03\x04 something else")
@@ -81,6 +145,4 @@ def test_joined_records_are_the_records(tmp_path):
         assert [joined[a:b] for a, b in zip(starts, ends)] == records
         assert joined[len(joined) - 16:] == bytes(16)
         assert (got is None) == (damage is None)
-        if damage is not None:
-            assert (got.record, got.offset, got.reason) == (damage.record, damage.offset,
-                                                            damage.reason)
+        assert got == damage
