@@ -3,7 +3,6 @@ and a subsample's moments and saturation), the per-feature input profile, the sa
 offers and the rows' fingerprints. numba_kernels gives them with the tensor kernels."""
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from tracelab.recorders.kernel_primitives import add, finite, jit, nonfinite
