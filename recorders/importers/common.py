@@ -59,9 +59,16 @@ def _parse_rules(rules: Sequence[str], what: str) -> list[tuple[re.Pattern, str]
         if not sep or not pattern or not target:
             raise ConfigError(f"{what} rule {text!r}: expected REGEX=TARGET")
         try:
-            parsed.append((re.compile(pattern), target.strip()))
+            compiled = re.compile(pattern)
         except re.error as exc:
             raise ConfigError(f"{what} rule {text!r}: invalid regular expression ({exc})") from None
+        target = target.strip()
+        try:  # the target's group references, checked now (an empty string: no match needed)
+            compiled.sub(target.partition(":")[2] if ":" in target else target, "", count=0)
+        except (re.error, IndexError) as exc:
+            raise ConfigError(f"{what} rule {text!r}: the target refers to a group the pattern "
+                              f"does not have ({exc})") from None
+        parsed.append((compiled, target))
     return parsed
 
 
@@ -77,7 +84,7 @@ class TagMap:
         self._scalar_rules = _parse_rules(self.scalars, "scalar tag")
         self._hist_rules = _parse_rules(self.histograms, "histogram tag")
         for pattern, target in self._scalar_rules:
-            if target != SKIP and "/" not in target:
+            if target != SKIP and not all(target.partition("/")[::2]):
                 raise ConfigError(f"scalar tag rule for {pattern.pattern!r}: target {target!r}; "
                                   "expected SPLIT/NAME or skip")
         for pattern, target in self._hist_rules:
@@ -322,7 +329,14 @@ class Imported:
         """Write as a tracelab run through RunWriter; refuses an existing run. A new directory
         is built beside its name and renamed into place whole: an import that is interrupted
         leaves nothing that a second try would take for a run."""
+        from tracelab.core.errors import RunExistsError
+        from tracelab.core.schema import META_FILE, TABLES
         run_dir = Path(run_dir)
+        if run_dir.is_dir() and any(run_dir.iterdir()) and not any(
+                (run_dir / name).is_dir() for name in TABLES) \
+                and not (run_dir / META_FILE).exists():  # a run's: RunWriter says so below
+            raise RunExistsError(f"{run_dir}: the folder holds other files; expected a new or "
+                                 "empty folder for the imported run")
         if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())
                                  or os.name == "nt"):  # no rename onto a folder there
             return self._write(run_dir)  # RunWriter says whether it already holds a run
@@ -337,7 +351,6 @@ class Imported:
             os.rename(building, run_dir)  # fails, touching nothing, if a run appeared there
         except OSError as exc:
             if run_dir.is_dir() and any(run_dir.iterdir()):
-                from tracelab.core.errors import RunExistsError
                 raise RunExistsError(f"{run_dir}: another run was created there meanwhile; "
                                      "choose another directory") from exc
             raise
@@ -348,14 +361,31 @@ class Imported:
     def _write(self, run_dir: Path) -> Path:
         from tracelab.core.writer import RunWriter
         meta = {k: v for k, v in self.meta.items() if k not in ("status", "end_time")}
+        if not _finite_time(meta.get("start_time")):  # a wall time of inf, a start of NaN
+            meta["start_time"] = None
         writer = RunWriter(run_dir, meta, flush_interval=3600.0)
         for table, data in self.tables.items():
             if data.num_rows:
                 writer.write((table, {c: data.column(c) for c in data.column_names}))
-        writer.close({"state": "completed"})
-        if self.meta.get("end_time") is not None:
+        writer.close(_ended(self.meta.get("status")))
+        if _finite_time(self.meta.get("end_time")):
             writer.update_meta(end_time=self.meta["end_time"])
         return Path(run_dir)
+
+
+def _finite_time(value: Any) -> bool:
+    """Whether a start or end time can be written as one (a finite number of seconds)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
+def _ended(status: Any) -> dict[str, Any]:
+    """The imported run's end status: the source run's. One the source left running (its
+    process died: nothing writes it any more) is killed; the import itself has ended."""
+    status = dict(status) if isinstance(status, Mapping) else {"state": "completed"}
+    if status.get("state") == "running":
+        status.update(state="killed", note="the source run has no end: its process died")
+    return status
 
 
 def _frame(data: pa.Table) -> pd.DataFrame:

@@ -80,12 +80,17 @@ def read_wandb(path: str | os.PathLike, tags: TagMap | None = None, *,
     elif bulk and compiled:
         kernels = compiled_decoder()
     for file in files:
-        if kernels is not None:
-            data, starts, ends, damage = kernels.joined(file, fast.PAD)
-        elif bulk:
-            data, starts, ends, damage = read_joined(file, fast.PAD)
-        else:
-            records, damage = read_records(file)
+        try:
+            if kernels is not None:
+                data, starts, ends, damage = kernels.joined(file, fast.PAD)
+            elif bulk:
+                data, starts, ends, damage = read_joined(file, fast.PAD)
+            else:
+                records, damage = read_records(file)
+        except OSError as exc:  # a folder of that name, a dangling link, no permission
+            reading.problems.append(f"{file.name}: unreadable "
+                                    f"({(exc.strerror or str(exc)).lower()}), skipped")
+            continue
         if damage is not None:
             reading.problems.append(damage.describe(file.name))
         if bulk:

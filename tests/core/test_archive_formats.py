@@ -221,6 +221,76 @@ def test_diff_of_two_runs_of_one_database(archive, capsys):
     assert "the same run" in capsys.readouterr().err
 
 
+def test_an_imported_run_keeps_how_its_source_ended_and_what_could_not_be_read(
+        archive, tmp_path, capsys):
+    """Analyzing the import says what analyzing the log says: a failed run stays failed, a
+    killed one killed, with the damage the import skipped."""
+    db = archive / "db" / "mlflow.db"
+    assert main(["import", "mlflow", str(db), str(tmp_path / "failed"), "--run-id",
+                 "db-nan"]) == 0
+    assert open_any(tmp_path / "failed").status["state"] == "failed"
+    folder = next(s.path for s in discover(archive / "team-b"))
+    cut = tmp_path / folder.name
+    shutil.copytree(folder, cut)
+    file = next(cut.glob("run-*.wandb"))
+    data = file.read_bytes()
+    file.write_bytes(data[:inside_a_record(data, int(len(data) * 0.6))])
+    assert main(["import", "wandb", str(cut), str(tmp_path / "killed")]) == 0
+    killed = open_any(tmp_path / "killed")
+    assert killed.status["state"] == "killed"
+    assert any("the file ends inside a record" in p for p in killed.problems)
+    for source, imported in ((f"{db}#db-nan", tmp_path / "failed"), (cut, tmp_path / "killed")):
+        capsys.readouterr()
+        direct = main(["analyze", str(source), "--no-html"])
+        first = capsys.readouterr().out.splitlines()[:2]
+        assert main(["analyze", str(imported), "--no-html"]) == direct
+        assert capsys.readouterr().out.splitlines()[1:2] == first[1:2]
+
+
+def test_reports_never_land_among_an_mlflow_or_wandb_runs_data(archive, tmp_path, capsys):
+    mlflow_run = next(s.path for s in discover(archive / "team-a"))
+    wandb_run = next(s.path for s in discover(archive / "team-b"))
+    before = tree_state(archive)
+    for target in (mlflow_run / "metrics" / "new", mlflow_run / "params" / "new",
+                   mlflow_run / "tags" / "new", wandb_run / "run-zzz.wandb"):
+        option = "--json" if "params" in target.parts else "--html"
+        assert main(["diff", str(mlflow_run), str(wandb_run), option, str(target)]) == 2
+        err = capsys.readouterr().err
+        assert "part of the recorded data" in err and err.count("\n") == 1, err
+    assert tree_state(archive) == before
+    report = tmp_path / "copy"
+    shutil.copytree(mlflow_run, report)  # an MLflow run's artifacts may hold a report
+    assert main(["diff", str(report), str(wandb_run), "--html",
+                 str(report / "artifacts" / "diff.html")]) == 0
+
+
+def test_an_unreadable_wandb_file_entry_is_listed_not_a_traceback(archive, tmp_path, capsys):
+    folder = next(s.path for s in discover(archive / "team-b"))
+    copy = tmp_path / folder.name
+    shutil.copytree(folder, copy)
+    (copy / "run-zzz.wandb").mkdir()
+    (copy / "run-gone.wandb").symlink_to(tmp_path / "nowhere")
+    assert main(["analyze", str(copy), "--no-html"]) in (0, 1)
+    assert "Traceback" not in capsys.readouterr().err
+    problems = open_any(copy).problems
+    assert any(p.startswith("run-zzz.wandb: unreadable (is a directory)") for p in problems)
+    assert any(p.startswith("run-gone.wandb: unreadable (no such file") for p in problems)
+    assert len(open_any(copy).loss()) == clients.STEPS
+
+
+def test_an_infinite_wall_time_imports_as_a_run_that_reads_back(tmp_path, capsys):
+    from torch.utils.tensorboard import SummaryWriter
+    log = tmp_path / "log"
+    with SummaryWriter(str(log)) as writer:
+        for step in range(20):
+            writer.add_scalar("train/loss", 1.0 / (step + 1), step,
+                              walltime=float("inf") if step == 5 else 1.7e9 + step)
+    assert main(["import", "tensorboard", str(log), str(tmp_path / "run")]) == 0
+    run = open_any(tmp_path / "run")
+    assert len(run.loss()) == 20 and run.meta["start_time"] == 1.7e9
+    assert main(["analyze", str(tmp_path / "run"), "--no-html"]) in (0, 1)
+
+
 # -- damaged and odd input ---------------------------------------------------------------------
 def test_truncated_wandb_file_is_read_to_its_last_whole_record(archive, tmp_path):
     folder = next(s.path for s in discover(archive / "team-b"))

@@ -169,3 +169,29 @@ def test_a_run_folder_that_cannot_be_listed_says_so(tmp_path):
     # "cannot be read" where the folder above lets the user in, "cannot be opened" where not
     assert proc.stderr.count("\n") == 1 and "(permission denied)" in proc.stderr, proc.stderr
     assert "not a tracelab run" not in proc.stderr
+
+
+def test_import_into_a_folder_holding_other_files_is_refused(tmp_path, capsys):
+    events = write_tensorboard_log(tmp_path / "log")
+    target = tmp_path / "notes"
+    target.mkdir()
+    (target / "scalars").write_text("mine")  # a name the run would need, too
+    before = snapshot(events.parent, target)
+    assert main(["import", "tensorboard", str(events.parent), str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"tracelab: error: {target}: the folder holds other files; expected a new "
+                   "or empty folder for the imported run\n")
+    assert snapshot(events.parent, target) == before
+
+
+@pytest.mark.parametrize("rule, why", [
+    (r"--map=train/loss=train/\9", "invalid group reference 9"),
+    (r"--map=(?P<a>train)/loss=train/\g<zz>", "unknown group name 'zz'"),
+    (r"--hist-map=grads/(.*)=grad:\3", "invalid group reference 3"),
+    ("--map=train/loss=train/", "expected SPLIT/NAME or skip")])
+def test_a_tag_rule_naming_a_missing_group_is_one_line(tmp_path, capsys, rule, why):
+    events = write_tensorboard_log(tmp_path / "log")
+    assert main(["import", "tensorboard", str(events.parent), str(tmp_path / "run"), rule]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tracelab: error: ") and err.count("\n") == 1 and why in err, err
+    assert not (tmp_path / "run").exists()

@@ -3,7 +3,8 @@
 `tracelab analyze RUN --html RUN/meta.json` must not destroy the run, whatever the spelling of the
 path (relative, through a symlink, a hard link). A report, JSON or Markdown file is refused when
 it would replace or add a file that the analysis of one of the sources reads: a run's metadata,
-heartbeats and table parts, a TensorBoard log's event files, a CSV log and its hparams.yaml.
+heartbeats and table parts, a TensorBoard log's event files, a CSV log and its hparams.yaml,
+an MLflow run's meta.yaml, metrics, params and tags, a W&B run's run-*.wandb files.
 """
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from tracelab.app.sources import CSV, NATIVE, TENSORBOARD, Source, data_files, detect
+from tracelab.core.formats import MLFLOW, WANDB
 from tracelab.core.errors import TracelabError
 from tracelab.core.files import resolved
 from tracelab.core.schema import CSV_HPARAMS, META_FILE, TABLES, is_event_file, is_trace_file
+from tracelab.recorders.importers import mlflow, wandb
 
 
 def _identity(path: Path) -> Optional[tuple[int, int]]:
@@ -40,6 +43,12 @@ def _would_be_read(source: Source, target: Path) -> bool:
         if len(rel.parts) > 1:
             return rel.parts[0] in TABLES
         return is_trace_file(rel.name) or rel.name in TABLES
+    if source.format == MLFLOW:  # a file-store run: its artifacts are not read
+        if len(rel.parts) > 1:
+            return rel.parts[0] in mlflow.RUN_PARTS
+        return rel.name in (mlflow.META_YAML, *mlflow.RUN_PARTS)
+    if source.format == WANDB:
+        return len(rel.parts) == 1 and wandb.is_wandb_file(rel.name)
     return False
 
 

@@ -33,7 +33,16 @@ def open_run(path: str | os.PathLike) -> "Run":
     ranks, problems = reader.read_rank_meta(path)
     run = Run(path, ranks[min(ranks)], rank_meta=ranks, source=Source(path, NATIVE))
     run.problems.extend(problems)
+    run.problems.extend(_imported_problems(run.meta))
     return run
+
+
+def _imported_problems(meta: dict) -> list[str]:
+    """What an import could not read of its source log (meta.json's source.problems): the
+    imported run is analyzed knowing it, as the log itself would be."""
+    source = meta.get("source")
+    found = source.get("problems") if isinstance(source, dict) else None
+    return [p for p in found if isinstance(p, str)] if isinstance(found, list) else []
 
 
 class Run:
