@@ -24,10 +24,12 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from tracelab.core.errors import ConfigError, TraceError
+from tracelab.core.errors import ConfigError
 from tracelab.core.files import folder_mode
 from tracelab.core.formats import Source
+from tracelab.core.reader import MAX_STEP
 from tracelab.core.schema import (ACTIVATION, ARROW_SCHEMAS, GRAD, KINDS, LOSS_NAME, LR_PREFIX,
                                   TRAIN, UPDATE, WEIGHT)
 
@@ -198,34 +200,48 @@ def pick_granularity(keys: Mapping[str, ScalarKey]) -> dict[str, ScalarKey]:
             if order[key.granularity] == best[(key.split, key.name)]}
 
 
-def whole_steps(steps: Any, name: str) -> np.ndarray:
-    """`steps` as int64; a step that is not a whole number below 2**62 is a one-line error
-    naming `name` (a float cast would wrap 1e23 to a negative step)."""
+def whole_steps(steps: Any) -> tuple[np.ndarray, Optional[np.ndarray]]:
+    """`steps` as int64, and which of them a trace can hold (None: all): whole numbers in
+    0..MAX_STEP (a float cast would wrap 1e23 to a negative step)."""
     raw = np.asarray(steps)
-    if raw.dtype.kind in "iu" and (not len(raw) or (raw.min() > -2**62 and raw.max() < 2**62)):
-        return raw.astype(np.int64, copy=False)
+    if raw.dtype.kind in "iu":
+        if not len(raw) or (raw.min() >= 0 and raw.max() < MAX_STEP):
+            return raw.astype(np.int64, copy=False), None
+        keep = (raw >= 0) & (raw < MAX_STEP)
+        return np.where(keep, raw, 0).astype(np.int64), keep
     with np.errstate(invalid="ignore"):
         value = raw.astype(np.float64)
-        bad = ~(np.isfinite(value) & (value == np.round(value)) & (np.abs(value) < 2**62))
-    if bad.any():
-        first = raw[np.flatnonzero(bad)[0]]
-        raise TraceError(f"{name}: step {getattr(first, 'item', lambda: first)()!r} is not a "
-                         "whole number below 2**62; expected whole-number steps")
-    return value.astype(np.int64)
+        keep = np.isfinite(value) & (value == np.round(value)) & (value >= 0) \
+            & (value < MAX_STEP)
+    return np.where(keep, value, 0).astype(np.int64), None if keep.all() else keep
+
+
+def _out_of_range(what: str, bad: np.ndarray) -> str:
+    """The problem line for rows left out for their steps (`bad`: those steps)."""
+    first = bad[0].item() if hasattr(bad[0], "item") else bad[0]
+    return (f"{what}: {len(bad)} row{'s' if len(bad) > 1 else ''} with a step that is not a "
+            f"whole number in 0..2**62 left out (the first: {first!r})")
 
 
 def scalar_columns(series: Mapping[str, tuple[Any, Any, Any]], tags: TagMap,
-                   source: str | os.PathLike = "") -> dict[str, Any]:
+                   problems: list[str]) -> dict[str, Any]:
     """The scalars table's columns from `tag → (steps, values, wall_times)` arrays, each tag
     mapped by `tags` (a tag that maps to nothing is left out), in step order: a stable sort of
     the tags' rows one tag after another, as a Run orders them."""
     keys = {tag: key for tag in series if (key := tags.scalar(tag)) is not None}
     picked = pick_granularity(keys)
-    parts = [(key, series[tag]) for tag, key in picked.items()]
+    parts, steps = [], []
+    for tag, key in picked.items():
+        raw, values, walls = series[tag]
+        step, keep = whole_steps(raw)
+        if keep is not None:  # rows no trace holds: left out, and said
+            problems.append(_out_of_range(f"metric {tag!r}", np.asarray(raw)[~keep]))
+            step = step[keep]
+            values, walls = np.asarray(values)[keep], np.asarray(walls)[keep]
+        parts.append((key, (step, values, walls)))
+        steps.append(step)
     if not parts:
         return {}
-    steps = [whole_steps(series[tag][0], f"{source}: metric {tag!r}" if source
-                         else f"metric {tag!r}") for tag in picked]
     if _same_steps(steps):  # every tag at every step, once: the sort interleaves the tags
         step = np.repeat(steps[0], len(parts))
         value = np.stack([np.asarray(p[1][1], dtype=np.float64) for p in parts], axis=1)
@@ -300,14 +316,21 @@ class Imported:
     @classmethod
     def from_columns(cls, meta: Mapping[str, Any], columns: Mapping[str, Mapping[str, Any]],
                      ) -> "Imported":
-        tables = {}
+        """The tables of `columns`; rows with a step no trace holds are left out, and the
+        run's problems say so."""
+        tables, problems = {}, []
         for table, schema in ARROW_SCHEMAS.items():
             cols = columns.get(table) or {}
             n = len(next(iter(cols.values()), ()))
-            tables[table] = pa.table(
+            data = pa.table(
                 [_column(cols[f.name], f.type) if f.name in cols else pa.nulls(n, f.type)
                  for f in schema], schema=schema)
-        return cls(dict(meta), tables)
+            tables[table] = _steps_held(data, table, problems)
+        meta = dict(meta)
+        if problems:
+            meta["source"] = {**meta["source"], "problems": [
+                *(meta["source"].get("problems") or []), *problems]}
+        return cls(meta, tables)
 
     def as_run(self, path: Path):
         """An in-memory Run, named after the imported log; nothing is written anywhere. Its
@@ -371,6 +394,19 @@ class Imported:
         if _finite_time(self.meta.get("end_time")):
             writer.update_meta(end_time=self.meta["end_time"])
         return Path(run_dir)
+
+
+def _steps_held(data: pa.Table, table: str, problems: list[str]) -> pa.Table:
+    """`data` without its rows whose step is negative or from MAX_STEP on (the reader would
+    take a part holding them for damaged)."""
+    if "step" not in data.column_names or not data.num_rows:
+        return data
+    step = data.column("step")
+    keep = pc.fill_null(pc.and_(pc.greater_equal(step, 0), pc.less(step, MAX_STEP)), True)
+    if pc.all(keep).as_py():
+        return data
+    problems.append(_out_of_range(table, pc.filter(step, pc.invert(keep)).to_numpy()))
+    return data.filter(keep)
 
 
 def _finite_time(value: Any) -> bool:

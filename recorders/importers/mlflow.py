@@ -335,9 +335,10 @@ def _imported(path: Path, tags: TagMap, series, params: dict[str, str],
         meta["status"]["exception_message"] = "the MLflow run ended with status FAILED"
     meta["source"].update(run_id=str(run_id), experiment=experiment,
                           tags={k: v for k, v in sorted(run_tags.items())})
+    columns = scalar_columns(series, tags, problems)
     if problems:
         meta["source"]["problems"] = problems
-    return Imported.from_columns(meta, {SCALARS: scalar_columns(series, tags, path)})
+    return Imported.from_columns(meta, {SCALARS: columns})
 
 
 def read_mlflow(path: str | os.PathLike, tags: TagMap | None = None, *,

@@ -247,7 +247,7 @@ def _flush(rows: fast.History, first: int, last: int, steps: np.ndarray,
 
 def _imported(path: Path, tags: TagMap, series, hists, config, summary, info, exit_code,
               runtime, problems) -> Imported:
-    columns = scalar_columns(series, tags, path)
+    columns = scalar_columns(series, tags, problems)
     walls = np.asarray(columns.get("wall_time", []), dtype=float)
     name = info.get("name") or info.get("run_id") or path.stem
     meta = base_meta(WANDB, path, walls, name=name, config=config)

@@ -230,3 +230,20 @@ def test_cli_import_into_a_linked_empty_folder_beside_another_tools_meta_json(
     assert (tmp_path / "link").is_symlink() and (run_dir / "meta.json").is_file()
     assert run_dir.stat().st_mode & 0o777 == 0o777 & ~umask  # readable as mkdir makes it
     assert main(["import", "tensorboard", str(tb_log), str(project / "runs" / "b")]) == 0
+
+
+def test_steps_no_trace_holds_are_left_out_at_import_and_said(tmp_path):
+    """SummaryWriter takes any int64 step; the import leaves out those a trace cannot hold
+    (negative, from 2**62 on), and says so, rather than write rows the reader must skip."""
+    log = tmp_path / "log"
+    with SummaryWriter(str(log)) as writer:
+        for step in [-1, 0, 1, 2, -100, 3, 2**62 + 5]:
+            writer.add_scalar("train/loss", 1.0, step)
+        writer.add_histogram("grads/fc.weight", np.ones(10), -3)
+        writer.add_histogram("grads/fc.weight", np.ones(10), 4)
+    import_tensorboard(log, tmp_path / "run")
+    run = tracelab.open_run(tmp_path / "run")
+    assert run.loss().index.tolist() == [0, 1, 2, 3]
+    assert run.tensors.step.tolist() == [4]
+    assert [p.split(":")[0] for p in run.problems] == ["scalars", "tensors"], run.problems
+    assert run.problems[0].startswith("scalars: 3 rows with a step that is not a whole number")
