@@ -188,16 +188,35 @@ def default_histogram(tag: str) -> tuple[str, str]:
     return kind or WEIGHT, name
 
 
-def pick_granularity(keys: Mapping[str, ScalarKey]) -> dict[str, ScalarKey]:
-    """Where one series is logged per step and per epoch (`train_loss_step`/`_epoch`), keep the
-    finest; the epoch means would double-count the same values."""
+def pick_granularity(keys: Mapping[str, ScalarKey], problems: list[str]) -> dict[str, ScalarKey]:
+    """One tag per series. Where one series is logged per step and per epoch
+    (`train_loss_step`/`_epoch`), keep the finest; the epoch means would double-count the same
+    values. Where other tags still map to one series (`train/loss`, `loss/train` and
+    `train_loss`), keep the one named as the series (else the first in order) and say which
+    were left out: merged, they would make one series of several."""
     order = {None: 0, "step": 1, "batch": 1, "epoch": 2}
     best: dict[tuple[str, str], int] = {}
     for key in keys.values():
         slot = (key.split, key.name)
         best[slot] = min(best.get(slot, 9), order[key.granularity])
-    return {tag: key for tag, key in keys.items()
-            if order[key.granularity] == best[(key.split, key.name)]}
+    finest = sorted((tag, key) for tag, key in keys.items()
+                    if order[key.granularity] == best[(key.split, key.name)])
+    kept: dict[tuple[str, str], str] = {}
+    for tag, key in finest:  # the tag named as its series first, then in order
+        slot = (key.split, key.name)
+        if slot not in kept or tag == f"{key.split}/{key.name}":
+            kept[slot] = tag
+    for slot, tag in kept.items():
+        others = [t for t, k in finest if (k.split, k.name) == slot and t != tag]
+        if others:
+            problems.append(f"tag{'s' if len(others) > 1 else ''} "
+                            f"{', '.join(map(repr, others))} left out: "
+                            f"{'they map' if len(others) > 1 else 'it maps'} to "
+                            f"{slot[0]}/{slot[1]} as {tag!r} does (give "
+                            f"{'them' if len(others) > 1 else 'it'} a series of "
+                            f"{'their' if len(others) > 1 else 'its'} own with --map)")
+    chosen = set(kept.values())
+    return {tag: key for tag, key in keys.items() if tag in chosen}
 
 
 def whole_steps(steps: Any) -> tuple[np.ndarray, Optional[np.ndarray]]:
@@ -229,7 +248,7 @@ def scalar_columns(series: Mapping[str, tuple[Any, Any, Any]], tags: TagMap,
     mapped by `tags` (a tag that maps to nothing is left out), in step order: a stable sort of
     the tags' rows one tag after another, as a Run orders them."""
     keys = {tag: key for tag in series if (key := tags.scalar(tag)) is not None}
-    picked = pick_granularity(keys)
+    picked = pick_granularity(keys, problems)
     parts, steps = [], []
     for tag, key in picked.items():
         raw, values, walls = series[tag]

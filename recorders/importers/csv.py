@@ -74,8 +74,8 @@ def read_csv_log(file: str | os.PathLike, tags: TagMap | None = None, *,
         key = tags.scalar(str(column))
         if key is not None:
             keys[column] = key
-    parts = []
-    for column, key in pick_granularity(keys).items():
+    parts, problems = [], []
+    for column, key in pick_granularity(keys, problems).items():
         values = df[column]
         keep = values.notna() & steps.notna()
         parts.append(pd.DataFrame({"step": steps[keep].astype("int64"), "split": key.split,
@@ -87,6 +87,8 @@ def read_csv_log(file: str | os.PathLike, tags: TagMap | None = None, *,
     hparams = file.parent / CSV_HPARAMS
     meta = base_meta(CSV, file, sc["wall_time"], name=log_name(file),
                      config=_read_hparams(hparams) if hparams.is_file() else {})
+    if problems:
+        meta["source"]["problems"] = problems
     return Imported.from_columns(meta, {SCALARS: {c: sc[c] for c in sc}})
 
 

@@ -210,13 +210,14 @@ def read_tensorboard(logdir: str | os.PathLike, tags: TagMap | None = None) -> I
                 for e in acc.Tensors(tag):
                     hists.append({"step": e.step, "kind": kind, "name": name,
                                   **_v2_histogram(tensor_util.make_ndarray(e.tensor_proto))})
+    problems = unreadable_parts(logdir)
     keys = {tag: key for tag in scalars if (key := tags.scalar(tag)) is not None}
     rows = [(step, key.split, key.name, value, wall)
-            for tag, key in pick_granularity(keys).items() for step, value, wall in scalars[tag]]
+            for tag, key in pick_granularity(keys, problems).items()
+            for step, value, wall in scalars[tag]]
     sc = pd.DataFrame(rows, columns=["step", "split", "name", "value", "wall_time"])
     tn = pd.DataFrame(hists) if hists else pd.DataFrame(columns=["step", "kind", "name"])
     meta = base_meta(TENSORBOARD, logdir, sc["wall_time"], config=config)
-    problems = unreadable_parts(logdir)
     if problems:
         meta["source"]["problems"] = problems
     return Imported.from_columns(meta, {SCALARS: {c: sc[c] for c in sc},

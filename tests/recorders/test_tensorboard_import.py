@@ -247,3 +247,21 @@ def test_steps_no_trace_holds_are_left_out_at_import_and_said(tmp_path):
     assert run.tensors.step.tolist() == [4]
     assert [p.split(":")[0] for p in run.problems] == ["scalars", "tensors"], run.problems
     assert run.problems[0].startswith("scalars: 3 rows with a step that is not a whole number")
+
+
+def test_tags_mapping_to_one_series_are_not_merged(tmp_path):
+    """train/loss, loss/train and train_loss all name the train loss: the series keeps the
+    tag named as it, and the import says which it left out (merged, the loss would take three
+    values a step)."""
+    log = tmp_path / "log"
+    with SummaryWriter(str(log)) as writer:
+        for step in range(30):
+            writer.add_scalar("train/loss", 1.0, step)
+            writer.add_scalar("loss/train", 100.0, step)
+            writer.add_scalar("train_loss", 5.0, step)
+    run = read_tensorboard(log).as_run(log)
+    assert run.loss().tolist() == [1.0] * 30
+    assert run.problems == ["tags 'loss/train', 'train_loss' left out: they map to train/loss "
+                            "as 'train/loss' does (give them a series of their own with --map)"]
+    mapped = read_tensorboard(log, TagMap(scalars=[r"loss/train=train/loss_b"])).as_run(log)
+    assert mapped.scalar("loss_b").tolist() == [100.0] * 30 and len(mapped.problems) == 1
