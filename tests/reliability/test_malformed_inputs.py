@@ -75,6 +75,21 @@ def test_a_part_whose_steps_are_null_is_skipped_with_a_problem(run_dir, capsys):
               says="holds no recorded steps")
 
 
+def test_rows_without_a_split_are_skipped_and_every_report_is_written(run_dir, tmp_path,
+                                                                       capsys):
+    # A null split sorted against the others' strings: a TypeError in the HTML and Markdown.
+    part = next((run_dir / "scalars").glob("r0-*.parquet"))
+    data = pq.read_table(part)
+    split = data.column("split").to_pylist()
+    split[1] = None
+    pq.write_table(data.set_column(data.schema.get_field_index("split"), "split",
+                                   pa.array(split, pa.string())), part)
+    out = _one_line(["analyze", str(run_dir), "--html", str(tmp_path / "r.html"), "--markdown",
+                     str(tmp_path / "r.md")], capsys, code=0).out
+    assert f"scalars/{part.name}: 1 of {data.num_rows} rows without a split skipped" in out, out
+    assert (tmp_path / "r.html").is_file() and (tmp_path / "r.md").is_file()
+
+
 @pytest.mark.parametrize("bad", ["inf", "1e30", "2.5", "-inf"])
 def test_csv_steps_that_are_not_whole_numbers(tmp_path, capsys, bad):
     log = write_csv_log(tmp_path / "log.csv")

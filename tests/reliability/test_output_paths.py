@@ -3,6 +3,7 @@ recorded bytes are unchanged afterwards."""
 from __future__ import annotations
 
 import os
+import stat
 
 import pytest
 
@@ -195,3 +196,52 @@ def test_a_tag_rule_naming_a_missing_group_is_one_line(tmp_path, capsys, rule, w
     err = capsys.readouterr().err
     assert err.startswith("tracelab: error: ") and err.count("\n") == 1 and why in err, err
     assert not (tmp_path / "run").exists()
+
+
+def test_an_output_onto_a_pipe_or_device_is_refused_and_left_as_it_is(run_dir, tmp_path, capsys):
+    # Written through a temporary file renamed over it, a FIFO (or, as root, /dev/null)
+    # became a regular file.
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for option in ("--json", "--markdown", "--html"):
+        extra = ["--no-html"] if option != "--html" else []
+        assert main(["analyze", str(run_dir), option, str(fifo), *extra]) == 2
+        err = capsys.readouterr().err
+        assert err == (f"tracelab: error: {fifo}: is not a regular file (a device, pipe or "
+                       f"socket); {option} writes a file, choose a path for one\n")
+        assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert main(["analyze", str(run_dir), "--no-html", "--json", "/dev/null"]) == 2
+    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+
+
+def test_an_output_through_a_link_replaces_what_it_leads_to(run_dir, tmp_path, capsys):
+    real = tmp_path / "reports" / "latest.json"
+    real.parent.mkdir()
+    real.write_text("old")
+    link = tmp_path / "latest.json"
+    link.symlink_to(real)
+    assert main(["analyze", str(run_dir), "--no-html", "--json", str(link)]) in (0, 1)
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert '"findings"' in real.read_text()
+
+
+@pytest.mark.parametrize("option, value", [("--json", ""), ("--markdown", ""), ("--html", ""),
+                                           ("--markdown", "-"), ("--html", "-")])
+def test_an_empty_or_dash_output_path_is_one_line(run_dir, tmp_path, capsys, monkeypatch,
+                                                   option, value):
+    monkeypatch.chdir(tmp_path)
+    before = snapshot(tmp_path)
+    assert main(["analyze", str(run_dir), option, value]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tracelab: error: {option} {value!r}: expected the path of a file")
+    assert err.count("\n") == 1 and snapshot(tmp_path) == before  # no file named '-' either
+
+
+def test_an_output_named_like_a_markdown_plot_is_refused_before_anything_is_written(
+        run_dir, tmp_path, capsys):
+    json_path, md = tmp_path / "j-curves.png", tmp_path / "j.md"
+    assert main(["analyze", str(run_dir), "--no-html", "--json", str(json_path),
+                 "--markdown", str(md)]) == 2
+    err = capsys.readouterr().err
+    assert "where --markdown writes its plots (j-*.png)" in err and err.count("\n") == 1, err
+    assert not json_path.exists() and not md.exists()

@@ -9,6 +9,7 @@ import contextlib
 import errno
 import os
 import signal
+import stat
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
@@ -101,12 +102,30 @@ def _refuse_outputs(outputs: Sequence[tuple[object, str]],
     for path, option in outputs:
         if path is None:
             continue
+        if str(path) in ("", "-"):
+            raise TracelabError(f"{option} {str(path)!r}: expected the path of a file to write"
+                                + (" ('-', stdout, is for --json only)" if str(path) else ""))
         refuse_over_sources(path, sources, option)
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            raise TracelabError(f"{path}: is not a regular file (a device, pipe or socket); "
+                                f"{option} writes a file, choose a path for one")
         at = resolved(path)
         if at in seen:
             raise TracelabError(f"{path}: named by both {seen[at]} and {option}; choose "
                                 "a path for each")
         seen[at] = option
+    for at, option in seen.items():  # the Markdown summary's plots: <name>-<what>.png beside it
+        if option == "--markdown":
+            plot = next((other for other in seen if other.parent == at.parent
+                         and other.name.startswith(f"{at.stem}-") and other.suffix == ".png"
+                         and other != at), None)
+            if plot is not None:
+                raise TracelabError(f"{plot}: named by {seen[plot]}, where --markdown writes "
+                                    f"its plots ({at.stem}-*.png); choose another path")
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
@@ -119,11 +138,12 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     selected(config, args.select, args.ignore)  # unknown names fail before the run is read
     run = open_any(args.run)
     sources = (args.run, args.baseline)
-    html_target = None if args.no_html else Path(args.html) if args.html else \
+    html_target = None if args.no_html else Path(args.html) if args.html is not None else \
         default_report_path(run)
     # Every output path is checked before anything is written: a refused --json must not
     # leave the report it would have come with.
-    _refuse_outputs([(html_target, "--html"), (args.json if args.json != "-" else None, "--json"),
+    _refuse_outputs([(args.html if args.html == "" else html_target, "--html"),
+                     (args.json if args.json != "-" else None, "--json"),
                      (args.markdown, "--markdown")], sources)
     diagnosis = analyze(run, config=config,
                         baseline=open_any(args.baseline) if args.baseline else None,

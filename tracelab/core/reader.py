@@ -234,10 +234,11 @@ def read_arrow(path: Path | None, table: str, *, distributed: bool,
                             f"expected a whole {kind} of this table (it was cut short, damaged "
                             "or written by something else)")
             continue
-        if "step" in schema.names and part.column("step").null_count:
-            problems.append(f"{table}/{name}: {part.column('step').null_count} of "
-                            f"{part.num_rows} rows without a step skipped")
-            part = part.filter(pc.is_valid(part.column("step")))
+        for key in _KEYS:  # what every row of a table names: which step, which split
+            if key in schema.names and part.column(key).null_count:
+                problems.append(f"{table}/{name}: {part.column(key).null_count} of "
+                                f"{part.num_rows} rows without a {key} skipped")
+                part = part.filter(pc.is_valid(part.column(key)))
         if "step" in schema.names and part.num_rows:
             part = _steps_in_range(part, f"{table}/{name}", problems)
         tables.append(part)
@@ -251,6 +252,7 @@ def read_arrow(path: Path | None, table: str, *, distributed: bool,
 
 # Steps a recorder or an import writes: from 0, and far below where step arithmetic overflows.
 MAX_STEP = 2 ** 62
+_KEYS = ("step", "split")
 
 
 def _steps_in_range(part: pa.Table, where: str, problems: list[str]) -> pa.Table:
