@@ -30,7 +30,9 @@ False positives
     (20%) of the run, and stay: a toy CNN task that reaches 1e-4 of its start at 27% of the
     run stays quiet, a leaked one-hot label reaches it at 7%. Runs
     shorter than `min_steps` are not judged. A train-only collapse with a validation loss that
-    stays high is left to overfitting.
+    stays high is left to overfitting. A loss that goes below zero (a Gaussian negative
+    log-likelihood, an ELBO) has no floor at zero, and is not judged: falling through zero on
+    its way down is no collapse.
 """
 from __future__ import annotations
 
@@ -52,12 +54,14 @@ def loss_collapse(run: Run, *, ratio: float = 1e-4, floor: float = 1e-6, within:
     values, steps = loss.to_numpy(dtype=float), loss.index.to_numpy()
     start = initial(values)
     level = max(ratio * abs(start), floor)
-    below = np.flatnonzero(values <= level)
+    if values.min() < -10 * level:
+        return []  # a loss that goes below zero (a Gaussian NLL, an ELBO) has no floor there
+    below = np.flatnonzero(np.abs(values) <= level)
     if not len(below) or below[0] > within * len(values):
         return []
     at = int(below[0])
     after = values[at:]
-    share = float(np.mean(after <= 10 * level))
+    share = float(np.mean(np.abs(after) <= 10 * level))
     if share < stay:
         return []
     val_note, evidence = "", {}
@@ -66,7 +70,7 @@ def loss_collapse(run: Run, *, ratio: float = 1e-4, floor: float = 1e-6, within:
     if val is not None and len(val):
         v = val.to_numpy(dtype=float)
         tail = float(np.median(v[-max(1, len(v) // 3):]))
-        if tail > 10 * level:
+        if abs(tail) > 10 * level:
             return []  # memorization of the training data: overfitting's to judge
         val_note = f"; the {split} loss collapsed too ({fmt(tail)})"
         evidence = {f"{split}_loss_tail": tail}

@@ -4,6 +4,7 @@ fix and what it explains), the findings table, and one or two key plots as PNG f
 from __future__ import annotations
 
 import re
+from urllib.parse import quote
 from pathlib import Path
 from typing import Any, Optional
 
@@ -26,9 +27,16 @@ def cell(text: Any) -> str:
     return _SPECIAL.sub(r"\\\1", s)
 
 
-def key_plots(diagnosis: Diagnosis, path: Path) -> list[tuple[str, Path]]:
-    """The worst finding's plot and the loss curves, as PNGs named after the Markdown file."""
-    from tracelab.reports.chart_png import to_png
+def key_plots(diagnosis: Diagnosis, path: Path) -> list[tuple[str, Optional[Path]]]:
+    """The worst finding's plot and the loss curves, as PNGs named after the Markdown file;
+    None for one whose values no plot can hold (near the float64 limit)."""
+    from tracelab.reports.chart_png import to_png as draw
+
+    def to_png(spec: dict[str, Any], target: Path) -> Optional[Path]:
+        try:
+            return draw(spec, target)
+        except (ValueError, OverflowError):  # matplotlib's limits and ticks overflow
+            return None
 
     out: list[tuple[str, Path]] = []
     shown = None
@@ -50,7 +58,7 @@ def key_plots(diagnosis: Diagnosis, path: Path) -> list[tuple[str, Path]]:
     return out
 
 
-def render_markdown(ctx: dict[str, Any], plots: list[tuple[str, Path]],
+def render_markdown(ctx: dict[str, Any], plots: list[tuple[str, Optional[Path]]],
                     html_name: Optional[str] = None) -> str:
     run, v = ctx["run"], ctx["verdict"]
     lines = [f"## tracelab: {cell(run['name'])}", ""]
@@ -81,7 +89,10 @@ def render_markdown(ctx: dict[str, Any], plots: list[tuple[str, Path]],
         lines.append(f"No problems found by the {len(ctx['rules_run'])} rules that ran.")
     lines.append("")
     for title, png in plots:
-        lines.append(f"![{cell(title)}]({png.name})")
+        # Percent-encoded: a space or a parenthesis in the name would end the link.
+        lines.append(f"![{cell(title)}]({quote(png.name)})" if png is not None else
+                     f"_The plot of {cell(title)} is left out: its values are too large to "
+                     "draw._")
         lines.append("")
     notes = []
     if ctx["skipped"]:

@@ -44,3 +44,19 @@ def test_quiet_on_converging_runs_and_late_or_shallow_drops():
     bouncing[60::2] = 0.8  # does not stay near zero
     for loss in (late, shallow, bouncing, np.zeros(30)):
         assert loss_collapse(make_run(scalars=[scalar_rows("loss", loss)])) == []
+
+
+def test_quiet_on_losses_that_go_below_zero():
+    # A Gaussian NLL falling from 1 to -3 passes through zero: every negative value was
+    # "at most 1e-4 of the start", and the rule called it a leaked target.
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        t = np.arange(300)
+        nll = 4 * np.exp(-t / 60) - 3 + rng.normal(0, 0.05, 300)
+        val = scalar_rows("loss", nll[49::50] + 0.1, split="val", steps=list(range(49, 300, 50)))
+        assert loss_collapse(make_run(scalars=[scalar_rows("loss", nll), val])) == []
+    # the rule still fires when the collapse dips a hair below zero (a float rounding)
+    dips = _collapsing()
+    dips[40::7] = -1e-6
+    [f] = loss_collapse(make_run(scalars=[scalar_rows("loss", dips)]))
+    assert f.evidence["collapse_step"] < 25

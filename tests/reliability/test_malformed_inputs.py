@@ -44,6 +44,10 @@ def test_malformed_meta_fields(run_dir, capsys, field, value):
     (lambda m: m.update(model={"modules": "x"}), "model.modules"),
     (lambda m: m.update(model={"parameters": [{"name": "a"}, {"name": 5}]}),
      "model.parameters[1].name"),
+    (lambda m: m.update(model={"parameters": [{"name": "a", "shape": "32x8"}]}),
+     "model.parameters[0].shape"),
+    (lambda m: m.update(model={"parameters": [{"name": "a", "shape": [32, "8"]}]}),
+     "model.parameters[0].shape[1]"),
     (lambda m: m.update(status={"state": "killed", "last_step": "abc"}), "status.last_step"),
     (lambda m: m["environment"].update(cuda_available="yes"), "environment.cuda_available")])
 @pytest.mark.parametrize("command", ["analyze", "diff"])
@@ -193,3 +197,19 @@ def test_diff_says_what_it_could_not_read(run_dir, tmp_path, capsys):
     assert "unreadable in B, skipped: scalars/r0-000005.parquet" in captured.out
     html = (tmp_path / "d.html").read_text()
     assert "unreadable in B, skipped: scalars/r0-000005.parquet" in html
+
+
+def test_a_rule_that_broke_is_in_the_verdict_not_hidden_by_a_clean_one(run_dir, capsys,
+                                                                       monkeypatch):
+    from dataclasses import replace
+    from tracelab.app import engine
+    specs = engine.all_rules()
+
+    def broken(run, **thresholds):
+        raise TypeError("'>=' not supported between instances of 'str' and 'int'")
+    monkeypatch.setattr(engine, "all_rules", lambda: [
+        replace(s, func=broken) if s.name == "loss-plateau" else s for s in specs])
+    out = _one_line(["analyze", str(run_dir), "--no-html"], capsys, run_dir, code=0).out
+    assert "internal-error loss-plateau: TypeError" in out
+    assert out.splitlines()[-1].startswith("ok: no problems found; 1 rule broke "
+                                           "(internal error)"), out

@@ -138,6 +138,25 @@ def test_markdown_without_findings(tmp_path):
     assert "![loss and metrics](ok-curves.png)" in md
 
 
+def test_markdown_plot_links_hold_spaces_and_parentheses(tmp_path):
+    md = reports.write_markdown(Diagnosis(synthetic_run(steps=30), [], [], []),
+                                tmp_path / "my report (v2).md").read_text(encoding="utf-8")
+    assert "![loss and metrics](my%20report%20%28v2%29-curves.png)" in md
+    assert (tmp_path / "my report (v2)-curves.png").is_file()
+
+
+@pytest.mark.parametrize("huge", [1e308, -1.7e308])
+def test_markdown_of_values_near_the_float64_limit_is_written(tmp_path, huge):
+    # matplotlib cannot set axis limits around them (the padding overflows to inf).
+    run = synthetic_run(steps=30)
+    scalars = run.scalars
+    scalars.loc[(scalars.split == "val") & (scalars.name == "loss"), "value"] = huge
+    md = reports.write_markdown(Diagnosis(run, [], [], []), tmp_path / "big.md").read_text(
+        encoding="utf-8")
+    assert "**✅ OK" in md
+    assert "left out: its values are too large to draw" in md or "big-curves.png" in md
+
+
 # -- index ----------------------------------------------------------------------------------------
 def test_index_links_every_report_and_escapes(tmp_path):
     entries = [

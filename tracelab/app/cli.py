@@ -178,7 +178,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     code = exit_code(diagnosis, args.fail_on or config.fail_on or "error")
     mark = "FAIL" if code else "ok"
     files = "".join(f"; {kind}: {path}" for kind, path in written)
-    print(f"{mark}: {diagnosis.verdict()}{files}", file=out)
+    broke = len(diagnosis.errors)  # a clean verdict must not hide a rule that did not run
+    failed = f"; {broke} rule{'s' if broke != 1 else ''} broke (internal error)" if broke else ""
+    print(f"{mark}: {diagnosis.verdict()}{failed}{files}", file=out)
     return code
 
 

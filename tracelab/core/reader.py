@@ -139,6 +139,10 @@ _NESTED_FIELDS = {
     "model.type": _TEXT, "model.modules": _LIST, "model.modules.*": _OBJECT,
     "model.modules.*.path": _TEXT, "model.modules.*.type": _TEXT,
     "model.parameters": _LIST, "model.parameters.*": _OBJECT, "model.parameters.*.name": _TEXT,
+    "model.parameters.*.shape": ((list,), "a list of whole numbers, the parameter's sizes"),
+    "model.parameters.*.shape.*": _COUNT,
+    "model.parameters.*.requires_grad": ((bool,), "true or false"),
+    "model.parameters.*.in_optimizer": ((bool,), "true or false"),
     "environment.cuda_available": ((bool,), "true or false"), "environment.devices": _LIST,
     "environment.seed_set": ((bool,), "true or false")}
 
