@@ -8,6 +8,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -279,12 +280,18 @@ def test_an_unreadable_wandb_file_entry_is_listed_not_a_traceback(archive, tmp_p
 
 
 def test_an_infinite_wall_time_imports_as_a_run_that_reads_back(tmp_path, capsys):
-    from torch.utils.tensorboard import SummaryWriter
+    # TensorBoard's own event writer (SummaryWriter needs torch; this suite runs without it)
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.plugins.scalar.summary import scalar_pb
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
     log = tmp_path / "log"
-    with SummaryWriter(str(log)) as writer:
-        for step in range(20):
-            writer.add_scalar("train/loss", 1.0 / (step + 1), step,
-                              walltime=float("inf") if step == 5 else 1.7e9 + step)
+    writer = EventFileWriter(str(log))
+    for step in range(20):
+        value = scalar_pb("train/loss", np.float32(1.0 / (step + 1))).value[0]
+        writer.add_event(Event(step=step, wall_time=float("inf") if step == 5 else 1.7e9 + step,
+                               summary=Summary(value=[value])))
+    writer.close()
     assert main(["import", "tensorboard", str(log), str(tmp_path / "run")]) == 0
     run = open_any(tmp_path / "run")
     assert len(run.loss()) == 20 and run.meta["start_time"] == 1.7e9
