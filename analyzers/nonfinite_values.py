@@ -3,7 +3,8 @@
 What it detects
     The first step at which a NaN or Inf shows up anywhere in the trace: input or target
     batches (profiled every few steps by feature, and checked on every step by the per-batch
-    sentinel), module outputs (activations), the loss, gradients or weights. At that step it
+    sentinel), module outputs (activations), the loss (the validation loss too), gradients or
+    weights. At that step it
     names the earliest source in causal order: inputs, then targets, then activations in
     forward order, then the loss, then gradients (in backward order, output side first), then
     weights.
@@ -34,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tracelab.analyzers._dynamics import EVAL_SPLITS
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
 from tracelab.core.rules import rule
 from tracelab.core.run import Run
@@ -50,8 +52,11 @@ _FIX = {
     "grad": "Clip gradients (clip_grad_norm_, max_norm about 1), lower the learning rate, or "
             "check for overflow in reduced precision.",
     "weight": "Lower the learning rate and clip gradients; check the optimizer's epsilon.",
+    "eval loss": "Check the evaluation loop: a mean over an empty batch or split is NaN, a log "
+                 "of 0 is -Inf, and validation data the training never saw may hold NaN/Inf "
+                 "values.",
 }
-_ORDER = ("input", "target", "activation", "loss", "grad", "weight")
+_ORDER = ("input", "target", "activation", "loss", "eval loss", "grad", "weight")
 
 
 @rule(name="nonfinite-values", code="TL104")
@@ -75,7 +80,7 @@ def nonfinite_values(run: Run) -> list[Finding]:
              f"the {source['split']} input batch's feature" if kind == "input" else
              {"activation": "the output of module", "loss": "the loss",
               "grad": "the gradient of", "weight": "the weights of"}[kind])
-    name = "" if kind == "loss" else f" '{source['name']}'"
+    name = "" if kind in ("loss", "eval loss") else f" '{source['name']}'"
     spread = sorted(set(at["source"]) - {kind}, key=_ORDER.index)
     later = f", then spread to {', '.join(spread)}" if spread else ""
     steps = events["step"].nunique()
@@ -90,7 +95,7 @@ def nonfinite_values(run: Run) -> list[Finding]:
     evidence = {"source": kind, "step": first_step, "nan_count": source["nan"], "inf_count": source["inf"],
                 "sources_at_step": len(at), "steps_nonfinite": steps,
                 "last_step": last_step}
-    subject = "loss" if kind == "loss" else str(source["name"])
+    subject = "loss" if kind == "loss" else str(source["name"])  # "val loss": its split's
     return [nonfinite_values.finding(severity, subject, (first_step, last_step), message,
                                      evidence, _FIX[kind])]
 
@@ -136,6 +141,15 @@ def _events(run: Run) -> pd.DataFrame:
         frames.append(pd.DataFrame({"step": bad_loss.index, "source": "loss", "name": LOSS_NAME,
                                     "pos": 0, "nan": np.isnan(bad_loss.to_numpy()).astype(int),
                                     "inf": np.isinf(bad_loss.to_numpy()).astype(int)}))
+    for split in (s for s in EVAL_SPLITS if s in run.splits()):  # a NaN validation loss too
+        loss = run.loss(split)
+        bad_loss = loss[~np.isfinite(loss.to_numpy(dtype=float))]
+        if len(bad_loss):
+            frames.append(pd.DataFrame({
+                "step": bad_loss.index, "source": "eval loss", "name": f"{split} {LOSS_NAME}",
+                "pos": 0, "where": f"the {split} loss",
+                "nan": np.isnan(bad_loss.to_numpy()).astype(int),
+                "inf": np.isinf(bad_loss.to_numpy()).astype(int)}))
     if not frames:
         return pd.DataFrame(columns=["step", "source", "name", "pos", "nan", "inf", "order"])
     events = pd.concat(frames, ignore_index=True)

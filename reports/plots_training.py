@@ -116,6 +116,9 @@ def nonfinite_values(d: Diagnosis, f: Finding) -> Optional[Chart]:
     loss = run.loss(TRAIN)
     if len(loss):
         panels.append(("train loss", loss))
+    if f.evidence.get("source") == "eval loss":  # subject: "<split> loss"
+        split = f.subject.rsplit(" ", 1)[0]
+        panels.append((f"{split} loss", run.loss(split)))
     for kind, title in ((GRAD, "total grad norm"), (WEIGHT, "total weight norm")):
         s = total_norm(run, kind)
         if len(s):

@@ -89,3 +89,23 @@ def test_quiet_when_everything_is_finite():
     acts = tensor_rows("activation", {"fc1": _counts()})
     run = make_run(scalars=[_loss()], tensors=[acts], inputs=_inputs(None))
     assert nonfinite_values(run) == []
+
+
+def test_a_validation_loss_that_is_never_finite_is_named():
+    # The train loss is finite: only the evaluation is broken (a mean over an empty split).
+    val = scalar_rows("loss", [np.nan] * 4, split="val", steps=[4, 9, 14, 19])
+    [f] = nonfinite_values(make_run(scalars=[_loss(), val]))
+    assert f.severity.value == "warning" and f.subject == "val loss"
+    assert f.message.startswith("The first NaN/Inf appeared at step 4 in the val loss (1 NaN")
+    assert "evaluation loop" in f.fix
+
+
+def test_a_train_loss_that_breaks_first_is_named_before_the_validation_loss():
+    val = scalar_rows("loss", [1.0, np.nan, np.nan, np.nan], split="val", steps=[4, 9, 14, 19])
+    [f] = nonfinite_values(make_run(scalars=[_loss(6), val]))
+    assert f.subject == "loss" and f.severity.value == "error" and f.evidence["step"] == 6
+
+
+def test_quiet_when_the_validation_loss_is_finite():
+    val = scalar_rows("loss", [1.0, 0.9, 0.8, 0.7], split="val", steps=[4, 9, 14, 19])
+    assert nonfinite_values(make_run(scalars=[_loss(), val])) == []

@@ -89,7 +89,8 @@ def _votes(run: Run, seen: Sequence[Finding]) -> dict[str, tuple[str, int]]:
         elif f.rule == "exploding-gradients" and "exploding" not in votes:
             votes["exploding"] = (f"gradients explode (norm {fmt(ev.get('peak_norm'))} in "
                                   f"'{f.subject}')", 1)
-        elif f.rule == "nonfinite-values" and "nonfinite" not in votes:
+        elif f.rule == "nonfinite-values" and "nonfinite" not in votes \
+                and f.evidence.get("source") != "eval loss":  # the evaluation's, not training's
             votes["nonfinite"] = (f"NaN/Inf appear from step {f.steps[0]}", 1)
     episodes = max((int(f.evidence.get("spikes_total", 1)) for f in spikes), default=0)
     if episodes >= 2 and "lr_rise" not in votes:
