@@ -72,13 +72,22 @@ def _accumulators(logdir: Path) -> Iterator[tuple[str, Any]]:
                 ea.COMPRESSED_HISTOGRAMS: 1}
     folders = sorted({f.parent for f in event_files(logdir)})
     for folder in folders:
+        rel = folder.relative_to(logdir).as_posix()
         acc = ea.EventAccumulator(str(folder), size_guidance=guidance)
         try:
             acc.Reload()
+        except OSError:  # a file it cannot open (no permission): the others, one at a time
+            for file in sorted(f for f in folder.iterdir() if is_event_file(f.name)):
+                acc = ea.EventAccumulator(str(file), size_guidance=guidance)
+                try:
+                    acc.Reload()
+                except OSError:
+                    continue  # listed by unreadable_parts
+                yield ("" if rel == "." else rel), acc
+            continue
         except Exception as exc:  # the reader's own errors: one line, naming the directory
             raise TraceError(f"{folder}: unreadable TensorBoard events ({type(exc).__name__}: "
                              f"{exc})") from None
-        rel = folder.relative_to(logdir).as_posix()
         yield ("" if rel == "." else rel), acc
 
 

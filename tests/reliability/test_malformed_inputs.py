@@ -49,6 +49,8 @@ def test_malformed_meta_fields(run_dir, capsys, field, value):
     (lambda m: m.update(model={"parameters": [{"name": "a", "shape": [32, "8"]}]}),
      "model.parameters[0].shape[1]"),
     (lambda m: m.update(status={"state": "killed", "last_step": "abc"}), "status.last_step"),
+    (lambda m: m.update(status={"state": "failed", "last_step": -5}), "status.last_step"),
+    (lambda m: m.update(schema_version=True), "schema_version"),
     (lambda m: m["environment"].update(cuda_available="yes"), "environment.cuda_available")])
 @pytest.mark.parametrize("command", ["analyze", "diff"])
 def test_malformed_nested_meta_fields(run_dir, tmp_path, capsys, edit, name, command):

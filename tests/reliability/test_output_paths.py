@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -214,17 +215,6 @@ def test_an_output_onto_a_pipe_or_device_is_refused_and_left_as_it_is(run_dir, t
     assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
 
 
-def test_an_output_through_a_link_replaces_what_it_leads_to(run_dir, tmp_path, capsys):
-    real = tmp_path / "reports" / "latest.json"
-    real.parent.mkdir()
-    real.write_text("old")
-    link = tmp_path / "latest.json"
-    link.symlink_to(real)
-    assert main(["analyze", str(run_dir), "--no-html", "--json", str(link)]) in (0, 1)
-    assert link.is_symlink() and os.readlink(link) == str(real)
-    assert '"findings"' in real.read_text()
-
-
 @pytest.mark.parametrize("option, value", [("--json", ""), ("--markdown", ""), ("--html", ""),
                                            ("--markdown", "-"), ("--html", "-")])
 def test_an_empty_or_dash_output_path_is_one_line(run_dir, tmp_path, capsys, monkeypatch,
@@ -245,3 +235,57 @@ def test_an_output_named_like_a_markdown_plot_is_refused_before_anything_is_writ
     err = capsys.readouterr().err
     assert "where --markdown writes its plots (j-*.png)" in err and err.count("\n") == 1, err
     assert not json_path.exists() and not md.exists()
+
+
+def test_a_tensorboard_file_without_read_permission_is_listed_the_rest_imported(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+    from torch.utils.tensorboard import SummaryWriter
+    as_user = [] if os.geteuid() != 0 else ["setpriv", "--reuid=65534", "--regid=65534",
+                                             "--clear-groups"]
+    if as_user and shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv to drop the permission")
+    import tempfile
+    tmp_path = Path(tempfile.mkdtemp(dir="/tmp"))  # pytest's own folders are root's alone
+    log = tmp_path / "log"
+    for part, steps in (("a", range(0, 30)), ("b", range(30, 60))):  # a resumed run's two files
+        with SummaryWriter(str(log), filename_suffix=part) as writer:
+            for step in steps:
+                writer.add_scalar("train/loss", 2.0 / (step + 1), step)
+    locked = next(log.glob("events.out.tfevents.*b"))
+    for folder in (tmp_path, log):
+        folder.chmod(0o777)
+    for file in log.iterdir():
+        file.chmod(0o644)
+    locked.chmod(0)
+    proc = subprocess.run(as_user + [sys.executable, "-m", "tracelab", "import", "tensorboard",
+                                     str(log), str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=120)
+    locked.chmod(0o644)
+    assert proc.returncode == 0, proc.stderr
+    assert "imported 30 scalar" in proc.stdout, proc.stdout
+    run = __import__("tracelab").open_run(tmp_path / "run")
+    assert run.loss().index.tolist() == list(range(30))
+    assert run.problems == [f"{locked.name}: unreadable (permission denied)"]
+    shutil.rmtree(tmp_path)
+
+
+@pytest.mark.parametrize("fmt", ["tensorboard", "mlflow", "wandb", "csv"])
+def test_a_source_behind_a_folder_the_user_cannot_enter_is_one_line(tmp_path, fmt):
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run as a user kept out of a folder")
+    closed = Path(tempfile.mkdtemp(dir="/tmp"))  # 0700, root's
+    (closed / "log").mkdir()
+    proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                           sys.executable, "-m", "tracelab", "import", fmt, str(closed / "log"),
+                           "/tmp/never-written-run"], capture_output=True, text=True, timeout=120)
+    shutil.rmtree(closed)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("tracelab: error: ") and proc.stderr.count("\n") == 1, \
+        proc.stderr
+    assert "permission denied" in proc.stderr

@@ -463,3 +463,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except OSError as exc:  # a path named on the command line it may not reach (permissions)
+        what = exc.filename if exc.filename is not None else "a file"
+        print(f"tracelab: error: {what}: {(exc.strerror or str(exc)).lower()}", file=sys.stderr)
+        return EXIT_USAGE

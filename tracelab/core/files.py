@@ -36,11 +36,8 @@ def folder_mode() -> int:
 @contextlib.contextmanager
 def atomic_path(path: Union[str, os.PathLike]) -> Iterator[Path]:
     """A fresh temporary path beside `path` to write; renamed over `path` when the block ends
-    without an exception, removed otherwise. A symbolic link at `path` stays: the file it
-    leads to is the one replaced."""
+    without an exception, removed otherwise."""
     path = Path(path)
-    if path.is_symlink():
-        path = Path(os.path.realpath(path))
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:64]}.", suffix=".tmp")
     try:
         os.fchmod(fd, _default_mode())

@@ -86,7 +86,7 @@ def _read_meta(meta_path: Path) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise TraceError(f"{meta_path}: expected a JSON object")
     version = meta.get("schema_version")
-    if not isinstance(version, int):
+    if not isinstance(version, int) or isinstance(version, bool):
         raise TraceError(f"{meta_path}: field 'schema_version' missing or not an integer")
     if version > SCHEMA_VERSION or version < 1:
         raise _UnsupportedVersion(f"{meta_path}: schema version {version} is not supported by "
@@ -97,7 +97,8 @@ def _read_meta(meta_path: Path) -> dict[str, Any]:
             raise TraceError(f"{meta_path}: field '{key}' is {_kind(value)}; expected {expected}")
     for path, (kinds, expected) in _NESTED_FIELDS.items():
         for where, value in _found(meta, path.split(".")):
-            if value is not None and not _is(value, kinds):
+            if value is not None and (not _is(value, kinds)
+                                      or (kinds, expected) == _STEP and value < 0):
                 raise TraceError(f"{meta_path}: field '{where}' is {_kind(value)}; expected "
                                  f"{expected}")
     return meta
@@ -129,10 +130,11 @@ _META_FIELDS = {"status": ((dict,), 'an object like {"state": "completed"}'),
                 "sharded_parameters": ((list,), "a list of parameter names")}
 _TEXT, _LIST, _COUNT = ((str,), "a string"), ((list,), "a list"), ((int,), "a whole number")
 _NUMBER = (int, float), "a number"
+_STEP = (int,), "a step, a whole number from 0"
 # The same for what the reports and the rules read inside them.
 _NESTED_FIELDS = {
-    "status.state": ((str,), 'a string such as "completed"'), "status.last_step": _COUNT,
-    "status.step": _COUNT, "status.ranks": _OBJECT,
+    "status.state": ((str,), 'a string such as "completed"'), "status.last_step": _STEP,
+    "status.step": _STEP, "status.ranks": _OBJECT,
     "recorder.cost": _OBJECT, "recorder.cost.steps": _COUNT,
     "recorder.cost.training_thread_s": _NUMBER, "recorder.cost.writer_cpu_s": _NUMBER,
     "optimizer.type": _TEXT, "optimizer.groups": _LIST, "optimizer.groups.*": _OBJECT,
