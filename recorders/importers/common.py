@@ -24,12 +24,11 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from tracelab.core.errors import ConfigError
 from tracelab.core.files import folder_mode
 from tracelab.core.formats import Source
-from tracelab.core.reader import MAX_STEP
+from tracelab.core.reader import MAX_STEP, steps_in_range
 from tracelab.core.schema import (ACTIVATION, ARROW_SCHEMAS, GRAD, KINDS, LOSS_NAME, LR_PREFIX,
                                   TRAIN, UPDATE, WEIGHT)
 
@@ -344,7 +343,8 @@ class Imported:
             data = pa.table(
                 [_column(cols[f.name], f.type) if f.name in cols else pa.nulls(n, f.type)
                  for f in schema], schema=schema)
-            tables[table] = _steps_held(data, table, problems)
+            tables[table] = steps_in_range(data, table, problems) \
+                if "step" in data.column_names and data.num_rows else data
         meta = dict(meta)
         if problems:
             meta["source"] = {**meta["source"], "problems": [
@@ -413,19 +413,6 @@ class Imported:
         if _finite_time(self.meta.get("end_time")):
             writer.update_meta(end_time=self.meta["end_time"])
         return Path(run_dir)
-
-
-def _steps_held(data: pa.Table, table: str, problems: list[str]) -> pa.Table:
-    """`data` without its rows whose step is negative or from MAX_STEP on (the reader would
-    take a part holding them for damaged)."""
-    if "step" not in data.column_names or not data.num_rows:
-        return data
-    step = data.column("step")
-    keep = pc.fill_null(pc.and_(pc.greater_equal(step, 0), pc.less(step, MAX_STEP)), True)
-    if pc.all(keep).as_py():
-        return data
-    problems.append(_out_of_range(table, pc.filter(step, pc.invert(keep)).to_numpy()))
-    return data.filter(keep)
 
 
 def _finite_time(value: Any) -> bool:

@@ -246,7 +246,7 @@ def read_arrow(path: Path | None, table: str, *, distributed: bool,
                                 f"{part.num_rows} rows without a {key} skipped")
                 part = part.filter(pc.is_valid(part.column(key)))
         if "step" in schema.names and part.num_rows:
-            part = _steps_in_range(part, f"{table}/{name}", problems)
+            part = steps_in_range(part, f"{table}/{name}", problems)
         tables.append(part)
         ranks.append(rank_of_part(name))
     if distributed:
@@ -261,9 +261,10 @@ MAX_STEP = 2 ** 62
 _KEYS = ("step", "split")
 
 
-def _steps_in_range(part: pa.Table, where: str, problems: list[str]) -> pa.Table:
+def steps_in_range(part: pa.Table, where: str, problems: list[str]) -> pa.Table:
     """`part` without its rows whose step is negative or from MAX_STEP on (a part written by
-    something else), said in `problems`; one min/max pass when every step is in range."""
+    something else, a log being imported), said in `problems`; one min/max pass when every
+    step is in range."""
     steps = part.column("step")
     low, high = pc.min_max(steps).values()
     if low.as_py() >= 0 and high.as_py() < MAX_STEP:
