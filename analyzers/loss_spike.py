@@ -101,10 +101,18 @@ def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float =
         findings.append(loss_spike.finding(
             WARNING, "loss", (step, int(steps[peak])),
             f"Train loss jumped to {fmt(values[i])} at step {step} (peak {fmt(values[peak])}), "
-            f"{fmt(values[i] / med[i])}x its rolling median {fmt(med[i])} "
+            f"{_against(values[i], med[i])} its rolling median {fmt(med[i])} "
             f"(z = {fmt(score)}); {cause}.",
             evidence, _FIX[kind]))
     return findings
+
+
+def _against(value: float, median: float) -> str:
+    """How far `value` is above `median`: a multiple where the median is positive, else the
+    difference (a loss that can go negative, such as a negative log-likelihood)."""
+    if median > 0:
+        return f"{fmt(value / median)}x"
+    return f"{fmt(value - median)} above"
 
 
 _FIX = {

@@ -234,7 +234,7 @@ def whole_steps(steps: Any) -> tuple[np.ndarray, Optional[np.ndarray]]:
     return np.where(keep, value, 0).astype(np.int64), None if keep.all() else keep
 
 
-def _out_of_range(what: str, bad: np.ndarray) -> str:
+def out_of_range(what: str, bad: np.ndarray) -> str:
     """The problem line for rows left out for their steps (`bad`: those steps)."""
     first = bad[0].item() if hasattr(bad[0], "item") else bad[0]
     return (f"{what}: {len(bad)} row{'s' if len(bad) > 1 else ''} with a step that is not a "
@@ -253,7 +253,7 @@ def scalar_columns(series: Mapping[str, tuple[Any, Any, Any]], tags: TagMap,
         raw, values, walls = series[tag]
         step, keep = whole_steps(raw)
         if keep is not None:  # rows no trace holds: left out, and said
-            problems.append(_out_of_range(f"metric {tag!r}", np.asarray(raw)[~keep]))
+            problems.append(out_of_range(f"metric {tag!r}", np.asarray(raw)[~keep]))
             step = step[keep]
             values, walls = np.asarray(values)[keep], np.asarray(walls)[keep]
         parts.append((key, (step, values, walls)))

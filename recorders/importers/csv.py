@@ -18,7 +18,8 @@ import pandas as pd
 from tracelab.core.errors import TraceError
 from tracelab.core.formats import CSV
 from tracelab.core.schema import CSV_HPARAMS, CSV_LOG, SCALARS
-from tracelab.recorders.importers.common import Imported, TagMap, base_meta, pick_granularity
+from tracelab.recorders.importers.common import (Imported, TagMap, base_meta, out_of_range,
+                                                 pick_granularity, whole_steps)
 
 
 def _read_hparams(path: Path) -> dict[str, Any]:
@@ -59,13 +60,21 @@ def read_csv_log(file: str | os.PathLike, tags: TagMap | None = None, *,
     steps = pd.to_numeric(df[step_column], errors="coerce")
     if steps.isna().all():
         raise TraceError(f"{file}: column '{step_column}' holds no numeric steps")
-    # A step is a whole number an int64 holds: 1e30 would wrap to a negative number, inf and
-    # 2.5 are not steps at all.
-    bad = steps.notna() & ~(np.isfinite(steps) & (steps == np.round(steps)) & (steps.abs() < 2**62))
-    if bad.any():
-        row = int(np.flatnonzero(bad.to_numpy())[0])
-        raise TraceError(f"{file}: column '{step_column}' holds {df[step_column].iloc[row]!r} "
-                         f"in data row {row + 1}; expected whole-number steps")
+    # A trace's step is a whole number in 0..2**62: a row with another (2.5, inf, 1e30, -1) is
+    # left out and listed, as the other importers do; an empty step cell is no row of a step.
+    steps, keep = whole_steps(steps.to_numpy())
+    given = df[step_column].notna().to_numpy()
+    problems: list[str] = []
+    if keep is not None:
+        bad = given & ~keep
+        if bad.any():
+            problems.append(out_of_range(f"column '{step_column}'",
+                                         df[step_column].to_numpy()[bad]))
+        if not (keep & given).any():
+            raise TraceError(f"{file}: column '{step_column}' holds no whole-number steps "
+                             f"from 0 (the first: {df[step_column].iloc[0]!r})")
+    valid = pd.Series(given if keep is None else given & keep, index=df.index)
+    steps = pd.Series(steps, index=df.index)
     tags = tags or TagMap()
     keys = {}
     for column in df.columns:
@@ -74,10 +83,10 @@ def read_csv_log(file: str | os.PathLike, tags: TagMap | None = None, *,
         key = tags.scalar(str(column))
         if key is not None:
             keys[column] = key
-    parts, problems = [], []
+    parts = []
     for column, key in pick_granularity(keys, problems).items():
         values = df[column]
-        keep = values.notna() & steps.notna()
+        keep = values.notna() & valid
         parts.append(pd.DataFrame({"step": steps[keep].astype("int64"), "split": key.split,
                                    "name": key.name, "value": values[keep].astype(float)}))
     if not parts:

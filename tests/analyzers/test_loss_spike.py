@@ -130,3 +130,14 @@ def test_quiet_on_small_absolute_jumps_near_zero_loss():
 
 def test_quiet_on_a_too_short_run():
     assert loss_spike(make_run(scalars=[scalar_rows("loss", _loss(jump_at=30)[:40])])) == []
+
+
+def test_a_spike_of_a_negative_loss_says_how_far_above_its_median_not_a_ratio():
+    # A negative log-likelihood (a Gaussian's with a small sigma) runs below zero: a ratio of
+    # 0.5 to a median of -2 would read as -0.25x.
+    rng = np.random.default_rng(3)
+    values = -2.0 + 0.02 * rng.standard_normal(N)
+    values[AT] = 0.5
+    [f] = loss_spike(make_run(scalars=[scalar_rows("loss", values)], inputs=_inputs()))
+    assert f.steps[0] == AT and "2.5 above its rolling median -2" in f.message, f.message
+    assert "x its rolling median" not in f.message

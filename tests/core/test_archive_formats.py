@@ -279,6 +279,28 @@ def test_an_unreadable_wandb_file_entry_is_listed_not_a_traceback(archive, tmp_p
     assert len(open_any(copy).loss()) == clients.STEPS
 
 
+def test_a_copy_of_the_run_file_beside_it_is_left_out_not_read_twice(archive, tmp_path,
+                                                                      capsys):
+    folder = next(s.path for s in discover(archive / "team-b"))
+    copy = tmp_path / folder.name
+    shutil.copytree(folder, copy)
+    own = next(copy.glob("run-*.wandb"))
+    shutil.copyfile(own, copy / "run-backup.wandb")
+    run = open_any(copy)
+    assert len(run.loss()) == clients.STEPS and run.loss().index.is_unique
+    assert f"run-backup.wandb: not this folder's run file ({own.name}), left out" in run.problems
+    # In a folder not named after either run id, which is the run's is not known: refused.
+    other = tmp_path / "two-runs"
+    shutil.copytree(copy, other)
+    before = tree_state(other)
+    assert main(["analyze", str(other), "--no-html"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "2 run-*.wandb files" in err and "run-backup.wandb" in err
+    assert tree_state(other) == before
+    assert main(["import", "wandb", str(other / "run-backup.wandb"), str(tmp_path / "r")]) == 0
+    assert len(open_any(tmp_path / "r").loss()) == clients.STEPS
+
+
 def test_an_infinite_wall_time_imports_as_a_run_that_reads_back(tmp_path, capsys):
     # TensorBoard's own event writer (SummaryWriter needs torch; this suite runs without it)
     from tensorboard.compat.proto.event_pb2 import Event

@@ -11,6 +11,7 @@ import pytest
 
 from _inputs import snapshot, write_csv_log, write_run, write_tensorboard_log
 from tracelab.app.cli import main
+from tracelab.app.sources import open_any
 
 
 def _one_line(argv, capsys, *roots, code=2, says=""):
@@ -96,15 +97,29 @@ def test_rows_without_a_split_are_skipped_and_every_report_is_written(run_dir, t
     assert (tmp_path / "r.html").is_file() and (tmp_path / "r.md").is_file()
 
 
-@pytest.mark.parametrize("bad", ["inf", "1e30", "2.5", "-inf"])
-def test_csv_steps_that_are_not_whole_numbers(tmp_path, capsys, bad):
+@pytest.mark.parametrize("bad", ["inf", "1e30", "2.5", "-inf", "-1", "x"])
+def test_csv_steps_that_are_not_whole_numbers_are_left_out_and_listed(tmp_path, capsys, bad):
     log = write_csv_log(tmp_path / "log.csv")
     lines = log.read_text().splitlines()
     lines[5] = bad + lines[5][lines[5].index(","):]
     log.write_text("\n".join(lines) + "\n")
-    _one_line(["analyze", str(log), "--no-html"], capsys, log, says="expected whole-number steps")
+    before = log.read_bytes()
+    listed = f"column 'step': 1 row with a step that is not a whole number in 0..2**62 left out"
+    assert main(["analyze", str(log), "--no-html"]) in (0, 1)
+    assert listed in capsys.readouterr().out
+    assert main(["import", "csv", str(log), str(tmp_path / "run")]) == 0
+    run = open_any(tmp_path / "run")
+    assert any(p.startswith(listed) for p in run.problems), run.problems
+    assert len(run.loss()) == len(lines) - 2 and run.loss().index.min() >= 0
+    assert log.read_bytes() == before
+
+
+def test_a_csv_log_with_no_whole_step_at_all(tmp_path, capsys):
+    log = tmp_path / "log.csv"
+    log.write_text("step,loss\n0.5,1.0\n1.5,0.9\n")
+    _one_line(["analyze", str(log), "--no-html"], capsys, log, says="no whole-number steps")
     _one_line(["import", "csv", str(log), str(tmp_path / "run")], capsys, log,
-              says="data row 5")
+              says="no whole-number steps")
     assert not (tmp_path / "run").exists()
 
 
