@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from tracelab.core.files import write_atomic
-from tracelab.core.findings import Diagnosis
+from tracelab.core.findings import Diagnosis, skipped_reasons
 from tracelab.reports.context import build_context
 from tracelab.reports.findings_context import root_causes
 from tracelab.reports.finding_plots import finding_figure
@@ -96,11 +96,11 @@ def render_markdown(ctx: dict[str, Any], plots: list[tuple[str, Optional[Path]]]
         lines.append("")
     notes = []
     if ctx["skipped"]:
-        reasons = sorted({s["reason"] for s in ctx["skipped"]})
-        notes.append(f"Skipped {len(ctx['skipped'])} rules ({'; '.join(reasons)}): "
+        why = skipped_reasons(s["reason"] for s in ctx["skipped"])
+        notes.append(f"Skipped {len(ctx['skipped'])} rules ({why}): "
                      + ", ".join(s["rule"] for s in ctx["skipped"]) + ".")
     if ctx["problems"]:
-        notes.append("Unreadable parts skipped: " + cell("; ".join(ctx["problems"])) + ".")
+        notes.append("Not read: " + cell("; ".join(ctx["problems"])) + ".")
     if ctx["errors"]:
         notes.append("Rules that broke: " + cell(", ".join(e["rule"] for e in ctx["errors"]))
                      + ".")

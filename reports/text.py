@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tracelab.core.findings import Diagnosis, Finding, RootCause
+from tracelab.core.findings import Diagnosis, Finding, RootCause, skipped_reasons
 from tracelab.core.run_status import recording_stopped
 
 
@@ -61,10 +61,9 @@ def print_diagnosis(diagnosis: Diagnosis, out=sys.stdout) -> None:
     for e in diagnosis.errors:
         print(f"  {e.code} internal-error {e.rule}: {e.error}", file=out)
     if diagnosis.skipped:
-        reasons = sorted({s.reason for s in diagnosis.skipped})
+        why = skipped_reasons(s.reason for s in diagnosis.skipped)
         names = ", ".join(s.rule for s in diagnosis.skipped)
         n = len(diagnosis.skipped)
-        print(f"  skipped {n} rule{'s' if n != 1 else ''} ({'; '.join(reasons)}): {names}",
-              file=out)
+        print(f"  skipped {n} rule{'s' if n != 1 else ''} ({why}): {names}", file=out)
     for problem in run.problems:
-        print(f"  unreadable, skipped: {problem}", file=out)
+        print(f"  not read: {problem}", file=out)

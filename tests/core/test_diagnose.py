@@ -132,3 +132,22 @@ def test_a_lone_spike_and_its_gradient_burst_do_not_make_a_learning_rate_diagnos
     _, diagnoses = diagnose(_run(), [bad_batch, oscillation])
     roots = {d.finding.rule for d in diagnoses}
     assert "learning-rate-too-high" not in roots and "loss-spike" in roots
+
+
+def test_the_skipped_rules_say_each_kind_of_missing_data_once():
+    import io
+
+    from tracelab.core.findings import Skipped, skipped_reasons
+    from tracelab.reports.text import print_diagnosis
+    skipped = [Skipped("a", "TL1", "not recorded: weight stats"),
+               Skipped("b", "TL2", "not recorded: update stats, weight stats"),
+               Skipped("c", "TL3", "not recorded: GradScaler scale"),
+               Skipped("d", "TL4", "disabled in tracelab.toml")]
+    assert skipped_reasons(s.reason for s in skipped) == (
+        "not recorded: GradScaler scale, update stats, weight stats; disabled in tracelab.toml")
+    out = io.StringIO()
+    print_diagnosis(Diagnosis(_run(), [], skipped, []), out)
+    line = out.getvalue().splitlines()[-1]
+    assert line == ("  skipped 4 rules (not recorded: GradScaler scale, update stats, weight "
+                    "stats; disabled in tracelab.toml): a, b, c, d"), line
+    assert skipped_reasons([]) == ""

@@ -27,7 +27,7 @@ def test_flipped_bytes_are_reported(tmp_path, capsys):
     data[len(data) // 3] ^= 0xFF
     events.write_bytes(bytes(data))
     code, out = _analyze(tmp_path / "tb", capsys)
-    assert "unreadable, skipped:" in out
+    assert "not read:" in out
     assert "checksum mismatch" in out or "damaged record length" in out
     assert "(1 unreadable part skipped)" in out.splitlines()[-1]
 
@@ -51,4 +51,4 @@ def test_import_lists_what_it_skipped(tmp_path, capsys):
     events.write_bytes(events.read_bytes()[:-7])
     assert main(["import", "tensorboard", str(tmp_path / "tb"), str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
-    assert "unreadable, skipped:" in out and "ends inside a record" in out
+    assert "not read:" in out and "ends inside a record" in out

@@ -17,10 +17,9 @@ from tracelab import reports
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM and DRIVER),
-    reason="headless Chromium is not installed (apt-get install chromium chromium-driver; "
-           ".ci/run installs both)")
+NO_CHROMIUM = ("headless Chromium is not installed (apt-get install chromium chromium-driver; "
+               ".ci/run installs both)")
+pytestmark = pytest.mark.skipif(not (CHROMIUM and DRIVER), reason=NO_CHROMIUM)
 
 FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
@@ -29,6 +28,8 @@ FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-backgroun
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
+    if not (CHROMIUM and DRIVER):  # for the other modules' tests that use this browser
+        pytest.skip(NO_CHROMIUM)
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 

@@ -409,7 +409,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     print(f"{run_dir}: imported {counts['scalars']} scalar and {counts['tensors']} tensor rows "
           f"from {args.source}; next: tracelab analyze {run_dir}")
     for problem in imported.problems:
-        print(f"  unreadable, skipped: {problem}")
+        print(f"  not read: {problem}")
     return EXIT_OK
 
 

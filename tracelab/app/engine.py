@@ -8,7 +8,8 @@ from typing import Collection, Iterable, Optional, Sequence
 from tracelab.app.diagnose import diagnose
 from tracelab.core.config import Config, find_spec, rule_for
 from tracelab.core.errors import TraceError
-from tracelab.core.findings import Diagnosis, Finding, RootCause, RuleError, Skipped
+from tracelab.core.findings import (NOT_RECORDED, Diagnosis, Finding, RootCause, RuleError,
+                                     Skipped)
 from tracelab.core.rules import RuleSpec
 from tracelab.core.run import Run
 
@@ -84,7 +85,7 @@ def analyze(run: Run | str | os.PathLike, *, config: Config | None = None,
         kwargs = config.thresholds(spec)
         missing = [r.label for r in spec.requires if r not in run.available]
         if missing:
-            skipped.append(Skipped(spec.name, spec.code, "not recorded: " + ", ".join(missing)))
+            skipped.append(Skipped(spec.name, spec.code, NOT_RECORDED + ", ".join(missing)))
             continue
         if spec.uses_baseline:
             kwargs["baseline"] = base if baseline_rules is None or spec.name in baseline_rules \

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 
 if TYPE_CHECKING:
     from tracelab.core.rules import RuleSpec
@@ -146,7 +146,23 @@ class RuleError:
 class Skipped:
     rule: str
     code: str
-    reason: str
+    reason: str  # NOT_RECORDED and what was not, for a rule whose data the run lacks
+
+
+NOT_RECORDED = "not recorded: "
+
+
+def skipped_reasons(reasons: Iterable[str]) -> str:
+    """Why rules were skipped, as one phrase: every kind of data not recorded, once and sorted
+    ("not recorded: gradient stats, input stats"), then any other reason."""
+    missing: set[str] = set()
+    other: list[str] = []
+    for reason in reasons:
+        if reason.startswith(NOT_RECORDED):
+            missing.update(reason[len(NOT_RECORDED):].split(", "))
+        elif reason not in other:
+            other.append(reason)
+    return "; ".join(([NOT_RECORDED + ", ".join(sorted(missing, key=str.lower))] if missing else []) + other)
 
 
 @dataclass
