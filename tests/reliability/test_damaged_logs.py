@@ -29,7 +29,7 @@ def test_flipped_bytes_are_reported(tmp_path, capsys):
     code, out = _analyze(tmp_path / "tb", capsys)
     assert "not read:" in out
     assert "checksum mismatch" in out or "damaged record length" in out
-    assert "(1 unreadable part skipped)" in out.splitlines()[-1]
+    assert "(1 part not read)" in out.splitlines()[-1]
 
 
 def test_a_truncated_file_is_reported(tmp_path, capsys):

@@ -154,13 +154,13 @@ from test_report_browser import _console_errors, _open, browser  # noqa: E402,F4
 
 
 def _requests_outside(events: list[dict], page: Path) -> list[str]:
-    """Requests other than the page and its data: URIs (chrome:// is the browser's own UI,
-    which a fresh profile may load while starting)."""
+    """Requests other than the page and its data: URIs (chrome:// and chrome-untrusted:// are
+    the browser's own UI, such as the new-tab page a fresh profile may load while starting)."""
     urls = [e["params"]["request"]["url"] for e in events
             if e["method"] == "Network.requestWillBeSent"]
     assert page.resolve().as_uri() in urls, "no request logged: network logging is broken"
     return [u for u in urls if u != page.resolve().as_uri()
-            and not u.startswith(("data:", "chrome:", "chrome-extension:"))]
+            and not u.startswith(("data:", "chrome:", "chrome-untrusted:", "chrome-extension:"))]
 
 
 def test_chart_zooms_to_one_step_hovers_and_toggles(browser, spiky_report):  # noqa: F811

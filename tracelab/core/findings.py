@@ -202,8 +202,7 @@ class Diagnosis:
         # A clean verdict on half a log would mislead: say that part of it could not be read.
         unread = len(getattr(self.run, "problems", None) or ())
         if unread:
-            text += (f" in what could be read ({unread} unreadable part"
-                     f"{'s' if unread != 1 else ''} skipped)")
+            text += f" in what could be read ({unread} part{'s' if unread != 1 else ''} not read)"
         return text
 
     def to_dict(self) -> dict[str, Any]:
