@@ -78,12 +78,22 @@ def _open(driver, path: Path) -> list[dict]:
     return events
 
 
+# The browser's own pages (the new-tab page a fresh profile loads on start, in Chromium 150
+# from chrome:// and chrome-untrusted://): never requests of the report, nor network.
+BROWSER_INTERNAL = ("chrome:", "chrome-untrusted:", "chrome-extension:", "devtools:")
+
+
+def _requests_outside(events: list[dict], page: Path) -> list[str]:
+    """Requests other than the page, its data: URIs and the browser's own pages."""
+    urls = [e["params"]["request"]["url"] for e in events
+            if e["method"] == "Network.requestWillBeSent"]
+    assert page.resolve().as_uri() in urls, "no request of the page logged: logging is broken"
+    return [u for u in urls if u != page.resolve().as_uri()
+            and not u.startswith(("data:",) + BROWSER_INTERNAL)]
+
+
 def _assert_no_network(events: list[dict], page: Path) -> None:
-    requested = [e["params"]["request"]["url"] for e in events
-                 if e["method"] == "Network.requestWillBeSent"]
-    assert requested, "the performance log recorded no request at all: logging is broken"
-    page_url = page.resolve().as_uri()
-    outside = [u for u in requested if u != page_url and not u.startswith("data:")]
+    outside = _requests_outside(events, page)
     assert outside == [], f"the report requested {outside}"
     sockets = [e for e in events if e["method"].startswith("Network.webSocket")]
     assert sockets == []

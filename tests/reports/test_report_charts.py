@@ -150,17 +150,8 @@ def test_every_chart_has_a_static_image_for_readers_without_javascript(spiky_rep
     assert "@media print" in html
 
 
-from test_report_browser import _console_errors, _open, browser  # noqa: E402,F401
-
-
-def _requests_outside(events: list[dict], page: Path) -> list[str]:
-    """Requests other than the page and its data: URIs (chrome:// and chrome-untrusted:// are
-    the browser's own UI, such as the new-tab page a fresh profile may load while starting)."""
-    urls = [e["params"]["request"]["url"] for e in events
-            if e["method"] == "Network.requestWillBeSent"]
-    assert page.resolve().as_uri() in urls, "no request logged: network logging is broken"
-    return [u for u in urls if u != page.resolve().as_uri()
-            and not u.startswith(("data:", "chrome:", "chrome-untrusted:", "chrome-extension:"))]
+from test_report_browser import (_console_errors, _open, _requests_outside,  # noqa: E402,F401
+                                 browser)
 
 
 def test_chart_zooms_to_one_step_hovers_and_toggles(browser, spiky_report):  # noqa: F811
