@@ -170,8 +170,18 @@ def _cause(run: Run, step: int, since: int, peak: int, *, lr_increase: float,
         name, ratio = grad
         return (f"likely cause: a gradient-norm spike in '{name}', {fmt(ratio)}x its recent "
                 f"median"), "grad_spike", {"grad_ratio": ratio}
+    if grad is None and _grads_unrecorded_at(run, step):
+        return ("no input anomaly or LR change was recorded at that step, and its gradients "
+                "were not recorded (the grad statistics skip steps: Recorder(every=...))"
+                ), "unknown", {}
     return ("no input anomaly, LR change or gradient spike was recorded at that step"
             ), "unknown", {}
+
+
+def _grads_unrecorded_at(run: Run, step: int) -> bool:
+    """Whether the run recorded grads, but not at `step` or the one before it."""
+    norms = run.stat(GRAD, "norm")
+    return not norms.empty and not ((norms.index >= step - 1) & (norms.index <= step)).any()
 
 
 def _input_outlier(inp: pd.DataFrame, batch: pd.DataFrame, step: int, since: int,

@@ -36,6 +36,7 @@ from tracelab.recorders import environment as env
 from tracelab.recorders import kernel_loader
 from tracelab.recorders.activation_hooks import ActivationHooks
 from tracelab.recorders.activations import record_activations
+from tracelab.recorders.cadence import GradCadence
 from tracelab.recorders.classes import record_classes
 from tracelab.recorders.fingerprints import Fingerprints
 from tracelab.recorders.inputs import InputStats
@@ -71,7 +72,9 @@ def due(step: int, every: int) -> bool:
 class Recorder:
     """Record a training run into `run_dir` (see the module docstring).
 
-    every: grad statistics every `every` optimizer steps.
+    every: grad statistics every `every` optimizer steps; None (the default): every step
+    while they cost at most 2 % of the training time, else every 2nd, 4th or 8th step, as
+    measured (cadence.py; meta.json's recorder.grad_every says which steps).
     weight_every: weight and update statistics on every step of the first DENSE_STEPS, then
     every `weight_every` steps (of those `every` records): weights change slowly, and reading
     them and their pre-step copy is most of the statistics' cost on a large model.
@@ -87,12 +90,13 @@ class Recorder:
 
     def __init__(self, run_dir: str, model: torch.nn.Module | None = None,
                  optimizer: torch.optim.Optimizer | None = None, *,
-                 config: Mapping[str, Any] | None = None, every: int = 1,
+                 config: Mapping[str, Any] | None = None, every: int | None = None,
                  weight_every: int = 10, activation_every: int = 10, input_every: int = 10,
                  feature_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
                  sample_size: int = 2_000, flush_interval: float = 1.0,
                  rank: int | None = None, scaler: Any = None, fingerprints: int = 2_048):
-        for name, value in (("every", every), ("weight_every", weight_every),
+        for name, value in (("every", 1 if every is None else every),
+                            ("weight_every", weight_every),
                             ("activation_every", activation_every),
                             ("input_every", input_every), ("sample_size", sample_size)):
             if not isinstance(value, int) or value < 1:
@@ -100,14 +104,22 @@ class Recorder:
         if rank is None:
             dist = torch.distributed
             rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
-        self.every, self.activation_every, self.input_every = every, activation_every, input_every
+        distributed = rank != 0 or (torch.distributed.is_available()
+                                    and torch.distributed.is_initialized())
+        # Ranks measuring apart would record grads at different steps: a distributed run's
+        # automatic cadence is every step.
+        self._cadence = GradCadence() if every is None and not distributed else None
+        self.every = 1 if every is None else every
+        self.activation_every, self.input_every = activation_every, input_every
         self.weight_every = weight_every
-        self._settings = {"every": every, "weight_every": weight_every,
+        self._settings = {"every": self.every, "weight_every": weight_every,
                           "dense_steps": DENSE_STEPS, "activation_every": activation_every,
                           "input_every": input_every, "sample_size": sample_size}
+        if self._cadence is not None:
+            self._settings.update(self._cadence.settings())
         meta = {"config": dict(config or {}), "environment": env.environment(),
                 "recorder": dict(self._settings)}
-        if rank != 0 or (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        if distributed:
             meta["world_size"] = torch.distributed.get_world_size() \
                 if torch.distributed.is_initialized() else None
         kernel_loader.kernels()  # now, not in the first recorded step (compiling takes seconds)
@@ -139,6 +151,7 @@ class Recorder:
         self._handles: list[Any] = []
         self._hooks = ActivationHooks(self._warn, lambda: self.writer.failed)
         self._cost = 0.0  # seconds the training thread spent in the recorder
+        self._stats_cost = 0.0  # of which in the parameter statistics, this step
         if model is not None or optimizer is not None:
             self.watch(model, optimizer)
 
@@ -207,7 +220,9 @@ class Recorder:
             return
         start = time.perf_counter()
         self._parameters.snapshot()
-        self._cost += time.perf_counter() - start
+        spent = time.perf_counter() - start
+        self._cost += spent
+        self._stats_cost += spent
 
     # -- the loop -------------------------------------------------------------------------------
     def iterate(self, iterable: Iterable) -> Iterator:
@@ -310,8 +325,9 @@ class Recorder:
         if self.optimizer is not None:
             for i, group in enumerate(self.optimizer.param_groups):
                 scalars.add(f"{LR_PREFIX}{i}", group.get("lr", math.nan))
-        if self._last_step_end is not None:
-            scalars.add(STEP_TIME, now - self._last_step_end)
+        step_time = None if self._last_step_end is None else now - self._last_step_end
+        if step_time is not None:
+            scalars.add(STEP_TIME, step_time)
         if self._data_time is not None:
             scalars.add(DATA_TIME, self._data_time)
             self._data_time = None
@@ -323,14 +339,27 @@ class Recorder:
         record.add(scalars.rows, scalars.tensors)
         # Each producer on its own: one that fails is warned about, the others still record.
         with torch.no_grad():
-            if self.model is not None and due(step, self.every):
+            grads = self.model is not None and due(step, self.every)
+            if grads:
+                start = time.perf_counter()
                 self._produce("parameter statistics", self._parameters.record, step, record,
                               self._weights_due(step), updates, self._weights_due(step + 1))
+                self._stats_cost += time.perf_counter() - start
+            if self._cadence is not None:
+                self._pace(step, step_time, grads)
             if activations:
                 self._produce("activations", record_activations, step, activations, record)
             self._produce("signals", add_signals, record, step, TRAIN, signals)
             self._batch(step, TRAIN, inputs, targets, record, due(step, self.input_every))
         self.writer.write(record.seal())
+
+    def _pace(self, step: int, step_time: float | None, recorded: bool) -> None:
+        """The grad cadence from the next step on (`every=None`), on this step's costs."""
+        spent, self._stats_cost = self._stats_cost, 0.0
+        if self._cadence.observe(step, step_time, spent, recorded):
+            self.every = self._cadence.every
+            self._settings.update(self._cadence.settings())
+            self.writer.update_meta(recorder=dict(self._settings))
 
     def _batch(self, step: int, split: str, inputs: Any, targets: Any, record: StepRecord,
                profile: bool) -> None:

@@ -299,6 +299,9 @@ def recorded(run) -> dict[str, Any]:
         wide = run.stat(kind, "norm") if kind in tensor_kinds(run) else None
         if wide is not None and wide.shape[1]:
             rows.append((what, f"{wide.shape[1]} tensors at {fmt.number(wide.shape[0])} steps"))
+    cadence = grad_cadence(run.meta.get("recorder"))
+    if cadence:
+        rows.append(("gradient stats cadence", cadence))
     feats = counted(inp, "feature") if len(inp) else {}
     for split in run.splits():
         if split in feats:
@@ -313,6 +316,27 @@ def recorded(run) -> dict[str, Any]:
     have = run.available
     return {"rows": rows,
             "missing": [r.label for r in REQUIREMENTS if r not in have]}
+
+
+def grad_cadence(recorder: Any) -> str | None:
+    """How often the Recorder's cost budget let it record the grads (meta.json's
+    recorder.grad_every: [from step, every] pairs), where it changed; else None."""
+    changes = recorder.get("grad_every") if isinstance(recorder, dict) else None
+    if not isinstance(changes, list) or len(changes) < 2 or not all(
+            isinstance(c, list) and len(c) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in c)
+            for c in changes):
+        return None
+    parts = []
+    for (start, every), after in zip(changes, changes[1:] + [None]):
+        when = "every step" if every == 1 else f"every {fmt.ordinal(every)} step"
+        span = f"steps {fmt.number(start)}-{fmt.number(after[0] - 1)}" if after else \
+            f"from step {fmt.number(start)}"
+        parts.append(f"{when} ({span})")
+    budget = recorder.get("grad_budget")
+    why = f", within the Recorder's budget of {budget:.0%} of the training time" \
+        if isinstance(budget, float) else ""
+    return ", then ".join(parts) + why
 
 
 def model_summary(meta: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,12 @@ from tracelab.core.rules import DOC_SECTIONS
 MAX_ITEMS = 12
 
 
+def ordinal(n: int) -> str:
+    """2nd, 3rd, 4th, 11th, 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n:,}{suffix}"
+
+
 def number(value: Any) -> str:
     """A compact, exact-enough rendering: 0.0123, 1.23e-07, 12,345, yes/no."""
     if value is None:

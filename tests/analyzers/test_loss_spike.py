@@ -141,3 +141,15 @@ def test_a_spike_of_a_negative_loss_says_how_far_above_its_median_not_a_ratio():
     [f] = loss_spike(make_run(scalars=[scalar_rows("loss", values)], inputs=_inputs()))
     assert f.steps[0] == AT and "2.5 above its rolling median -2" in f.message, f.message
     assert "x its rolling median" not in f.message
+
+
+def test_a_spike_on_a_step_whose_grads_were_not_recorded_says_so():
+    grads = _grads("fc2.weight")
+    sparse = grads[grads["step"] % 4 == 2]  # every 4th step, not the spike's nor the one before
+    run = make_run(scalars=[scalar_rows("loss", _loss())], inputs=_inputs(), tensors=[sparse])
+    [f] = loss_spike(run)
+    assert f.evidence["cause"] == "unknown" and "its gradients were not recorded" in f.message
+    # Recorded at that step, the spike is named; recorded and quiet, nothing is said of them.
+    [f] = loss_spike(make_run(scalars=[scalar_rows("loss", _loss())], inputs=_inputs(),
+                              tensors=[_grads()]))
+    assert "not recorded" not in f.message and f.evidence["cause"] == "unknown"

@@ -1,0 +1,69 @@
+"""The grad statistics' cadence under a cost budget (a Recorder's `every=None`, its default).
+
+The grad statistics read every grad once per recorded step. On most models that read is a
+small part of a step, and they are recorded on every step. Where the parameters are many and
+the step's compute small (a wide MLP at a small batch on a CPU), the read alone takes several
+per cent of the step: there the cadence is stretched, by doubling, until their measured cost
+is within BUDGET of the training time, and shrunk again by halving when it falls well below.
+
+    cadence = GradCadence()
+    every = cadence.every            # 1 at first
+    cadence.observe(step, step_seconds, stats_seconds)   # after each step
+    cadence.changes                  # [(from_step, every), ...]
+
+It decides every WINDOW steps from AUTO_FROM on, on what the last window measured: the
+seconds the training thread spent in the parameter statistics against the wall time of the
+steps. A recorded step that costs less than MIN_COST_S never stretches anything (a small model
+on a slow machine stays at every step, whatever its share). A distributed run keeps every step:
+its ranks would decide apart, and the rank comparisons read the same steps of every rank.
+"""
+from __future__ import annotations
+
+BUDGET = 0.02  # of the training time, for the grad (and weight) statistics
+AUTO_FROM = 200  # every step until then: a run's start is where gradients go wrong most
+WINDOW = 100
+MAX_EVERY = 8
+MIN_COST_S = 2.5e-4  # a recorded step's statistics below this never stretch the cadence
+
+
+class GradCadence:
+    def __init__(self, budget: float = BUDGET):
+        self.budget = budget
+        self.every = 1
+        self.changes: list[tuple[int, int]] = [(0, 1)]
+        self._wall = self._cost = 0.0
+        self._recorded = 0
+
+    def observe(self, step: int, wall_s: float | None, cost_s: float, recorded: bool) -> bool:
+        """Account step `step` (its wall time, when known, and the statistics' seconds on
+        the training thread, `recorded` when it recorded grads); whether the cadence changed
+        from the next step on."""
+        if step < AUTO_FROM - WINDOW:  # the first decision reads the window before it
+            return False
+        if wall_s is not None and wall_s > 0:
+            self._wall += wall_s
+            self._cost += cost_s
+            self._recorded += recorded
+        if step + 1 < AUTO_FROM or (step + 1) % WINDOW:
+            return False
+        wall, cost, recorded_steps = self._wall, self._cost, self._recorded
+        self._wall = self._cost = 0.0
+        self._recorded = 0
+        if wall <= 0 or not recorded_steps:
+            return False
+        share, per_record = cost / wall, cost / recorded_steps
+        every = self.every
+        if share > self.budget and per_record >= MIN_COST_S and every < MAX_EVERY:
+            every *= 2
+        elif share < self.budget / 4 and every > 1:  # at half the reads it would still fit
+            every //= 2
+        if every == self.every:
+            return False
+        self.every = every
+        self.changes.append((step + 1, every))
+        return True
+
+    def settings(self) -> dict:
+        """What meta.json's `recorder` says of it."""
+        return {"every": "auto", "grad_budget": self.budget,
+                "grad_every": [[start, every] for start, every in self.changes]}

@@ -1,0 +1,121 @@
+"""The grad statistics' cadence under the Recorder's cost budget (`every=None`)."""
+import time
+
+import numpy as np
+import pytest
+
+from tracelab.recorders.cadence import AUTO_FROM, MAX_EVERY, MIN_COST_S, WINDOW, GradCadence
+
+
+def _run(cadence: GradCadence, steps: range, wall: float, cost_per_record: float) -> None:
+    for step in steps:
+        recorded = step % cadence.every == 0
+        cadence.observe(step, wall, cost_per_record if recorded else 0.0, recorded)
+
+
+def test_dear_statistics_stretch_the_cadence_by_doubling_until_they_fit():
+    cadence = GradCadence(budget=0.02)
+    # 0.6 ms of a 10 ms step: 6 % every step, 3 % every 2nd, 1.5 % every 4th.
+    _run(cadence, range(AUTO_FROM + 3 * WINDOW), wall=0.010, cost_per_record=0.0006)
+    assert cadence.changes == [(0, 1), (AUTO_FROM, 2), (AUTO_FROM + WINDOW, 4)]
+    assert cadence.every == 4
+    # Cheaper again (another phase of training): at a quarter of the budget it halves.
+    _run(cadence, range(AUTO_FROM + 3 * WINDOW, AUTO_FROM + 5 * WINDOW), wall=0.010,
+         cost_per_record=0.00001)
+    assert cadence.changes[-2:] == [(AUTO_FROM + 4 * WINDOW, 2), (AUTO_FROM + 5 * WINDOW, 1)]
+    assert cadence.settings() == {"every": "auto", "grad_budget": 0.02, "grad_every": [
+        [0, 1], [200, 2], [300, 4], [600, 2], [700, 1]]}
+
+
+def test_cheap_statistics_and_the_run_start_keep_every_step():
+    cadence = GradCadence(budget=0.02)
+    _run(cadence, range(AUTO_FROM - 1), wall=0.001, cost_per_record=0.0009)  # 90 %, early
+    assert cadence.changes == [(0, 1)]
+    # Its first decision reads the window before it: a dear start (compiling, say) is past.
+    cadence = GradCadence(budget=0.02)
+    _run(cadence, range(AUTO_FROM - WINDOW), wall=0.001, cost_per_record=0.0009)
+    # A toy model: most of its step, but under MIN_COST_S a record: not worth a gap.
+    _run(cadence, range(AUTO_FROM - WINDOW, AUTO_FROM + 5 * WINDOW), wall=MIN_COST_S,
+         cost_per_record=MIN_COST_S / 2)
+    assert cadence.changes == [(0, 1)]
+    # Within the budget: every step.
+    cadence = GradCadence(budget=0.02)
+    _run(cadence, range(AUTO_FROM + 5 * WINDOW), wall=0.010, cost_per_record=0.00019)
+    assert cadence.changes == [(0, 1)]
+
+
+def test_the_cadence_never_passes_max_every():
+    cadence = GradCadence(budget=0.02)
+    _run(cadence, range(AUTO_FROM + 10 * WINDOW), wall=0.001, cost_per_record=0.001)
+    assert cadence.every == MAX_EVERY and len(cadence.changes) == 1 + int(np.log2(MAX_EVERY))
+
+
+torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+
+import tracelab  # noqa: E402
+from tracelab.recorders.parameters import ParameterStats  # noqa: E402
+from tracelab.reports.context import grad_cadence, recorded  # noqa: E402
+
+
+def _train(run_dir, steps: int, slow_stats: bool, monkeypatch, **options):
+    """A tiny linear model; with `slow_stats`, each record of its statistics costs 2 ms
+    more, as a wide model's read of its grads does."""
+    if slow_stats:
+        record = ParameterStats.record
+
+        def slow(self, *args, **kwargs):
+            time.sleep(0.002)
+            return record(self, *args, **kwargs)
+        monkeypatch.setattr(ParameterStats, "record", slow)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    with tracelab.Recorder(run_dir, model, opt, **options) as rec:
+        for _ in range(steps):
+            x = torch.randn(16, 8)
+            loss = (model(x) - x[:, :2]).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss)
+    monkeypatch.undo()
+    return tracelab.open_run(run_dir)
+
+
+def test_a_recorder_whose_grad_statistics_cost_much_records_them_less_often(tmp_path,
+                                                                           monkeypatch):
+    steps = AUTO_FROM + 2 * WINDOW + 20
+    run = _train(tmp_path / "auto", steps, True, monkeypatch)
+    settings = run.meta["recorder"]
+    # 2 ms of a step of about 2 ms: past the budget at every cadence, so it doubles each window
+    assert settings["every"] == "auto" and settings["grad_budget"] == 0.02
+    assert settings["grad_every"] == [[0, 1], [AUTO_FROM, 2], [AUTO_FROM + WINDOW, 4],
+                                      [AUTO_FROM + 2 * WINDOW, 8]]
+    steps_with_grads = np.unique(run.tensors.loc[run.tensors["kind"] == "grad", "step"])
+    expected = [s for s in range(steps) if s < AUTO_FROM
+                or (s < AUTO_FROM + WINDOW and s % 2 == 0)
+                or (s < AUTO_FROM + 2 * WINDOW and s % 4 == 0) or s % 8 == 0]
+    assert steps_with_grads.tolist() == expected
+    assert len(run.loss()) == steps  # the loss and the other scalars keep every step
+    assert grad_cadence(settings) == (
+        "every step (steps 0-199), then every 2nd step (steps 200-299), then every 4th step "
+        "(steps 300-399), then every 8th step (from step 400), within the Recorder's budget "
+        "of 2% of the training time")
+    assert ("gradient stats cadence", grad_cadence(settings)) in recorded(run)["rows"]
+
+
+def test_a_cadence_the_user_gave_is_kept_whatever_it_costs(tmp_path, monkeypatch):
+    steps = AUTO_FROM + WINDOW + 10
+    run = _train(tmp_path / "every1", steps, True, monkeypatch, every=1)
+    assert run.meta["recorder"]["every"] == 1 and "grad_every" not in run.meta["recorder"]
+    grads = run.tensors[run.tensors["kind"] == "grad"]
+    assert np.unique(grads["step"]).tolist() == list(range(steps))
+    assert grad_cadence(run.meta["recorder"]) is None
+
+
+def test_cheap_grad_statistics_keep_every_step_by_default(tmp_path, monkeypatch):
+    steps = AUTO_FROM + WINDOW + 10
+    run = _train(tmp_path / "cheap", steps, False, monkeypatch)
+    assert run.meta["recorder"]["grad_every"] == [[0, 1]]
+    grads = run.tensors[run.tensors["kind"] == "grad"]
+    assert np.unique(grads["step"]).tolist() == list(range(steps))
