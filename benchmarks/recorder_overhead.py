@@ -222,6 +222,9 @@ def main() -> None:
                 work[n].append(spent[n] / times[base])
         graphs = {v.name: (warm_graphs[v.name], v.graphs - warm_graphs[v.name], v.breaks)
                   for v in variants}
+        # The defaults' grad cadence under the recorder's cost budget (recorders/cadence.py).
+        cadences = {v.name: v.rec._settings["grad_every"] for v in variants
+                    if v.rec is not None and "grad_every" in v.rec._settings}
         for v in variants:
             v.close()
     step_ms = statistics.median(base_times) / args.block * 1e3
@@ -246,6 +249,9 @@ def main() -> None:
         print(f"  {n:<24} x{med:.3f}  ({(med - 1) * 100:+5.1f} %; {(q[0] - 1) * 100:+5.1f} % .. "
               f"{(q[2] - 1) * 100:+5.1f} %)   {(fast - 1) * 100:+6.1f} %       "
               + (f"{spent * 100:4.1f} %" if spent else "   -"))
+    for n, changes in cadences.items():
+        print(f"  {n}: grad statistics from step [first step, every]: {changes}")
+    results["grad_every"] = cadences
     print("fastest blocks: the 10th percentile of a variant's block times over the baseline's "
           "(a quiet machine)")
     print("recorder work: the recorder's own seconds (training thread plus writer-thread CPU) "

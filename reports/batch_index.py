@@ -29,7 +29,13 @@ MIN_SIDE = 3
 
 def _index_rows(runs_file: Path, codes: list[str], settings: list[str],
                 ) -> Iterator[dict[str, Any]]:
-    parquet = pq.ParquetFile(runs_file)
+    # Opened by Python, here and below: Arrow takes a path as UTF-8, which OUT may not be.
+    with open(runs_file, "rb") as source:
+        yield from _rows(pq.ParquetFile(source), codes, settings)
+
+
+def _rows(parquet: pq.ParquetFile, codes: list[str], settings: list[str],
+          ) -> Iterator[dict[str, Any]]:
     for batch in parquet.iter_batches(batch_size=_BATCH_ROWS):
         for row in batch.to_pylist():
             per_rule = dict(row["rule_counts"] or [])
@@ -41,14 +47,17 @@ def _index_rows(runs_file: Path, codes: list[str], settings: list[str],
 
 def _settings(runs_file: Path) -> tuple[list[str], dict[str, bool], list]:
     """The varying settings (numeric or not), and their associations with root causes."""
-    schema = pq.read_schema(runs_file)
+    with open(runs_file, "rb") as source:
+        schema = pq.read_schema(source)
     columns = [n for n in schema.names if n.startswith(SETTING_PREFIX)]
     keys = [n[len(SETTING_PREFIX):] for n in columns]
     numeric = {k: pa.types.is_floating(schema.field(c).type)
                for k, c in zip(keys, columns)}
     if not keys:
         return keys, numeric, []
-    table = pq.read_table(runs_file, columns=columns + ["root_cause_rule", "status", "last_step"])
+    with open(runs_file, "rb") as source:
+        table = pq.read_table(source, columns=columns + ["root_cause_rule", "status",
+                                                         "last_step"])
     rows = [{**{k: r[c] for k, c in zip(keys, columns)}, "root_cause": r["root_cause_rule"]}
             for r in table.to_pylist()
             if r["status"] != UNREADABLE and r["last_step"] is not None]

@@ -23,11 +23,14 @@ MLflow's is an error naming the file.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shutil
 import sqlite3
+import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import numpy as np
 import pandas as pd
@@ -259,9 +262,34 @@ def is_sqlite_store(path: Path) -> bool:
     return _STORE_TABLES <= names
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    # Read-only: the archive's database is never written, not even its journal.
-    return sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+@contextlib.contextmanager
+def _connect(path: Path) -> Iterator[sqlite3.Connection]:
+    """The database, read without writing anything beside it. Even read-only, SQLite creates
+    a `-shm` file next to a database in WAL mode (and cannot open it in a folder it may not
+    write): it is opened immutable. A database whose `-wal` file still holds pages (its
+    writer did not close it) is read from a private copy of both, which SQLite may then
+    complete."""
+    path = Path(path).resolve()
+    wal = path.with_name(path.name + "-wal")
+    try:
+        pending = wal.is_file() and wal.stat().st_size > 0
+    except OSError:
+        pending = False
+    with contextlib.ExitStack() as stack:
+        if pending:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tracelab-")))
+            copy = folder / path.name
+            try:
+                shutil.copyfile(path, copy)
+                shutil.copyfile(wal, folder / wal.name)
+            except OSError as exc:
+                raise sqlite3.OperationalError(f"cannot copy it to read its -wal file "
+                                               f"({exc.strerror or exc})") from None
+            db = sqlite3.connect(copy)  # ours: SQLite may write its -shm and recover there
+        else:
+            db = sqlite3.connect(f"{path.as_uri()}?immutable=1", uri=True)
+        stack.callback(db.close)
+        yield db
 
 
 def store_runs(path: Path) -> list[tuple[str, str]]:

@@ -390,3 +390,30 @@ def test_mlflow_database_written_by_mlflow_itself(tmp_path):
     run = open_any(f"{tmp_path / 'mlflow.db'}#db-lr0.01")
     assert run.status["state"] == "completed" and run.meta["config"]["lr"] == 0.01
     assert len(run.loss()) == clients.STEPS
+
+
+def test_an_mlflow_database_in_wal_mode_is_read_without_a_file_written_beside_it(tmp_path):
+    folder = tmp_path / "db"
+    folder.mkdir()
+    path = mlflow_schema_db(folder / "mlflow.db", [
+        {"id": "a" * 32, "name": "wal", "loss": clients.healthy_loss(7), "params": {"lr": 0.1}}])
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.close()
+    assert sorted(p.name for p in folder.iterdir()) == ["mlflow.db"]
+    assert main(["analyze", str(path), "--no-html"]) == 0
+    # SQLite makes a -shm file even for a read-only connection to a WAL database.
+    assert sorted(p.name for p in folder.iterdir()) == ["mlflow.db"]
+    # A writer still holding it open: its last commit is in the -wal file, and is read too.
+    writer = sqlite3.connect(path)
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("INSERT INTO params VALUES ('extra', '1', ?)", ("a" * 32,))
+    writer.commit()
+    try:
+        before = tree_state(folder)
+        assert (folder / "mlflow.db-wal").stat().st_size > 0
+        assert main(["import", "mlflow", str(path), str(tmp_path / "run")]) == 0
+        assert tree_state(folder) == before
+        assert open_any(tmp_path / "run").meta["config"] == {"lr": 0.1, "extra": 1}
+    finally:
+        writer.close()

@@ -47,6 +47,7 @@ RESULT_FILE = "result.json"
 REPORT_FILE = "report.html"
 REPORTS = ("all", "findings", "none")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_NAME_MAX = 120  # characters of a run's folder name in OUT/runs, before its digest
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,12 @@ class BatchResult:
 def safe_name(rel: str) -> str:
     """A directory name for a run's outputs: readable, and unique for distinct paths."""
     flat = _UNSAFE.sub("_", rel.replace("/", "__")).strip("._") or "run"
-    if flat != rel:
-        flat += "-" + hashlib.sha1(rel.encode()).hexdigest()[:8]
+    if flat != rel or len(flat) > _NAME_MAX:
+        # os.fsencode: a name that is not UTF-8 is held with surrogates, which encode() refuses
+        digest = hashlib.sha1(os.fsencode(rel)).hexdigest()[:8]
+        # A deep run's path is kept to its end, where runs differ: far below the file system's
+        # limit of 255 bytes a name.
+        flat = (flat if len(flat) <= _NAME_MAX else "_" + flat[-_NAME_MAX:]) + "-" + digest
     return flat
 
 
@@ -170,7 +175,9 @@ def analyze_task(task: Task) -> dict[str, Any]:
                    recorded=summary["recorded"], problems=summary["problems"],
                    start_time=summary["start_time"], end_time=summary["end_time"])
         row["first_step"], row["last_step"] = summary["steps"]
-        result["cacheable"] = row["status"] != "running"
+        # Not a running run's, nor one with parts it could not read: a permission fixed, or a
+        # writer that catches up, changes no file's size or time, so the key would not see it.
+        result["cacheable"] = row["status"] != "running" and not summary["problems"]
         if run.is_empty:
             row["detail"] = "; ".join(filter(None, [row["detail"], "no recorded steps"]))
         else:
@@ -183,8 +190,10 @@ def analyze_task(task: Task) -> dict[str, Any]:
         raise  # the same for every run: the batch stops with one line
     except TracelabError as exc:
         row.update(status=UNREADABLE, detail=str(exc))
+        result["cacheable"] = False
     except Exception as exc:  # an unforeseen failure on one run must not stop the archive
         row.update(status=UNREADABLE, detail=f"{type(exc).__name__}: {exc}")
+        result["cacheable"] = False
     finally:
         _close_figures()
     row["analysis_s"] = round(time.perf_counter() - started, 4)
@@ -294,6 +303,7 @@ def run_batch(archive: str | os.PathLike, out: str | os.PathLike = "tracelab-bat
         raise TraceError(f"{archive}: no runs found (tracelab runs, TensorBoard logs, "
                          "metrics.csv files, MLflow runs or databases, W&B runs)")
     claim_output_folder(out)
+    _own_folders(out, tasks)
     summary = BatchResult(out=out, total=len(tasks), unreadable=unreadable)
     todo = []
     for task in tasks:
@@ -339,4 +349,18 @@ def run_batch(archive: str | os.PathLike, out: str | os.PathLike = "tracelab-bat
 def _load(task: Task, cached: bool) -> dict[str, Any]:
     result = json.loads((task.out / "runs" / task.name / RESULT_FILE).read_text("utf-8"))
     result["run"]["cached"] = cached
+    result["run"]["path"] = str(task.source.path)  # where it is now: the archive may have moved
     return result
+
+
+def _own_folders(out: Path, tasks: list[Task]) -> None:
+    """OUT/runs and each run's folder in it as folders of OUT's own: a link there (planted,
+    or left by hand) would lead the batch's writes into the archive or elsewhere, so it is
+    removed, and the run analyzed again."""
+    runs = out / "runs"
+    if runs.is_symlink():
+        runs.unlink()
+    for task in tasks:
+        folder = runs / task.name
+        if folder.is_symlink():
+            folder.unlink()

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tracelab._version import __version__
-from tracelab.app.sources import MLFLOW, NATIVE, TENSORBOARD, WANDB, detect
+from tracelab.app.sources import CSV, MLFLOW, NATIVE, TENSORBOARD, WANDB, detect
 from tracelab.core.errors import TracelabError
 from tracelab.core.files import atomic_path, write_atomic
 from tracelab.core.batch_schema import (FINDINGS_SCHEMA, UNREADABLE, findings_record, runs_record,
@@ -27,7 +27,7 @@ _ROW_GROUP = 1000
 # nothing else is ever written over. Its absence from a folder that holds files means that the
 # files are somebody else's.
 MARKER = ".tracelab-batch"
-_RUN_FORMATS = (NATIVE, TENSORBOARD, MLFLOW, WANDB)
+_RUN_FORMATS = (NATIVE, TENSORBOARD, MLFLOW, WANDB, CSV)
 
 
 def check_output_folder(out: Path, archive: Path) -> None:
@@ -74,7 +74,10 @@ class _Sink:
 
     def __init__(self, path: Path, schema: pa.Schema):
         self.schema = schema
-        self.writer = pq.ParquetWriter(path, schema, compression="zstd")
+        # Through a Python file: Arrow takes a path as UTF-8, which a name in another encoding
+        # (bytes that are not UTF-8, as Python holds them) is not.
+        self._file = open(path, "wb")
+        self.writer = pq.ParquetWriter(self._file, schema, compression="zstd")
         self.rows: list[dict[str, Any]] = []
 
     def add(self, row: dict[str, Any]) -> None:
@@ -88,8 +91,11 @@ class _Sink:
             self.rows = []
 
     def close(self) -> None:
-        self.flush()
-        self.writer.close()
+        try:
+            self.flush()
+            self.writer.close()
+        finally:
+            self._file.close()
 
 
 def write_outputs(out: Path, results: Iterable[dict[str, Any]], *, archive: str = "",

@@ -66,7 +66,7 @@ def detect(path: str | os.PathLike) -> Optional[Source]:
         return Source(path, NATIVE)
     if any(is_event_file(e.name) and _is_file(e) for e in entries):
         return Source(path, TENSORBOARD)
-    if CSV_LOG in names:
+    if any(e.name == CSV_LOG and _is_file(e) for e in entries):  # not a folder, nor a FIFO
         return Source(path / CSV_LOG, CSV)
     if any(wandb.is_wandb_file(e.name) and _is_file(e) for e in entries):
         return Source(path, WANDB)

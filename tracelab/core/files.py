@@ -14,9 +14,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
-from typing import Iterator, Union
+from typing import BinaryIO, Iterator, Union
 
 Data = Union[str, bytes]
 
@@ -111,3 +112,18 @@ def resolved(path: Union[str, os.PathLike]) -> Path:
         loop = exc
     raise TracelabError(f"{path}: a symbolic link loop (it leads back to itself); expected a "
                         "path that ends in a file or folder") from loop
+
+
+def open_regular(path: Union[str, os.PathLike]) -> BinaryIO:
+    """`path` opened for reading, if it is a regular file: a FIFO would block the reader until
+    something writes to it, and a device may never end. OSError otherwise."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO opens at once
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise

@@ -19,6 +19,7 @@ import pyarrow.ipc
 import pyarrow.parquet as pq
 
 from tracelab.core.errors import TraceError
+from tracelab.core.files import open_regular
 from tracelab.core.schema import (ARROWS, ARROW_SCHEMAS, META_FILE, PARQUET, SAMPLES,
                                   SCHEMA_VERSION, rank_of_meta, rank_of_part)
 
@@ -76,7 +77,8 @@ def read_rank_meta(path: Path) -> tuple[dict[int, dict[str, Any]], list[str]]:
 
 def _read_meta(meta_path: Path) -> dict[str, Any]:
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        with open_regular(meta_path) as source:
+            meta = json.loads(source.read().decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TraceError(f"{meta_path}: unreadable ({exc}); expected tracelab run metadata "
                          "as JSON") from None
@@ -188,10 +190,10 @@ def read_part(file: Path, dictionary: tuple[str, ...] = ()) -> pa.Table:
     them (no string object per row)."""
     # Opened by Python, not by Arrow: a path that is not valid UTF-8 (surrogate escapes) opens.
     if file.suffix == f".{PARQUET}":
-        with open(file, "rb") as source:
+        with open_regular(file) as source:
             return pq.read_table(source, read_dictionary=list(dictionary) or None)
     batches = []
-    with open(file, "rb") as source:
+    with open_regular(file) as source:
         try:
             reader = pa.ipc.open_stream(source)
             while True:
@@ -234,6 +236,10 @@ def read_arrow(path: Path | None, table: str, *, distributed: bool,
     for name, file in parts.items():
         try:
             part = read_part(file, dictionary=dictionary).select(schema.names).cast(target)
+        except OSError as exc:  # no permission, not a regular file: the file is not to blame
+            problems.append(f"{table}/{name}: unreadable "
+                            f"({(exc.strerror or str(exc)).lower()}), skipped")
+            continue
         except Exception as exc:  # a corrupt part must not hide the rest of the run
             kind = "Arrow stream" if name.endswith(f".{ARROWS}") else "Parquet file"
             problems.append(f"{table}/{name}: unreadable ({type(exc).__name__}), skipped; "
