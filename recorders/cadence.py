@@ -19,10 +19,13 @@ its ranks would decide apart, and the rank comparisons read the same steps of ev
 """
 from __future__ import annotations
 
+import statistics
+
 BUDGET = 0.02  # of the training time, for the grad (and weight) statistics
 AUTO_FROM = 200  # every step until then: a run's start is where gradients go wrong most
 WINDOW = 100
 MAX_EVERY = 8
+OUTLIER = 4.0
 MIN_COST_S = 2.5e-4  # a recorded step's statistics below this never stretch the cadence
 
 
@@ -31,8 +34,7 @@ class GradCadence:
         self.budget = budget
         self.every = 1
         self.changes: list[tuple[int, int]] = [(0, 1)]
-        self._wall = self._cost = 0.0
-        self._recorded = 0
+        self._window: list[tuple[float, float, bool]] = []  # (wall, cost, recorded) a step
 
     def observe(self, step: int, wall_s: float | None, cost_s: float, recorded: bool) -> bool:
         """Account step `step` (its wall time, when known, and the statistics' seconds on
@@ -41,17 +43,21 @@ class GradCadence:
         if step < AUTO_FROM - WINDOW:  # the first decision reads the window before it
             return False
         if wall_s is not None and wall_s > 0:
-            self._wall += wall_s
-            self._cost += cost_s
-            self._recorded += recorded
+            self._window.append((wall_s, cost_s, recorded))
         if step + 1 < AUTO_FROM or (step + 1) % WINDOW:
             return False
-        wall, cost, recorded_steps = self._wall, self._cost, self._recorded
-        self._wall = self._cost = 0.0
-        self._recorded = 0
-        if wall <= 0 or not recorded_steps:
+        window, self._window = self._window, []
+        if not window:
             return False
-        share, per_record = cost / wall, cost / recorded_steps
+        # A step that waited for something else (an evaluation, a checkpoint) is no measure
+        # of a training step: steps above OUTLIER times the median are left out.
+        typical = statistics.median(w for w, _, _ in window) * OUTLIER
+        kept = [(w, c, r) for w, c, r in window if w <= typical]
+        wall, cost = sum(w for w, _, _ in kept), sum(c for _, c, _ in kept)
+        records = sum(r for _, _, r in kept)
+        if wall <= 0 or not records:
+            return False
+        share, per_record = cost / wall, cost / records
         every = self.every
         if share > self.budget and per_record >= MIN_COST_S and every < MAX_EVERY:
             every *= 2

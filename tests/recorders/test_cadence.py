@@ -4,7 +4,8 @@ import time
 import numpy as np
 import pytest
 
-from tracelab.recorders.cadence import AUTO_FROM, MAX_EVERY, MIN_COST_S, WINDOW, GradCadence
+from tracelab.recorders.cadence import (AUTO_FROM, MAX_EVERY, MIN_COST_S, WINDOW,
+                                        GradCadence)
 
 
 def _run(cadence: GradCadence, steps: range, wall: float, cost_per_record: float) -> None:
@@ -119,3 +120,11 @@ def test_cheap_grad_statistics_keep_every_step_by_default(tmp_path, monkeypatch)
     assert run.meta["recorder"]["grad_every"] == [[0, 1]]
     grads = run.tensors[run.tensors["kind"] == "grad"]
     assert np.unique(grads["step"]).tolist() == list(range(steps))
+
+
+def test_steps_that_waited_for_something_else_do_not_dilute_the_cost():
+    # Every 10th step waits 1 s for an evaluation: counted, the statistics would look cheap.
+    cadence = GradCadence(budget=0.02)
+    for step in range(AUTO_FROM):
+        cadence.observe(step, 1.0 if step % 10 == 9 else 0.010, 0.0006, True)
+    assert cadence.changes == [(0, 1), (AUTO_FROM, 2)]
