@@ -91,6 +91,8 @@ class Variant:
             self.rec._fingerprints.limit = 0
             self.rec._grad_resets.detach()
             self.rec._eval_modes.detach()
+        elif name == "recorder-every-1":  # the grads every step, whatever they cost
+            self.rec = tracelab.Recorder(workdir / name, self.net, self.opt, every=1)
         elif name == "recorder-every-10":
             self.rec = tracelab.Recorder(workdir / name, self.net, self.opt, every=10)
         elif name == "recorder-everything":
@@ -161,6 +163,10 @@ def main() -> None:
     parser.add_argument("--compiled", action="store_true",
                         help="torch.compile'd MLP variants (see the module docstring)")
     parser.add_argument("--mode", default="default", help="torch.compile mode (--compiled)")
+    parser.add_argument("--cadence", action="store_true",
+                        help="the defaults, whose grad cadence keeps within the recorder's cost "
+                             "budget, against every=1, both after 400 warm-up steps (the "
+                             "cadence settles from step 200 on, recorders/cadence.py)")
     parser.add_argument("--checks", action="store_true",
                         help="compare the defaults with and without the per-step batch and loop "
                              "checks (and with targets) instead of the usual variants")
@@ -182,6 +188,8 @@ def main() -> None:
                    for _ in range(args.block)]
         names = ["compiled-" + n for n in ("baseline", "recorder-default", "recorder-every-10",
                                            "recorder-everything")]
+        if args.cadence:
+            names = ["compiled-" + n for n in ("baseline", "recorder-default", "recorder-every-1")]
     else:
         model, what = small_cnn(), f"small CNN, batch {args.batch}"
         batches = [(torch.randn(args.batch, 3, 32, 32), torch.randint(0, 10, (args.batch,)))
@@ -199,8 +207,10 @@ def main() -> None:
         variants = [Variant(n, model, Path(tmp), mode) for n in names]
         # Warm-up: allocator, hooks, first Parquet writes, compiling (a block of the default
         # cadence records activations at its first step and runs compiled code after it).
+        warm = batches[:3] if mode is None else batches[:12]
         for v in variants:
-            v.train(batches[:3] if mode is None else batches[:12])
+            for _ in range(-(-400 // len(warm)) if args.cadence else 1):
+                v.train(warm)
         warm_graphs = {v.name: v.graphs for v in variants}
         ratios: dict[str, list[float]] = {n: [] for n in names[1:]}
         work: dict[str, list[float]] = {n: [] for n in names[1:]}
