@@ -277,7 +277,7 @@ def test_a_folder_that_cannot_be_listed_is_said_not_left_out(archive, tmp_path, 
     real = os.scandir
 
     def scandir(path="."):  # as a folder without read permission answers a user not root
-        if Path(path) == team / "locked":
+        if not isinstance(path, int) and Path(path) == team / "locked":  # rmtree gives fds
             raise PermissionError(13, "Permission denied", str(path))
         return real(path)
 
@@ -288,6 +288,13 @@ def test_a_folder_that_cannot_be_listed_is_said_not_left_out(archive, tmp_path, 
     assert f"not searched for runs, unreadable: {team / 'locked'} (permission denied)" in out
     assert main(["batch", str(team / "ok-1" / "meta.json"), "-o", str(tmp_path / "o2")]) == 2
     assert "meta.json: a file; expected a directory holding runs" in capsys.readouterr().err
+    # Its only run behind the locked folder: not "no runs" alone, but where they may be.
+    shutil.rmtree(team / "ok-1")
+    assert main(["batch", str(team), "-o", str(tmp_path / "o3")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"no runs found (tracelab runs, TensorBoard logs, metrics.csv files, "
+                        f"MLflow runs or databases, W&B runs); not searched, unreadable: "
+                        f"{team / 'locked'} (permission denied)"), err
 
 
 def test_a_deep_path_or_a_name_that_is_not_utf8_names_a_folder_of_its_own():

@@ -300,8 +300,12 @@ def run_batch(archive: str | os.PathLike, out: str | os.PathLike = "tracelab-bat
     tasks = plan(archive, out, config, reports=reports, remote=scheduler is not None,
                  unreadable=unreadable)
     if not tasks:
+        # A folder that could not be listed may hold them: said, or it looks like an empty one
+        unlisted = (f"; not searched, unreadable: {', '.join(unreadable[:3])}"
+                    f"{f' and {len(unreadable) - 3} more' if len(unreadable) > 3 else ''}"
+                    if unreadable else "")
         raise TraceError(f"{archive}: no runs found (tracelab runs, TensorBoard logs, "
-                         "metrics.csv files, MLflow runs or databases, W&B runs)")
+                         f"metrics.csv files, MLflow runs or databases, W&B runs){unlisted}")
     claim_output_folder(out)
     _own_folders(out, tasks)
     summary = BatchResult(out=out, total=len(tasks), unreadable=unreadable)
