@@ -298,6 +298,7 @@ def store_runs(path: Path) -> list[tuple[str, str]]:
         with _connect(path) as db:
             return [(r[0], r[1] or r[0]) for r in db.execute(
                 "SELECT run_uuid, name FROM runs WHERE lifecycle_stage IS NOT 'deleted' "
+                "AND run_uuid IS NOT NULL "
                 "ORDER BY start_time, run_uuid")]
     except sqlite3.Error as exc:
         raise TraceError(f"{path}: unreadable as an MLflow database ({exc})") from None

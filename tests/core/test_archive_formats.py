@@ -417,3 +417,14 @@ def test_an_mlflow_database_in_wal_mode_is_read_without_a_file_written_beside_it
         assert open_any(tmp_path / "run").meta["config"] == {"lr": 0.1, "extra": 1}
     finally:
         writer.close()
+
+
+def test_a_database_row_without_a_run_id_is_no_run(tmp_path, capsys):
+    path = mlflow_schema_db(tmp_path / "mlflow.db", [
+        {"id": "a" * 32, "name": "only", "loss": clients.healthy_loss(7), "params": {}}])
+    db = sqlite3.connect(path)
+    db.execute("INSERT INTO runs (run_uuid, name, lifecycle_stage) VALUES (NULL, 'x', 'active')")
+    db.commit()
+    db.close()
+    assert main(["analyze", str(path), "--no-html"]) == 0
+    assert "mlflow.db" in capsys.readouterr().out
