@@ -11,7 +11,8 @@ is within BUDGET of the training time, and shrunk again by halving when it falls
     cadence.observe(step, step_seconds, stats_seconds)   # after each step
     cadence.changes                  # [(from_step, every), ...]
 
-It decides every WINDOW steps from AUTO_FROM on, on what the last window measured: the
+It decides every WINDOW steps from AUTO_FROM on (both multiples of MAX_EVERY, so that
+the step a new cadence starts at is one it records), on what the last window measured: the
 seconds the training thread spent in the parameter statistics against the wall time of the
 steps. A recorded step that costs less than MIN_COST_S never stretches anything (a small model
 on a slow machine stays at every step, whatever its share). A distributed run keeps every step:
@@ -22,8 +23,8 @@ from __future__ import annotations
 import statistics
 
 BUDGET = 0.02  # of the training time, for the grad (and weight) statistics
-AUTO_FROM = 200  # every step until then: a run's start is where gradients go wrong most
-WINDOW = 100
+AUTO_FROM = 256  # every step until then: a run's start is where gradients go wrong most
+WINDOW = 128  # a multiple of MAX_EVERY: a cadence takes effect on a step it records
 MAX_EVERY = 8
 OUTLIER = 4.0
 MIN_COST_S = 2.5e-4  # a recorded step's statistics below this never stretch the cadence

@@ -25,6 +25,7 @@ what all of it took.
 from __future__ import annotations
 
 import math
+import os
 import time
 import traceback
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -107,8 +108,11 @@ class Recorder:
         distributed = rank != 0 or (torch.distributed.is_available()
                                     and torch.distributed.is_initialized())
         # Ranks measuring apart would record grads at different steps: a distributed run's
-        # automatic cadence is every step.
-        self._cadence = GradCadence() if every is None and not distributed else None
+        # automatic cadence is every step (launched by torchrun, or any launcher that sets
+        # WORLD_SIZE, even before the process group exists).
+        launched = os.environ.get("WORLD_SIZE", "1").strip() not in ("", "0", "1")
+        self._cadence = GradCadence() if every is None and not (distributed or launched) \
+            else None
         self.every = 1 if every is None else every
         self.activation_every, self.input_every = activation_every, input_every
         self.weight_every = weight_every

@@ -23,6 +23,7 @@ MLflow's is an error naming the file.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import re
@@ -257,39 +258,77 @@ def is_sqlite_store(path: Path) -> bool:
         with _connect(path) as db:
             names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE "
                                               "type = 'table'")}
+    except _CopyFailed:  # an SQLite file: store_runs says what keeps it from being read
+        return True
     except (OSError, sqlite3.Error):
         return False
     return _STORE_TABLES <= names
+
+
+class _CopyFailed(sqlite3.OperationalError):
+    """A database with pending pages could not be copied to be read."""
+
+
+# (path, its -wal or -journal, and their sizes and times) -> the private copy of both
+_COPIES: dict[tuple, Path] = {}
 
 
 @contextlib.contextmanager
 def _connect(path: Path) -> Iterator[sqlite3.Connection]:
     """The database, read without writing anything beside it. Even read-only, SQLite creates
     a `-shm` file next to a database in WAL mode (and cannot open it in a folder it may not
-    write): it is opened immutable. A database whose `-wal` file still holds pages (its
-    writer did not close it) is read from a private copy of both, which SQLite may then
-    complete."""
+    write): it is opened immutable. A database with pages its writer has not finished with
+    (a `-wal` file that holds pages, or a hot `-journal` left by a crash mid-transaction,
+    which immutable would read as committed) is read from a private copy of both, made once
+    per process while they stay as they are, where SQLite may complete or roll them back."""
     path = Path(path).resolve()
-    wal = path.with_name(path.name + "-wal")
+    pending = _pending(path)
+    if pending is None:
+        db = sqlite3.connect(f"{path.as_uri()}?immutable=1", uri=True)
+    else:
+        db = sqlite3.connect(_private_copy(path, pending))
     try:
-        pending = wal.is_file() and wal.stat().st_size > 0
-    except OSError:
-        pending = False
-    with contextlib.ExitStack() as stack:
-        if pending:
-            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tracelab-")))
-            copy = folder / path.name
-            try:
-                shutil.copyfile(path, copy)
-                shutil.copyfile(wal, folder / wal.name)
-            except OSError as exc:
-                raise sqlite3.OperationalError(f"cannot copy it to read its -wal file "
-                                               f"({exc.strerror or exc})") from None
-            db = sqlite3.connect(copy)  # ours: SQLite may write its -shm and recover there
-        else:
-            db = sqlite3.connect(f"{path.as_uri()}?immutable=1", uri=True)
-        stack.callback(db.close)
         yield db
+    finally:
+        db.close()
+
+
+def _pending(path: Path) -> Optional[Path]:
+    """The database's -wal or -journal file when it holds pages, else None."""
+    for suffix in ("-wal", "-journal"):
+        side = path.with_name(path.name + suffix)
+        try:
+            if side.is_file() and side.stat().st_size > 0:
+                return side
+        except OSError:
+            continue
+    return None
+
+
+def _private_copy(path: Path, side: Path) -> Path:
+    try:
+        key = (path, side, *((s.st_size, s.st_mtime_ns) for s in (path.stat(), side.stat())))
+    except OSError as exc:
+        raise _CopyFailed(f"cannot read it ({(exc.strerror or str(exc)).lower()})") from None
+    if key not in _COPIES:
+        if not _COPIES:
+            atexit.register(_remove_copies)
+        folder = Path(tempfile.mkdtemp(prefix="tracelab-"))
+        try:
+            shutil.copyfile(path, folder / path.name)
+            shutil.copyfile(side, folder / side.name)
+        except OSError as exc:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise _CopyFailed(f"cannot copy it to read its {side.name[len(path.name):]} file "
+                              f"({(exc.strerror or str(exc)).lower()})") from None
+        _COPIES[key] = folder / path.name
+    return _COPIES[key]
+
+
+def _remove_copies() -> None:
+    for copy in _COPIES.values():
+        shutil.rmtree(copy.parent, ignore_errors=True)
+    _COPIES.clear()
 
 
 def store_runs(path: Path) -> list[tuple[str, str]]:

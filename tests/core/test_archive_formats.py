@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
@@ -428,3 +429,24 @@ def test_a_database_row_without_a_run_id_is_no_run(tmp_path, capsys):
     db.close()
     assert main(["analyze", str(path), "--no-html"]) == 0
     assert "mlflow.db" in capsys.readouterr().out
+
+
+def test_a_database_left_mid_transaction_is_read_as_it_was_committed(tmp_path):
+    # A writer killed mid-transaction leaves a hot -journal: the pages it holds are the
+    # committed ones. Read immutable, the database would show the half-written state.
+    path = mlflow_schema_db(tmp_path / "mlflow.db", [
+        {"id": "a" * 32, "name": "only", "loss": clients.healthy_loss(7), "params": {}}])
+    script = (
+        "import os, sqlite3, sys\n"
+        "db = sqlite3.connect(sys.argv[1]); db.isolation_level = None\n"
+        "db.execute('PRAGMA cache_size=1'); db.execute('BEGIN')\n"
+        "db.execute('DELETE FROM metrics')\n"
+        "db.executemany('INSERT INTO params VALUES (?, ?, ?)',"
+        " [('k%d' % i, 'v' * 200, 'a' * 32) for i in range(3000)])\n"
+        "os._exit(0)\n")
+    subprocess.run([sys.executable, "-c", script, str(path)], check=True)
+    assert (tmp_path / "mlflow.db-journal").stat().st_size > 0
+    before = tree_state(tmp_path)
+    run = read_mlflow(path).as_run(path)
+    assert len(run.loss()) == len(clients.healthy_loss(7)) and run.meta["config"] == {}
+    assert tree_state(tmp_path) == before

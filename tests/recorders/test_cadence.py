@@ -25,7 +25,9 @@ def test_dear_statistics_stretch_the_cadence_by_doubling_until_they_fit():
          cost_per_record=0.00001)
     assert cadence.changes[-2:] == [(AUTO_FROM + 4 * WINDOW, 2), (AUTO_FROM + 5 * WINDOW, 1)]
     assert cadence.settings() == {"every": "auto", "grad_budget": 0.02, "grad_every": [
-        [0, 1], [200, 2], [300, 4], [600, 2], [700, 1]]}
+        [0, 1], [256, 2], [384, 4], [768, 2], [896, 1]]}
+    # Each change takes effect on a step the new cadence records.
+    assert all(start % every == 0 for start, every in cadence.changes)
 
 
 def test_cheap_statistics_and_the_run_start_keep_every_step():
@@ -99,8 +101,8 @@ def test_a_recorder_whose_grad_statistics_cost_much_records_them_less_often(tmp_
     assert steps_with_grads.tolist() == expected
     assert len(run.loss()) == steps  # the loss and the other scalars keep every step
     assert grad_cadence(settings) == (
-        "every step (steps 0-199), then every 2nd step (steps 200-299), then every 4th step "
-        "(steps 300-399), then every 8th step (from step 400), within the Recorder's budget "
+        "every step (steps 0-255), then every 2nd step (steps 256-383), then every 4th step "
+        "(steps 384-511), then every 8th step (from step 512), within the Recorder's budget "
         "of 2% of the training time")
     assert ("gradient stats cadence", grad_cadence(settings)) in recorded(run)["rows"]
 
@@ -128,3 +130,15 @@ def test_steps_that_waited_for_something_else_do_not_dilute_the_cost():
     for step in range(AUTO_FROM):
         cadence.observe(step, 1.0 if step % 10 == 9 else 0.010, 0.0006, True)
     assert cadence.changes == [(0, 1), (AUTO_FROM, 2)]
+
+
+def test_a_launched_distributed_run_keeps_every_step(tmp_path, monkeypatch):
+    # torchrun sets WORLD_SIZE before the process group exists: rank 0 must not adapt alone.
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    rec = tracelab.Recorder(tmp_path / "run")
+    assert rec._cadence is None and rec.every == 1
+    rec.close()
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    rec = tracelab.Recorder(tmp_path / "run2")
+    assert rec._cadence is not None
+    rec.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -230,3 +231,42 @@ def test_a_rule_that_broke_is_in_the_verdict_not_hidden_by_a_clean_one(run_dir, 
     assert "internal-error loss-plateau: TypeError" in out
     assert out.splitlines()[-1].startswith("ok: no problems found; 1 rule broke "
                                            "(internal error)"), out
+
+
+def test_a_part_with_a_damaged_footer_is_the_files_fault_and_one_line(run_dir, capsys):
+    part = next((run_dir / "scalars").glob("r0-*.parquet"))
+    good = part.read_bytes()
+    part.write_bytes(good[:-20] + good[-8:])  # Arrow says OSError, with a newline, no errno
+    # The run's only scalars part: no steps are left, one line says why (a newline in Arrow's
+    # message would have made it two).
+    _one_line(["analyze", str(run_dir), "--no-html"], capsys, run_dir,
+              says="expected a whole Parquet file of this table (it was cut short, damaged")
+
+
+def test_a_part_without_read_permission_says_so(tmp_path, capsys):
+    import stat
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+    root = Path(tempfile.mkdtemp())  # pytest's folders are root's alone: nobody reads none
+    try:
+        run_dir = write_run(root / "run")
+        os.chmod(root, 0o755)
+        part = next((run_dir / "scalars").glob("r0-*.parquet"))
+        os.chmod(part, 0)
+        for folder, dirs, files in os.walk(run_dir):
+            os.chmod(folder, 0o755)
+            for f in files:
+                if Path(folder, f) != part:
+                    os.chmod(Path(folder, f), stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+        if os.geteuid() != 0:
+            pytest.skip("needs root to run as nobody")
+        done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                               sys.executable, "-m", "tracelab", "analyze", str(run_dir),
+                               "--no-html"], capture_output=True, text=True)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert f"scalars/{part.name}: unreadable (permission denied), skipped)" in done.stderr
+    finally:
+        os.chmod(root, 0o700)
+        shutil.rmtree(root, ignore_errors=True)

@@ -130,8 +130,9 @@ def data_files(source: Source) -> list[Path]:
         return [path] + ([extra] if extra.is_file() else [])
     if source.format == WANDB:
         return wandb.wandb_files(path)
-    if source.format == MLFLOW and path.is_file():  # a database, and its write-ahead log
-        return [p for p in (path, path.with_name(path.name + "-wal")) if p.is_file()]
+    if source.format == MLFLOW and path.is_file():  # a database, its -wal or -journal
+        return [p for p in (path, *(path.with_name(path.name + side)
+                                    for side in ("-wal", "-journal"))) if p.is_file()]
     files = []
     for folder, dirs, names in os.walk(path):
         dirs.sort()

@@ -236,11 +236,13 @@ def read_arrow(path: Path | None, table: str, *, distributed: bool,
     for name, file in parts.items():
         try:
             part = read_part(file, dictionary=dictionary).select(schema.names).cast(target)
-        except OSError as exc:  # no permission, not a regular file: the file is not to blame
-            problems.append(f"{table}/{name}: unreadable "
-                            f"({(exc.strerror or str(exc)).lower()}), skipped")
-            continue
         except Exception as exc:  # a corrupt part must not hide the rest of the run
+            if isinstance(exc, OSError) and exc.errno is not None:
+                # Opening it failed (no permission, not a regular file): not the file's fault.
+                # Arrow's own OSErrors (a damaged footer, a stream cut short) carry no errno.
+                problems.append(f"{table}/{name}: unreadable "
+                                f"({(exc.strerror or str(exc)).lower()}), skipped")
+                continue
             kind = "Arrow stream" if name.endswith(f".{ARROWS}") else "Parquet file"
             problems.append(f"{table}/{name}: unreadable ({type(exc).__name__}), skipped; "
                             f"expected a whole {kind} of this table (it was cut short, damaged "
