@@ -368,3 +368,16 @@ def test_a_run_that_could_not_be_read_is_read_again_next_time(tmp_path):
     assert third.cached == 1
     assert pd.read_parquet(out / "runs.parquet")["path"].tolist() == [
         str(tmp_path / "moved" / "ok" / "version_0" / "metrics.csv")]
+
+
+def test_a_log_of_which_nothing_could_be_read_is_unreadable_not_completed(tmp_path):
+    archive = tmp_path / "archive"
+    tensorboard_log(archive / "tb" / "good", steps=12)
+    (archive / "tb" / "garbage").mkdir(parents=True)
+    (archive / "tb" / "garbage" / "events.out.tfevents.1.host").write_bytes(bytes(range(256)) * 8)
+    out = tmp_path / "out"
+    run_batch(archive, out, jobs=1, reports="none", progress=False)
+    runs = _runs(out)
+    assert runs.loc["tb/good", "status"] == "completed"
+    assert runs.loc["tb/garbage", "status"] == "unreadable"
+    assert runs.loc["tb/garbage", "detail"].startswith("no recorded steps could be read (")

@@ -178,7 +178,10 @@ def analyze_task(task: Task) -> dict[str, Any]:
         # Not a running run's, nor one with parts it could not read: a permission fixed, or a
         # writer that catches up, changes no file's size or time, so the key would not see it.
         result["cacheable"] = row["status"] != "running" and not summary["problems"]
-        if run.is_empty:
+        if run.is_empty and summary["problems"]:  # nothing read: unreadable, as a native run
+            row.update(status=UNREADABLE, detail="no recorded steps could be read ("
+                       + "; ".join(summary["problems"][:3]) + ")")
+        elif run.is_empty:
             row["detail"] = "; ".join(filter(None, [row["detail"], "no recorded steps"]))
         else:
             diagnosis = analyze(run, config=task.config)
