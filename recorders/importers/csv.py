@@ -64,16 +64,15 @@ def read_csv_log(file: str | os.PathLike, tags: TagMap | None = None, *,
     # left out and listed, as the other importers do; an empty step cell is no row of a step.
     steps, keep = whole_steps(steps.to_numpy())
     given = df[step_column].notna().to_numpy()
+    kept = given if keep is None else given & keep
     problems: list[str] = []
-    if keep is not None:
-        bad = given & ~keep
-        if bad.any():
-            problems.append(out_of_range(f"column '{step_column}'",
-                                         df[step_column].to_numpy()[bad]))
-        if not (keep & given).any():
-            raise TraceError(f"{file}: column '{step_column}' holds no whole-number steps "
-                             f"from 0 (the first: {df[step_column].iloc[0]!r})")
-    valid = pd.Series(given if keep is None else given & keep, index=df.index)
+    if (given & ~kept).any():
+        problems.append(out_of_range(f"column '{step_column}'",
+                                     df[step_column].to_numpy()[given & ~kept]))
+    if not kept.any():
+        raise TraceError(f"{file}: column '{step_column}' holds no whole-number steps from 0 "
+                         f"(the first: {df[step_column].iloc[0]!r})")
+    valid = pd.Series(kept, index=df.index)
     steps = pd.Series(steps, index=df.index)
     tags = tags or TagMap()
     keys = {}

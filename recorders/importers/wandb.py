@@ -52,33 +52,30 @@ def is_wandb_file(name: str) -> bool:
     return name.startswith("run-") and name.endswith(SUFFIX)
 
 
-def _run_files(path: Path) -> list[Path]:
-    """Every run-*.wandb file in the folder `path`."""
+def _run_files(path: Path) -> tuple[list[Path], list[Path]]:
+    """The run files a W&B run is read from, and the copies left out. `path` is the file
+    itself, or a folder: W&B writes one run-*.wandb per folder (a resumed run gets a new one);
+    where a folder holds more files, a copy beside it perhaps, the run's is the one named after
+    the folder's run id (`offline-run-<time>-<id>/run-<id>.wandb`) and the others are copies.
+    Two or more files and none named so: all of them, which `read_wandb` refuses (reading both
+    would count every step twice). Entries that are not files (a folder, a dangling link)
+    stay, to be listed as unreadable."""
+    if path.is_file():
+        return [path], []
     try:
-        return sorted(path / e.name for e in os.scandir(path) if is_wandb_file(e.name))
+        files = sorted(path / e.name for e in os.scandir(path) if is_wandb_file(e.name))
     except OSError:
-        return []
+        return [], []
+    regular = [f for f in files if f.is_file()]
+    own = [f for f in regular if path.name.endswith("-" + f.name[len("run-"):-len(SUFFIX)])]
+    if len(regular) < 2 or len(own) != 1:
+        return files, []
+    return [f for f in files if f not in regular or f in own], [f for f in regular if f not in own]
 
 
 def wandb_files(path: Path) -> list[Path]:
-    """The run files a W&B run is read from: `path` itself, or its folder's run-*.wandb. W&B
-    writes one per folder (a resumed run gets a new folder); where a folder holds more files, a
-    copy beside it perhaps, the run's is the one named after the folder's run id
-    (`offline-run-<time>-<id>/run-<id>.wandb`), and the others are `copies`. Entries that are
-    not files (a folder, a dangling link) stay, to be listed as unreadable."""
-    if path.is_file():
-        return [path]
-    files = _run_files(path)
-    return [f for f in files if f not in copies(path, files)]
-
-
-def copies(path: Path, files: list[Path] | None = None) -> list[Path]:
-    """The run files of the folder `path` that are not its run's (see `wandb_files`); with
-    two or more files and none named after the run id, none: `read_wandb` refuses them."""
-    files = _run_files(path) if files is None else files
-    regular = [f for f in files if f.is_file()]
-    own = [f for f in regular if path.name.endswith("-" + f.name[len("run-"):-len(SUFFIX)])]
-    return [f for f in regular if f not in own] if len(regular) > 1 and len(own) == 1 else []
+    """The files `read_wandb` reads for the run at `path` (see `_run_files`)."""
+    return _run_files(path)[0]
 
 
 def read_wandb(path: str | os.PathLike, tags: TagMap | None = None, *,
@@ -89,7 +86,7 @@ def read_wandb(path: str | os.PathLike, tags: TagMap | None = None, *,
     bulk decoder, compiled (`wandb_kernels`, where numba is) or numpy (`wandb_fast`); None
     lets `pick_decoder` choose."""
     path, tags = Path(path), tags or TagMap()
-    files = wandb_files(path)
+    files, copies = _run_files(path)
     if not files:
         raise TraceError(f"{path}: no run-*.wandb file; expected a W&B run folder "
                          "(wandb/offline-run-*/ or wandb/run-*/)")
@@ -99,9 +96,8 @@ def read_wandb(path: str | os.PathLike, tags: TagMap | None = None, *,
                          f"({', '.join(f.name for f in regular)}), none named after the "
                          "folder's run id; expected one: import one file instead of the folder")
     reading = wandb_exact.Reading(tags, record_class())
-    if path.is_dir():
-        reading.problems += [f"{copy.name}: not this folder's run file ({regular[0].name}), "
-                             "left out" for copy in copies(path)]
+    reading.problems += [f"{copy.name}: not this folder's run file ({regular[0].name}), "
+                         "left out" for copy in copies]
     kernels = None
     if bulk and compiled is None:
         kernels = pick_decoder(sum(_size(file) for file in files))
@@ -309,4 +305,4 @@ def import_wandb(path: str | os.PathLike, run_dir: str | os.PathLike,
     return read_wandb(path, tags).write(Path(run_dir))
 
 
-__all__ = ["read_wandb", "import_wandb", "is_wandb_file", "wandb_files", "copies"]
+__all__ = ["read_wandb", "import_wandb", "is_wandb_file", "wandb_files"]

@@ -175,9 +175,6 @@ def analyze_task(task: Task) -> dict[str, Any]:
                    recorded=summary["recorded"], problems=summary["problems"],
                    start_time=summary["start_time"], end_time=summary["end_time"])
         row["first_step"], row["last_step"] = summary["steps"]
-        # Not a running run's, nor one with parts it could not read: a permission fixed, or a
-        # writer that catches up, changes no file's size or time, so the key would not see it.
-        result["cacheable"] = row["status"] != "running" and not summary["problems"]
         if run.is_empty and summary["problems"]:  # nothing read: unreadable, as a native run
             row.update(status=UNREADABLE, detail="no recorded steps could be read ("
                        + "; ".join(summary["problems"][:3]) + ")")
@@ -193,12 +190,14 @@ def analyze_task(task: Task) -> dict[str, Any]:
         raise  # the same for every run: the batch stops with one line
     except TracelabError as exc:
         row.update(status=UNREADABLE, detail=str(exc))
-        result["cacheable"] = False
     except Exception as exc:  # an unforeseen failure on one run must not stop the archive
         row.update(status=UNREADABLE, detail=f"{type(exc).__name__}: {exc}")
-        result["cacheable"] = False
     finally:
         _close_figures()
+    # Not a running run's, nor one it could not read whole: a permission fixed, or a writer
+    # that catches up, changes no file's size or time, so the key would not see it.
+    result["cacheable"] = result["cacheable"] and row["status"] not in ("running", UNREADABLE) \
+        and not row["problems"]
     row["analysis_s"] = round(time.perf_counter() - started, 4)
     return result
 
