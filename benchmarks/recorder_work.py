@@ -9,6 +9,7 @@ step time measured in the same run.
 
     python benchmarks/recorder_work.py [--repeats 3] [--steps 60] [--without-kernels]
                                        [--model cnn|mlp] [--compiled] [--threads N]
+                                       [--batch N]
 
 --without-kernels measures the fallback used where numba is missing: torch reductions.
 """
@@ -76,6 +77,8 @@ def main() -> None:
     parser.add_argument("--model", choices=("cnn", "mlp"), default="cnn")
     parser.add_argument("--compiled", action="store_true", help="torch.compile the model")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
+    parser.add_argument("--batch", type=int, default=0,
+                        help="batch size (0: 64 for the CNN, 128 for the MLP)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -84,7 +87,7 @@ def main() -> None:
         kernel_loader._loaded, kernel_loader._kernels = True, None
     torch.manual_seed(0)
     model = small_cnn() if args.model == "cnn" else mlp()
-    shape = (64, 3, 32, 32) if args.model == "cnn" else (128, 256)
+    shape = (args.batch or 64, 3, 32, 32) if args.model == "cnn" else (args.batch or 128, 256)
     batches = [(torch.randn(*shape), torch.randint(0, 10, (shape[0],))) for _ in range(10)]
     figures: dict[str, list[tuple[float, float, float]]] = {name: [] for name in SETTINGS}
     with tempfile.TemporaryDirectory() as tmp:
