@@ -14,8 +14,7 @@ from __future__ import annotations
 import math
 import os
 import re
-import shutil
-import tempfile
+import stat
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -26,7 +25,7 @@ import pandas as pd
 import pyarrow as pa
 
 from tracelab.core.errors import ConfigError
-from tracelab.core.files import folder_mode
+from tracelab.core.files import building_folder
 from tracelab.core.formats import Source
 from tracelab.core.reader import MAX_STEP, steps_in_range
 from tracelab.core.schema import (ACTIVATION, ARROW_SCHEMAS, GRAD, KINDS, LOSS_NAME, LR_PREFIX,
@@ -385,19 +384,19 @@ class Imported:
         if run_dir.is_symlink():  # a link to an empty folder: the run goes where it leads
             run_dir = Path(os.path.realpath(run_dir))
         run_dir.parent.mkdir(parents=True, exist_ok=True)
-        building = Path(tempfile.mkdtemp(dir=run_dir.parent, prefix=f".{run_dir.name[:64]}.",
-                                         suffix=".importing"))
+        # An empty folder the run replaces keeps its permissions.
+        mode = stat.S_IMODE(run_dir.stat().st_mode) if run_dir.is_dir() else None
         try:
-            os.chmod(building, folder_mode())
-            self._write(building)
-            os.rename(building, run_dir)  # fails, touching nothing, if a run appeared there
+            with building_folder(run_dir, ".importing") as building:
+                self._write(building)
+                os.rename(building, run_dir)  # fails, touching nothing, if a run appeared there
         except OSError as exc:
             if run_dir.is_dir() and any(run_dir.iterdir()):
                 raise RunExistsError(f"{run_dir}: another run was created there meanwhile; "
                                      "choose another directory") from exc
             raise
-        finally:
-            shutil.rmtree(building, ignore_errors=True)
+        if mode is not None:
+            os.chmod(run_dir, mode)
         return run_dir
 
     def _write(self, run_dir: Path) -> Path:

@@ -91,3 +91,37 @@ def test_ctrl_c_while_the_command_still_loads_ends_in_one_line(monkeypatch, caps
     monkeypatch.setitem(sys.modules, "tracelab.app.cli", loading)
     assert run() == 130
     assert capsys.readouterr().err == "tracelab: interrupted\n"
+
+
+# The import, SIGKILLed while it writes the run (in the folder it builds the run in).
+_KILLED_IMPORT = """
+import os, signal, sys
+from tracelab.core.writer import RunWriter
+from tracelab.app.cli import main
+RunWriter.close = lambda self, status=None: os.kill(os.getpid(), signal.SIGKILL)
+main(["import", "tensorboard", sys.argv[1], sys.argv[2]])
+"""
+
+
+def test_an_import_killed_while_it_writes_leaves_nothing_once_another_has_run(tmp_path):
+    import tracelab
+    events = write_tensorboard_log(tmp_path / "log")
+    before = snapshot(events.parent)
+    runs = tmp_path / "runs"
+    killed = subprocess.run([sys.executable, "-c", _KILLED_IMPORT, str(events.parent),
+                             str(runs / "first")], capture_output=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    assert [p for p in runs.iterdir() if p.name.startswith(".")]  # what a kill leaves
+    assert main(["import", "tensorboard", str(events.parent), str(runs / "first")]) == 0
+    assert os.listdir(runs) == ["first"]
+    assert tracelab.open_run(runs / "first").status["state"] == "completed"
+    assert snapshot(events.parent) == before
+
+
+def test_an_import_into_an_empty_folder_keeps_its_permissions(tmp_path):
+    events = write_tensorboard_log(tmp_path / "log")
+    (tmp_path / "run").mkdir(mode=0o750)
+    os.chmod(tmp_path / "run", 0o750)
+    assert main(["import", "tensorboard", str(events.parent), str(tmp_path / "run")]) == 0
+    assert (tmp_path / "run" / "meta.json").is_file()
+    assert (tmp_path / "run").stat().st_mode & 0o777 == 0o750

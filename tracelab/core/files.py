@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -51,6 +52,82 @@ def atomic_path(path: Union[str, os.PathLike]) -> Iterator[Path]:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+# A folder built beside its target (`building_folder`) is named after its lock file, which
+# ends in this suffix and is held for as long as the build runs.
+_LOCK = ".lock"
+
+
+@contextlib.contextmanager
+def building_folder(target: Path, kind: str) -> Iterator[Path]:
+    """A fresh hidden folder beside `target` (`.NAME.XXXX.<kind>`) to build it in, removed when
+    the block ends: the caller renames it into place first. While the block runs, a lock file
+    beside it is held; a build whose process died (killed, the machine rebooted) leaves a folder
+    whose lock anyone can take, and the next build beside it removes that folder first.
+    Without file locks (Windows), such leftovers stay."""
+    parent = target.parent
+    remove_abandoned(parent, kind)
+    fd, lock = tempfile.mkstemp(dir=parent, prefix=f".{target.name[:64]}.", suffix=kind + _LOCK)
+    try:
+        _lock(fd, wait=True)
+        folder = Path(lock[:-len(_LOCK)])
+        os.mkdir(folder)
+        try:
+            os.chmod(folder, folder_mode())
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(fd)  # lets go of the lock, after the folder and its lock file are gone
+
+
+def remove_abandoned(parent: Path, kind: str) -> None:
+    """Remove the folders in `parent` that building_folder made for a build whose process
+    died: those whose lock file no process holds."""
+    if _fcntl is None:
+        return
+    try:
+        names = [n for n in os.listdir(parent) if n.startswith(".") and n.endswith(kind + _LOCK)]
+    except OSError:
+        return
+    for name in names:
+        try:
+            fd = os.open(parent / name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            if not _lock(fd, wait=False):
+                continue  # a build in progress
+            folder = parent / name[:-len(_LOCK)]
+            if folder.is_dir() and not folder.is_symlink():
+                shutil.rmtree(folder, ignore_errors=True)
+            if not folder.exists():
+                os.unlink(parent / name)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+
+
+try:
+    import fcntl as _fcntl
+except ImportError:  # Windows
+    _fcntl = None  # type: ignore[assignment]
+
+
+def _lock(fd: int, *, wait: bool) -> bool:
+    """Take fd's exclusive lock (wait: until it is free); False if another process holds it.
+    Always True without file locks."""
+    if _fcntl is None:
+        return True
+    try:
+        _fcntl.flock(fd, _fcntl.LOCK_EX | (0 if wait else _fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    return True
 
 
 def write_atomic(path: Union[str, os.PathLike], data: Data, *, encoding: str = "utf-8") -> Path:
