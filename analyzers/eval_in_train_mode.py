@@ -26,7 +26,7 @@ False positives
     alone stays quiet. A loop that switches back to `model.train()` before calling `log()` is
     judged by its evaluation passes, which the recorder saw under `torch.no_grad()`; Monte
     Carlo dropout on purpose (uncertainty estimates) is flagged and can be silenced by
-    disabling the rule. Under torch.compile the modes are read at the `log()` call.
+    disabling the rule.
 """
 from __future__ import annotations
 

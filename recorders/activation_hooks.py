@@ -2,8 +2,9 @@
 
 On the other steps a hooked leaf module would cost each forward pass a Python call for nothing,
 and a compiled model would see its hooks change. A compiled model runs its recording steps
-uncompiled (compiled.py); a hook that torch.compile traces anyway records nothing, and the
-steps it missed are named in meta.json as absent.
+uncompiled (compiled.py); a hook that torch.compile traces anyway records nothing, and so does
+one that compiled code the recorder cannot see skips. meta.json names the recording steps left
+without activations either way as absent (`take`).
 """
 from __future__ import annotations
 
@@ -26,8 +27,10 @@ class ActivationHooks:
         self._captured: set[int] = set()
         self._activations: list[tuple[str, int, ActivationStats]] = []
         self._eager: Any = compiled.EagerSteps(warn)
-        self._traced = False
-        self._absent: list[int] = []
+        self._armed = False  # the step in progress has the hooks on (arm, before take)
+        self._ran = False  # a hook ran on a training forward pass of this step
+        self._traced = False  # a hook was traced by torch.compile
+        self._absent: dict[str, list[int]] = {"traced": [], "not_run": []}
         self.cost = 0.0  # seconds the hooks spent on the training thread
 
     def attach(self, model: torch.nn.Module, points: Any) -> None:
@@ -40,7 +43,8 @@ class ActivationHooks:
                 self._leaves.append(module)
                 self._names[id(module)] = (compiled.plain_name(path) or type(module).__name__,
                                            type(module).__name__)
-        self._eager = compiled.EagerModel(points) if points else compiled.EagerSteps(self._warn)
+        self._eager = compiled.EagerModel(points, self._warn) if points \
+            else compiled.EagerSteps(self._warn)
 
     def arm(self, on: bool) -> None:
         """Hook the leaf modules' forward passes, or unhook them; compiled code runs eagerly
@@ -51,25 +55,33 @@ class ActivationHooks:
             for handle in self._handles:
                 handle.remove()
             self._handles = []
-        self._eager.hold(bool(self._handles))
+        self._armed = bool(self._handles)
+        self._eager.hold(self._armed)
 
-    def take(self, step: int) -> tuple[list[tuple[str, int, ActivationStats]], list[int] | None]:
-        """The step's captured activations, and the steps whose activations were absent so far
-        when this one's hooks were traced by torch.compile (else None)."""
+    def take(self, step: int) -> tuple[list[tuple[str, int, ActivationStats]], str | None]:
+        """The step's captured activations, and when it should have some and has none,
+        meta.json's note of the steps whose activations are absent so far (else None).
+
+        Absent: the hooks were traced by torch.compile, or none of them ran on a training
+        forward pass, which is what compiled code the recorder could not run eagerly does
+        (the model compiled again after the Recorder was given it, or called from another
+        compiled function)."""
         activations, self._activations = self._activations, []
         self._captured.clear()
-        absent = None
-        if self._traced and not activations:
-            self._absent.append(step)
-            absent = self._absent
-        self._traced = False
-        return activations, absent
+        armed = self._armed
+        ran, traced, self._ran, self._traced = self._ran, self._traced, False, False
+        if not armed or activations or (ran and not traced):
+            return activations, None
+        self._absent["traced" if traced else "not_run"].append(step)
+        return activations, compiled.absent(**self._absent)
 
     def _hook(self, module: torch.nn.Module, args: Any, output: Any) -> None:
         # Hooked only while the step in progress records activations (arm).
         if compiled.is_compiling():  # traced: the step records no activations (compiled.py)
             self._traced = True
             return
+        if module.training or torch.is_grad_enabled():
+            self._ran = True
         if not module.training or id(module) in self._captured or self._failed():
             return
         start = time.perf_counter()

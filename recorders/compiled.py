@@ -23,6 +23,7 @@ report's "What was recorded" section lists them.
 from __future__ import annotations
 
 import sys
+import weakref
 from typing import Any, Callable
 
 import torch
@@ -30,13 +31,29 @@ import torch
 ORIG_MOD = "_orig_mod"  # the attribute torch.compile's wrapper keeps the user's module in
 
 
-def traced(steps: list[int]) -> str:
-    """meta.json's "absent" entry for activations at recording steps whose hooks dynamo traced."""
+def absent(traced: list[int], not_run: list[int]) -> str:
+    """meta.json's "absent" entry for activations at recording steps that have none: steps
+    whose hooks dynamo traced, and steps on which no hook ran."""
+    notes = []
+    if traced:
+        notes.append(f"not recorded at {_steps(traced)}: torch.compile traced the recorder's "
+                     "forward hooks, so they could not read the outputs (a model compiled "
+                     "after the Recorder was given it, on its first compiled step, or on a "
+                     "torch without torch.compiler.set_stance, < 2.6); give the Recorder the "
+                     "compiled model")
+    if not_run:
+        notes.append(f"not recorded at {_steps(not_run)}: the recorder's forward hooks did not "
+                     "run, so the training loop called compiled code that the recorder could "
+                     "not run uncompiled (a model compiled again after the Recorder was given "
+                     "it, a compiled function that calls the model, or a compiler stance set "
+                     "on a recording step), or a model other than the Recorder's; give the "
+                     "Recorder the module that the training loop calls")
+    return "; ".join(notes)
+
+
+def _steps(steps: list[int]) -> str:
     shown = ", ".join(map(str, steps[:5])) + (", ..." if len(steps) > 5 else "")
-    return (f"not recorded at {len(steps)} recording step(s) ({shown}): torch.compile traced "
-            "the recorder's forward hooks, so they could not read the outputs (a model compiled "
-            "after the Recorder was given it, on its first compiled step, or on a torch without "
-            "torch.compiler.set_stance, < 2.6); give the Recorder the compiled model")
+    return f"{len(steps)} recording step(s) ({shown})"
 
 
 def dynamo_loaded() -> bool:
@@ -108,29 +125,64 @@ class EagerModel:
     """While held, each compiled point of a model calls its uncompiled module: a wrapper's
     forward is the `_orig_mod` itself, a module compiled in place runs its own `_call_impl`.
     Nothing dynamo traced or guards on changes (the swapped attributes are read before any
-    compiled frame), and other compiled code in the process keeps running compiled."""
+    compiled frame), and other compiled code in the process keeps running compiled.
 
-    def __init__(self, points: list[torch.nn.Module]):
+    Several recorders of one model agree: a point is swapped by its first holder and gets its
+    compiled call back when the last one lets go (`_HELD`), never a holder's swap for the
+    compiled call. A second holder is warned about once: a Recorder left unclosed keeps its
+    hold, and the model runs uncompiled on its recording steps until it is closed."""
+
+    def __init__(self, points: list[torch.nn.Module], warn: Callable[[Any, str], None]):
         self.points = points
-        self._saved: list[tuple[torch.nn.Module, str, Any]] = []
+        self._warn = warn
+        self.on = False
 
     def hold(self, on: bool) -> None:
-        if on and not self._saved:
-            for m in self.points:
-                inner = getattr(m, ORIG_MOD, None)
-                if isinstance(inner, torch.nn.Module):
-                    self._saved.append((m, "forward", m.__dict__.get("forward")))
-                    m.forward = inner.__call__
-                else:
-                    self._saved.append((m, "_compiled_call_impl", m._compiled_call_impl))
-                    m._compiled_call_impl = None
-        elif not on and self._saved:
-            for m, attr, value in reversed(self._saved):
-                if value is None:
-                    m.__dict__.pop(attr, None)
-                else:
-                    setattr(m, attr, value)
-            self._saved = []
+        if on == self.on:
+            return
+        for m in self.points:
+            held = _HELD.get(m)
+            if on:
+                if held is None:
+                    held = _HELD[m] = _Swap(m)
+                elif len(held.holders) and m not in _WARNED:
+                    _WARNED.add(m)
+                    self._warn(("held", id(m)), "another Recorder of this model runs it "
+                               "uncompiled on its recording steps too (an earlier Recorder "
+                               "not closed?); it runs compiled again once both are closed; "
+                               "warned once")
+                held.holders.add(self)
+            elif held is not None:
+                held.holders.discard(self)
+                if not len(held.holders):
+                    held.restore()
+                    del _HELD[m]
+        self.on = on
+
+
+class _Swap:
+    """A compiled point's compiled call, set aside while `holders` (EagerModels) hold it."""
+
+    def __init__(self, m: torch.nn.Module):
+        self.holders: weakref.WeakSet[EagerModel] = weakref.WeakSet()
+        self._module = m
+        inner = getattr(m, ORIG_MOD, None)
+        if isinstance(inner, torch.nn.Module):
+            self._attr, self._value = "forward", m.__dict__.get("forward")
+            m.forward = inner.__call__
+        else:
+            self._attr, self._value = "_compiled_call_impl", m._compiled_call_impl
+            m._compiled_call_impl = None
+
+    def restore(self) -> None:
+        if self._value is None:
+            self._module.__dict__.pop(self._attr, None)
+        else:
+            setattr(self._module, self._attr, self._value)
+
+
+_HELD: "weakref.WeakKeyDictionary[torch.nn.Module, _Swap]" = weakref.WeakKeyDictionary()
+_WARNED: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()  # points warned about
 
 
 class EagerSteps:
@@ -138,7 +190,8 @@ class EagerSteps:
     was given it): holds the compiler's stance at "force_eager" while any holder asks for it.
 
     The stance is process-wide: holders are counted, so several recorders agree, and the
-    stance before the first holder is the one restored after the last.
+    stance before the first holder is the one restored after the last, unless the user set
+    another one meanwhile: that one is kept.
     """
 
     _holders: set[int] = set()
@@ -161,9 +214,19 @@ class EagerSteps:
                 cls._holders.discard(id(self))
                 if not cls._holders and cls._restore is not None:
                     restore, cls._restore = cls._restore, None
-                    restore.__exit__(None, None, None)
+                    if _stance() in ("force_eager", None):  # else the user's, set since
+                        restore.__exit__(None, None, None)
             self.on = on
         except Exception as exc:  # inside a compiled region: the step records as it can
             self._warn(("set_stance", type(exc).__name__),
                        f"could not switch compiled code to eager for a recording step "
                        f"({type(exc).__name__}: {exc}); warned once")
+
+
+def _stance() -> str | None:
+    """The compiler's stance now (None where this torch does not say)."""
+    try:
+        from torch._dynamo import eval_frame
+        return eval_frame._stance.stance
+    except (ImportError, AttributeError):
+        return None

@@ -9,7 +9,9 @@
 - Modes at evaluation (`EvalModes`): a forward pre-hook on the model notes, for forward passes
   without autograd (evaluation), whether the model and its Dropout and BatchNorm modules were
   in training mode; `log()` of another split records what the last such pass saw (or the
-  modes at the call when there was none). Under torch.compile the hook does nothing.
+  modes at the call when there was none). Under torch.compile the hook runs where dynamo
+  traces it, as a side effect of the compiled frame, with no graph break: dynamo guards on
+  every module's training flag and on grad mode, so what it replays is what the pass saw.
 - The GradScaler's scale (`amp_scale`), read as its device tensor (no host sync), and whether
   the step's optimizer step ran: the scaler skips it on Inf/NaN gradients.
 """
@@ -125,7 +127,7 @@ class EvalModes:
                 sum(m.training for m in self._norms))
 
     def _before_forward(self, module: torch.nn.Module, args: Any) -> None:
-        if torch.is_grad_enabled() or torch.compiler.is_compiling():
+        if torch.is_grad_enabled():
             return None
         self._seen = self._modes()
         return None

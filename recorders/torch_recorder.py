@@ -169,6 +169,11 @@ class Recorder:
             self.scaler = scaler
         if model is None and optimizer is not None and self._changed_parameters():
             model = self._given_model  # a module was replaced: track the parameters it has now
+        if model is not None and not isinstance(model, torch.nn.Module):
+            hint = " (torch.compile of a compiled module returns one): give the Recorder the " \
+                "module or its torch.compile wrapper" if callable(model) else ""
+            raise TypeError(f"tracelab: the model must be a torch.nn.Module, got a "
+                            f"{type(model).__name__}{hint}")
         if model is not None:
             self._given_model = model
             points = compiled.compiled_points(model)
@@ -310,10 +315,10 @@ class Recorder:
         self._step += 1
         now = time.perf_counter()
         stopped = self.writer.failed or self.writer.closed
-        self._hooks.arm(due(step + 1, self.activation_every) and not stopped)
         activations, absent = self._hooks.take(step)
+        self._hooks.arm(due(step + 1, self.activation_every) and not stopped)
         if absent:
-            self.writer.update_meta(**{META_ABSENT: {"activations": compiled.traced(absent)}})
+            self.writer.update_meta(**{META_ABSENT: {"activations": absent}})
         updates = self._parameters.end_step()
         self._eval_modes.train_step()
         stepped, self._stepped = self._stepped, False

@@ -201,6 +201,144 @@ def test_the_stance_is_forced_only_on_recording_steps_and_restored(tmp_path):
     assert stance() == "default"
 
 
+def test_activations_compiled_code_kept_from_the_hooks_are_named_absent(tmp_path):
+    """The loop calls a second torch.compile wrapper of the model, one the Recorder never saw:
+    its graph holds the hooks traced at step 0 and skips them after. No recording step may
+    lose its activations without meta.json and the report saying so."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = MLP()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tracelab.Recorder(str(tmp_path), torch.compile(model), opt,
+                           activation_every=EVERY) as rec:
+        net = torch.compile(model)  # compiled again: the loop's wrapper is another one
+        for x, y in _batches():
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(x), y).backward()
+            opt.step()
+            rec.step()
+    run = open_run(tmp_path)
+    assert "activation" not in set(run.tensors["kind"])
+    absent = run.meta["absent"]["activations"]
+    assert "1 recording step(s) (0): torch.compile traced" in absent
+    assert "2 recording step(s) (3, 6): the recorder's forward hooks did not run" in absent
+    from tracelab.reports.context import recorded
+    assert "(3, 6)" in dict(recorded(run)["rows"])["activations (absent)"]
+
+
+def test_a_model_in_eval_mode_throughout_is_not_called_absent(tmp_path):
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()  # frozen norms
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tracelab.Recorder(str(tmp_path), model, opt, activation_every=1) as rec:
+        for _ in range(3):
+            opt.zero_grad()
+            model(torch.randn(2, 4)).sum().backward()
+            opt.step()
+            rec.step()
+    assert "absent" not in open_run(tmp_path).meta
+
+
+class DropoutMLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                       torch.nn.Dropout(0.5), torch.nn.Linear(16, 4))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+@pytest.mark.parametrize("how", ["module", "inplace"])
+def test_evaluations_of_a_compiled_model_record_the_modes_they_ran_in(tmp_path, how):
+    """The first evaluation is the model's first compiled call in eval mode (step 0 ran
+    uncompiled to record activations): its modes are those of the pass, not of `log()`."""
+    torch._dynamo.reset()
+    counters.clear()
+    torch.manual_seed(0)
+    model = DropoutMLP()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    net = torch.compile(model) if how == "module" else model
+    if how == "inplace":
+        model.compile()
+    forgot = {1, 2, 3}  # the evaluations after these steps run in training mode
+    with tracelab.Recorder(str(tmp_path), net, opt) as rec:
+        for step, (x, y) in enumerate(_batches()[:5]):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(x), y).backward()
+            opt.step()
+            rec.step()
+            model.train(step in forgot)
+            with torch.no_grad():
+                net(x)
+            model.train()
+            rec.log("val", {"loss": 1.0})
+    assert _graphs()["breaks"] == 0
+    run = open_run(tmp_path)
+    assert run.signal("train_mode/dropout", "val").tolist() == [0, 1, 1, 1, 0]
+    from tracelab.app.engine import analyze
+    found = [f for f in analyze(run).findings if f.rule == "eval-in-train-mode"]
+    assert len(found) == 1 and "3 of 5 evaluations" in found[0].message
+
+
+def test_two_recorders_of_one_compiled_model_leave_it_compiled(tmp_path):
+    torch._dynamo.reset()
+    model = MLP()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    net = torch.compile(model)
+    compiled_forward = net.__dict__["forward"]
+    with pytest.warns(RuntimeWarning, match="another Recorder of this model") as caught:
+        a = tracelab.Recorder(str(tmp_path / "a"), net, opt, activation_every=3)
+        b = tracelab.Recorder(str(tmp_path / "b"), net, opt, activation_every=2)
+        for x, y in _batches()[:5]:
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(x), y).backward()
+            opt.step()
+            a.step()
+            b.step()
+        a.close()
+        b.close()
+    assert len([w for w in caught if "another Recorder" in str(w.message)]) == 1
+    assert net.__dict__["forward"] is compiled_forward
+    for name, steps in (("a", [0, 3]), ("b", [0, 2, 4])):
+        acts = open_run(tmp_path / name).tensors.query("kind == 'activation'")
+        assert sorted(acts["step"].unique()) == steps
+
+
+def test_a_stance_the_user_sets_on_a_recording_step_is_kept(tmp_path):
+    """The model is compiled after the Recorder was given it: recording steps hold the stance
+    at force_eager. One the user sets meanwhile replaces the hold for that step (whose
+    activations are then named absent) and stays set after it."""
+    from torch._dynamo import eval_frame
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = MLP()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tracelab.Recorder(str(tmp_path), model, opt, activation_every=2) as rec:
+        net = torch.compile(model)
+        for step, (x, y) in enumerate(_batches()[:5]):
+            if step == 2:
+                torch.compiler.set_stance("fail_on_recompile")
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(x), y).backward()
+            opt.step()
+            rec.step()
+            if step == 2:
+                assert eval_frame._stance.stance == "fail_on_recompile"
+    assert eval_frame._stance.stance == "fail_on_recompile"
+    torch.compiler.set_stance("default")
+    run = open_run(tmp_path)
+    assert sorted(run.tensors.query("kind == 'activation'")["step"].unique()) == [0, 4]
+    assert "1 recording step(s) (2): the recorder's forward hooks did not run" in \
+        run.meta["absent"]["activations"]
+
+
+def test_a_recorder_given_what_is_not_a_module_says_so(tmp_path):
+    twice = torch.compile(torch.compile(MLP()))  # a function, not a module
+    with pytest.raises(TypeError, match="^tracelab: the model must be a torch.nn.Module, got a "
+                                        "function .*torch.compile wrapper$"):
+        tracelab.Recorder(str(tmp_path), twice)
+
+
 def test_lightning_module_compiling_its_network(tmp_path):
     L = pytest.importorskip("lightning", reason="PyTorch Lightning is not installed "
                                                 "(extra 'lightning')")
