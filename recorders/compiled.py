@@ -155,7 +155,7 @@ class EagerModel:
             elif held is not None:
                 held.holders.discard(self)
                 if not len(held.holders):
-                    held.restore()
+                    held.restore(m)
                     del _HELD[m]
         self.on = on
 
@@ -165,7 +165,6 @@ class _Swap:
 
     def __init__(self, m: torch.nn.Module):
         self.holders: weakref.WeakSet[EagerModel] = weakref.WeakSet()
-        self._module = m
         inner = getattr(m, ORIG_MOD, None)
         if isinstance(inner, torch.nn.Module):
             self._attr, self._value = "forward", m.__dict__.get("forward")
@@ -174,11 +173,11 @@ class _Swap:
             self._attr, self._value = "_compiled_call_impl", m._compiled_call_impl
             m._compiled_call_impl = None
 
-    def restore(self) -> None:
+    def restore(self, m: torch.nn.Module) -> None:
         if self._value is None:
-            self._module.__dict__.pop(self._attr, None)
+            m.__dict__.pop(self._attr, None)
         else:
-            setattr(self._module, self._attr, self._value)
+            setattr(m, self._attr, self._value)
 
 
 _HELD: "weakref.WeakKeyDictionary[torch.nn.Module, _Swap]" = weakref.WeakKeyDictionary()
