@@ -33,7 +33,8 @@ ORIG_MOD = "_orig_mod"  # the attribute torch.compile's wrapper keeps the user's
 
 def absent(traced: list[int], not_run: list[int]) -> str:
     """meta.json's "absent" entry for activations at recording steps that have none: steps
-    whose hooks dynamo traced, and steps on which no hook ran."""
+    whose hooks dynamo traced, and steps on which no hook ran (blamed on compiled code only
+    where the process compiled any)."""
     notes = []
     if traced:
         notes.append(f"not recorded at {_steps(traced)}: torch.compile traced the recorder's "
@@ -41,13 +42,18 @@ def absent(traced: list[int], not_run: list[int]) -> str:
                      "after the Recorder was given it, on its first compiled step, or on a "
                      "torch without torch.compiler.set_stance, < 2.6); give the Recorder the "
                      "compiled model")
-    if not_run:
+    if not_run and not traced and not anything_compiled():
+        notes.append(f"not recorded at {_steps(not_run)}: none of the model's leaf modules ran "
+                     "on a training forward pass (a model that uses its parameters directly, "
+                     "or a model other than the Recorder's)")
+    elif not_run:
         notes.append(f"not recorded at {_steps(not_run)}: the recorder's forward hooks did not "
                      "run, so the training loop called compiled code that the recorder could "
                      "not run uncompiled (a model compiled again after the Recorder was given "
                      "it, a compiled function that calls the model, or a compiler stance set "
-                     "on a recording step), or a model other than the Recorder's; give the "
-                     "Recorder the module that the training loop calls")
+                     "on a recording step), or none of the model's leaf modules ran (a model "
+                     "that uses its parameters directly, or a model other than the "
+                     "Recorder's); give the Recorder the module that the training loop calls")
     return "; ".join(notes)
 
 
@@ -60,6 +66,17 @@ def dynamo_loaded() -> bool:
     """Whether anything was compiled or is about to be: torch.compile imports dynamo, and
     importing it takes seconds, which an eager run never pays for the recorder."""
     return "torch._dynamo" in sys.modules
+
+
+def anything_compiled() -> bool:
+    """Whether dynamo compiled a graph in this process (optimizers import it, unused)."""
+    if not dynamo_loaded():
+        return False
+    try:
+        from torch._dynamo.utils import counters
+        return counters["stats"]["unique_graphs"] > 0
+    except (ImportError, AttributeError, KeyError, TypeError):
+        return True  # cannot tell: name compiled code among the causes
 
 
 def is_compiling() -> bool:
@@ -147,9 +164,10 @@ class EagerModel:
                     held = _HELD[m] = _Swap(m)
                 elif len(held.holders) and m not in _WARNED:
                     _WARNED.add(m)
-                    self._warn(("held", id(m)), "another Recorder of this model runs it "
-                               "uncompiled on its recording steps too (an earlier Recorder "
-                               "not closed?); it runs compiled again once both are closed; "
+                    self._warn(("held", id(m)), "another Recorder of this model holds it "
+                               "uncompiled too (an earlier Recorder not closed?): the model "
+                               "runs uncompiled while either holds it, on every step if that "
+                               "one stopped on a recording step, until both are closed; "
                                "warned once")
                 held.holders.add(self)
             elif held is not None:

@@ -102,6 +102,7 @@ class Recorder:
                             ("input_every", input_every), ("sample_size", sample_size)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"Recorder: {name} must be a positive integer, got {value!r}")
+        _check_model(model)  # before the run's folder is made
         if rank is None:
             dist = torch.distributed
             rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
@@ -169,11 +170,7 @@ class Recorder:
             self.scaler = scaler
         if model is None and optimizer is not None and self._changed_parameters():
             model = self._given_model  # a module was replaced: track the parameters it has now
-        if model is not None and not isinstance(model, torch.nn.Module):
-            hint = " (torch.compile of a compiled module returns one): give the Recorder the " \
-                "module or its torch.compile wrapper" if callable(model) else ""
-            raise TypeError(f"tracelab: the model must be a torch.nn.Module, got a "
-                            f"{type(model).__name__}{hint}")
+        _check_model(model)
         if model is not None:
             self._given_model = model
             points = compiled.compiled_points(model)
@@ -472,3 +469,13 @@ class Recorder:
                         "step": self._last_step})
         return False
 
+
+def _check_model(model: Any) -> None:
+    if model is None or isinstance(model, torch.nn.Module):
+        return
+    hint = ""
+    if getattr(model, "_torchdynamo_orig_callable", None) is not None:
+        hint = " (torch.compile of a compiled module returns one): give the Recorder the " \
+            "module or its torch.compile wrapper"
+    raise TypeError(f"tracelab: the model must be a torch.nn.Module, got a "
+                    f"{type(model).__name__}{hint}")

@@ -384,8 +384,7 @@ class Imported:
         if run_dir.is_symlink():  # a link to an empty folder: the run goes where it leads
             run_dir = Path(os.path.realpath(run_dir))
         run_dir.parent.mkdir(parents=True, exist_ok=True)
-        # An empty folder the run replaces keeps its permissions.
-        mode = stat.S_IMODE(run_dir.stat().st_mode) if run_dir.is_dir() else None
+        replaced = run_dir.stat() if run_dir.is_dir() else None  # an empty folder
         try:
             with building_folder(run_dir, ".importing") as building:
                 self._write(building)
@@ -395,8 +394,8 @@ class Imported:
                 raise RunExistsError(f"{run_dir}: another run was created there meanwhile; "
                                      "choose another directory") from exc
             raise
-        if mode is not None:
-            os.chmod(run_dir, mode)
+        if replaced is not None:
+            _keep_access(run_dir, replaced)
         return run_dir
 
     def _write(self, run_dir: Path) -> Path:
@@ -412,6 +411,20 @@ class Imported:
         if _finite_time(self.meta.get("end_time")):
             writer.update_meta(end_time=self.meta["end_time"])
         return Path(run_dir)
+
+
+def _keep_access(folder: Path, replaced: os.stat_result) -> None:
+    """Give `folder` the owner, group and permissions of the empty folder it replaced, so that
+    whoever could open that one opens the run. Where its owner or group cannot be given (another
+    user's folder), the run keeps those of a new folder: the old permissions would be another
+    owner's, and could shut that owner out."""
+    try:
+        now = folder.stat()
+        if (now.st_uid, now.st_gid) != (replaced.st_uid, replaced.st_gid):
+            os.chown(folder, replaced.st_uid, replaced.st_gid)
+        os.chmod(folder, stat.S_IMODE(replaced.st_mode))
+    except OSError:
+        pass
 
 
 def _finite_time(value: Any) -> bool:

@@ -73,13 +73,40 @@ def test_leftovers_are_never_followed_through_links_or_taken_from_other_kinds(tm
     (elsewhere / "keep").write_text("the user's")
     parent = tmp_path / "runs"
     parent.mkdir()
-    os.symlink(elsewhere, parent / ".run.abc.importing")  # planted as a leftover's folder
-    (parent / ".run.abc.importing.lock").write_text("")
-    os.symlink(elsewhere / "keep", parent / ".run.def.importing.lock")  # a lock that is a link
-    (parent / ".run.def.importing").mkdir()
-    (parent / ".run.ghi.other.lock").write_text("")  # another kind's
-    (parent / ".run.ghi.other").mkdir()
+    os.symlink(elsewhere, parent / ".run.abcdefgh.importing")  # planted as a leftover's folder
+    (parent / ".run.abcdefgh.importing.lock").write_text("")
+    os.symlink(elsewhere / "keep", parent / ".run.defghijk.importing.lock")  # a linked lock
+    (parent / ".run.defghijk.importing").mkdir()
+    os.mkfifo(parent / ".run.fifofifo.importing.lock")  # opening it would wait for a writer
+    (parent / ".run.fifofifo.importing").mkdir()
+    (parent / ".run.ghijklmn.other.lock").write_text("")  # another kind's
+    (parent / ".run.ghijklmn.other").mkdir()
+    (parent / ".run.notempty.importing.lock").write_text("notes")  # not a lock file we make
+    (parent / ".run.notempty.importing").mkdir()
+    (parent / ".notes.importing").mkdir()  # named otherwise than building_folder names
+    (parent / ".notes.importing.lock").write_text("")
+    before = sorted(os.listdir(parent))
     remove_abandoned(parent, ".importing")
     assert (elsewhere / "keep").read_text() == "the user's"
-    assert (parent / ".run.abc.importing").is_symlink()
-    assert (parent / ".run.def.importing").is_dir() and (parent / ".run.ghi.other").is_dir()
+    assert sorted(os.listdir(parent)) == before
+
+
+def test_without_file_locks_a_build_still_runs(tmp_path, monkeypatch):
+    import errno
+    import fcntl
+
+    def no_locks(fd, operation):
+        raise OSError(errno.ENOLCK, "No locks available")
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    with building_folder(tmp_path / "run", ".importing") as folder:
+        (folder / "x").write_text("built")
+        os.rename(folder, tmp_path / "run")
+    assert os.listdir(tmp_path) == ["run"]
+
+
+def test_a_long_name_of_wide_characters_fits(tmp_path):
+    name = "\U0001F600" * 58  # 232 bytes: a valid file name
+    with building_folder(tmp_path / name, ".importing") as folder:
+        assert len(os.fsencode(folder.name + ".lock")) <= 255
+        os.rename(folder, tmp_path / name)
+    assert os.listdir(tmp_path) == [name]

@@ -238,6 +238,31 @@ def test_a_model_in_eval_mode_throughout_is_not_called_absent(tmp_path):
     assert "absent" not in open_run(tmp_path).meta
 
 
+class Direct(torch.nn.Module):
+    """A model whose one leaf module (its ParameterList) is never called."""
+
+    def __init__(self):
+        super().__init__()
+        self.ps = torch.nn.ParameterList([torch.nn.Parameter(torch.randn(4, 2))])
+
+    def forward(self, x):
+        return x @ self.ps[0]
+
+
+def test_a_model_that_calls_no_leaf_module_is_said_to_have_no_activations(tmp_path):
+    model = Direct()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tracelab.Recorder(str(tmp_path), model, opt, activation_every=2) as rec:
+        for _ in range(3):
+            opt.zero_grad()
+            model(torch.randn(3, 4)).sum().backward()
+            opt.step()
+            rec.step()
+    absent = open_run(tmp_path).meta["absent"]["activations"]
+    assert absent.startswith("not recorded at 2 recording step(s) (0, 2): ")
+    assert "none of the model's leaf modules ran" in absent
+
+
 class DropoutMLP(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -336,7 +361,8 @@ def test_a_recorder_given_what_is_not_a_module_says_so(tmp_path):
     twice = torch.compile(torch.compile(MLP()))  # a function, not a module
     with pytest.raises(TypeError, match="^tracelab: the model must be a torch.nn.Module, got a "
                                         "function .*torch.compile wrapper$"):
-        tracelab.Recorder(str(tmp_path), twice)
+        tracelab.Recorder(str(tmp_path / "run"), twice)
+    assert not (tmp_path / "run").exists()  # refused before anything is written: try again
 
 
 def test_lightning_module_compiling_its_network(tmp_path):

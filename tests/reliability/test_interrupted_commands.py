@@ -118,10 +118,19 @@ def test_an_import_killed_while_it_writes_leaves_nothing_once_another_has_run(tm
     assert snapshot(events.parent) == before
 
 
-def test_an_import_into_an_empty_folder_keeps_its_permissions(tmp_path):
+@pytest.mark.parametrize("owner", ["mine", "nobody's"])
+def test_an_import_into_an_empty_folder_keeps_its_owner_and_permissions(tmp_path, owner):
     events = write_tensorboard_log(tmp_path / "log")
-    (tmp_path / "run").mkdir(mode=0o750)
-    os.chmod(tmp_path / "run", 0o750)
-    assert main(["import", "tensorboard", str(events.parent), str(tmp_path / "run")]) == 0
-    assert (tmp_path / "run" / "meta.json").is_file()
-    assert (tmp_path / "run").stat().st_mode & 0o777 == 0o750
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    os.chmod(run_dir, 0o750)
+    if owner == "nobody's":
+        if os.geteuid() != 0:
+            pytest.skip("giving a folder to another user takes root")
+        os.chown(run_dir, 65534, 65534)
+    want = run_dir.stat()
+    assert main(["import", "tensorboard", str(events.parent), str(run_dir)]) == 0
+    got = run_dir.stat()
+    assert (run_dir / "meta.json").is_file()
+    assert (got.st_mode & 0o7777, got.st_uid, got.st_gid) == \
+        (want.st_mode & 0o7777, want.st_uid, want.st_gid)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -40,7 +41,8 @@ def atomic_path(path: Union[str, os.PathLike]) -> Iterator[Path]:
     """A fresh temporary path beside `path` to write; renamed over `path` when the block ends
     without an exception, removed otherwise."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:64]}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{short_name(path.name)}.",
+                               suffix=".tmp")
     try:
         os.fchmod(fd, _default_mode())
     finally:
@@ -57,18 +59,31 @@ def atomic_path(path: Union[str, os.PathLike]) -> Iterator[Path]:
 # A folder built beside its target (`building_folder`) is named after its lock file, which
 # ends in this suffix and is held for as long as the build runs.
 _LOCK = ".lock"
+# The bytes of a target's name that a temporary name beside it repeats: with what mkstemp and
+# the suffixes add, the name stays within the 255 bytes a file name may take.
+_NAME_BYTES = 160
+
+
+def short_name(name: str) -> str:
+    """`name` cut to at most _NAME_BYTES bytes, at a character's end."""
+    cut = name[:64]
+    while len(os.fsencode(cut)) > _NAME_BYTES:
+        cut = cut[:-1]
+    return cut
 
 
 @contextlib.contextmanager
 def building_folder(target: Path, kind: str) -> Iterator[Path]:
-    """A fresh hidden folder beside `target` (`.NAME.XXXX.<kind>`) to build it in, removed when
-    the block ends: the caller renames it into place first. While the block runs, a lock file
-    beside it is held; a build whose process died (killed, the machine rebooted) leaves a folder
-    whose lock anyone can take, and the next build beside it removes that folder first.
-    Without file locks (Windows), such leftovers stay."""
+    """A fresh hidden folder beside `target` (`.NAME.XXXXXXXX<kind>`) to build it in, removed
+    when the block ends: the caller renames it into place first. While the block runs, a lock
+    file beside it is held; a build whose process died (killed, the machine rebooted) leaves a
+    folder whose lock anyone can take, and the next build beside it removes that folder first.
+    Where files cannot be locked (Windows, some network file systems), the build runs the same
+    and such leftovers stay."""
     parent = target.parent
     remove_abandoned(parent, kind)
-    fd, lock = tempfile.mkstemp(dir=parent, prefix=f".{target.name[:64]}.", suffix=kind + _LOCK)
+    fd, lock = tempfile.mkstemp(dir=parent, prefix=f".{short_name(target.name)}.",
+                                suffix=kind + _LOCK)
     try:
         _lock(fd, wait=True)
         folder = Path(lock[:-len(_LOCK)])
@@ -86,26 +101,29 @@ def building_folder(target: Path, kind: str) -> Iterator[Path]:
 
 def remove_abandoned(parent: Path, kind: str) -> None:
     """Remove the folders in `parent` that building_folder made for a build whose process
-    died: those whose lock file no process holds."""
+    died: those named as it names them, beside an empty lock file that no process holds. A
+    link, a FIFO or anything else is never opened beyond a look, nor followed."""
     if _fcntl is None:
         return
+    made = re.compile(r"\..*\.[a-z0-9_]{8}" + re.escape(kind + _LOCK), re.ASCII)
     try:
-        names = [n for n in os.listdir(parent) if n.startswith(".") and n.endswith(kind + _LOCK)]
+        names = [n for n in os.listdir(parent) if made.fullmatch(n)]
     except OSError:
         return
     for name in names:
+        lock, folder = parent / name, parent / name[:-len(_LOCK)]
         try:
-            fd = os.open(parent / name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            fd = os.open(lock, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
         except OSError:
             continue
         try:
-            if not _lock(fd, wait=False):
-                continue  # a build in progress
-            folder = parent / name[:-len(_LOCK)]
-            if folder.is_dir() and not folder.is_symlink():
-                shutil.rmtree(folder, ignore_errors=True)
-            if not folder.exists():
-                os.unlink(parent / name)
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size or not _lock(fd, wait=False):
+                continue  # not a lock building_folder made, or a build in progress
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                continue
+            shutil.rmtree(folder)
+            os.unlink(lock)
         except OSError:
             continue
         finally:
@@ -119,13 +137,13 @@ except ImportError:  # Windows
 
 
 def _lock(fd: int, *, wait: bool) -> bool:
-    """Take fd's exclusive lock (wait: until it is free); False if another process holds it.
-    Always True without file locks."""
+    """Take fd's exclusive lock (wait: until it is free); False if another process holds it
+    or the file system cannot lock it."""
     if _fcntl is None:
-        return True
+        return False
     try:
         _fcntl.flock(fd, _fcntl.LOCK_EX | (0 if wait else _fcntl.LOCK_NB))
-    except BlockingIOError:
+    except OSError:  # held (BlockingIOError), or no locks there (ENOLCK, EOPNOTSUPP)
         return False
     return True
 
@@ -146,7 +164,8 @@ def create_new(path: Union[str, os.PathLike], data: Data, *, encoding: str = "ut
     one succeeds, and a kill never leaves the file half-written. Where the file system has no
     hard links, an exclusive create (O_EXCL) claims the name and is then filled."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:64]}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{short_name(path.name)}.",
+                               suffix=".tmp")
     try:
         try:
             os.fchmod(fd, _default_mode())
