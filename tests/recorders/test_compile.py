@@ -226,16 +226,21 @@ def test_activations_compiled_code_kept_from_the_hooks_are_named_absent(tmp_path
     assert "(3, 6)" in dict(recorded(run)["rows"])["activations (absent)"]
 
 
-def test_a_model_in_eval_mode_throughout_is_not_called_absent(tmp_path):
-    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()  # frozen norms
+def _three_steps(run_dir, model: torch.nn.Module, activation_every: int) -> dict:
+    """Train `model` (4 input features) eagerly for 3 steps; the run's meta.json."""
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    with tracelab.Recorder(str(tmp_path), model, opt, activation_every=1) as rec:
+    with tracelab.Recorder(str(run_dir), model, opt, activation_every=activation_every) as rec:
         for _ in range(3):
             opt.zero_grad()
-            model(torch.randn(2, 4)).sum().backward()
+            model(torch.randn(3, 4)).sum().backward()
             opt.step()
             rec.step()
-    assert "absent" not in open_run(tmp_path).meta
+    return open_run(run_dir).meta
+
+
+def test_a_model_in_eval_mode_throughout_is_not_called_absent(tmp_path):
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()  # frozen norms
+    assert "absent" not in _three_steps(tmp_path, model, activation_every=1)
 
 
 class Direct(torch.nn.Module):
@@ -250,15 +255,7 @@ class Direct(torch.nn.Module):
 
 
 def test_a_model_that_calls_no_leaf_module_is_said_to_have_no_activations(tmp_path):
-    model = Direct()
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    with tracelab.Recorder(str(tmp_path), model, opt, activation_every=2) as rec:
-        for _ in range(3):
-            opt.zero_grad()
-            model(torch.randn(3, 4)).sum().backward()
-            opt.step()
-            rec.step()
-    absent = open_run(tmp_path).meta["absent"]["activations"]
+    absent = _three_steps(tmp_path, Direct(), activation_every=2)["absent"]["activations"]
     assert absent.startswith("not recorded at 2 recording step(s) (0, 2): ")
     assert "none of the model's leaf modules ran" in absent
 
