@@ -224,6 +224,10 @@ def test_activations_compiled_code_kept_from_the_hooks_are_named_absent(tmp_path
     assert "2 recording step(s) (3, 6): the recorder's forward hooks did not run" in absent
     from tracelab.reports.context import recorded
     assert "(3, 6)" in dict(recorded(run)["rows"])["activations (absent)"]
+    from tracelab.app.engine import analyze
+    reasons = {s.rule: s.reason for s in analyze(run).skipped}
+    assert "activations (absent: the report's What was recorded says why)" in \
+        reasons["dead-units"]
 
 
 def _three_steps(run_dir, model: torch.nn.Module, activation_every: int) -> dict:

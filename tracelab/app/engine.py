@@ -11,6 +11,7 @@ from tracelab.core.errors import TraceError
 from tracelab.core.findings import (NOT_RECORDED, Diagnosis, Finding, RootCause, RuleError,
                                      Skipped)
 from tracelab.core.rules import RuleSpec
+from tracelab.core.schema import META_ABSENT
 from tracelab.core.run import Run
 
 
@@ -79,11 +80,17 @@ def analyze(run: Run | str | os.PathLike, *, config: Config | None = None,
     errors: list[RuleError] = []
     ran: list[str] = []
     specs = all_rules()
+    # Data the recorder meant to record and could not (meta.json's "absent": activations under
+    # torch.compile) says so where rules name what was not recorded.
+    absent = run.meta.get(META_ABSENT) if isinstance(run.meta, dict) else None
+    absent = absent if isinstance(absent, dict) else {}
     for spec in specs:
         if spec.name not in names:
             continue
         kwargs = config.thresholds(spec)
-        missing = [r.label for r in spec.requires if r not in run.available]
+        missing = [r.label + (" (absent: the report's What was recorded says why)"
+                              if r.key in absent else "")
+                   for r in spec.requires if r not in run.available]
         if missing:
             skipped.append(Skipped(spec.name, spec.code, NOT_RECORDED + ", ".join(missing)))
             continue
