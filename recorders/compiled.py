@@ -208,21 +208,29 @@ class EagerSteps:
 
     The stance is process-wide: holders are counted, so several recorders agree, and the
     stance before the first holder is the one restored after the last, unless the user set
-    another one meanwhile: that one is kept.
+    another one meanwhile: that one is kept. If that was a `with set_stance(...)` block begun
+    while the stance was held, its end sets force_eager again, with nobody holding it; the
+    first hold or release after that restores the stance from before the holds.
     """
 
     _holders: set[int] = set()
     _restore: Any = None  # the set_stance context whose exit restores the earlier stance
+    _owed: Any = None  # such a context not exited because the user's stance was set
 
     def __init__(self, warn: Callable[[Any, str], None]):
         self._warn = warn
         self.on = False
 
     def hold(self, on: bool) -> None:
-        if on == self.on or not stance_available() or (on and not dynamo_loaded()):
+        if not stance_available():
             return
         cls = EagerSteps
         try:
+            if cls._owed is not None and not cls._holders and _stance() == "force_eager":
+                owed, cls._owed = cls._owed, None
+                owed.__exit__(None, None, None)
+            if on == self.on or (on and not dynamo_loaded()):
+                return
             if on:
                 if not cls._holders:
                     cls._restore = torch.compiler.set_stance("force_eager")
@@ -231,8 +239,10 @@ class EagerSteps:
                 cls._holders.discard(id(self))
                 if not cls._holders and cls._restore is not None:
                     restore, cls._restore = cls._restore, None
-                    if _stance() in ("force_eager", None):  # else the user's, set since
+                    if _stance() in ("force_eager", None):
                         restore.__exit__(None, None, None)
+                    else:  # the user's, set since
+                        cls._owed = restore
             self.on = on
         except Exception as exc:  # inside a compiled region: the step records as it can
             self._warn(("set_stance", type(exc).__name__),

@@ -358,6 +358,23 @@ def test_a_stance_the_user_sets_on_a_recording_step_is_kept(tmp_path):
         run.meta["absent"]["activations"]
 
 
+def test_a_stance_block_around_a_recording_step_leaves_no_eager_stance_behind(tmp_path):
+    """The user's block begins while the recorder holds force_eager and ends after its
+    release: the block's end sets force_eager again, which must not stay for good."""
+    from torch._dynamo import eval_frame
+    model = torch.nn.Linear(4, 1)
+    with tracelab.Recorder(str(tmp_path), model, activation_every=2) as rec:
+        net = torch.compile(model)
+        with torch.compiler.set_stance("eager_on_recompile"):  # step 0 records: held
+            net(torch.randn(3, 4)).sum().backward()
+            rec.step()
+        assert eval_frame._stance.stance == "force_eager"  # what the block found at its start
+        net(torch.randn(3, 4)).sum().backward()
+        rec.step()
+        assert eval_frame._stance.stance == "force_eager"  # step 2 records: held again
+    assert eval_frame._stance.stance == "default"
+
+
 def test_a_recorder_given_what_is_not_a_module_says_so(tmp_path):
     twice = torch.compile(torch.compile(MLP()))  # a function, not a module
     with pytest.raises(TypeError, match="^tracelab: the model must be a torch.nn.Module, got a "
