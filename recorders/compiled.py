@@ -208,29 +208,24 @@ class EagerSteps:
 
     The stance is process-wide: holders are counted, so several recorders agree, and the
     stance before the first holder is the one restored after the last, unless the user set
-    another one meanwhile: that one is kept. If that was a `with set_stance(...)` block begun
-    while the stance was held, its end sets force_eager again, with nobody holding it; the
-    first hold or release after that restores the stance from before the holds.
+    another one meanwhile: that one is kept. A user's `with set_stance(...)` block begun while
+    the stance was held ends by setting the held stance object again; so when the hold ends
+    under the user's stance, that object takes the values of the stance from before the hold,
+    and the block's end restores those.
     """
 
     _holders: set[int] = set()
     _restore: Any = None  # the set_stance context whose exit restores the earlier stance
-    _owed: Any = None  # such a context not exited because the user's stance was set
 
     def __init__(self, warn: Callable[[Any, str], None]):
         self._warn = warn
         self.on = False
 
     def hold(self, on: bool) -> None:
-        if not stance_available():
+        if on == self.on or not stance_available() or (on and not dynamo_loaded()):
             return
         cls = EagerSteps
         try:
-            if cls._owed is not None and not cls._holders and _stance() == "force_eager":
-                owed, cls._owed = cls._owed, None
-                owed.__exit__(None, None, None)
-            if on == self.on or (on and not dynamo_loaded()):
-                return
             if on:
                 if not cls._holders:
                     cls._restore = torch.compiler.set_stance("force_eager")
@@ -239,10 +234,12 @@ class EagerSteps:
                 cls._holders.discard(id(self))
                 if not cls._holders and cls._restore is not None:
                     restore, cls._restore = cls._restore, None
-                    if _stance() in ("force_eager", None):
+                    held, before = getattr(restore, "stance", None), getattr(restore, "prev", None)
+                    now = _current()
+                    if held is None or before is None or now is None or now is held:
                         restore.__exit__(None, None, None)
-                    else:  # the user's, set since
-                        cls._owed = restore
+                    else:  # the user's stance, set since: kept
+                        vars(held).update(vars(before))
             self.on = on
         except Exception as exc:  # inside a compiled region: the step records as it can
             self._warn(("set_stance", type(exc).__name__),
@@ -250,10 +247,11 @@ class EagerSteps:
                        f"({type(exc).__name__}: {exc}); warned once")
 
 
-def _stance() -> str | None:
-    """The compiler's stance now (None where this torch does not say)."""
+def _current() -> Any:
+    """The compiler's stance object now (torch._dynamo's DynamoStance; None where this torch
+    has none)."""
     try:
         from torch._dynamo import eval_frame
-        return eval_frame._stance.stance
+        return eval_frame._stance
     except (ImportError, AttributeError):
         return None

@@ -358,21 +358,55 @@ def test_a_stance_the_user_sets_on_a_recording_step_is_kept(tmp_path):
         run.meta["absent"]["activations"]
 
 
-def test_a_stance_block_around_a_recording_step_leaves_no_eager_stance_behind(tmp_path):
-    """The user's block begins while the recorder holds force_eager and ends after its
-    release: the block's end sets force_eager again, which must not stay for good."""
-    from torch._dynamo import eval_frame
+def _stance_steps(run_dir):
+    """A Recorder of a model compiled after it was given it (activations every 2nd step: the
+    stance is held at force_eager from the end of step 2k-1 to the end of step 2k), and
+    `step()`, one training step of it."""
     model = torch.nn.Linear(4, 1)
-    with tracelab.Recorder(str(tmp_path), model, activation_every=2) as rec:
-        net = torch.compile(model)
-        with torch.compiler.set_stance("eager_on_recompile"):  # step 0 records: held
-            net(torch.randn(3, 4)).sum().backward()
-            rec.step()
-        assert eval_frame._stance.stance == "force_eager"  # what the block found at its start
+    rec = tracelab.Recorder(str(run_dir), model, activation_every=2)
+    net = torch.compile(model)
+
+    def step():
         net(torch.randn(3, 4)).sum().backward()
         rec.step()
-        assert eval_frame._stance.stance == "force_eager"  # step 2 records: held again
-    assert eval_frame._stance.stance == "default"
+    return rec, step
+
+
+def _stance_now() -> str:
+    from torch._dynamo import eval_frame
+    return eval_frame._stance.stance
+
+
+@pytest.mark.parametrize("close", ["after the block", "inside it"])
+def test_a_stance_block_around_a_hold_end_leaves_no_eager_stance_behind(tmp_path, close):
+    """The user's block begins while the stance is held (force_eager) and outlasts the hold:
+    its end restores the stance it found, which must not be the recorder's force_eager."""
+    rec, step = _stance_steps(tmp_path)  # step 0 records: held from the start
+    with torch.compiler.set_stance("eager_on_recompile"):
+        step()  # the hold ends under the user's stance
+        assert _stance_now() == "eager_on_recompile"
+        step()  # held again for step 2, then
+        if close == "inside it":
+            rec.close()
+            assert _stance_now() == "eager_on_recompile"
+    # The block's end restores what it found: the held stance object, which now says what
+    # was before the hold (it also ends the hold begun inside the block, for step 2).
+    assert _stance_now() == "default"
+    rec.close()
+    assert _stance_now() == "default"
+
+
+def test_a_force_eager_stance_the_user_sets_during_a_hold_is_kept(tmp_path):
+    rec, step = _stance_steps(tmp_path)
+    torch.compiler.set_stance("force_eager")  # on purpose, during the hold for step 0
+    try:
+        for _ in range(3):
+            step()
+            assert _stance_now() == "force_eager"
+        rec.close()
+        assert _stance_now() == "force_eager"
+    finally:
+        torch.compiler.set_stance("default")
 
 
 def test_a_recorder_given_what_is_not_a_module_says_so(tmp_path):
