@@ -388,6 +388,7 @@ class Imported:
         try:
             with building_folder(run_dir, ".importing") as building:
                 self._write(building)
+                built = os.lstat(building)
                 os.rename(building, run_dir)  # fails, touching nothing, if a run appeared there
         except OSError as exc:
             if run_dir.is_dir() and any(run_dir.iterdir()):
@@ -395,7 +396,7 @@ class Imported:
                                      "choose another directory") from exc
             raise
         if replaced is not None:
-            _keep_access(run_dir, replaced)
+            _keep_access(run_dir, replaced, built)
         return run_dir
 
     def _write(self, run_dir: Path) -> Path:
@@ -413,18 +414,26 @@ class Imported:
         return Path(run_dir)
 
 
-def _keep_access(folder: Path, replaced: os.stat_result) -> None:
-    """Give `folder` the owner, group and permissions of the empty folder it replaced, so that
-    whoever could open that one opens the run. Where its owner or group cannot be given (another
-    user's folder), the run keeps those of a new folder: the old permissions would be another
-    owner's, and could shut that owner out."""
+def _keep_access(folder: Path, replaced: os.stat_result, built: os.stat_result) -> None:
+    """Give `folder` (the run, renamed from the folder `built` describes) the permissions of
+    the empty folder it replaced, when that one had the run's owner and group: whoever could
+    open that one opens the run. Another owner's or group's permissions could shut that owner
+    out, so then the run keeps those of a new folder. The mode is set through a descriptor of
+    the folder itself, checked to be the one renamed: never through a link put in its place."""
+    if (replaced.st_uid, replaced.st_gid) != (built.st_uid, built.st_gid):
+        return
     try:
-        now = folder.stat()
-        if (now.st_uid, now.st_gid) != (replaced.st_uid, replaced.st_gid):
-            os.chown(folder, replaced.st_uid, replaced.st_gid)
-        os.chmod(folder, stat.S_IMODE(replaced.st_mode))
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        now = os.fstat(fd)
+        if (now.st_dev, now.st_ino) == (built.st_dev, built.st_ino):
+            os.fchmod(fd, stat.S_IMODE(replaced.st_mode))
     except OSError:
         pass
+    finally:
+        os.close(fd)
 
 
 def _finite_time(value: Any) -> bool:

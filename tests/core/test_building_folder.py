@@ -110,3 +110,12 @@ def test_a_long_name_of_wide_characters_fits(tmp_path):
         assert len(os.fsencode(folder.name + ".lock")) <= 255
         os.rename(folder, tmp_path / name)
     assert os.listdir(tmp_path) == [name]
+
+
+def test_a_leftover_lock_alone_or_with_a_newline_in_its_name_is_removed(tmp_path):
+    (tmp_path / ".run.abcdefgh.importing.lock").write_text("")  # killed before its folder
+    odd = ".run\nx.abcdefgh.importing"
+    (tmp_path / odd).mkdir()
+    (tmp_path / (odd + ".lock")).write_text("")
+    remove_abandoned(tmp_path, ".importing")
+    assert os.listdir(tmp_path) == []

@@ -105,9 +105,10 @@ def remove_abandoned(parent: Path, kind: str) -> None:
     link, a FIFO or anything else is never opened beyond a look, nor followed."""
     if _fcntl is None:
         return
-    made = re.compile(r"\..*\.[a-z0-9_]{8}" + re.escape(kind + _LOCK), re.ASCII)
+    made = re.compile(r"\..*\.[a-z0-9_]{8}" + re.escape(kind + _LOCK), re.ASCII | re.DOTALL)
     try:
         names = [n for n in os.listdir(parent) if made.fullmatch(n)]
+        device = os.stat(parent).st_dev
     except OSError:
         return
     for name in names:
@@ -120,7 +121,12 @@ def remove_abandoned(parent: Path, kind: str) -> None:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode) or info.st_size or not _lock(fd, wait=False):
                 continue  # not a lock building_folder made, or a build in progress
-            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+            try:
+                found = os.lstat(folder)
+            except FileNotFoundError:  # killed before its folder was made, or after removing it
+                os.unlink(lock)
+                continue
+            if not stat.S_ISDIR(found.st_mode) or found.st_dev != device:  # a link, a mount
                 continue
             shutil.rmtree(folder)
             os.unlink(lock)
