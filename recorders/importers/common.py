@@ -11,6 +11,7 @@ Scalar targets are `SPLIT/NAME` (the name may use the pattern's groups, `\\1` or
 """
 from __future__ import annotations
 
+import errno
 import math
 import os
 import re
@@ -394,6 +395,8 @@ class Imported:
             if run_dir.is_dir() and any(run_dir.iterdir()):
                 raise RunExistsError(f"{run_dir}: another run was created there meanwhile; "
                                      "choose another directory") from exc
+            if exc.errno == errno.EBUSY and replaced is not None:
+                return self._write(run_dir)  # a mount point: no rename lands on it
             raise
         if replaced is not None:
             _keep_access(run_dir, replaced, built)

@@ -137,3 +137,22 @@ def test_an_import_into_an_empty_folder_of_its_owner_keeps_its_permissions(tmp_p
     else:  # ownership is never handed on: the run is readable as a new folder is
         os.umask(umask := os.umask(0o022))
         assert (got.st_mode & 0o7777, got.st_uid) == (0o777 & ~umask, os.geteuid())
+
+
+def test_an_import_into_an_empty_mount_point_writes_the_run_in_it(tmp_path, monkeypatch):
+    """Nothing can be renamed onto a mount point (EBUSY): the run is written in place."""
+    import errno
+    import tracelab
+    events = write_tensorboard_log(tmp_path / "log")
+    mount = tmp_path / "volume"
+    mount.mkdir()
+    rename = os.rename
+
+    def onto_a_mount(src, dst, *args, **kwargs):
+        if os.fspath(dst) == os.fspath(mount):
+            raise OSError(errno.EBUSY, "Device or resource busy", os.fspath(dst))
+        return rename(src, dst, *args, **kwargs)
+    monkeypatch.setattr(os, "rename", onto_a_mount)
+    assert main(["import", "tensorboard", str(events.parent), str(mount)]) == 0
+    assert sorted(os.listdir(tmp_path)) == ["log", "volume"]  # no building folder left
+    assert tracelab.open_run(mount).status["state"] == "completed"
