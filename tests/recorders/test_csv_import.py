@@ -79,3 +79,14 @@ def test_import_and_analyze_from_the_cli(metrics, tmp_path, monkeypatch, capsys)
     assert "version_0" in out and "skipped" in out and "gradient stats" in out
     assert tree_state(metrics.parent) == before
     assert import_csv(metrics, tmp_path / "again").is_dir()
+
+
+def test_an_import_under_a_file_names_that_file(tmp_path, capsys):
+    metrics = tmp_path / "metrics.csv"
+    metrics.write_text("step,loss\n0,1.0\n1,0.5\n")
+    (tmp_path / "notes").write_text("mine")
+    assert main(["import", "csv", str(metrics), str(tmp_path / "notes" / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"({tmp_path / 'notes'} is a file, not a folder)" in err
+    assert (tmp_path / "notes").read_text() == "mine"

@@ -402,9 +402,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     except RunExistsError:
         raise
     except OSError as exc:
-        raise TracelabError(f"{target}: cannot create the run there "
-                            f"({(exc.strerror or str(exc)).lower()}); choose another RUN "
-                            "directory") from None
+        reason = (exc.strerror or str(exc)).lower()
+        blocking = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
+        if blocking is not None:  # mkdir of the parents says "file exists"
+            reason = f"{blocking} is a file, not a folder"
+        raise TracelabError(f"{target}: cannot create the run there ({reason}); choose "
+                            "another RUN directory") from None
     counts = {t: imported.tables[t].num_rows for t in imported.tables}
     print(f"{run_dir}: imported {counts['scalars']} scalar and {counts['tensors']} tensor rows "
           f"from {args.source}; next: tracelab analyze {run_dir}")
