@@ -27,7 +27,6 @@ class ActivationHooks:
         self._captured: set[int] = set()
         self._activations: list[tuple[str, int, ActivationStats]] = []
         self._eager: Any = compiled.EagerSteps(warn)
-        self._armed = False  # the step in progress has the hooks on (arm, before take)
         self._ran = False  # a hook ran on a training forward pass of this step
         self._traced = False  # a hook was traced by torch.compile
         self._absent: dict[str, list[int]] = {"traced": [], "not_run": []}
@@ -55,12 +54,12 @@ class ActivationHooks:
             for handle in self._handles:
                 handle.remove()
             self._handles = []
-        self._armed = bool(self._handles)
-        self._eager.hold(self._armed)
+        self._eager.hold(bool(self._handles))
 
     def take(self, step: int) -> tuple[list[tuple[str, int, ActivationStats]], str | None]:
         """The step's captured activations, and when it should have some and has none,
-        meta.json's note of the steps whose activations are absent so far (else None).
+        meta.json's note of the steps whose activations are absent so far (else None). Called
+        before `arm` for the next step: the hooks still on are the ended step's.
 
         Absent: the hooks were traced by torch.compile, or none of them ran on a training
         forward pass, which is what compiled code the recorder could not run eagerly does
@@ -68,9 +67,8 @@ class ActivationHooks:
         compiled function)."""
         activations, self._activations = self._activations, []
         self._captured.clear()
-        armed = self._armed
         ran, traced, self._ran, self._traced = self._ran, self._traced, False, False
-        if not armed or activations or (ran and not traced):
+        if not self._handles or activations or (ran and not traced):
             return activations, None
         self._absent["traced" if traced else "not_run"].append(step)
         return activations, compiled.absent(**self._absent)

@@ -42,18 +42,16 @@ def absent(traced: list[int], not_run: list[int]) -> str:
                      "after the Recorder was given it, on its first compiled step, or on a "
                      "torch without torch.compiler.set_stance, < 2.6); give the Recorder the "
                      "compiled model")
-    if not_run and not traced and not anything_compiled():
-        notes.append(f"not recorded at {_steps(not_run)}: none of the model's leaf modules ran "
-                     "on a training forward pass (a model that uses its parameters directly, "
-                     "or a model other than the Recorder's)")
-    elif not_run:
-        notes.append(f"not recorded at {_steps(not_run)}: the recorder's forward hooks did not "
-                     "run, so the training loop called compiled code that the recorder could "
-                     "not run uncompiled (a model compiled again after the Recorder was given "
-                     "it, a compiled function that calls the model, or a compiler stance set "
-                     "on a recording step), or none of the model's leaf modules ran (a model "
-                     "that uses its parameters directly, or a model other than the "
-                     "Recorder's); give the Recorder the module that the training loop calls")
+    if not_run:
+        leaves = ("none of the model's leaf modules ran (a model that uses its parameters "
+                  "directly, or a model other than the Recorder's)")
+        if traced or anything_compiled():
+            leaves = ("the recorder's forward hooks did not run, so the training loop called "
+                      "compiled code that the recorder could not run uncompiled (a model "
+                      "compiled again after the Recorder was given it, a compiled function that "
+                      "calls the model, or a compiler stance set on a recording step), or "
+                      f"{leaves}; give the Recorder the module that the training loop calls")
+        notes.append(f"not recorded at {_steps(not_run)}: {leaves}")
     return "; ".join(notes)
 
 
@@ -199,7 +197,8 @@ class _Swap:
 
 
 _HELD: "weakref.WeakKeyDictionary[torch.nn.Module, _Swap]" = weakref.WeakKeyDictionary()
-_WARNED: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()  # points warned about
+# Points warned about: once per model, though each release by the last holder ends its _Swap.
+_WARNED: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
 
 
 class EagerSteps:

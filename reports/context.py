@@ -24,7 +24,7 @@ from tracelab.reports.charts import rendered
 from tracelab.reports.plots import unique
 
 __all__ = ["SEVERITY_LABELS", "build_context"]
-from tracelab.core.schema import (ACTIVATION, GRAD, META_ABSENT, REQUIREMENTS, STEP_TIME, UPDATE,
+from tracelab.core.schema import (ACTIVATION, GRAD, REQUIREMENTS, STEP_TIME, UPDATE,
                                    WEIGHT, Needs)
 
 MAX_FEATURES = 40
@@ -310,9 +310,8 @@ def recorded(run) -> dict[str, Any]:
                                               f"{fmt.number(steps)} steps"))
     if len(run.samples):
         rows.append(("input samples", f"{fmt.number(len(run.samples))} values"))
-    absent = run.meta.get(META_ABSENT)
-    for what, why in (absent.items() if isinstance(absent, dict) else ()):
-        rows.append((f"{what} (absent)", str(why)))
+    for what, why in run.absent.items():
+        rows.append((f"{what} (absent)", why))
     have = run.available
     return {"rows": rows,
             "missing": [r.label for r in REQUIREMENTS if r not in have]}

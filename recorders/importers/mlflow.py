@@ -293,9 +293,13 @@ def _connect(path: Path) -> Iterator[sqlite3.Connection]:
         db.close()
 
 
+# The files SQLite keeps pages in beside a database its writer has not finished with.
+SIDE_FILES = ("-wal", "-journal")
+
+
 def _pending(path: Path) -> Optional[Path]:
     """The database's -wal or -journal file when it holds pages, else None."""
-    for suffix in ("-wal", "-journal"):
+    for suffix in SIDE_FILES:
         side = path.with_name(path.name + suffix)
         try:
             if side.is_file() and side.stat().st_size > 0:

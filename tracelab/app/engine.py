@@ -11,7 +11,6 @@ from tracelab.core.errors import TraceError
 from tracelab.core.findings import (NOT_RECORDED, Diagnosis, Finding, RootCause, RuleError,
                                      Skipped)
 from tracelab.core.rules import RuleSpec
-from tracelab.core.schema import META_ABSENT
 from tracelab.core.run import Run
 
 
@@ -80,10 +79,7 @@ def analyze(run: Run | str | os.PathLike, *, config: Config | None = None,
     errors: list[RuleError] = []
     ran: list[str] = []
     specs = all_rules()
-    # Data the recorder meant to record and could not (meta.json's "absent": activations under
-    # torch.compile) says so where rules name what was not recorded.
-    absent = run.meta.get(META_ABSENT) if isinstance(run.meta, dict) else None
-    absent = absent if isinstance(absent, dict) else {}
+    absent = run.absent  # data the recorder meant to record says so where rules miss it
     for spec in specs:
         if spec.name not in names:
             continue

@@ -132,7 +132,7 @@ def data_files(source: Source) -> list[Path]:
         return wandb.wandb_files(path)
     if source.format == MLFLOW and path.is_file():  # a database, its -wal or -journal
         return [p for p in (path, *(path.with_name(path.name + side)
-                                    for side in ("-wal", "-journal"))) if p.is_file()]
+                                    for side in mlflow.SIDE_FILES)) if p.is_file()]
     files = []
     for folder, dirs, names in os.walk(path):
         dirs.sort()

@@ -114,26 +114,29 @@ def remove_abandoned(parent: Path, kind: str) -> None:
     for name in names:
         lock, folder = parent / name, parent / name[:-len(_LOCK)]
         try:
-            fd = os.open(lock, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+            handle = open_regular(lock, follow=False)
         except OSError:
             continue
+        with handle:
+            _remove_if_abandoned(handle, lock, folder, device)
+
+
+def _remove_if_abandoned(handle: BinaryIO, lock: Path, folder: Path, device: int) -> None:
+    """Remove `folder` and its `lock` (open as `handle`) if no build holds the lock."""
+    try:
+        if os.fstat(handle.fileno()).st_size or not _lock(handle.fileno(), wait=False):
+            return  # not a lock building_folder made, or a build in progress
         try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_size or not _lock(fd, wait=False):
-                continue  # not a lock building_folder made, or a build in progress
-            try:
-                found = os.lstat(folder)
-            except FileNotFoundError:  # killed before its folder was made, or after removing it
-                os.unlink(lock)
-                continue
-            if not stat.S_ISDIR(found.st_mode) or found.st_dev != device:  # a link, a mount
-                continue
-            shutil.rmtree(folder)
+            found = os.lstat(folder)
+        except FileNotFoundError:  # killed before its folder was made, or after removing it
             os.unlink(lock)
-        except OSError:
-            continue
-        finally:
-            os.close(fd)
+            return
+        if not stat.S_ISDIR(found.st_mode) or found.st_dev != device:  # a link, a mount
+            return
+        shutil.rmtree(folder)
+        os.unlink(lock)
+    except OSError:
+        return
 
 
 try:
@@ -216,10 +219,14 @@ def resolved(path: Union[str, os.PathLike]) -> Path:
                         "path that ends in a file or folder") from loop
 
 
-def open_regular(path: Union[str, os.PathLike]) -> BinaryIO:
+def open_regular(path: Union[str, os.PathLike], *, follow: bool = True) -> BinaryIO:
     """`path` opened for reading, if it is a regular file: a FIFO would block the reader until
-    something writes to it, and a device may never end. OSError otherwise."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO opens at once
+    something writes to it, and a device may never end. follow=False: nor a link to one.
+    OSError otherwise."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)  # a FIFO opens at once
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))

@@ -21,7 +21,7 @@ from tracelab.core.formats import NATIVE, Source
 from tracelab.core.run_views import Views
 from tracelab.core.schema import (ACTIVATION, AMP_SCALE, ARROW_SCHEMAS, BATCHES, CLASSES,
                                   DATA_TIME, FINGERPRINTS, GRAD, GRAD_LEFTOVER, INPUTS, LOSS_NAME,
-                                  SAMPLES, SCALARS, SCHEMA_VERSION, SIGNALS, TARGETS, TENSORS, TRAIN,
+                                  META_ABSENT, SAMPLES, SCALARS, SCHEMA_VERSION, SIGNALS, TARGETS, TENSORS, TRAIN,
                                   TRAIN_MODE_MODEL, UPDATE, WEIGHT, Needs, Requirement)
 
 SAMPLE_CODES = ("split", "feature")  # the samples' columns `sample_table` dictionary-encodes
@@ -185,6 +185,13 @@ class Run:
         series = rows.groupby("step", sort=True)["value"].last().astype(float)
         series.name = name
         return series
+
+    @property
+    def absent(self) -> dict[str, str]:
+        """What the recorder meant to record and could not, with why (meta.json's "absent":
+        activations a compiled model kept from its hooks)."""
+        absent = self.meta.get(META_ABSENT)
+        return {str(k): str(v) for k, v in absent.items()} if isinstance(absent, dict) else {}
 
     def load_all(self) -> "Run":
         for table in ARROW_SCHEMAS:
