@@ -3,9 +3,10 @@ and a subsample's moments and saturation), the per-feature input profile, the sa
 offers and the rows' fingerprints. numba_kernels gives them with the tensor kernels."""
 from __future__ import annotations
 
+import numba
 import numpy as np
 
-from tracelab.recorders.kernel_primitives import add, finite, jit, nonfinite
+from tracelab.recorders.kernel_primitives import add, finite, fmax, fmin, jit, nonfinite
 
 
 @jit
@@ -93,11 +94,15 @@ def feature_profile(x3, stride, idx, packed, windows, samples):
     """The moments of each feature f, whose values are x3[:, f, :] in (outer, inner) order.
 
     packed[f, :4] = mean, std, min, max, the moments taken around the feature's first value
-    (no cancellation for offset data such as years), and packed[f, 6:8] = NaN and Inf counts.
-    windows[f] receives every `stride`-th value, for the caller's n_unique and int_frac (numpy
-    sorts far faster), samples[f] the values at positions `idx`.
+    (no cancellation for offset data such as years), packed[f, 5] = int_frac and
+    packed[f, 6:8] = NaN and Inf counts. windows[f] receives every `stride`-th value, for the
+    caller's n_unique (numpy sorts far faster), whose int_frac this is; samples[f] the values
+    at positions `idx`. A table (inner 1) is read row by row: table_profile.
     """
     outer, features, inner = x3.shape
+    if inner == 1:
+        table_profile(x3.reshape(outer, features), stride, idx, packed, windows, samples)
+        return
     count = outer * inner
     values = np.empty(count, x3.dtype)  # one feature's values, contiguous
     for f in range(features):
@@ -110,19 +115,85 @@ def feature_profile(x3, stride, idx, packed, windows, samples):
         nan = inf = 0
         if not finite(s1):
             nan, inf = nonfinite(values)
-        var = (s2 - s1 * s1 / count) / (count - 1) if count > 1 else np.nan
-        packed[f, 0] = shift + s1 / count
-        packed[f, 1] = np.sqrt(var) if var > 0 else (0.0 if var <= 0 else np.nan)
-        packed[f, 2] = bottom if not nan else np.nan
-        packed[f, 3] = top if not nan else np.nan
-        packed[f, 6] = nan
-        packed[f, 7] = inf
+        _finish_feature(packed, f, s1, s2, count, shift, top, bottom, nan, inf)
+        ints = 0
         for j in range(windows.shape[1]):
-            windows[f, j] = values[j * stride]
+            v = values[j * stride]
+            windows[f, j] = v
+            ints += v == np.floor(v)  # an integer, or an infinity; never NaN
+        packed[f, 5] = ints / windows.shape[1]
         for j in range(idx.shape[0]):
             samples[f, j] = values[idx[j]]
 
 
+@jit
+def table_profile(x, stride, idx, packed, windows, samples):
+    """feature_profile of a [values, features] table, read in memory order: every feature's
+    aggregates advance together along a row, in vector lanes, where a pass per feature would
+    read the table a column at a time, a cache line per value."""
+    count, features = x.shape
+    shift = np.zeros(features)
+    s1 = np.zeros(features)
+    s2 = np.zeros(features)
+    far = x.dtype.type(np.inf)
+    top = np.full(features, -far)
+    bottom = np.full(features, far)
+    if count:
+        for f in range(features):
+            first = np.float64(x[0, f])
+            shift[f] = first if np.isfinite(first) else 0.0
+    for o in range(count):
+        row = x[o]
+        for f in range(features):
+            v = row[f]
+            w = np.float64(v) - shift[f]
+            s1[f] += w
+            s2[f] += w * w
+            top[f] = fmax(top[f], v)
+            bottom[f] = fmin(bottom[f], v)
+    for f in range(features):
+        nan = inf = 0
+        if not finite(s1[f]):
+            for o in range(count):
+                nan += np.isnan(x[o, f])
+                inf += np.isinf(x[o, f])
+        _finish_feature(packed, f, s1[f], s2[f], count, shift[f], top[f], bottom[f], nan, inf)
+    ints = np.zeros(features, np.int64)
+    for j in range(windows.shape[1]):
+        row = x[j * stride]
+        for f in range(features):
+            v = row[f]
+            windows[f, j] = v
+            ints[f] += v == np.floor(v)
+    for f in range(features):
+        packed[f, 5] = ints[f] / windows.shape[1]
+    for j in range(idx.shape[0]):
+        row = x[idx[j]]
+        for f in range(features):
+            samples[f, j] = row[f]
+
+
+@jit
+def sorted_distinct(ordered, cap, packed):
+    """packed[f, 4] = the distinct values of each sorted row ordered[f], at most `cap` (each
+    NaN counted apart, as numpy's != counts them)."""
+    for f in range(ordered.shape[0]):
+        row = ordered[f]
+        distinct = 1 if row.shape[0] else 0
+        for j in range(1, row.shape[0]):
+            distinct += row[j] != row[j - 1]
+        packed[f, 4] = min(distinct, cap)
+
+
+@numba.njit(inline="always", nogil=True)
+def _finish_feature(packed, f, s1, s2, count, shift, top, bottom, nan, inf):
+    var = (s2 - s1 * s1 / count) / (count - 1) if count > 1 else np.nan
+    packed[f, 0] = shift + s1 / count
+    packed[f, 1] = np.sqrt(var) if var > 0 else (0.0 if var <= 0 else np.nan)
+    packed[f, 2] = bottom if not nan else np.nan
+    packed[f, 3] = top if not nan else np.nan
+    packed[f, 6] = nan
+    packed[f, 7] = inf
 @jit
 def reservoir_offer(values, rows, seen, kept, steps, step, uniforms):
     """Algorithm R for many samples at once: the finite values of values[j] are offered in

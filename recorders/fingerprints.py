@@ -25,6 +25,7 @@ HASH_BITS = 52
 _MASK = (1 << HASH_BITS) - 1
 _BITS = {torch.float64: torch.int64, torch.float32: torch.int32, torch.float16: torch.int16,
          torch.bfloat16: torch.int16}
+_KERNEL_BITS = (np.dtype(np.int32), np.dtype(np.int64))
 _INTEGERS = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
@@ -59,8 +60,11 @@ class Fingerprints:
             # One compiled pass over the batch instead of a few torch ops per tensor.
             summed = np.zeros(batch, dtype=np.int64)
             for i, (_, x) in enumerate(tensors):
-                # As int64, as torch multiplies them: one compiled form for every dtype.
-                bits = _bits(x).numpy().astype(np.int64, copy=False)
+                # Widened to int64 in the kernel, as torch multiplies them: float32 and float64
+                # bits as they lie (forms compiled at warm-up), other widths copied as int64.
+                bits = _bits(x).numpy()
+                if bits.dtype not in _KERNEL_BITS:
+                    bits = bits.astype(np.int64)
                 kernels.row_hashes(bits, self._coefficients_for(
                     x.device, bits.shape[1], i).numpy(), summed)
             hashes: Any = summed
@@ -106,11 +110,9 @@ class Fingerprints:
         """The hashes of `split` not kept before that its threshold admits (writer thread)."""
         kept = self._kept.setdefault(split, set())
         threshold = self._threshold.setdefault(split, 1 << HASH_BITS)
-        new = []
-        for h in np.unique(hashes).tolist():
-            if h < threshold and h not in kept:
-                kept.add(h)
-                new.append(h)
+        fresh = np.unique(hashes)
+        new = [h for h in fresh[fresh < threshold].tolist() if h not in kept]
+        kept.update(new)
         while len(kept) > self.limit:
             threshold //= 2
             kept.difference_update([h for h in kept if h >= threshold])

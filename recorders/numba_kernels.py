@@ -22,7 +22,7 @@ import numpy as np
 
 # The loader's one namespace holds every kernel: these are for module outputs and batches.
 from tracelab.recorders.batch_kernels import (  # noqa: F401
-    activation_row, dead_units, feature_profile, reservoir_offer, row_hashes)
+    activation_row, dead_units, feature_profile, reservoir_offer, row_hashes, sorted_distinct)
 from tracelab.recorders.kernel_primitives import (
     FAST, add, finite, fmax, fmin, jit, memcpy, nonfinite, pointer, store)
 
@@ -278,7 +278,11 @@ def warm_up() -> None:
                    np.empty(10))
     feature_profile(x.reshape(2, 2, 2), 1, np.zeros(1, np.int64), np.empty((2, 8)),
                     np.empty((2, 4), np.float32), np.empty((2, 1)))
+    feature_profile(x.reshape(2, 4, 1), 1, np.zeros(1, np.int64), np.empty((4, 8)),
+                    np.empty((4, 2), np.float32), np.empty((4, 1)))
+    sorted_distinct(np.empty((4, 2), np.float32), 10, np.empty((4, 8)))
     reservoir_offer(np.zeros((1, 2)), np.zeros(1, np.int64), np.zeros(1, np.int64),
                     np.empty((1, 1)), np.empty((1, 1), np.int64), 0, np.zeros(2))
-    row_hashes(np.zeros((2, 4), np.int64), np.ones(4, np.int64), np.zeros(2, np.int64))
+    for bits in (np.int64, np.int32):  # float64 and float32 batches' bits
+        row_hashes(np.zeros((2, 4), bits), np.ones(4, np.int64), np.zeros(2, np.int64))
     extremes(x, np.empty(4))

@@ -65,7 +65,9 @@ def tensor_profile(x: torch.Tensor, generator: torch.Generator | None = None
     count = work.shape[1]
     # Moments around each feature's first value: no cancellation for offset data (years, ids).
     # Centred in float64: a float32 difference overflows for values spanning the float32 range.
+    # A first value that is NaN or infinite centres nothing (as in the host kernels).
     shift = work[:, :1].double()
+    shift = torch.where(torch.isfinite(shift), shift, torch.zeros_like(shift))
     centered = work.double() - shift
     # Accumulated in float64: float32 sums of squares overflow long before the values do.
     total = centered.sum(dim=1, dtype=torch.float64)
@@ -107,12 +109,10 @@ def array_profile(a: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, 
     packed = np.empty((n_feat, len(PACKED)))
     windows = np.empty((n_feat, -(-count // stride)), x3.dtype)
     samples = np.empty((n_feat, len(idx)))
-    kernel_loader.kernels().feature_profile(x3, stride, idx, packed, windows, samples)
-    ordered = np.sort(windows, axis=1)
-    with np.errstate(invalid="ignore"):
-        distinct = (ordered[:, 1:] != ordered[:, :-1]).sum(axis=1) + 1
-        packed[:, 4] = np.minimum(distinct, N_UNIQUE_CAP)
-        packed[:, 5] = (ordered == np.round(ordered)).mean(axis=1)
+    kernels = kernel_loader.kernels()
+    kernels.feature_profile(x3, stride, idx, packed, windows, samples)
+    windows.sort(axis=1)
+    kernels.sorted_distinct(windows, N_UNIQUE_CAP, packed)
     return packed, samples
 
 

@@ -411,7 +411,12 @@ def test_compiled_tensor_statistics_match_reference(dtype):
     lambda: torch.tensor([True, False, True]).reshape(3, 1),
     # a range beside a huge first value, which the moments are taken around
     lambda: torch.tensor([[3.0e38, -3.0e38], [3.3e38, 1.0]]),
-    lambda: torch.tensor([[1e20], [0.5], [0.25]], dtype=torch.float64)])
+    lambda: torch.tensor([[1e20], [0.5], [0.25]], dtype=torch.float64),
+    # tables read row by row: NaN and Inf far from the first row, an infinite first value
+    lambda: torch.randn(300, 7).index_put_((torch.tensor([250, 0]), torch.tensor([2, 3])),
+                                           torch.tensor([float("nan"), float("inf")])),
+    lambda: torch.randint(-50, 50, (5000, 3)).double() / 4,  # a strided distinct window
+    lambda: torch.randint(0, 9, (6, 4, 1), dtype=torch.int32)])
 def test_numpy_profile_matches_the_device_profile(make):
     from tracelab.recorders.profile import array_profile
     x = make()
