@@ -96,8 +96,9 @@ def tensor_profile(x: torch.Tensor, generator: torch.Generator | None = None
 
 
 def array_profile(a: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """tensor_profile of a host array, in one compiled pass per feature
-    (numba_kernels.feature_profile): the CPU recorder runs it on the writer thread."""
+    """tensor_profile of a host array in compiled passes (numba_kernels.feature_profile: a
+    table row by row, other layouts a feature at a time), the distinct values counted after
+    numpy's sort: the CPU recorder runs it on the writer thread."""
     floating = np.issubdtype(a.dtype, np.floating)
     work = a if floating and a.dtype in (np.float32, np.float64) else \
         a.astype(np.float32 if floating else np.float64)
