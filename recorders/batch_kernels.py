@@ -154,9 +154,7 @@ def table_profile(x, stride, idx, packed, windows, samples):
     for f in range(features):
         nan = inf = 0
         if not finite(s1[f]):
-            for o in range(count):
-                nan += np.isnan(x[o, f])
-                inf += np.isinf(x[o, f])
+            nan, inf = nonfinite(x[:, f])
         _finish_feature(packed, f, s1[f], s2[f], count, shift[f], top[f], bottom[f], nan, inf)
     ints = np.zeros(features, np.int64)
     for j in range(windows.shape[1]):
@@ -194,6 +192,8 @@ def _finish_feature(packed, f, s1, s2, count, shift, top, bottom, nan, inf):
     packed[f, 3] = top if not nan else np.nan
     packed[f, 6] = nan
     packed[f, 7] = inf
+
+
 @jit
 def reservoir_offer(values, rows, seen, kept, steps, step, uniforms):
     """Algorithm R for many samples at once: the finite values of values[j] are offered in
