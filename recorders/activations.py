@@ -6,11 +6,13 @@ dead units (dead-units). The other moments, the range and saturated_frac are est
 subsample of ACTIVATION_SUBSAMPLE elements in short contiguous blocks at fixed pseudo-random
 offsets. Outputs no larger than the subsample are covered whole, so every statistic is exact.
 
-On the CPU the hook makes two calls: one full torch `sum` (two threads, at memory speed), and one
-compiled kernel (numba_kernels.activation_row) that tests the units, where each unit's scan stops at
-its first positive value, and reduces the subsample where it lies, without copying it. On an
-accelerator every statistic is a device reduction (min and max cover every element there), with
-no host sync.
+On the CPU the hook calls a compiled kernel (numba_kernels.activation_row): one pass that only
+sums the output, the units' test, where each unit's scan stops at its first positive value, and
+the subsample's moments. A torch sum takes both cores, and in a training loop it waits for the
+one the recorder's writer thread holds: 50 µs in place of 10 for a 192 × 1024 output. Only
+above _KERNEL_SUM_MAX values does its second core pay, and there torch sums and the kernel
+takes its result. On an accelerator every statistic is a device reduction (min and max cover
+every element there), with no host sync.
 """
 from __future__ import annotations
 
@@ -36,6 +38,11 @@ ACTIVATION_SUBSAMPLE = 1 << 14
 # spaced offsets could alias with the channel period and see one channel only).
 _BLOCK = 64
 _NO_BLOCKS = np.empty(0, dtype=np.int64)
+# Above this many values torch's sum, on both cores, beats the kernel's single-core one, even
+# while the recorder's writer thread holds a core; below it a torch call costs more than it
+# saves (benchmarks/recorder_work.py, "activations every step" of the CNN and the MLP).
+_KERNEL_SUM_MAX = 1 << 18
+_NOT_SUMMED = np.empty(0)
 
 ActivationStats = Union[torch.Tensor, np.ndarray]
 
@@ -164,26 +171,35 @@ def dead_units(x: torch.Tensor) -> int:
 
 def _cpu_stats(x: torch.Tensor, bounds: tuple[float, float] | None) -> np.ndarray:
     n = x.numel()
-    total = nan = inf = 0.0
-    if n > ACTIVATION_SUBSAMPLE:
-        total = float(x.sum())  # the one full pass: exact mean, and NaN/Inf show up in it
-        if not math.isfinite(total):
-            nan, inf = float(torch.isnan(x).sum()), float(torch.isinf(x).sum())
-            if not (nan or inf):  # finite values overflowed float32
-                total = float(x.sum(dtype=torch.float64))
     lo, hi = (bounds[0] + 0.01, bounds[1] - 0.01) if bounds else (-math.inf, math.inf)
     kernels = kernel_loader.kernels()
     if kernels is None:
-        return _cpu_stats_torch(x, total, nan, inf, lo, hi)
+        return _cpu_stats_torch(x, lo, hi)
     row = np.empty(len(RAW) + len(ACTIVATION_STATS))
     blocks = _cpu_blocks(n // _BLOCK) if n > ACTIVATION_SUBSAMPLE else _NO_BLOCKS
-    kernels.activation_row(unit_array(x), blocks, _BLOCK, lo, hi, total, nan, inf, row)
+    summed = np.array(_torch_sum(x)) if n > _KERNEL_SUM_MAX else _NOT_SUMMED
+    kernels.activation_row(unit_array(x), blocks, _BLOCK, lo, hi, summed, row)
     return row
 
 
-def _cpu_stats_torch(x: torch.Tensor, total: float, nan: float, inf: float, lo: float,
-                     hi: float) -> np.ndarray:
-    """numba_kernels.activation_row without numba: the subsample copied and reduced in numpy."""
+def _torch_sum(x: torch.Tensor) -> tuple[float, float, float]:
+    """(sum, NaN count, Inf count) of x in one full torch sum: NaN and Inf show up in it, and
+    are counted only then; the sum is taken again in float64 if finite values overflowed."""
+    total = float(x.sum())
+    if math.isfinite(total):
+        return total, 0.0, 0.0
+    nan, inf = float(torch.isnan(x).sum()), float(torch.isinf(x).sum())
+    if not (nan or inf):
+        total = float(x.sum(dtype=torch.float64))
+    return total, nan, inf
+
+
+def _cpu_stats_torch(x: torch.Tensor, lo: float, hi: float) -> np.ndarray:
+    """numba_kernels.activation_row without numba: one full torch sum (exact mean, and NaN/Inf
+    show up in it), and the subsample copied and reduced in numpy."""
+    total = nan = inf = 0.0
+    if x.numel() > ACTIVATION_SUBSAMPLE:
+        total, nan, inf = _torch_sum(x)
     s = subsample(_flat_view(x)).numpy().astype(np.float64)
     n, k = x.numel(), len(s)
     if k == n:  # the whole output

@@ -339,6 +339,31 @@ def test_large_activation_exact_counts_and_estimated_moments(layout):
     assert x.numel() > activations.ACTIVATION_SUBSAMPLE
 
 
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("summer", ["kernel", "torch"])
+def test_a_subsampled_outputs_mean_and_nonfinite_counts_stay_exact(dtype, summer):
+    """Above the subsample every value is still summed, by the kernel in float32 partial sums of
+    256 or, for the largest outputs, by torch: the mean matches a float64 sum, also when
+    float32 sums overflow, and a NaN or Inf is counted wherever it lies, the first value, a
+    partial sum's edge or the last value."""
+    from tracelab.recorders import activations
+    n = (activations.ACTIVATION_SUBSAMPLE * 4 if summer == "kernel"
+         else activations._KERNEL_SUM_MAX) + 37
+    torch.manual_seed(2)
+    for scale in (1.0, 3e38 if dtype == torch.float32 else 1e300):
+        x = (torch.randn(n, dtype=torch.float64) * scale).clamp(
+            -torch.finfo(dtype).max, torch.finfo(dtype).max).to(dtype)
+        got = _as_stats(activation_row(x.reshape(1, -1), "Linear"), n)
+        assert got["mean"] == pytest.approx(x.double().mean().item(), rel=1e-6, abs=1e-12 * scale)
+        assert (got["nan_count"], got["inf_count"]) == (0, 0)
+    for at in (0, 255, 256, n - 1):
+        for bad, key in ((float("nan"), "nan_count"), (float("-inf"), "inf_count")):
+            x = torch.rand(n, dtype=dtype)
+            x[at] = bad
+            got = _as_stats(activation_row(x.reshape(1, -1), "Linear"), n)
+            assert got[key] == 1 and got["nan_count"] + got["inf_count"] == 1, (at, key)
+
 def test_dead_units_reads_every_sample_of_candidate_units():
     from tracelab.recorders.activations import dead_units
     torch.manual_seed(0)
@@ -553,8 +578,8 @@ def test_kernels_count_nan_and_inf_wherever_they_lie(dtype):
         assert np.array_equal(before, x if keep else old, equal_nan=True)
         before = old
         acts = np.empty(10)
-        kernel_row(x.reshape(1, 1, -1), np.empty(0, np.int64), 1, -np.inf, np.inf,
-                   0.0, 0.0, 0.0, acts)
+        kernel_row(x.reshape(1, 1, -1), np.empty(0, np.int64), 1, -np.inf, np.inf, np.empty(0),
+                   acts)
         for row, values in ((raw[0], x), (raw[1], x), (raw[2], x - before), (acts, x)):
             want = reference_stats(torch.from_numpy(values))
             got = finish(row[None, :len(RAW)], np.array([size]))
