@@ -595,10 +595,11 @@ def test_kernels_count_nan_and_inf_wherever_they_lie(dtype):
 def test_kernels_match_float64_sums_over_block_edges_and_near_the_float32_limit(dtype):
     """Within a block the kernels sum |v| and count nonzeros of float32 values in float32
     lanes: each row still matches float64 sums of the same values, for tensors across the
-    block edges, with zeros, and with values so large that their float32 |v| sum overflows."""
-    from tracelab.recorders.numba_kernels import _BLOCK, tensor_stats
+    lanes' and blocks' edges, with zeros, and with values so large that their float32 |v| sum overflows."""
+    from tracelab.recorders.numba_kernels import _BLOCK, _LANES, tensor_stats
     rng = np.random.default_rng(5)
-    for size in (1, 5, 16, _BLOCK - 1, _BLOCK, _BLOCK + 1, 5 * _BLOCK + 3):
+    for size in (1, 5, 16, _LANES - 1, _LANES + 1, _BLOCK - 1, _BLOCK, _BLOCK + 1,
+                 5 * _BLOCK + 3):
         for scale in (1e-30, 1.0, 3e38 if dtype == np.float32 else 1e150):
             top = np.finfo(dtype).max
             x = np.clip(rng.standard_normal(size) * scale, -top, top).astype(dtype)
