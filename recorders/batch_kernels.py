@@ -226,29 +226,73 @@ def _finish_feature(packed, f, s1, s2, count, shift, top, bottom, nan, inf):
     packed[f, 7] = inf
 
 
+# The longest gap Algorithm L draws: far beyond any stream, and no int64 overflow.
+_FAR = 1 << 62
+
+
+@numba.njit(inline="always", nogil=True)
+def gap(w, u):
+    """Values passed over before the next one kept: floor(log(u) / log(1 - w)), u in (0, 1]."""
+    g = np.log(u) / np.log1p(-w)
+    return np.int64(g) if g < _FAR else _FAR  # also NaN and +Inf (w of 0)
+
+
 @jit
-def reservoir_offer(values, rows, seen, kept, steps, step, uniforms):
-    """Algorithm R for many samples at once: the finite values of values[j] are offered in
-    order to sample rows[j] (of `kept`, with their `step` in `steps`), which has had seen[r]
-    values offered so far (updated). A value is kept in slot seen[r] while the sample is not
-    full, else in slot floor(u * (seen[r] + 1)) when that is a slot, with u the next of
-    `uniforms` (at least one per value, from the caller's generator)."""
+def reservoir_offer(values, rows, seen, kept, steps, step, weight, next_at, pool, at, start):
+    """Uniform samples, many at once: the finite values of values[j] are offered in order to
+    sample rows[j] (of `kept`, with their `step` in `steps`), which has had seen[r] values
+    offered so far (updated).
+
+    A sample without Algorithm L's state (weight[r] of 0) takes Algorithm R: a value is kept
+    in slot seen[r] while the sample is not full, else in slot floor(u * (seen[r] + 1)) when
+    that is a slot. Once the caller has set the state (its W in weight[r], the stream index
+    of the next value kept in next_at[r]), the gaps between kept values are drawn: a value
+    passed over costs no random number, and a row with none kept costs one count of its
+    finite values.
+
+    The uniforms u come from pool[at:], from the caller's generator. Returns (j, at): rows from
+    `start` up to j are done; j < len(values) when the pool ran short, and the caller refills
+    it and calls again from j (a row needs at most 3 * values.shape[1] of them)."""
     size = kept.shape[1]
-    u = 0
-    for j in range(values.shape[0]):
+    width = values.shape[1]
+    for j in range(start, values.shape[0]):
+        if pool.shape[0] - at < 3 * width:
+            return j, at
         r = rows[j]
         n = seen[r]
-        for i in range(values.shape[1]):
-            v = values[j, i]
-            if not np.isfinite(v):
-                continue
-            slot = n if n < size else np.int64(uniforms[u] * (n + 1))
-            u += 1
-            if slot < size:
-                kept[r, slot] = v
-                steps[r, slot] = step
-            n += 1
+        w = weight[r]
+        if w == 0.0:  # Algorithm R
+            for i in range(width):
+                v = values[j, i]
+                if not np.isfinite(v):
+                    continue
+                slot = n
+                if n >= size:
+                    slot = np.int64(pool[at] * (n + 1))
+                    at += 1
+                if slot < size:
+                    kept[r, slot] = v
+                    steps[r, slot] = step
+                n += 1
+        elif next_at[r] >= n + width:  # Algorithm L, and no value of this row is kept
+            for i in range(width):
+                n += np.isfinite(values[j, i])
+        else:
+            for i in range(width):
+                v = values[j, i]
+                if not np.isfinite(v):
+                    continue
+                if n == next_at[r]:
+                    slot = np.int64(pool[at] * size)
+                    kept[r, slot] = v
+                    steps[r, slot] = step
+                    w *= np.exp(np.log(1.0 - pool[at + 1]) / size)
+                    next_at[r] = n + 1 + gap(w, 1.0 - pool[at + 2])
+                    at += 3
+                n += 1
+            weight[r] = w
         seen[r] = n
+    return values.shape[0], at
 
 
 @jit

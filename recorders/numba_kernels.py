@@ -286,7 +286,8 @@ def warm_up() -> None:
                     np.empty((4, 2), np.float32), np.empty((4, 1)))
     sorted_distinct(np.empty((4, 2), np.float32), 10, np.empty((4, 8)))
     reservoir_offer(np.zeros((1, 2)), np.zeros(1, np.int64), np.zeros(1, np.int64),
-                    np.empty((1, 1)), np.empty((1, 1), np.int64), 0, np.zeros(2))
+                    np.empty((1, 1)), np.empty((1, 1), np.int64), 0, np.zeros(1),
+                    np.zeros(1, np.int64), np.zeros(8), 0, 0)
     for bits in (np.int64, np.int32):  # float64 and float32 batches' bits
         row_hashes(np.zeros((2, 4), bits), np.ones(4, np.int64), np.zeros(2, np.int64))
     extremes(x, np.empty(4))

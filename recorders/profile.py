@@ -260,13 +260,19 @@ def _subsample(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return values[rng.integers(0, len(values), SAMPLES_PER_BATCH)]
 
 
+_POOL = 16_384  # uniforms drawn at a time for the reservoir's kernel
+# Algorithm R takes a uniform per value, Algorithm L a few logarithms per value kept: L is the
+# cheaper past this many samples' worth of values (benchmarks/recorder_kernels.py).
+_L_AFTER = 16
+
+
 class Reservoir:
     """A uniform sample of at most `size` values per (split, feature), over the whole run.
 
-    Algorithm R over a batch and all its features at once: one row of a 2-D array per (split,
-    feature), filled by one compiled call (numba_kernels.reservoir_offer), or by a few numpy
-    calls where the kernels are missing, never a few per feature. Used only on the writer
-    thread.
+    One row of a 2-D array per (split, feature), offered a batch and all its features at once:
+    by one compiled call (numba_kernels.reservoir_offer: Algorithm R, then Algorithm L once
+    a sample has seen _L_AFTER times its size, where a value passed over costs nothing), or by a few numpy calls of Algorithm R
+    where the kernels are missing, never a few per feature. Used only on the writer thread.
     """
 
     def __init__(self, size: int = 2_000, seed: int = 0):
@@ -276,6 +282,11 @@ class Reservoir:
         self._values = np.empty((0, size))  # row r: its kept values in slot order
         self._steps = np.empty((0, size), dtype=np.int64)
         self._seen = np.empty(0, dtype=np.int64)  # values offered to each row so far
+        # Algorithm L's state of each row (the kernel's): its W (0 while Algorithm R samples
+        # it), and the index in its stream of the next value it keeps.
+        self._weight = np.empty(0)
+        self._next = np.empty(0, dtype=np.int64)
+        self._pool, self._at = np.empty(0), 0  # the kernel's uniforms, and the next unused
         self._known: dict[tuple[str, tuple[str, ...]], np.ndarray] = {}  # rows of a layout
 
     def add(self, split: str, feature: str, step: int, values: np.ndarray) -> None:
@@ -285,8 +296,8 @@ class Reservoir:
 
     def add_many(self, split: str, features: list[str], step: int, values: np.ndarray) -> None:
         """Offer the finite values of each row of `values` (features x values) to its
-        feature's sample, in order: each value is kept in its turn with the chance Algorithm R
-        gives it, the first `size` of a feature always."""
+        feature's sample, in order: each value is kept in its turn with the chance of a uniform
+        sample (Algorithm R's, which Algorithm L draws as gaps), the first `size` always."""
         if len(set(features)) < len(features):  # one row per feature in the vectorized form
             for feature, row in zip(features, values):
                 self.add_many(split, [feature], step, row.reshape(1, -1))
@@ -295,9 +306,15 @@ class Reservoir:
         kernels = kernel_loader.kernels()
         if kernels is not None:
             values = np.ascontiguousarray(values, dtype=np.float64)
-            kernels.reservoir_offer(values, rows, self._seen, self._values, self._steps, step,
-                                    self.rng.random(values.size))
-            return
+            self._start_algorithm_l(rows)
+            done = 0
+            while True:
+                done, self._at = kernels.reservoir_offer(
+                    values, rows, self._seen, self._values, self._steps, step, self._weight,
+                    self._next, self._pool, self._at, done)
+                if done == len(values):
+                    return
+                self._pool, self._at = self.rng.random(max(_POOL, 3 * values.shape[1])), 0
         finite = np.isfinite(values)
         counts = finite.sum(axis=1)
         total = int(counts.sum())
@@ -316,6 +333,20 @@ class Reservoir:
         self._steps[owner[take], slot[take]] = step
         self._seen[rows] += counts
 
+    def _start_algorithm_l(self, rows: np.ndarray) -> None:
+        """Algorithm L's state for the rows past _L_AFTER samples' worth of values. Its W
+        is the largest of the sample's keys, the `size` smallest of `seen` uniform keys: a
+        Beta(size, seen - size + 1) draw."""
+        seen = self._seen[rows]
+        due = rows[(seen >= _L_AFTER * self.size) & (self._weight[rows] == 0)]
+        if not len(due):
+            return
+        n = self._seen[due]
+        w = self.rng.beta(self.size, n - self.size + 1)
+        self._weight[due] = w
+        gaps = np.log(1.0 - self.rng.random(len(due))) / np.log1p(-w)
+        self._next[due] = n + np.minimum(gaps, 2.0 ** 62).astype(np.int64)
+
     def _rows_of(self, split: str, features: list[str]) -> np.ndarray:
         key = (split, tuple(features))
         known = self._known.get(key)
@@ -333,6 +364,8 @@ class Reservoir:
             self._steps = np.concatenate([self._steps,
                                           np.empty((grow, self.size), dtype=np.int64)])
             self._seen = np.concatenate([self._seen, np.zeros(grow, dtype=np.int64)])
+            self._weight = np.concatenate([self._weight, np.zeros(grow)])
+            self._next = np.concatenate([self._next, np.zeros(grow, dtype=np.int64)])
         known = self._known[key] = np.array(rows, dtype=np.int64)
         return known
 

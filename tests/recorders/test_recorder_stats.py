@@ -553,6 +553,30 @@ def test_reservoir_keeps_a_uniform_sample_of_each_feature(compiled, monkeypatch)
     assert sorted(cols[cols.split == "val"]["value"]) == list(range(7))
 
 
+def test_a_reservoir_filled_without_the_kernels_stays_uniform_once_they_take_over(monkeypatch):
+    """The kernel draws Algorithm L's gaps from a state it sets when a sample fills: a sample
+    the numpy form filled (and went on sampling) gets that state where the kernel takes over,
+    and every part of the stream keeps its share."""
+    from tracelab.recorders import kernel_loader
+    from tracelab.recorders.profile import Reservoir
+    if kernel_loader.kernels() is None:
+        pytest.skip("numba unavailable")
+    reservoir = Reservoir(400, seed=1)
+    stream = np.arange(40_000, dtype=np.float64)
+    with monkeypatch.context() as patch:
+        patch.setattr(kernel_loader, "_loaded", True)
+        patch.setattr(kernel_loader, "_kernels", None)
+        for step, start in enumerate(range(0, 1_000, 100)):
+            reservoir.add_many("train", ["a"], step, stream[None, start:start + 100])
+    for step, start in enumerate(range(1_000, len(stream), 100), start=10):
+        reservoir.add_many("train", ["a"], step, stream[None, start:start + 100])
+    kept = pd.DataFrame(reservoir.columns())
+    assert len(kept) == 400 and kept["value"].is_unique
+    assert (kept["step"] == kept["value"] // 100).all()
+    deciles = np.histogram(kept["value"], bins=10, range=(0, len(stream)))[0]
+    assert deciles.min() > 18 and deciles.max() < 65  # uniform: 40 each
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_kernels_count_nan_and_inf_wherever_they_lie(dtype):
     """The kernels' running max and min assume no NaN (so that they vectorize) and trust only
