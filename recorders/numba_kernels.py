@@ -278,8 +278,6 @@ def warm_up() -> None:
     gather(table, np.empty(8, np.float32))
     activation_row(x.reshape(2, 2, 2), np.empty(0, np.int64), 1, -np.inf, np.inf, np.empty(0),
                    np.empty(10))
-    activation_row(x.reshape(2, 2, 2), np.zeros(1, np.int64), 4, -np.inf, np.inf, np.empty(0),
-                   np.empty(10))
     feature_profile(x.reshape(2, 2, 2), 1, np.zeros(1, np.int64), np.empty((2, 8)),
                     np.empty((2, 4), np.float32), np.empty((2, 1)))
     feature_profile(x.reshape(2, 4, 1), 1, np.zeros(1, np.int64), np.empty((4, 8)),

@@ -270,9 +270,10 @@ class Reservoir:
     """A uniform sample of at most `size` values per (split, feature), over the whole run.
 
     One row of a 2-D array per (split, feature), offered a batch and all its features at once:
-    by one compiled call (numba_kernels.reservoir_offer: Algorithm R, then Algorithm L once
-    a sample has seen _L_AFTER times its size, where a value passed over costs nothing), or by a few numpy calls of Algorithm R
-    where the kernels are missing, never a few per feature. Used only on the writer thread.
+    by one compiled call (numba_kernels.reservoir_offer: Algorithm R, then Algorithm L once a
+    sample has seen _L_AFTER times its size, where a value passed over costs nothing), or by a
+    few numpy calls of Algorithm R where the kernels are missing, never a few per feature. Used
+    only on the writer thread.
     """
 
     def __init__(self, size: int = 2_000, seed: int = 0):
@@ -344,7 +345,7 @@ class Reservoir:
         n = self._seen[due]
         w = self.rng.beta(self.size, n - self.size + 1)
         self._weight[due] = w
-        gaps = np.log(1.0 - self.rng.random(len(due))) / np.log1p(-w)
+        gaps = np.log(1.0 - self.rng.random(len(due))) / np.log1p(-w)  # batch_kernels.gap
         self._next[due] = n + np.minimum(gaps, 2.0 ** 62).astype(np.int64)
 
     def _rows_of(self, split: str, features: list[str]) -> np.ndarray:
