@@ -14,9 +14,11 @@ is within BUDGET of the training time, and shrunk again by halving when it falls
 It decides every WINDOW steps from AUTO_FROM on (both multiples of MAX_EVERY, so that
 the step a new cadence starts at is one it records), on what the last window measured: the
 seconds the training thread spent in the parameter statistics against the wall time of the
-steps. A recorded step that costs less than MIN_COST_S never stretches anything (a small model
-on a slow machine stays at every step, whatever its share). A distributed run keeps every step:
-its ranks would decide apart, and the rank comparisons read the same steps of every rank.
+steps. A record is counted at the window's median: one that waited (for the interpreter the
+writer thread held, for a core) does not stretch the cadence. A recorded step that costs less
+than MIN_COST_S never stretches anything (a small model on a slow machine stays at every step,
+whatever its share). A distributed run keeps every step: its ranks would decide apart, and
+the rank comparisons read the same steps of every rank.
 """
 from __future__ import annotations
 
@@ -54,11 +56,14 @@ class GradCadence:
         # of a training step: steps above OUTLIER times the median are left out.
         typical = statistics.median(w for w, _, _ in window) * OUTLIER
         kept = [(w, c, r) for w, c, r in window if w <= typical]
-        wall, cost = sum(w for w, _, _ in kept), sum(c for _, c, _ in kept)
-        records = sum(r for _, _, r in kept)
-        if wall <= 0 or not records:
+        wall = sum(w for w, _, _ in kept)
+        costs = [c for _, c, r in kept if r]
+        if wall <= 0 or not costs:
             return False
-        share, per_record = cost / wall, cost / records
+        # The typical record, not the mean: a record that waited (for the writer thread's
+        # hold on the interpreter, for a core) is not what the statistics cost.
+        per_record = statistics.median(costs)
+        share = per_record * len(costs) / wall
         every = self.every
         if share > self.budget and per_record >= MIN_COST_S and every < MAX_EVERY:
             every *= 2

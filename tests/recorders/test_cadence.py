@@ -47,6 +47,22 @@ def test_cheap_statistics_and_the_run_start_keep_every_step():
     assert cadence.changes == [(0, 1)]
 
 
+def test_records_that_waited_now_and_then_do_not_stretch_the_cadence():
+    # 50 us a record of a 10 ms step, but one in 8 waits 3 ms (for the interpreter the writer
+    # thread held, say): the mean, 425 us, passes MIN_COST_S and 2 % of the step, and would
+    # stretch the cadence; the typical record does not.
+    cadence = GradCadence(budget=0.02)
+    for step in range(AUTO_FROM + 3 * WINDOW):
+        wait = 0.003 if step % 8 == 5 else 0.0
+        cadence.observe(step, 0.010 + wait, 0.00005 + wait, True)
+    assert cadence.changes == [(0, 1)]
+    # A record that is dear every time still stretches it.
+    cadence = GradCadence(budget=0.02)
+    for step in range(AUTO_FROM + WINDOW):
+        cadence.observe(step, 0.0016, 0.0006 if step % 2 == 0 else 0.0007, step % cadence.every == 0)
+    assert cadence.changes[:2] == [(0, 1), (AUTO_FROM, 2)]
+
+
 def test_the_cadence_never_passes_max_every():
     cadence = GradCadence(budget=0.02)
     _run(cadence, range(AUTO_FROM + 10 * WINDOW), wall=0.001, cost_per_record=0.001)
