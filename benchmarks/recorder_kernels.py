@@ -1,9 +1,10 @@
 """The recorder's compiled CPU kernels on the parameters and inputs of the compiled-MLP benchmark.
 
 Times each call of recorders/numba_kernels.py on the MLP of recorder_overhead.py (256-1024-1024-10:
-1.32M float32 parameters in 6 tensors) and on its input batch (128 x 256), best of `--repeat`,
-with the data hot in the cache: the cost of the arithmetic alone, and the CPU time of one rewrite
-of the samples snapshot (256 features x 2,000 values). Inside a training step the same calls also
+1.32M float32 parameters in 6 tensors) and on its input batch (128 x 256, and 384 x 256, the
+batch of a 10 ms step on a fast machine), best of `--repeat`, with the data hot in the cache:
+the cost of the arithmetic alone, and the CPU time of one rewrite of the samples snapshot (256
+features x 2,000 values). Inside a training step the same calls also
 wait for memory: --in-step times the statistics calls right after each optimizer step of the
 compiled MLP instead (medians over --steps steps, grads alone and weights with grads and updates
 on alternate steps).
@@ -95,6 +96,7 @@ def main() -> None:
     raw = np.empty((3 * len(tensors), 8))
     snapshot = np.empty(len(before), np.float32)
     batch = rng.standard_normal((128, 256)).astype(np.float32)
+    tall = rng.standard_normal((384, 256)).astype(np.float32)  # the batch of a 10 ms step
     _, sample = array_profile(batch, rng)
     reservoir = Reservoir(2000)
     features = [f"input[{i}]" for i in range(256)]
@@ -110,6 +112,7 @@ def main() -> None:
         "the probes of a kept snapshot (unchanged)": lambda: kernels.unchanged(table, before, 32),
         "snapshot of the weights (gather)": lambda: kernels.gather(table, snapshot),
         "input profile, 128 x 256": lambda: array_profile(batch, rng),
+        "input profile, 384 x 256": lambda: array_profile(tall, rng),
         "input reservoir, 256 features x 64 values":
             lambda: reservoir.add_many("train", features, 99, sample),
     }

@@ -110,8 +110,8 @@ class Fingerprints:
         """The hashes of `split` not kept before that its threshold admits (writer thread)."""
         kept = self._kept.setdefault(split, set())
         threshold = self._threshold.setdefault(split, 1 << HASH_BITS)
-        fresh = np.unique(hashes)
-        new = [h for h in fresh[fresh < threshold].tolist() if h not in kept]
+        fresh = np.unique(hashes[hashes < threshold])  # once the sample is full, a few rows
+        new = [h for h in fresh.tolist() if h not in kept]
         kept.update(new)
         while len(kept) > self.limit:
             threshold //= 2

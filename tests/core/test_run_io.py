@@ -235,6 +235,16 @@ def test_columns_absent_from_some_items_are_null_in_their_rows(tmp_path):
     assert tensors["dead_frac"].isna().tolist() == [v is None for v in got["dead_frac"]]
 
 
+def test_datetime_arrays_absent_from_some_items_keep_nat_as_null():
+    from tracelab.core.batches import build_batch
+    moments = np.array(["2024-05-01T12", "NaT"], dtype="datetime64[ns]")
+    items = [(2, {"step": np.array([0, 0]), "time_min": moments}),
+             (1, {"step": np.array([1])}),
+             (1, {"step": np.array([2]), "time_min": moments[:1]})]
+    got = build_batch("inputs", items).column("time_min").to_pylist()
+    assert got == [pd.Timestamp(moments[0]), None, None, pd.Timestamp(moments[0])]
+
+
 def test_list_columns_absent_from_some_items_are_null_in_their_rows(tmp_path):
     # Data-frame inputs carry datetime columns as lists; tensor inputs have none of them.
     moment = pd.Timestamp("2024-05-01 12:00")

@@ -441,6 +441,9 @@ def test_compiled_tensor_statistics_match_reference(dtype):
     lambda: torch.randn(300, 7).index_put_((torch.tensor([250, 0]), torch.tensor([2, 3])),
                                            torch.tensor([float("nan"), float("inf")])),
     lambda: torch.randint(-50, 50, (5000, 3)).double() / 4,  # a strided distinct window
+    # the windows copied a tile at a time: tables cut by no tile edge, strided ones
+    lambda: torch.randint(0, 20, (37, 41)).float(),
+    lambda: torch.randint(0, 7, (9000, 18)).float() / 2,
     lambda: torch.randint(0, 9, (6, 4, 1), dtype=torch.int32)])
 def test_numpy_profile_matches_the_device_profile(make):
     from tracelab.recorders.profile import array_profile
