@@ -333,8 +333,8 @@ def grad_cadence(recorder: Any) -> str | None:
             f"from step {fmt.number(start)}"
         parts.append(f"{when} ({span})")
     budget = recorder.get("grad_budget")
-    why = f", within the Recorder's budget of {budget:.0%} of the training time" \
-        if isinstance(budget, float) else ""
+    why = f", within the Recorder's budget of {fmt.number(budget * 100)}% of the training " \
+        "time" if isinstance(budget, float) else ""
     return ", then ".join(parts) + why
 
 
