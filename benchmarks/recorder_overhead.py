@@ -20,10 +20,11 @@ grows by when training keeps every core busy, and it varies far less between run
 A block lasts about a second of the baseline by default (20 CNN steps, 40 compiled MLP steps):
 each block ends with the writer's flush, as each second of a real run does.
 
-With --compiled the model is an MLP (256-1024-1024-10, batch 128) under torch.compile, and the
-variants are compiled without a recorder, with the recorder's defaults, with tensor statistics
-every 10 steps, and with everything every step; each variant also reports the graphs dynamo
-compiled while it trained (torch._dynamo.utils.counters, unique_graphs) and its graph breaks.
+With --compiled the model is an MLP (256-1024-1024-10) under torch.compile, at the batch whose
+step takes about 10 ms on this machine (--step-ms; --batch sets it instead), and the variants
+are compiled without a recorder, with the recorder's defaults, with tensor statistics every 10
+steps, and with everything every step; each variant also reports the graphs dynamo compiled
+while it trained (torch._dynamo.utils.counters, unique_graphs) and its graph breaks.
 
     python benchmarks/recorder_overhead.py --compiled [--mode reduce-overhead]
 """
@@ -56,10 +57,38 @@ def small_cnn() -> torch.nn.Module:
 
 
 def mlp() -> torch.nn.Module:
-    """The MLP of the compiled variants: about 10 ms a step on two CPU cores at batch 128."""
+    """The MLP of the compiled variants: 1.3M parameters, little compute for them."""
     return torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(),
                                torch.nn.Linear(1024, 1024), torch.nn.ReLU(),
                                torch.nn.Linear(1024, 10))
+
+
+def mlp_step_ms(batch: int, steps: int = 30) -> float:
+    """The median milliseconds of an uncompiled training step of the MLP at `batch`, which the
+    compiled step matches within a few per cent (BENCHMARKS.md)."""
+    net = mlp()
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    x, y = torch.randn(batch, 256), torch.randint(0, 10, (batch,))
+    times = []
+    for i in range(steps + 5):
+        start = time.perf_counter()
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(net(x), y).backward()
+        opt.step()
+        if i >= 5:
+            times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+def calibrated_batch(target_ms: float) -> tuple[int, float]:
+    """The MLP's batch (a multiple of 64) whose step takes about `target_ms` on this machine,
+    and that step's milliseconds: the targets are for a model of about 10 ms a step, which is
+    batch 128 on some machines and 384 on others."""
+    batch, ms = 128, mlp_step_ms(128)
+    for _ in range(2):  # the step is not quite proportional to the batch
+        batch = max(64, min(8192, round(batch * target_ms / ms / 64) * 64))
+        ms = mlp_step_ms(batch)
+    return batch, ms
 
 
 def _compile_counts() -> tuple[int, int]:
@@ -157,7 +186,12 @@ def main() -> None:
     parser.add_argument("--block", type=int, default=0,
                         help="steps per block (0: about one second of the baseline, the writer's "
                              "flush interval: 20 steps of the CNN, 40 of the compiled MLP)")
-    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=0,
+                        help="batch size (0: 64 for the CNN; for --compiled, the batch whose "
+                             "step takes --step-ms here)")
+    parser.add_argument("--step-ms", type=float, default=10.0,
+                        help="--compiled without --batch: the step time the MLP's batch is "
+                             "chosen for (the targets are for a ~10 ms step)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--compiled", action="store_true",
@@ -175,6 +209,11 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     mode = args.mode if args.compiled else None
+    batch = args.batch or 64
+    if args.compiled and not args.batch:
+        batch, ms = calibrated_batch(args.step_ms)
+        print(f"batch {batch}: the MLP's uncompiled step takes {ms:.1f} ms here "
+              f"(--step-ms {args.step_ms:g})")
     if not args.block:
         # A real run's writer flushes once a second (RunWriter.flush_interval), and each block
         # ends with a flush that charges the variant its writing: a block of about a second
@@ -182,7 +221,6 @@ def main() -> None:
         # (about 4 ms on the compiled MLP's tables) several times a second.
         args.block = 40 if args.compiled else 20
     if args.compiled:
-        batch = 128 if args.batch == parser.get_default("batch") else args.batch
         model, what = mlp(), f"compiled MLP (mode {mode}), batch {batch}"
         batches = [(torch.randn(batch, 256), torch.randint(0, 10, (batch,)))
                    for _ in range(args.block)]
@@ -191,8 +229,8 @@ def main() -> None:
         if args.cadence:
             names = ["compiled-" + n for n in ("baseline", "recorder-default", "recorder-every-1")]
     else:
-        model, what = small_cnn(), f"small CNN, batch {args.batch}"
-        batches = [(torch.randn(args.batch, 3, 32, 32), torch.randint(0, 10, (args.batch,)))
+        model, what = small_cnn(), f"small CNN, batch {batch}"
+        batches = [(torch.randn(batch, 3, 32, 32), torch.randint(0, 10, (batch,)))
                    for _ in range(args.block)]
         names = ["baseline", "recorder-default", "recorder-every-10", "recorder-everything"]
         if args.checks:
