@@ -18,7 +18,10 @@ grows by when training keeps every core busy, and it varies far less between run
     python benchmarks/recorder_overhead.py [--rounds 10] [--block N] [--threads N]
 
 A block lasts about a second of the baseline by default (20 CNN steps, 40 compiled MLP steps):
-each block ends with the writer's flush, as each second of a real run does.
+each block ends with the writer's flush, as each second of a real run does. The compiled
+variants train 400 steps before the timed rounds (--warm-up): the defaults record grads every
+step for the first 256 steps of a run, and their cadence settles by step 384; `--warm-up 12`
+times a run from its start.
 
 With --compiled the model is an MLP (256-1024-1024-10) under torch.compile, at the batch whose
 step takes about 10 ms on this machine (--step-ms; --batch sets it instead), and the variants
@@ -197,6 +200,11 @@ def main() -> None:
     parser.add_argument("--compiled", action="store_true",
                         help="torch.compile'd MLP variants (see the module docstring)")
     parser.add_argument("--mode", default="default", help="torch.compile mode (--compiled)")
+    parser.add_argument("--warm-up", type=int, default=None,
+                        help="steps each variant trains before the timed rounds (default: 400 "
+                             "with --compiled or --cadence, past the first 384 steps in which "
+                             "the defaults' grad cadence starts dense and settles, "
+                             "recorders/cadence.py; else 3)")
     parser.add_argument("--cadence", action="store_true",
                         help="the defaults, whose grad cadence keeps within the recorder's cost "
                              "budget, against every=1, both after 400 warm-up steps (the "
@@ -246,8 +254,10 @@ def main() -> None:
         # Warm-up: allocator, hooks, first Parquet writes, compiling (a block of the default
         # cadence records activations at its first step and runs compiled code after it).
         warm = batches[:3] if mode is None else batches[:12]
+        warm_steps = args.warm_up if args.warm_up is not None else \
+            400 if args.cadence or args.compiled else len(warm)
         for v in variants:
-            for _ in range(-(-400 // len(warm)) if args.cadence else 1):
+            for _ in range(max(1, -(-warm_steps // len(warm)))):
                 v.train(warm)
         warm_graphs = {v.name: v.graphs for v in variants}
         ratios: dict[str, list[float]] = {n: [] for n in names[1:]}
@@ -277,7 +287,8 @@ def main() -> None:
             v.close()
     step_ms = statistics.median(base_times) / args.block * 1e3
     print(f"{what}, {torch.get_num_threads()} threads: baseline "
-          f"{step_ms:.1f} ms/step; {args.rounds} rounds x {args.block} steps")
+          f"{step_ms:.1f} ms/step; {args.rounds} rounds x {args.block} steps after "
+          f"{warm_steps} warm-up steps")
     if mode is not None:
         print("  graphs compiled (warm-up / after warm-up), graph breaks:")
         for n, (warm, later, breaks) in graphs.items():
