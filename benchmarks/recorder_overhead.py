@@ -19,9 +19,9 @@ grows by when training keeps every core busy, and it varies far less between run
 
 A block lasts about a second of the baseline by default (20 CNN steps, 40 compiled MLP steps):
 each block ends with the writer's flush, as each second of a real run does. The compiled
-variants train 400 steps before the timed rounds (--warm-up): the defaults record grads every
-step for the first 256 steps of a run, and their cadence settles by step 384; `--warm-up 12`
-times a run from its start.
+variants train at least 400 steps before the timed rounds (--warm-up, in whole blocks of 12):
+the defaults record grads every step for the first 256 steps of a run, and their cadence
+settles by step 384; `--warm-up 12` times a run from its start.
 
 With --compiled the model is an MLP (256-1024-1024-10) under torch.compile, at the batch whose
 step takes about 10 ms on this machine (--step-ms; --batch sets it instead), and the variants
@@ -37,6 +37,7 @@ import argparse
 import copy
 import importlib.util
 import json
+import math
 import random
 import statistics
 import tempfile
@@ -201,7 +202,8 @@ def main() -> None:
                         help="torch.compile'd MLP variants (see the module docstring)")
     parser.add_argument("--mode", default="default", help="torch.compile mode (--compiled)")
     parser.add_argument("--warm-up", type=int, default=None,
-                        help="steps each variant trains before the timed rounds (default: 400 "
+                        help="steps each variant trains at least before the timed rounds, in "
+                             "whole blocks of the warm-up batches (default: 400 "
                              "with --compiled or --cadence, past the first 384 steps in which "
                              "the defaults' grad cadence starts dense and settles, "
                              "recorders/cadence.py; else 3)")
@@ -217,11 +219,16 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     mode = args.mode if args.compiled else None
+    if not (math.isfinite(args.step_ms) and args.step_ms > 0):
+        parser.error(f"--step-ms must be a positive number of milliseconds, got {args.step_ms}")
+    if args.warm_up is not None and args.warm_up < 0:
+        parser.error(f"--warm-up must be 0 or more steps, got {args.warm_up}")
     batch = args.batch or 64
     if args.compiled and not args.batch:
         batch, ms = calibrated_batch(args.step_ms)
         print(f"batch {batch}: the MLP's uncompiled step takes {ms:.1f} ms here "
-              f"(--step-ms {args.step_ms:g})")
+              f"(--step-ms {args.step_ms:g}; timed once, so a busy machine skews it)")
+        torch.manual_seed(0)  # the same weights and batches as with --batch
     if not args.block:
         # A real run's writer flushes once a second (RunWriter.flush_interval), and each block
         # ends with a flush that charges the variant its writing: a block of about a second
@@ -254,10 +261,12 @@ def main() -> None:
         # Warm-up: allocator, hooks, first Parquet writes, compiling (a block of the default
         # cadence records activations at its first step and runs compiled code after it).
         warm = batches[:3] if mode is None else batches[:12]
-        warm_steps = args.warm_up if args.warm_up is not None else \
+        wanted = args.warm_up if args.warm_up is not None else \
             400 if args.cadence or args.compiled else len(warm)
+        blocks = -(-wanted // len(warm))  # whole blocks of the warm-up batches
+        warm_steps = blocks * len(warm)
         for v in variants:
-            for _ in range(max(1, -(-warm_steps // len(warm)))):
+            for _ in range(blocks):
                 v.train(warm)
         warm_graphs = {v.name: v.graphs for v in variants}
         ratios: dict[str, list[float]] = {n: [] for n in names[1:]}

@@ -74,7 +74,7 @@ class Recorder:
     """Record a training run into `run_dir` (see the module docstring).
 
     every: grad statistics every `every` optimizer steps; None (the default): every step
-    while they cost at most 2 % of the training time, else every 2nd, 4th or 8th step, as
+    while they cost at most 1.5 % of the training time, else every 2nd, 4th or 8th step, as
     measured (cadence.py; meta.json's recorder.grad_every says which steps).
     weight_every: weight and update statistics on every step of the first DENSE_STEPS, then
     every `weight_every` steps (of those `every` records): weights change slowly, and reading
