@@ -14,6 +14,10 @@ from the end of the step before a recording step to the end of that step
 (`torch.compiler.set_stance`, torch >= 2.6: EagerSteps). Statistics are those of an eager
 forward pass of the same weights and batch, so they agree with an uncompiled run's within float
 tolerance. BENCHMARKS.md compares this with hooks added and removed around recording steps.
+With batch sizes that change from step to step, the first step dynamo compiles is step 1, not
+0 (which records activations uncompiled); where it specializes that step's sizes (under
+dynamic=True, a batch the size of one of the model's own dimensions: duck sizing), the run can
+compile one graph more than without the recorder.
 
 Without `set_stance` (torch < 2.6), a model compiled after the recorder was given it traces the
 recorder's forward hooks into its graph: they see that they are traced and return, without a

@@ -136,6 +136,41 @@ def test_recorder_hooks_add_no_graph_break(tmp_path):
     assert recorded[1].graph_count == plain[1].graph_count
 
 
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_batches_of_several_sizes_compile_no_graph_beyond_the_unrecorded_run(tmp_path, dynamic):
+    """Batch sizes that change between steps: dynamo compiles what it compiles without the
+    recorder (a static graph, then a dynamic one; or the dynamic one at once), and the
+    recording steps, uncompiled, add none. The sizes differ from the model's own (8, 16, 4):
+    a batch the size of a weight's dimension is specialized under dynamic=True (duck
+    sizing), and the recorder's uncompiled step 0 makes step 1's batch the one dynamo sees
+    first (compiled.py)."""
+    def graphs(record: bool) -> tuple[int, int]:
+        torch._dynamo.reset()
+        counters.clear()
+        torch.manual_seed(0)
+        model = MLP()
+        net = torch.compile(model, fullgraph=True, dynamic=dynamic)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        rec = tracelab.Recorder(str(tmp_path / f"run-{record}"), net, opt,
+                                activation_every=EVERY) if record else None
+        for step in range(9):
+            x = torch.randn(5 + 2 * (step % 3), 8)  # 5, 7, 9, 5, ...
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(x), x[:, 0].long().clamp(0, 3)).backward()
+            opt.step()
+            if rec is not None:
+                rec.step(inputs=x)
+        if rec is not None:
+            rec.close()
+        return _graphs()["graphs"], _graphs()["breaks"]
+
+    assert graphs(True) == graphs(False)
+    acts = open_run(tmp_path / "run-True").tensors
+    acts = acts[acts["kind"] == "activation"]
+    assert sorted(acts["step"].unique()) == [0, 3, 6]
+    assert sorted(acts.loc[acts["step"] == 3, "numel"].unique()) == [5 * 4, 5 * 16]  # batch 5
+
+
 def _compiled_after_the_recorder(run_dir, steps: int):
     """torch.compile applied to a model the Recorder was given eager; no break, no recompile."""
     torch._dynamo.reset()
