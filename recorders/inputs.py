@@ -9,6 +9,7 @@ one reservoir per recorder, whose whole state each producer hands on as the samp
 from __future__ import annotations
 
 import functools
+import time
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -53,6 +54,7 @@ class InputStats:
         self._writer_rng = np.random.default_rng([rank, 1])  # writer thread
         self._host = HostCopies()
         self._generators: dict[str, torch.Generator] = {}
+        self.writer_cpu_s = 0.0  # the writer thread's CPU seconds in the profiles' rows
 
     def record(self, step: int, split: str, inputs: Any, record: StepRecord) -> None:
         """Profile `inputs` (a tensor, a tuple or dict of them, or a DataFrame) into `record`.
@@ -105,6 +107,13 @@ class InputStats:
         reservoir, table, samples = self._reservoir, self._table, self._table == INPUTS
 
         def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
+            start = time.thread_time()
+            try:
+                return tensor_rows(values)
+            finally:
+                self.writer_cpu_s += time.thread_time() - start
+
+        def tensor_rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
             out = []
             profiles = iter(values)  # (packed, sample) of each input without a host copy
             for name, feats, dtype, count, copy in layout:

@@ -37,7 +37,7 @@ from tracelab.recorders import environment as env
 from tracelab.recorders import kernel_loader
 from tracelab.recorders.activation_hooks import ActivationHooks
 from tracelab.recorders.activations import record_activations
-from tracelab.recorders.cadence import GradCadence
+from tracelab.recorders.cadence import INPUT_EVERY, GradCadence, InputCadence
 from tracelab.recorders.classes import record_classes
 from tracelab.recorders.fingerprints import Fingerprints
 from tracelab.recorders.inputs import InputStats
@@ -81,7 +81,10 @@ class Recorder:
     them and their pre-step copy is most of the statistics' cost on a large model.
     activation_every: activation statistics (forward hooks on leaf modules) cadence.
     input_every: input-batch (and target) profile cadence for `step(inputs=..., targets=...)`;
-    `log()` always profiles. Every step checks its batches' range and NaN/Inf (the sentinel).
+    None (the default): every 10th step while the profile costs at most 1 % of the training
+    time (on the training and the writer thread), else every 20th, 40th or 80th, decided from
+    step 640 on (cadence.py; meta.json's recorder.input_cadence says which steps). `log()`
+    always profiles. Every step checks its batches' range and NaN/Inf (the sentinel).
     feature_names: names of the input features (dim 1), or a dict of them per input key.
     sample_size: values kept per (split, feature) in the uniform reservoir (the samples table).
     rank: the process's rank; None takes torch.distributed's rank when it is initialized.
@@ -92,14 +95,16 @@ class Recorder:
     def __init__(self, run_dir: str, model: torch.nn.Module | None = None,
                  optimizer: torch.optim.Optimizer | None = None, *,
                  config: Mapping[str, Any] | None = None, every: int | None = None,
-                 weight_every: int = 10, activation_every: int = 10, input_every: int = 10,
+                 weight_every: int = 10, activation_every: int = 10,
+                 input_every: int | None = None,
                  feature_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
                  sample_size: int = 2_000, flush_interval: float = 1.0,
                  rank: int | None = None, scaler: Any = None, fingerprints: int = 2_048):
         for name, value in (("every", 1 if every is None else every),
                             ("weight_every", weight_every),
                             ("activation_every", activation_every),
-                            ("input_every", input_every), ("sample_size", sample_size)):
+                            ("input_every", INPUT_EVERY if input_every is None else input_every),
+                            ("sample_size", sample_size)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"Recorder: {name} must be a positive integer, got {value!r}")
         _check_model(model)  # before the run's folder is made
@@ -114,14 +119,18 @@ class Recorder:
         launched = os.environ.get("WORLD_SIZE", "1").strip() not in ("", "0", "1")
         self._cadence = GradCadence() if every is None and not (distributed or launched) \
             else None
+        self._input_cadence = InputCadence() \
+            if input_every is None and not (distributed or launched) else None
         self.every = 1 if every is None else every
-        self.activation_every, self.input_every = activation_every, input_every
+        self.activation_every = activation_every
+        self.input_every = INPUT_EVERY if input_every is None else input_every
         self.weight_every = weight_every
         self._settings = {"every": self.every, "weight_every": weight_every,
                           "dense_steps": DENSE_STEPS, "activation_every": activation_every,
-                          "input_every": input_every, "sample_size": sample_size}
-        if self._cadence is not None:
-            self._settings.update(self._cadence.settings())
+                          "input_every": self.input_every, "sample_size": sample_size}
+        for cadence in (self._cadence, self._input_cadence):
+            if cadence is not None:
+                self._settings.update(cadence.settings())
         meta = {"config": dict(config or {}), "environment": env.environment(),
                 "recorder": dict(self._settings)}
         if distributed:
@@ -157,6 +166,7 @@ class Recorder:
         self._hooks = ActivationHooks(self._warn, lambda: self.writer.failed)
         self._cost = 0.0  # seconds the training thread spent in the recorder
         self._stats_cost = 0.0  # of which in the parameter statistics, this step
+        self._profiles_writer_s = 0.0  # the writer's CPU on input profiles, when last read
         if model is not None or optimizer is not None:
             self.watch(model, optimizer)
 
@@ -356,8 +366,26 @@ class Recorder:
             if activations:
                 self._produce("activations", record_activations, step, activations, record)
             self._produce("signals", add_signals, record, step, TRAIN, signals)
-            self._batch(step, TRAIN, inputs, targets, record, due(step, self.input_every))
+            profiled = due(step, self.input_every)
+            profile_s = self._batch(step, TRAIN, inputs, targets, record, profiled)
         self.writer.write(record.seal())
+        if self._input_cadence is not None:
+            self._pace_inputs(step, step_time, profile_s,
+                              profiled and (inputs is not None or targets is not None))
+
+    def _pace_inputs(self, step: int, step_time: float | None, spent: float,
+                     profiled: bool) -> None:
+        """The input profile's cadence from the next step on (`input_every=None`): a profiled
+        step costs its profile's seconds on the training thread, and the writer's CPU seconds
+        on the profiles since the last profiled step (it lags by about a flush)."""
+        writer = self._inputs.writer_cpu_s + self._targets.writer_cpu_s
+        if profiled:
+            spent += writer - self._profiles_writer_s
+            self._profiles_writer_s = writer
+        if self._input_cadence.observe(step, step_time, spent, profiled):
+            self.input_every = self._input_cadence.every
+            self._settings.update(self._input_cadence.settings())
+            self.writer.update_meta(recorder=dict(self._settings))
 
     def _pace(self, step: int, step_time: float | None, recorded: bool) -> None:
         """The grad cadence from the next step on (`every=None`), on this step's costs."""
@@ -368,16 +396,18 @@ class Recorder:
             self.writer.update_meta(recorder=dict(self._settings))
 
     def _batch(self, step: int, split: str, inputs: Any, targets: Any, record: StepRecord,
-               profile: bool) -> None:
-        """A batch's sentinel, and when `profile`, its input and target profiles."""
+               profile: bool) -> float:
+        """A batch's sentinel, and when `profile`, its input and target profiles; returns the
+        seconds the profiles took on this thread."""
         if inputs is None and targets is None:
-            return
+            return 0.0
         try:  # numpy arrays and Series as what the producers read
             inputs, targets = as_tensors(inputs), as_tensors(targets)
         except Exception as exc:  # never the step's other rows
             self._failed("batch check", exc)
         self._produce("batch check", self._sentinel.record, step, split, inputs, targets,
                       record)
+        start = time.perf_counter()
         if profile and inputs is not None:
             self._produce("inputs", self._inputs.record, step, split, inputs, record)
             self._produce("fingerprints", self._fingerprints.record, step, split, inputs,
@@ -385,6 +415,7 @@ class Recorder:
         if profile and targets is not None:
             self._produce("targets", self._targets.record, step, split, targets, record)
             self._produce("classes", record_classes, step, split, targets, record)
+        return time.perf_counter() - start
 
     def _produce(self, what: str, produce: Any, *args: Any) -> None:
         try:

@@ -308,6 +308,9 @@ def recorded(run) -> dict[str, Any]:
             names, steps = feats[split]
             rows.append((f"inputs ({split})", f"{len(names)} features at "
                                               f"{fmt.number(steps)} steps"))
+    cadence = input_cadence(run.meta.get("recorder"))
+    if cadence:
+        rows.append(("input profile cadence", cadence))
     if len(run.samples):
         rows.append(("input samples", f"{fmt.number(len(run.samples))} values"))
     for what, why in run.absent.items():
@@ -320,7 +323,17 @@ def recorded(run) -> dict[str, Any]:
 def grad_cadence(recorder: Any) -> str | None:
     """How often the Recorder's cost budget let it record the grads (meta.json's
     recorder.grad_every: [from step, every] pairs), where it changed; else None."""
-    changes = recorder.get("grad_every") if isinstance(recorder, dict) else None
+    return _cadence(recorder, "grad_every", "grad_budget")
+
+
+def input_cadence(recorder: Any) -> str | None:
+    """How often the Recorder's cost budget let it profile the train inputs (meta.json's
+    recorder.input_cadence), where it changed; else None."""
+    return _cadence(recorder, "input_cadence", "input_budget")
+
+
+def _cadence(recorder: Any, key: str, budget_key: str) -> str | None:
+    changes = recorder.get(key) if isinstance(recorder, dict) else None
     if not isinstance(changes, list) or len(changes) < 2 or not all(
             isinstance(c, list) and len(c) == 2
             and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in c)
@@ -332,7 +345,7 @@ def grad_cadence(recorder: Any) -> str | None:
         span = f"steps {fmt.number(start)}-{fmt.number(after[0] - 1)}" if after else \
             f"from step {fmt.number(start)}"
         parts.append(f"{when} ({span})")
-    budget = recorder.get("grad_budget")
+    budget = recorder.get(budget_key)
     why = f", within the Recorder's budget of {fmt.number(budget * 100)}% of the training " \
         "time" if isinstance(budget, float) else ""
     return ", then ".join(parts) + why

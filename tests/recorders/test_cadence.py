@@ -4,8 +4,8 @@ import time
 import numpy as np
 import pytest
 
-from tracelab.recorders.cadence import (AUTO_FROM, MAX_EVERY, MIN_COST_S, WINDOW,
-                                        GradCadence)
+from tracelab.recorders.cadence import (AUTO_FROM, INPUT_EVERY, INPUT_WINDOW, MAX_EVERY,
+                                        MIN_COST_S, WINDOW, GradCadence, InputCadence)
 
 
 def _run(cadence: GradCadence, steps: range, wall: float, cost_per_record: float) -> None:
@@ -69,11 +69,39 @@ def test_the_cadence_never_passes_max_every():
     assert cadence.every == MAX_EVERY and len(cadence.changes) == 1 + int(np.log2(MAX_EVERY))
 
 
+def test_a_dear_input_profile_stretches_its_cadence_from_its_first_window():
+    cadence = InputCadence(budget=0.01)
+    # 1 ms a profile of a 2 ms step, every 10th step: 5 %, then 2.5 %, then 1.25 %.
+    _run(cadence, range(3 * INPUT_WINDOW + 5), wall=0.002, cost_per_record=0.001)
+    assert cadence.changes == [(0, INPUT_EVERY), (INPUT_WINDOW, 20), (2 * INPUT_WINDOW, 40),
+                               (3 * INPUT_WINDOW, 80)]
+    assert all(start % every == 0 for start, every in cadence.changes)
+    assert cadence.settings() == {"input_every": "auto", "input_budget": 0.01,
+                                  "input_cadence": [[0, 10], [640, 20], [1280, 40], [1920, 80]]}
+    # Never past every 80th step, and back to every 10th when the profiles get cheap.
+    _run(cadence, range(3 * INPUT_WINDOW + 5, 6 * INPUT_WINDOW), wall=0.002,
+         cost_per_record=0.001)
+    assert cadence.every == 80
+    _run(cadence, range(6 * INPUT_WINDOW, 9 * INPUT_WINDOW), wall=0.010,
+         cost_per_record=MIN_COST_S)
+    assert cadence.every == INPUT_EVERY
+
+
+def test_a_short_run_or_a_cheap_input_profile_keeps_every_10th_step():
+    cadence = InputCadence(budget=0.01)
+    _run(cadence, range(INPUT_WINDOW - 1), wall=0.001, cost_per_record=0.001)
+    assert cadence.changes == [(0, INPUT_EVERY)]
+    cadence = InputCadence(budget=0.01)  # a profile under MIN_COST_S: not worth a gap
+    _run(cadence, range(3 * INPUT_WINDOW), wall=0.001, cost_per_record=MIN_COST_S / 2)
+    assert cadence.changes == [(0, INPUT_EVERY)]
+
+
 torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
 
 import tracelab  # noqa: E402
 from tracelab.recorders.parameters import ParameterStats  # noqa: E402
-from tracelab.reports.context import grad_cadence, recorded  # noqa: E402
+from tracelab.recorders.inputs import InputStats  # noqa: E402
+from tracelab.reports.context import grad_cadence, input_cadence, recorded  # noqa: E402
 
 
 def _train(run_dir, steps: int, slow_stats: bool, monkeypatch, **options):
@@ -153,8 +181,69 @@ def test_a_launched_distributed_run_keeps_every_step(tmp_path, monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "2")
     rec = tracelab.Recorder(tmp_path / "run")
     assert rec._cadence is None and rec.every == 1
+    assert rec._input_cadence is None and rec.input_every == 10
+    assert rec._settings["input_every"] == 10
     rec.close()
     monkeypatch.setenv("WORLD_SIZE", "1")
     rec = tracelab.Recorder(tmp_path / "run2")
-    assert rec._cadence is not None
+    assert rec._cadence is not None and rec._input_cadence is not None
     rec.close()
+
+
+def test_a_recorder_whose_input_profile_costs_much_profiles_less_often(tmp_path, monkeypatch):
+    """Each profile of the batch takes 5 ms more, as a batch of thousands of features does: the
+    input cadence doubles at each window from step 640 on; the batch check stays every step."""
+    profile = InputStats.record
+
+    def slow(self, *args, **kwargs):
+        time.sleep(0.005)
+        return profile(self, *args, **kwargs)
+    monkeypatch.setattr(InputStats, "record", slow)
+    steps = 2 * INPUT_WINDOW + 50
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with tracelab.Recorder(tmp_path / "run", model, opt, every=10) as rec:
+        for _ in range(steps):
+            x = torch.randn(8, 4)
+            opt.zero_grad()
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x)
+    run = tracelab.open_run(tmp_path / "run")
+    settings = run.meta["recorder"]
+    assert settings["input_every"] == "auto" and settings["input_budget"] == 0.01
+    assert settings["input_cadence"] == [[0, 10], [INPUT_WINDOW, 20], [2 * INPUT_WINDOW, 40]]
+    profiled = np.unique(run.inputs["step"]).tolist()
+    assert profiled == [s for s in range(steps) if s % 10 == 0 and (
+        s < INPUT_WINDOW or s % 20 == 0 and (s < 2 * INPUT_WINDOW or s % 40 == 0))]
+    assert len(run.batches) == steps  # the per-step batch check is not on the cadence
+    assert input_cadence(settings) == (
+        "every 10th step (steps 0-639), then every 20th step (steps 640-1,279), then every "
+        "40th step (from step 1,280), within the Recorder's budget of 1% of the training time")
+    assert ("input profile cadence", input_cadence(settings)) in recorded(run)["rows"]
+
+
+def test_an_input_cadence_the_user_gave_is_kept_whatever_it_costs(tmp_path, monkeypatch):
+    profile = InputStats.record
+
+    def slow(self, *args, **kwargs):
+        time.sleep(0.005)
+        return profile(self, *args, **kwargs)
+    monkeypatch.setattr(InputStats, "record", slow)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with tracelab.Recorder(tmp_path / "run", model, opt, every=10, input_every=10) as rec:
+        for _ in range(INPUT_WINDOW + 30):
+            x = torch.randn(8, 4)
+            opt.zero_grad()
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x)
+    run = tracelab.open_run(tmp_path / "run")
+    assert np.unique(run.inputs["step"]).tolist() == list(range(0, INPUT_WINDOW + 30, 10))
+    assert run.meta["recorder"]["input_every"] == 10 and "input_cadence" not in run.meta["recorder"]
+    assert input_cadence(run.meta["recorder"]) is None
