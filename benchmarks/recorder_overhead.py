@@ -292,6 +292,8 @@ def main() -> None:
         # The defaults' grad cadence under the recorder's cost budget (recorders/cadence.py).
         cadences = {v.name: v.rec._settings["grad_every"] for v in variants
                     if v.rec is not None and "grad_every" in v.rec._settings}
+        input_cadences = {v.name: v.rec._settings["input_cadence"] for v in variants
+                          if v.rec is not None and "input_cadence" in v.rec._settings}
         for v in variants:
             v.close()
     step_ms = statistics.median(base_times) / args.block * 1e3
@@ -319,7 +321,9 @@ def main() -> None:
               + (f"{spent * 100:4.1f} %" if spent else "   -"))
     for n, changes in cadences.items():
         print(f"  {n}: grad statistics from step [first step, every]: {changes}")
-    results["grad_every"] = cadences
+    for n, changes in input_cadences.items():
+        print(f"  {n}: input profiles from step [first step, every]: {changes}")
+    results["grad_every"], results["input_cadence"] = cadences, input_cadences
     print("fastest blocks: the 10th percentile of a variant's block times over the baseline's "
           "(a quiet machine)")
     print("recorder work: the recorder's own seconds (training thread plus writer-thread CPU) "

@@ -104,16 +104,15 @@ from tracelab.recorders.inputs import InputStats  # noqa: E402
 from tracelab.reports.context import grad_cadence, input_cadence, recorded  # noqa: E402
 
 
-def _train(run_dir, steps: int, slow_stats: bool, monkeypatch, **options):
+def _train(run_dir, steps: int, slow_stats: bool, monkeypatch, *, slow_profile: bool = False,
+           **options):
     """A tiny linear model; with `slow_stats`, each record of its statistics costs 2 ms
-    more, as a wide model's read of its grads does."""
-    if slow_stats:
-        record = ParameterStats.record
-
-        def slow(self, *args, **kwargs):
-            time.sleep(0.002)
-            return record(self, *args, **kwargs)
-        monkeypatch.setattr(ParameterStats, "record", slow)
+    more, as a wide model's read of its grads does; with `slow_profile`, each profile of its
+    input batch (then given to step()) 5 ms more, as a batch of thousands of features does."""
+    for slow_down, cls, seconds in ((slow_stats, ParameterStats, 0.002),
+                                    (slow_profile, InputStats, 0.005)):
+        if slow_down:
+            monkeypatch.setattr(cls, "record", _slowed(cls.record, seconds))
     torch.manual_seed(0)
     model = torch.nn.Linear(8, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -124,9 +123,16 @@ def _train(run_dir, steps: int, slow_stats: bool, monkeypatch, **options):
             opt.zero_grad()
             loss.backward()
             opt.step()
-            rec.step(loss=loss)
+            rec.step(loss=loss, inputs=x if slow_profile else None)
     monkeypatch.undo()
     return tracelab.open_run(run_dir)
+
+
+def _slowed(record, seconds: float):
+    def slow(self, *args, **kwargs):
+        time.sleep(seconds)
+        return record(self, *args, **kwargs)
+    return slow
 
 
 def test_a_recorder_whose_grad_statistics_cost_much_records_them_less_often(tmp_path,
@@ -191,27 +197,10 @@ def test_a_launched_distributed_run_keeps_every_step(tmp_path, monkeypatch):
 
 
 def test_a_recorder_whose_input_profile_costs_much_profiles_less_often(tmp_path, monkeypatch):
-    """Each profile of the batch takes 5 ms more, as a batch of thousands of features does: the
-    input cadence doubles at each window from step 640 on; the batch check stays every step."""
-    profile = InputStats.record
-
-    def slow(self, *args, **kwargs):
-        time.sleep(0.005)
-        return profile(self, *args, **kwargs)
-    monkeypatch.setattr(InputStats, "record", slow)
+    """The input cadence doubles at each window from step 640 on; the batch check stays every
+    step."""
     steps = 2 * INPUT_WINDOW + 50
-    torch.manual_seed(0)
-    model = torch.nn.Linear(4, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    with tracelab.Recorder(tmp_path / "run", model, opt, every=10) as rec:
-        for _ in range(steps):
-            x = torch.randn(8, 4)
-            opt.zero_grad()
-            loss = model(x).pow(2).mean()
-            loss.backward()
-            opt.step()
-            rec.step(loss=loss, inputs=x)
-    run = tracelab.open_run(tmp_path / "run")
+    run = _train(tmp_path / "run", steps, False, monkeypatch, slow_profile=True, every=10)
     settings = run.meta["recorder"]
     assert settings["input_every"] == "auto" and settings["input_budget"] == 0.01
     assert settings["input_cadence"] == [[0, 10], [INPUT_WINDOW, 20], [2 * INPUT_WINDOW, 40]]
@@ -226,24 +215,8 @@ def test_a_recorder_whose_input_profile_costs_much_profiles_less_often(tmp_path,
 
 
 def test_an_input_cadence_the_user_gave_is_kept_whatever_it_costs(tmp_path, monkeypatch):
-    profile = InputStats.record
-
-    def slow(self, *args, **kwargs):
-        time.sleep(0.005)
-        return profile(self, *args, **kwargs)
-    monkeypatch.setattr(InputStats, "record", slow)
-    torch.manual_seed(0)
-    model = torch.nn.Linear(4, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    with tracelab.Recorder(tmp_path / "run", model, opt, every=10, input_every=10) as rec:
-        for _ in range(INPUT_WINDOW + 30):
-            x = torch.randn(8, 4)
-            opt.zero_grad()
-            loss = model(x).pow(2).mean()
-            loss.backward()
-            opt.step()
-            rec.step(loss=loss, inputs=x)
-    run = tracelab.open_run(tmp_path / "run")
+    run = _train(tmp_path / "run", INPUT_WINDOW + 30, False, monkeypatch, slow_profile=True,
+                 every=10, input_every=10)
     assert np.unique(run.inputs["step"]).tolist() == list(range(0, INPUT_WINDOW + 30, 10))
     assert run.meta["recorder"]["input_every"] == 10 and "input_cadence" not in run.meta["recorder"]
     assert input_cadence(run.meta["recorder"]) is None
