@@ -54,7 +54,7 @@ class InputStats:
         self._writer_rng = np.random.default_rng([rank, 1])  # writer thread
         self._host = HostCopies()
         self._generators: dict[str, torch.Generator] = {}
-        self.writer_cpu_s = 0.0  # the writer thread's CPU seconds in the profiles' rows
+        self.writer_cpu_s: dict[str, float] = {}  # per split: the writer's CPU in their rows
 
     def record(self, step: int, split: str, inputs: Any, record: StepRecord) -> None:
         """Profile `inputs` (a tensor, a tuple or dict of them, or a DataFrame) into `record`.
@@ -111,7 +111,8 @@ class InputStats:
             try:
                 return tensor_rows(values)
             finally:
-                self.writer_cpu_s += time.thread_time() - start
+                spent = self.writer_cpu_s
+                spent[split] = spent.get(split, 0.0) + time.thread_time() - start
 
         def tensor_rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
             out = []

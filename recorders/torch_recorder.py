@@ -378,7 +378,8 @@ class Recorder:
         """The input profile's cadence from the next step on (`input_every=None`): a profiled
         step costs its profile's seconds on the training thread, and the writer's CPU seconds
         on the profiles since the last profiled step (it lags by about a flush)."""
-        writer = self._inputs.writer_cpu_s + self._targets.writer_cpu_s
+        writer = self._inputs.writer_cpu_s.get(TRAIN, 0.0) + \
+            self._targets.writer_cpu_s.get(TRAIN, 0.0)  # not the evaluations' profiles
         if profiled:
             spent += writer - self._profiles_writer_s
             self._profiles_writer_s = writer

@@ -220,3 +220,20 @@ def test_an_input_cadence_the_user_gave_is_kept_whatever_it_costs(tmp_path, monk
     assert np.unique(run.inputs["step"]).tolist() == list(range(0, INPUT_WINDOW + 30, 10))
     assert run.meta["recorder"]["input_every"] == 10 and "input_cadence" not in run.meta["recorder"]
     assert input_cadence(run.meta["recorder"]) is None
+
+
+def test_dear_evaluation_profiles_do_not_stretch_the_train_inputs_cadence(tmp_path):
+    """log() profiles every evaluation batch, whatever the cadence: the writer's CPU time on
+    those profiles is not the train profile's cost."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 2)
+    with tracelab.Recorder(tmp_path / "run", model, every=10) as rec:
+        for step in range(INPUT_WINDOW + 10):
+            x = torch.randn(16, 8)
+            rec.step(loss=model(x).pow(2).mean(), inputs=x)
+            rec.log("val", inputs=torch.randn(16, 8))
+            # Say each evaluation profile took the writer 10 ms (the writer adds to this).
+            rec._inputs.writer_cpu_s["val"] = rec._inputs.writer_cpu_s.get("val", 0.0) + 0.01
+    assert set(rec._inputs.writer_cpu_s) == {"train", "val"}
+    settings = tracelab.open_run(tmp_path / "run").meta["recorder"]
+    assert settings["input_cadence"] == [[0, 10]]
