@@ -54,10 +54,13 @@ class InputStats:
         self._writer_rng = np.random.default_rng([rank, 1])  # writer thread
         self._host = HostCopies()
         self._generators: dict[str, torch.Generator] = {}
-        self.writer_cpu_s: dict[str, float] = {}  # per split: the writer's CPU in their rows
+        self.writer_cpu_s = 0.0  # the writer's CPU seconds on the rows of `counted` profiles
 
-    def record(self, step: int, split: str, inputs: Any, record: StepRecord) -> None:
-        """Profile `inputs` (a tensor, a tuple or dict of them, or a DataFrame) into `record`.
+    def record(self, step: int, split: str, inputs: Any, record: StepRecord,
+               counted: bool = False) -> None:
+        """Profile `inputs` (a tensor, a tuple or dict of them, or a DataFrame) into `record`;
+        `counted`: the writer's CPU time on its rows goes to `writer_cpu_s` (the profiles of
+        `step()`, which the input cadence budgets).
 
         An input or column that cannot be profiled (a sparse or meta-device tensor, complex
         values, a column of lists, ...) is left out with one warning per feature; the others
@@ -91,7 +94,7 @@ class InputStats:
             n_feat, count = feature_shape(x.shape)
             layout.append((name, feature_names(prefix, n_feat, names, x.dim()), dtype_name(x),
                            count, copy))
-        record.add(self._tensor_rows(step, split, layout), packed)
+        record.add(self._tensor_rows(step, split, layout, counted), packed)
 
     def _skip(self, feature: str, kind: str, reason: str) -> None:
         if kind == "duplicate":  # profiled, under a new name
@@ -103,16 +106,17 @@ class InputStats:
             raise ValueError(f"tracelab: {message}")
         self._warn((self._what, feature, kind), message)
 
-    def _tensor_rows(self, step: int, split: str, layout: list):
+    def _tensor_rows(self, step: int, split: str, layout: list, counted: bool = False):
         reservoir, table, samples = self._reservoir, self._table, self._table == INPUTS
 
         def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
+            if not counted:
+                return tensor_rows(values)
             start = time.thread_time()
             try:
                 return tensor_rows(values)
             finally:
-                spent = self.writer_cpu_s
-                spent[split] = spent.get(split, 0.0) + time.thread_time() - start
+                self.writer_cpu_s += time.thread_time() - start
 
         def tensor_rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
             out = []

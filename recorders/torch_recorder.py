@@ -105,7 +105,7 @@ class Recorder:
                             ("activation_every", activation_every),
                             ("input_every", INPUT_EVERY if input_every is None else input_every),
                             ("sample_size", sample_size)):
-            if not isinstance(value, int) or value < 1:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"Recorder: {name} must be a positive integer, got {value!r}")
         _check_model(model)  # before the run's folder is made
         if rank is None:
@@ -367,7 +367,8 @@ class Recorder:
                 self._produce("activations", record_activations, step, activations, record)
             self._produce("signals", add_signals, record, step, TRAIN, signals)
             profiled = due(step, self.input_every)
-            profile_s = self._batch(step, TRAIN, inputs, targets, record, profiled)
+            profile_s = self._batch(step, TRAIN, inputs, targets, record, profiled,
+                                    counted=self._input_cadence is not None)
         self.writer.write(record.seal())
         if self._input_cadence is not None:
             self._pace_inputs(step, step_time, profile_s,
@@ -378,8 +379,7 @@ class Recorder:
         """The input profile's cadence from the next step on (`input_every=None`): a profiled
         step costs its profile's seconds on the training thread, and the writer's CPU seconds
         on the profiles since the last profiled step (it lags by about a flush)."""
-        writer = self._inputs.writer_cpu_s.get(TRAIN, 0.0) + \
-            self._targets.writer_cpu_s.get(TRAIN, 0.0)  # not the evaluations' profiles
+        writer = self._inputs.writer_cpu_s + self._targets.writer_cpu_s  # not log()'s
         if profiled:
             spent += writer - self._profiles_writer_s
             self._profiles_writer_s = writer
@@ -397,9 +397,10 @@ class Recorder:
             self.writer.update_meta(recorder=dict(self._settings))
 
     def _batch(self, step: int, split: str, inputs: Any, targets: Any, record: StepRecord,
-               profile: bool) -> float:
+               profile: bool, counted: bool = False) -> float:
         """A batch's sentinel, and when `profile`, its input and target profiles; returns the
-        seconds the profiles took on this thread."""
+        seconds the profiles took on this thread (`counted`: and the writer's CPU seconds on
+        them go to InputStats.writer_cpu_s)."""
         if inputs is None and targets is None:
             return 0.0
         try:  # numpy arrays and Series as what the producers read
@@ -410,11 +411,12 @@ class Recorder:
                       record)
         start = time.perf_counter()
         if profile and inputs is not None:
-            self._produce("inputs", self._inputs.record, step, split, inputs, record)
+            self._produce("inputs", self._inputs.record, step, split, inputs, record, counted)
             self._produce("fingerprints", self._fingerprints.record, step, split, inputs,
                           record)
         if profile and targets is not None:
-            self._produce("targets", self._targets.record, step, split, targets, record)
+            self._produce("targets", self._targets.record, step, split, targets, record,
+                          counted)
             self._produce("classes", record_classes, step, split, targets, record)
         return time.perf_counter() - start
 

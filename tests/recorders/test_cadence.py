@@ -222,18 +222,34 @@ def test_an_input_cadence_the_user_gave_is_kept_whatever_it_costs(tmp_path, monk
     assert input_cadence(run.meta["recorder"]) is None
 
 
-def test_dear_evaluation_profiles_do_not_stretch_the_train_inputs_cadence(tmp_path):
-    """log() profiles every evaluation batch, whatever the cadence: the writer's CPU time on
-    those profiles is not the train profile's cost."""
+@pytest.mark.parametrize("split", ["val", "train"])
+def test_dear_profiles_of_log_do_not_stretch_the_step_inputs_cadence(tmp_path, monkeypatch,
+                                                                     split):
+    """log() profiles every batch it is given, whatever the cadence (an evaluation's, or more
+    train batches): the writer's CPU time on those is not the cost of step()'s profiles."""
+    from tracelab.recorders import inputs as inputs_module
+    profile = inputs_module.array_profile
+
+    def dear_for_logged_batches(a, rng):
+        start = time.thread_time()
+        while a.shape[0] == 32 and time.thread_time() - start < 0.002:  # CPU, as a wide one
+            pass
+        return profile(a, rng)
+    monkeypatch.setattr(inputs_module, "array_profile", dear_for_logged_batches)
     torch.manual_seed(0)
     model = torch.nn.Linear(8, 2)
     with tracelab.Recorder(tmp_path / "run", model, every=10) as rec:
         for step in range(INPUT_WINDOW + 10):
             x = torch.randn(16, 8)
             rec.step(loss=model(x).pow(2).mean(), inputs=x)
-            rec.log("val", inputs=torch.randn(16, 8))
-            # Say each evaluation profile took the writer 10 ms (the writer adds to this).
-            rec._inputs.writer_cpu_s["val"] = rec._inputs.writer_cpu_s.get("val", 0.0) + 0.01
-    assert set(rec._inputs.writer_cpu_s) == {"train", "val"}
+            rec.log(split, inputs=torch.randn(32, 8))  # 32 rows: the dear ones
     settings = tracelab.open_run(tmp_path / "run").meta["recorder"]
     assert settings["input_cadence"] == [[0, 10]]
+
+
+@pytest.mark.parametrize("option", ["every", "weight_every", "activation_every", "input_every",
+                                    "sample_size"])
+def test_a_cadence_of_true_is_refused_not_taken_for_1(tmp_path, option):
+    with pytest.raises(ValueError, match=f"{option} must be a positive integer, got True"):
+        tracelab.Recorder(tmp_path / "run", **{option: True})
+    assert not (tmp_path / "run").exists()
