@@ -110,13 +110,12 @@ class InputStats:
         reservoir, table, samples = self._reservoir, self._table, self._table == INPUTS
 
         def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
-            if not counted:
-                return tensor_rows(values)
             start = time.thread_time()
             try:
                 return tensor_rows(values)
             finally:
-                self.writer_cpu_s += time.thread_time() - start
+                if counted:
+                    self.writer_cpu_s += time.thread_time() - start
 
         def tensor_rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
             out = []

@@ -383,18 +383,23 @@ class Recorder:
         if profiled:
             spent += writer - self._profiles_writer_s
             self._profiles_writer_s = writer
-        if self._input_cadence.observe(step, step_time, spent, profiled):
+        if self._observed(self._input_cadence, step, step_time, spent, profiled):
             self.input_every = self._input_cadence.every
-            self._settings.update(self._input_cadence.settings())
-            self.writer.update_meta(recorder=dict(self._settings))
 
     def _pace(self, step: int, step_time: float | None, recorded: bool) -> None:
         """The grad cadence from the next step on (`every=None`), on this step's costs."""
         spent, self._stats_cost = self._stats_cost, 0.0
-        if self._cadence.observe(step, step_time, spent, recorded):
+        if self._observed(self._cadence, step, step_time, spent, recorded):
             self.every = self._cadence.every
-            self._settings.update(self._cadence.settings())
-            self.writer.update_meta(recorder=dict(self._settings))
+
+    def _observed(self, cadence: GradCadence, step: int, step_time: float | None,
+                  spent: float, recorded: bool) -> bool:
+        """Whether `cadence` changed on this step's costs; meta.json then says so."""
+        if not cadence.observe(step, step_time, spent, recorded):
+            return False
+        self._settings.update(cadence.settings())
+        self.writer.update_meta(recorder=dict(self._settings))
+        return True
 
     def _batch(self, step: int, split: str, inputs: Any, targets: Any, record: StepRecord,
                profile: bool, counted: bool = False) -> float:
@@ -409,12 +414,14 @@ class Recorder:
             self._failed("batch check", exc)
         self._produce("batch check", self._sentinel.record, step, split, inputs, targets,
                       record)
+        if not profile:
+            return 0.0
         start = time.perf_counter()
-        if profile and inputs is not None:
+        if inputs is not None:
             self._produce("inputs", self._inputs.record, step, split, inputs, record, counted)
             self._produce("fingerprints", self._fingerprints.record, step, split, inputs,
                           record)
-        if profile and targets is not None:
+        if targets is not None:
             self._produce("targets", self._targets.record, step, split, targets, record,
                           counted)
             self._produce("classes", record_classes, step, split, targets, record)
