@@ -111,6 +111,24 @@ def compiled_points(model: torch.nn.Module) -> list[torch.nn.Module]:
     return found
 
 
+def compiles_a_wrapper(model: torch.nn.Module) -> bool:
+    """Whether a torch.compile wrapper on the way to the user's module wraps another wrapper
+    (`torch.compile(DDP(model))`): dynamo skips DDP's forward and its graph break, and then
+    what it compiles of the module inside depends on that module's hooks."""
+    compiling = False
+    while True:
+        compiled_inner = getattr(model, ORIG_MOD, None)
+        inner = getattr(model, "module", None)
+        if isinstance(compiled_inner, torch.nn.Module):
+            compiling, model = True, compiled_inner
+        elif isinstance(inner, torch.nn.Module):
+            if compiling:
+                return True
+            model = inner
+        else:
+            return False
+
+
 def is_compiled(model: torch.nn.Module) -> bool:
     """Whether `model`, a wrapper on the way to the user's module, or one of its submodules is
     compiled."""

@@ -12,6 +12,9 @@
   modes at the call when there was none). Under torch.compile the hook runs where dynamo
   traces it, as a side effect of the compiled frame, with no graph break: dynamo guards on
   every module's training flag and on grad mode, so what it replays is what the pass saw.
+  Under `torch.compile(DDP(model))` the hook is on the compiled wrapper instead, outside the
+  compiled frames (the recorder's `watch`): an evaluation that calls the module inside
+  directly is then read at `log()`.
 - The GradScaler's scale (`amp_scale`), read as its device tensor (no host sync), and whether
   the step's optimizer step ran: the scaler skips it on Inf/NaN gradients.
 """
@@ -108,14 +111,17 @@ class EvalModes:
         self._handle: Any = None
         self._seen: tuple[int, int, int] | None = None
 
-    def attach(self, model: torch.nn.Module) -> None:
+    def attach(self, model: torch.nn.Module, called: torch.nn.Module | None = None) -> None:
+        """Read the modes of `model`'s modules when `called` (`model` itself by default)
+        runs a forward pass without autograd."""
         self.detach()
         self._model = model
         modules = list(model.modules())
         self._dropouts = [m for m in modules if isinstance(m, _DROPOUTS)
                           and float(getattr(m, "p", 1.0)) > 0]
         self._norms = [m for m in modules if isinstance(m, _NORMS)]
-        self._handle = model.register_forward_pre_hook(self._before_forward)
+        called = model if called is None else called
+        self._handle = called.register_forward_pre_hook(self._before_forward)
 
     def detach(self) -> None:
         if self._handle is not None:

@@ -189,7 +189,11 @@ class Recorder:
                              for n, p in self.model.named_parameters() if p.requires_grad]
             self._parameters = ParameterStats(self._tracked)
             self._grad_resets.attach([p for _, p in self._tracked])
-            self._eval_modes.attach(self.model)
+            # On the user's module, so that evaluations calling it directly are seen too;
+            # inside torch.compile(DDP(model)) a hook there would make dynamo compile the
+            # module, which it does not without the recorder: there the wrapper is hooked.
+            self._eval_modes.attach(
+                self.model, model if compiled.compiles_a_wrapper(model) else self.model)
             sharded = self._parameters.sharded_names()
             if sharded:  # the reader merges these names' statistics over the ranks
                 self.writer.update_meta(sharded_parameters=sharded)

@@ -309,16 +309,20 @@ class DropoutMLP(torch.nn.Module):
         return self.net(x)
 
 
-@pytest.mark.parametrize("how", ["module", "inplace"])
+@pytest.mark.parametrize("how", ["module", "inplace", "wrapper"])
 def test_evaluations_of_a_compiled_model_record_the_modes_they_ran_in(tmp_path, how):
     """The first evaluation is the model's first compiled call in eval mode (step 0 ran
-    uncompiled to record activations): its modes are those of the pass, not of `log()`."""
+    uncompiled to record activations): its modes are those of the pass, not of `log()`.
+    "wrapper": torch.compile of a DataParallel, whose outermost module is hooked
+    (compiled.compiles_a_wrapper)."""
     torch._dynamo.reset()
     counters.clear()
     torch.manual_seed(0)
     model = DropoutMLP()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     net = torch.compile(model) if how == "module" else model
+    if how == "wrapper":
+        net = torch.compile(torch.nn.DataParallel(model))
     if how == "inplace":
         model.compile()
     forgot = {1, 2, 3}  # the evaluations after these steps run in training mode
@@ -339,6 +343,17 @@ def test_evaluations_of_a_compiled_model_record_the_modes_they_ran_in(tmp_path, 
     from tracelab.app.engine import analyze
     found = [f for f in analyze(run).findings if f.rule == "eval-in-train-mode"]
     assert len(found) == 1 and "3 of 5 evaluations" in found[0].message
+
+
+def test_a_compiled_wrapper_of_a_wrapper_is_told_apart():
+    model = MLP()
+    parallel = torch.nn.DataParallel
+    assert compiled.compiles_a_wrapper(torch.compile(parallel(model)))
+    assert compiled.compiles_a_wrapper(parallel(torch.compile(parallel(model))))
+    assert not compiled.compiles_a_wrapper(parallel(torch.compile(model)))
+    assert not compiled.compiles_a_wrapper(torch.compile(model))
+    assert not compiled.compiles_a_wrapper(parallel(model))
+    assert not compiled.compiles_a_wrapper(model)
 
 
 def test_two_recorders_of_one_compiled_model_leave_it_compiled(tmp_path):

@@ -1,6 +1,7 @@
 """Two real processes on the gloo backend (CPU), each rank recording its shard of one run."""
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -27,8 +28,8 @@ def _launch(tmp: Path, scenarios: str) -> list[subprocess.CompletedProcess]:
 def runs(tmp_path_factory):
     """One 2-process job records every scenario, the dying one last (it ends the job)."""
     tmp = tmp_path_factory.mktemp("ddp")
-    rank0, rank1 = _launch(tmp, "healthy,skewed,unsynced,dies")
-    for name in ("healthy", "skewed", "unsynced"):
+    rank0, rank1 = _launch(tmp, "healthy,skewed,unsynced,compiled-outside,compiled-inside,dies")
+    for name in ("healthy", "skewed", "unsynced", "compiled-outside", "compiled-inside"):
         status = open_run(tmp / name).status
         assert status["state"] == "completed", f"{name}: {status}\n{rank0.stdout[-3000:]}"
     return tmp, rank0, rank1
@@ -56,6 +57,27 @@ def test_each_rank_writes_its_shard_with_its_own_meta(runs):
     grads = tn[tn["kind"] == "grad"].pivot_table(index=["step", "name"], columns="rank",
                                                  values="norm")
     assert (grads[0] - grads[1]).abs().max() <= 1e-6 * grads[0].abs().max()
+
+
+@pytest.mark.parametrize("scenario", ["compiled-outside", "compiled-inside"])
+def test_compiled_ddp_records_with_the_graphs_of_the_unrecorded_run(runs, scenario):
+    """torch.compile(DDP(model)) and DDP(torch.compile(model)): each rank compiles the graphs
+    and breaks the graphs where the same job without a recorder does (DDP's own breaks), never
+    recompiles, and records its activations at the cadence, under the user's module names."""
+    tmp = runs[0]
+    for rank in range(WORLD):
+        graphs = json.loads((tmp / f"{scenario}-graphs-r{rank}.json").read_text())
+        assert graphs["recorded"] == graphs["unrecorded"], (rank, graphs)
+        assert graphs["recorded"]["recompiles"] == 0
+    run = open_run(tmp / scenario)
+    assert run.meta["recorder"]["compiled"] is True and "absent" not in run.meta
+    tn = run.tensors
+    acts = tn[tn["kind"] == "activation"]
+    assert sorted(acts["rank"].unique()) == [0, 1]
+    assert sorted(acts["step"].unique()) == [0, 5, 10]
+    assert set(acts["name"]) == {"0", "1", "2"}
+    assert sorted(tn.loc[tn["kind"] == "grad", "name"].unique()) == \
+        ["0.bias", "0.weight", "2.bias", "2.weight"]
 
 
 def test_healthy_ranks_stay_quiet(runs):
