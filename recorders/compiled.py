@@ -17,7 +17,11 @@ tolerance. BENCHMARKS.md compares this with hooks added and removed around recor
 With batch sizes that change from step to step, the first step dynamo compiles is step 1, not
 0 (which records activations uncompiled); where it specializes that step's sizes (under
 dynamic=True, a batch the size of one of the model's own dimensions: duck sizing), the run can
-compile one graph more than without the recorder.
+compile one graph more than without the recorder. So does compiled autograd: the backward of a
+recording step, whose forward ran eagerly, is captured as a graph of its own, once, at the first
+recording step, and reused after. Under `torch.compile(DDP(model))` the recorder's one hook on
+the module inside (loop_checks.EvalModes) goes on the compiled wrapper instead: on the module,
+dynamo would compile it where the unrecorded run does not.
 
 Without `set_stance` (torch < 2.6), a model compiled after the recorder was given it traces the
 recorder's forward hooks into its graph: they see that they are traced and return, without a

@@ -136,6 +136,42 @@ def test_recorder_hooks_add_no_graph_break(tmp_path):
     assert recorded[1].graph_count == plain[1].graph_count
 
 
+def test_compiled_autograd_compiles_one_backward_more_and_never_recompiles(tmp_path):
+    """Under compiled autograd the backward of a recording step, whose forward ran eagerly, is
+    a graph of its own: compiled once, at the first recording step, then reused (compiled.py).
+    Nothing else is added, and nothing recompiles."""
+    from torch._dynamo import compiled_autograd
+
+    def train(run_dir):
+        torch._dynamo.reset()
+        counters.clear()
+        torch.manual_seed(0)
+        model = MLP()
+        net = torch.compile(model, backend="aot_eager")
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        rec = run_dir and tracelab.Recorder(str(run_dir), net, opt, activation_every=EVERY)
+        seen = []
+        for x, y in _batches():
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(net(x), y)
+            with compiled_autograd._enable(torch.compile(backend="aot_eager")):
+                loss.backward()
+            opt.step()
+            if rec:
+                rec.step(loss=loss)
+            seen.append(_graphs())
+        if rec:
+            rec.close()
+        return seen
+
+    plain, recorded = train(None), train(tmp_path)
+    assert plain[-1]["graphs"] >= 2  # the forward and the captured backward
+    after_warm_up = {**plain[-1], "graphs": plain[-1]["graphs"] + 1}
+    assert recorded[1:] == [after_warm_up] * (STEPS - 1)
+    acts = open_run(tmp_path).tensors.query("kind == 'activation'")
+    assert sorted(acts["step"].unique()) == [0, 3, 6]
+
+
 @pytest.mark.parametrize("dynamic", [None, True])
 def test_batches_of_several_sizes_compile_no_graph_beyond_the_unrecorded_run(tmp_path, dynamic):
     """Batch sizes that change between steps: dynamo compiles what it compiles without the
