@@ -372,13 +372,18 @@ class Reservoir:
 
     def columns(self) -> dict[str, Any]:
         """The kept values as the samples table's columns. The split and feature of each
-        value are taken from the rows' names by index (in Arrow): a Python string per value
-        cost more than the rest of the snapshot's write."""
+        value are the rows' names, dictionary-encoded (an index per value into the names):
+        a string per value, Python's or Arrow's, cost more than the rest of the snapshot's
+        write, and the writer stores these as the Parquet dictionary pages they become."""
         keys = list(self._rows)
         rows = np.array([self._rows[k] for k in keys], dtype=np.int64)
         kept = np.minimum(self._seen[rows], self.size) if keys else np.empty(0, dtype=np.int64)
         filled = np.arange(self.size) < kept[:, None]  # row by row, in slot order
-        owner = pa.array(np.repeat(np.arange(len(keys)), kept))
-        return {"split": pa.array([k[0] for k in keys], pa.string()).take(owner),
-                "feature": pa.array([k[1] for k in keys], pa.string()).take(owner),
+        owner = np.repeat(np.arange(len(keys), dtype=np.int32), kept)
+        splits = sorted({split for split, _ in keys})
+        split_of = np.array([splits.index(split) for split, _ in keys], dtype=np.int32)
+        return {"split": pa.DictionaryArray.from_arrays(split_of[owner],
+                                                        pa.array(splits, pa.string())),
+                "feature": pa.DictionaryArray.from_arrays(
+                    owner, pa.array([feature for _, feature in keys], pa.string())),
                 "step": self._steps[rows][filled], "value": self._values[rows][filled]}

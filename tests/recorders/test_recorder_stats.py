@@ -502,7 +502,12 @@ def test_analyzers_know_how_many_values_n_unique_counted(count):
     assert [r["n_unique"] for r in rows] == [want, want]
 
 
-def test_reservoir_columns_name_each_value_of_full_and_partial_samples():
+def test_reservoir_columns_name_each_value_of_full_and_partial_samples(tmp_path):
+    """Also as the writer stores them: the names, dictionary-encoded in the columns, read back
+    from the file as the schema's strings."""
+    import pyarrow.parquet as pq
+    from tracelab.core.schema import ARROW_SCHEMAS, SAMPLES
+    from tracelab.core.writer import write_samples_file
     from tracelab.recorders.profile import Reservoir
     reservoir = Reservoir(50, seed=0)
     features = ["a", "b", "c"]
@@ -520,6 +525,12 @@ def test_reservoir_columns_name_each_value_of_full_and_partial_samples():
     check(reservoir.columns(), full)
     reservoir.add("val", "a", 3, np.array([3000.0, 3001.0]))
     check(reservoir.columns(), full | {("val", "a"): 2})
+    write_samples_file(tmp_path / "samples.parquet", reservoir.columns())
+    stored = pq.read_table(tmp_path / "samples.parquet")
+    assert stored.schema.equals(ARROW_SCHEMAS[SAMPLES])
+    check(stored.to_pydict(), full | {("val", "a"): 2})
+    assert stored.to_pandas().equals(pd.DataFrame(
+        {k: np.asarray(v) for k, v in reservoir.columns().items()})[stored.column_names])
 
 
 @pytest.mark.parametrize("compiled", [True, False], ids=["kernel", "numpy"])
