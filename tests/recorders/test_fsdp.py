@@ -25,12 +25,22 @@ WORLD = 2
 NAMES = ["0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"]
 
 
-@pytest.fixture(scope="module")
-def job(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("fsdp")
-    procs = launch(WORKER, WORLD, tmp / "init", [str(tmp)], timeout=120)
+@pytest.fixture(scope="module", params=["eager", "compiled"])
+def job(tmp_path_factory, request):
+    """The job, eager, or as torch.compile of the sharded model; the compiled job compiles
+    the graphs and graph breaks of the same job without a recorder, and never recompiles."""
+    tmp = tmp_path_factory.mktemp(f"fsdp-{request.param}")
+    args = [str(tmp)] + (["compiled"] if request.param == "compiled" else [])
+    procs = launch(WORKER, WORLD, tmp / "init", args, timeout=120)
     # Before the fix, the first optimizer step killed both ranks with SIGSEGV.
     assert [p.returncode for p in procs] == [0, 0], "\n".join(p.stdout[-3000:] for p in procs)
+    if request.param == "compiled":
+        for rank in range(WORLD):
+            graphs = json.loads((tmp / f"graphs-r{rank}.json").read_text())
+            assert graphs["recorded"] == graphs["unrecorded"], (rank, graphs)
+            assert graphs["recorded"]["recompiles"] == 0
+        meta = open_run(tmp / "run").meta
+        assert meta["recorder"]["compiled"] is True and "absent" not in meta
     return open_run(tmp / "run"), json.loads((tmp / "reference.json").read_text())
 
 
