@@ -4,7 +4,10 @@ On the other steps a hooked leaf module would cost each forward pass a Python ca
 and a compiled model would see its hooks change. A compiled model runs its recording steps
 uncompiled (compiled.py); a hook that torch.compile traces anyway records nothing, and so does
 one that compiled code the recorder cannot see skips. meta.json names the recording steps left
-without activations either way as absent (`take`).
+without activations either way as absent (`take`). A step's activations are those of its first
+training forward pass: not of an evaluation (the model called without autograd, even in train
+mode), nor of a second micro-batch. The hooks hold the recorder weakly, and a copy of a hooked
+model (deepcopy, torch.save) carries hooks that do nothing (hook_refs).
 """
 from __future__ import annotations
 
@@ -15,12 +18,17 @@ import torch
 
 from tracelab.recorders import compiled
 from tracelab.recorders.activations import ActivationStats, activation_stats
+from tracelab.recorders.hook_refs import WeakHook
 
 
 class ActivationHooks:
-    def __init__(self, warn: Any, failed: Callable[[], bool]):
+    def __init__(self, warn: Any, failed: Callable[[], bool],
+                 evaluating: Callable[[], bool] = lambda: False):
         self._warn = warn
         self._failed = failed  # whether the writer has failed: then nothing is captured
+        # Whether the model's forward pass in progress is an evaluation (called without
+        # autograd; loop_checks.EvalModes): its outputs are not the step's, even in train mode.
+        self._evaluating = evaluating
         self._leaves: list[torch.nn.Module] = []
         self._handles: list[Any] = []
         self._names: dict[int, tuple[str, str]] = {}
@@ -49,7 +57,8 @@ class ActivationHooks:
         """Hook the leaf modules' forward passes, or unhook them; compiled code runs eagerly
         while they are hooked."""
         if on and self._leaves and not self._handles:
-            self._handles = [m.register_forward_hook(self._hook) for m in self._leaves]
+            hook = WeakHook(self._hook)
+            self._handles = [m.register_forward_hook(hook) for m in self._leaves]
         elif not on and self._handles:
             for handle in self._handles:
                 handle.remove()
@@ -80,7 +89,8 @@ class ActivationHooks:
             return
         if module.training or torch.is_grad_enabled():
             self._ran = True
-        if not module.training or id(module) in self._captured or self._failed():
+        if not module.training or id(module) in self._captured or self._evaluating() \
+                or self._failed():
             return
         start = time.perf_counter()
         out = output[0] if isinstance(output, (tuple, list)) and output else output

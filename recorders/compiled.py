@@ -4,10 +4,11 @@ graph breaks.
 A forward hook that computes statistics calls into Python (numpy, numba, `float()`), which
 breaks a compiled graph; adding and removing hooks between steps changes what dynamo traced.
 So the compiled graphs never contain the recorder: on the steps that record activations, and on
-those only, the model's forward runs uncompiled (the `_orig_mod` of a compiled wrapper, the
-plain `_call_impl` of a module compiled in place: EagerModel), and the leaf modules' forward
-hooks read its outputs as they do for an eager model; every other step runs the compiled code
-that dynamo built once, without hooks. The loss, the backward of the other steps and a
+those only, the model's training forward (autograd on) runs uncompiled (the `_orig_mod` of a
+compiled wrapper, the plain `_call_impl` of a module compiled in place: EagerModel), and the
+leaf modules' forward hooks read its outputs as they do for an eager model; every other step,
+and every evaluation (no autograd), runs the compiled code that dynamo built once, without
+hooks. A Recorder dropped unclosed lets go of the model (its hooks hold it weakly: hook_refs). The loss, the backward of the other steps and a
 compiled optimizer step stay compiled. A model the recorder was given before it was wrapped by
 torch.compile has no wrapper the recorder can see: then the compiler's stance is "force_eager"
 from the end of the step before a recording step to the end of that step
@@ -35,6 +36,8 @@ import weakref
 from typing import Any, Callable
 
 import torch
+
+from tracelab.recorders import environment as env
 
 ORIG_MOD = "_orig_mod"  # the attribute torch.compile's wrapper keeps the user's module in
 
@@ -121,16 +124,14 @@ def compiles_a_wrapper(model: torch.nn.Module) -> bool:
     what it compiles of the module inside depends on that module's hooks."""
     compiling = False
     while True:
-        compiled_inner = getattr(model, ORIG_MOD, None)
-        inner = getattr(model, "module", None)
-        if isinstance(compiled_inner, torch.nn.Module):
-            compiling, model = True, compiled_inner
-        elif isinstance(inner, torch.nn.Module):
-            if compiling:
-                return True
-            model = inner
-        else:
+        inner = env.wrapped(model)
+        if inner is None:
             return False
+        if isinstance(getattr(model, ORIG_MOD, None), torch.nn.Module):
+            compiling = True
+        elif compiling:
+            return True
+        model = inner
 
 
 def is_compiled(model: torch.nn.Module) -> bool:
@@ -163,8 +164,9 @@ def outside_compile(hook: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class EagerModel:
-    """While held, each compiled point of a model calls its uncompiled module: a wrapper's
-    forward is the `_orig_mod` itself, a module compiled in place runs its own `_call_impl`.
+    """While held, each compiled point of a model calls its uncompiled module on a training
+    forward (autograd on): a wrapper's forward calls the `_orig_mod` itself, a module compiled
+    in place runs its own `_call_impl` (_Swap); an evaluation runs compiled.
     Nothing dynamo traced or guards on changes (the swapped attributes are read before any
     compiled frame), and other compiled code in the process keeps running compiled.
 
@@ -203,17 +205,29 @@ class EagerModel:
 
 
 class _Swap:
-    """A compiled point's compiled call, set aside while `holders` (EagerModels) hold it."""
+    """A compiled point's compiled call, routed past while `holders` (EagerModels) hold it.
+
+    The call is replaced by a router: a forward with autograd on (training) runs the
+    uncompiled module while any holder lives; one without (an evaluation between steps, even
+    just before a recording step) runs the compiled code, as does every call once the last
+    holder is gone, released or garbage-collected (a Recorder dropped unclosed)."""
 
     def __init__(self, m: torch.nn.Module):
         self.holders: weakref.WeakSet[EagerModel] = weakref.WeakSet()
+        holders = self.holders
         inner = getattr(m, ORIG_MOD, None)
         if isinstance(inner, torch.nn.Module):
             self._attr, self._value = "forward", m.__dict__.get("forward")
-            m.forward = inner.__call__
+            eager, compiled = inner.__call__, m.forward
         else:
             self._attr, self._value = "_compiled_call_impl", m._compiled_call_impl
-            m._compiled_call_impl = None
+            eager, compiled = m._call_impl, m._compiled_call_impl
+
+        def route(*args: Any, **kwargs: Any) -> Any:
+            if holders and torch.is_grad_enabled():
+                return eager(*args, **kwargs)
+            return compiled(*args, **kwargs)
+        setattr(m, self._attr, route)
 
     def restore(self, m: torch.nn.Module) -> None:
         if self._value is None:

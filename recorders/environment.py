@@ -1,6 +1,8 @@
 """What a run needs to be reproduced: versions, devices, numerics flags, seeds, model, optimizer."""
 from __future__ import annotations
 
+import itertools
+
 import os
 import platform
 import socket
@@ -56,10 +58,24 @@ def environment() -> dict[str, Any]:
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:
     """The user's module inside DataParallel/DDP/torch.compile wrappers."""
     while True:
-        inner = getattr(model, "module", None) or getattr(model, "_orig_mod", None)
-        if not isinstance(inner, torch.nn.Module):
+        inner = wrapped(model)
+        if inner is None:
             return model
         model = inner
+
+
+def wrapped(model: torch.nn.Module) -> torch.nn.Module | None:
+    """The module a wrapper wraps: torch.compile's `_orig_mod`, or the `module` of
+    DataParallel, DDP or FSDP when it is the wrapper's only child (a model of the user's own
+    may have a submodule named `module` beside others); None for a module that wraps none."""
+    inner = getattr(model, "_orig_mod", None)
+    if isinstance(inner, torch.nn.Module):
+        return inner
+    inner = getattr(model, "module", None)
+    if not isinstance(inner, torch.nn.Module):
+        return None
+    children = list(itertools.islice(model.children(), 2))
+    return inner if len(children) == 1 and children[0] is inner else None
 
 
 def model_summary(model: torch.nn.Module, optimizer: Any | None) -> dict[str, Any]:

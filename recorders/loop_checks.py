@@ -9,9 +9,11 @@
 - Modes at evaluation (`EvalModes`): a forward pre-hook on the model notes, for forward passes
   without autograd (evaluation), whether the model and its Dropout and BatchNorm modules were
   in training mode; `log()` of another split records what the last such pass saw (or the
-  modes at the call when there was none). Under torch.compile the hook runs where dynamo
-  traces it, as a side effect of the compiled frame, with no graph break: dynamo guards on
-  every module's training flag and on grad mode, so what it replays is what the pass saw.
+  modes at the call when there was none). Under torch.compile the hook is traced into the
+  compiled frame, a side effect with no graph break (dynamo guards on every module's training
+  flag and on grad mode, so what it replays is what the pass saw), or runs as a Python frame
+  that dynamo never compiles (hook_refs). A pass without autograd is an evaluation: its
+  outputs are no training step's activations, even in train mode (ActivationHooks).
   Under `torch.compile(DDP(model))` the hook is on the compiled wrapper instead, outside the
   compiled frames (the recorder's `watch`): an evaluation that calls the module inside
   directly is then read at `log()`.
@@ -25,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from tracelab.recorders.hook_refs import WeakHook
 from tracelab.recorders.transfer import StepRecord
 from tracelab.core.schema import (AMP_SCALE, AMP_SKIPPED, DROPOUT_MODULES, GRAD_LEFTOVER,
                                   NORM_MODULES, SIGNALS, TRAIN_MODE_DROPOUT, TRAIN_MODE_MODEL,
@@ -72,7 +75,8 @@ class GradResets:
         if not plain:
             return
         self._param = min(reversed(plain), key=lambda p: p.numel())  # the last of the smallest
-        self._handle = self._param.register_hook(self._before_accumulation)
+        self._handle = self._param.register_hook(
+            WeakHook(self._before_accumulation, copies_as_get=True))
 
     def detach(self) -> None:
         if self._handle is not None:
@@ -110,6 +114,9 @@ class EvalModes:
         self._norms: list[torch.nn.Module] = []
         self._handle: Any = None
         self._seen: tuple[int, int, int] | None = None
+        # Whether the model's last forward pass began without autograd: an evaluation, whose
+        # outputs are not a training step's activations (ActivationHooks).
+        self.evaluating = False
 
     def attach(self, model: torch.nn.Module, called: torch.nn.Module | None = None) -> None:
         """Read the modes of `model`'s modules when `called` (`model` itself by default)
@@ -121,7 +128,8 @@ class EvalModes:
                           and float(getattr(m, "p", 1.0)) > 0]
         self._norms = [m for m in modules if isinstance(m, _NORMS)]
         called = model if called is None else called
-        self._handle = called.register_forward_pre_hook(self._before_forward)
+        self._handle = called.register_forward_pre_hook(
+            WeakHook(self._before_forward, copies_as_get=True))
 
     def detach(self) -> None:
         if self._handle is not None:
@@ -129,13 +137,20 @@ class EvalModes:
         self._handle = None
 
     def _modes(self) -> tuple[int, int, int]:
-        return (int(self._model.training), sum(m.training for m in self._dropouts),
-                sum(m.training for m in self._norms))
+        return (int(self._model.training), sum([m.training for m in self._dropouts]),
+                sum([m.training for m in self._norms]))
 
     def _before_forward(self, module: torch.nn.Module, args: Any) -> None:
-        if torch.is_grad_enabled():
+        # _modes inline, in loops: a hook calls no Python function of its own (hook_refs).
+        self.evaluating = not torch.is_grad_enabled()
+        if not self.evaluating:
             return None
-        self._seen = self._modes()
+        dropout = norm = 0
+        for m in self._dropouts:
+            dropout += m.training
+        for m in self._norms:
+            norm += m.training
+        self._seen = (int(self._model.training), dropout, norm)
         return None
 
     def train_step(self) -> None:

@@ -36,6 +36,7 @@ from tracelab.recorders import compiled
 from tracelab.recorders import environment as env
 from tracelab.recorders import kernel_loader
 from tracelab.recorders.activation_hooks import ActivationHooks
+from tracelab.recorders.hook_refs import WeakHook
 from tracelab.recorders.activations import record_activations
 from tracelab.recorders.cadence import INPUT_EVERY, GradCadence, InputCadence
 from tracelab.recorders.classes import record_classes
@@ -163,7 +164,8 @@ class Recorder:
         self._tracked: list[tuple[str, torch.nn.Parameter]] = []
         self._parameters = ParameterStats([])
         self._handles: list[Any] = []
-        self._hooks = ActivationHooks(self._warn, lambda: self.writer.failed)
+        self._hooks = ActivationHooks(self._warn, lambda: self.writer.failed,
+                                      lambda: self._eval_modes.evaluating)
         self._cost = 0.0  # seconds the training thread spent in the recorder
         self._stats_cost = 0.0  # of which in the parameter statistics, this step
         self._profiles_writer_s = 0.0  # the writer's CPU on input profiles, when last read
@@ -208,7 +210,7 @@ class Recorder:
             # Outside the graph of a compiled optimizer.step: the snapshot copies in Python.
             # (This imports dynamo, as torch's own first optimizer step does anyway.)
             self._handles.append(optimizer.register_step_pre_hook(
-                compiled.outside_compile(self._before_optimizer_step)))
+                compiled.outside_compile(WeakHook(self._before_optimizer_step))))
             self.writer.update_meta(optimizer=env.optimizer_summary(optimizer))
         if self.model is not None:
             self.writer.update_meta(model=compiled.plain_summary(

@@ -392,6 +392,81 @@ def test_a_compiled_wrapper_of_a_wrapper_is_told_apart():
     assert not compiled.compiles_a_wrapper(model)
 
 
+@pytest.mark.parametrize("how", ["module", "inplace"])
+def test_an_evaluation_just_before_a_recording_step_runs_compiled(tmp_path, how):
+    """The model is held uncompiled from the end of the step before a recording step; an
+    evaluation in between (no autograd) still runs the compiled code, and adds no graph to
+    the unrecorded run's."""
+    eager = []
+
+    def train(run_dir):
+        torch._dynamo.reset()
+        counters.clear()
+        eager.clear()
+        torch.manual_seed(0)
+        model = DropoutMLP()
+        model.register_forward_pre_hook(
+            lambda m, a: eager.append(not compiled.is_compiling()) if not m.training else None)
+        net = torch.compile(model, backend="aot_eager") if how == "module" else model
+        if how == "inplace":
+            model.compile(backend="aot_eager")
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        rec = run_dir and tracelab.Recorder(str(run_dir), net, opt, activation_every=EVERY)
+        for step, (x, y) in enumerate(_batches()):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(x), y).backward()
+            opt.step()
+            if rec:
+                rec.step()
+            if step % EVERY == EVERY - 1:  # the next step records activations
+                model.eval()
+                with torch.no_grad():
+                    net(x)
+                model.train()
+                if rec:
+                    rec.log("val", {"loss": 1.0})
+        if rec:
+            rec.close()
+        return _graphs()
+
+    assert train(tmp_path) == train(None)
+    assert eager == [False, False]  # both evaluations ran traced code
+    acts = open_run(tmp_path).tensors.query("kind == 'activation'")
+    assert sorted(acts["step"].unique()) == [0, 3, 6]
+
+
+@pytest.mark.parametrize("how", ["module", "inplace"])
+def test_a_recorder_attached_after_warm_up_compiles_nothing_new(tmp_path, how):
+    """Under set_stance("fail_on_recompile") a new frame to compile raises: the recorder's
+    hooks on the model never are one (hook_refs)."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = MLP()
+    net = torch.compile(model, backend="aot_eager") if how == "module" else model
+    if how == "inplace":
+        model.compile(backend="aot_eager")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step():
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(net(x), y).backward()
+        opt.step()
+    x, y = _batches()[0]
+    for _ in range(2):  # warm-up: the training and the evaluation graphs
+        step()
+        with torch.no_grad():
+            net(x)
+    with torch.compiler.set_stance("fail_on_recompile"):
+        with tracelab.Recorder(str(tmp_path), net, opt, activation_every=2) as rec:
+            for _ in range(4):
+                step()
+                rec.step()
+                with torch.no_grad():
+                    net(x)
+    acts = open_run(tmp_path).tensors.query("kind == 'activation'")
+    assert sorted(acts["step"].unique()) == [0, 2]
+
+
 def test_two_recorders_of_one_compiled_model_leave_it_compiled(tmp_path):
     torch._dynamo.reset()
     model = MLP()

@@ -161,6 +161,124 @@ def test_wrapped_models_frozen_and_gradless_parameters(tmp_path):
     assert params["unused.weight"]["in_optimizer"] is True
 
 
+def test_a_submodule_named_module_is_not_taken_for_a_wrapper(tmp_path):
+    """DDP and DataParallel wrap one child, `module`; a model of one's own may name a
+    submodule so beside others: every parameter is recorded under its own name."""
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.module = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())
+            self.head = torch.nn.Linear(8, 1)
+
+        def forward(self, x):
+            return self.head(self.module(x))
+
+    for model, prefix in ((Net(), ""), (torch.nn.DataParallel(Net()), "")):
+        run_dir = tmp_path / str(id(model))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        with tracelab.Recorder(run_dir, model, opt) as rec:
+            opt.zero_grad()
+            model(torch.randn(4, 4)).sum().backward()
+            opt.step()
+            rec.step()
+        tn = tracelab.open_run(run_dir).tensors
+        assert sorted(tn.loc[tn.kind == "grad", "name"].unique()) == \
+            ["head.bias", "head.weight", "module.0.bias", "module.0.weight"]
+        assert sorted(tn.loc[tn.kind == "activation", "name"].unique()) == \
+            ["head", "module.0", "module.1"]
+
+
+@pytest.mark.parametrize("due", [True, False], ids=["recording-step", "other-step"])
+def test_a_hooked_model_copies_and_pickles_without_the_recorder(tmp_path, due):
+    """copy.deepcopy(model) (an EMA or teacher copy) and torch.save(model), on a step that
+    records activations (its leaf hooks on) and on one that does not: both work, and the
+    copies carry no hook that records. The pickle loads without tracelab's hooks."""
+    import copy
+    import io
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tracelab.Recorder(tmp_path / "run", model, opt, activation_every=1 if due else 5) as rec:
+        for _ in range(2):
+            opt.zero_grad()
+            model(torch.randn(4, 4)).sum().backward()
+            opt.step()
+            rec.step()
+        assert bool(model[0]._forward_hooks) is due
+        twin = copy.deepcopy(model)
+        buffer = io.BytesIO()
+        torch.save(model, buffer)
+        loaded = torch.load(io.BytesIO(buffer.getvalue()), weights_only=False)
+        if not due:  # the always-on hooks pickle as `{}.get`: loading needs no tracelab
+            assert b"tracelab" not in buffer.getvalue()
+        for other in (twin, loaded):
+            torch.testing.assert_close(other(torch.ones(2, 4)), model(torch.ones(2, 4)))
+            other(torch.ones(2, 4)).sum().backward()  # its grad hook does nothing either
+        steps = rec._step
+    acts = tracelab.open_run(tmp_path / "run").tensors.query("kind == 'activation'")
+    assert acts["step"].max() < steps  # the copies' forward passes recorded nothing
+
+
+def test_an_evaluation_in_train_mode_gives_no_step_its_activations(tmp_path):
+    """An evaluation that forgot model.eval() (the model called without autograd, in train
+    mode) just before a recording step: the step's activations are its training batch's. A
+    frozen part run without autograd inside the training forward is still recorded."""
+    class Probe(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.backbone = torch.nn.Linear(4, 8)
+            self.head = torch.nn.Linear(8, 1)
+
+        def forward(self, x):
+            with torch.no_grad():
+                features = self.backbone(x)
+            return self.head(features)
+
+    torch.manual_seed(0)
+    model = Probe()
+    opt = torch.optim.SGD(model.head.parameters(), lr=1e-3)
+    with tracelab.Recorder(tmp_path / "run", model, opt, activation_every=3) as rec:
+        for step in range(7):
+            opt.zero_grad()
+            model(torch.randn(16, 4)).pow(2).mean().backward()  # values about N(0, 1)
+            opt.step()
+            rec.step()
+            if step % 3 == 2:
+                with torch.no_grad():
+                    model(torch.randn(16, 4) * 1000)  # the validation batch, in train mode
+                rec.log("val", {"loss": 1.0})
+    acts = tracelab.open_run(tmp_path / "run").tensors.query("kind == 'activation'")
+    backbone = acts[acts["name"] == "backbone"].set_index("step")
+    assert backbone.index.tolist() == [0, 3, 6]
+    assert (backbone["abs_mean"] < 10).all(), backbone["abs_mean"]  # not the 1000x batch
+    assert set(acts["name"]) == {"backbone", "head"}
+
+
+def test_a_recorder_dropped_unclosed_lets_go_of_a_compiled_model(tmp_path):
+    """A notebook interrupted while the model is held uncompiled (the next step records
+    activations), the Recorder deleted unclosed: the model runs compiled again."""
+    import gc
+    from tracelab.recorders import compiled
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    net = torch.compile(model, backend="eager")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    rec = tracelab.Recorder(tmp_path / "run", net, opt, activation_every=3)
+    eager = []
+    model.register_forward_pre_hook(lambda m, a: eager.append(not compiled.is_compiling()))
+
+    def step():
+        opt.zero_grad()
+        net(torch.randn(4, 4)).sum().backward()
+        opt.step()
+    for _ in range(3):
+        step()
+        rec.step()
+    del rec
+    gc.collect()
+    eager.clear()
+    step()
+    assert eager == [False]  # the pre-hook ran traced: compiled code
+
+
 def test_disk_error_warns_once_and_training_continues(tmp_path, monkeypatch):
     model, opt = _tiny()
     rec = tracelab.Recorder(tmp_path / "run", model, opt, flush_interval=0.05)
