@@ -93,7 +93,7 @@ def train_compiled(rank: int, world: int, run_dir: str | None, outside: bool) ->
         rec.close()
     return {"graphs": counters["stats"]["unique_graphs"],
             "breaks": sum(counters["graph_break"].values()),
-            "recompiles": sum(counters["recompiles"].values())}
+            "frames": counters["frames"]["total"]}
 
 
 def main(rank: int, world: int, args: list[str]) -> None:

@@ -74,7 +74,7 @@ def train(rank: int, out_dir: str | None, compiled: bool = False) -> dict:
             json.dump(reference, f)
     return {"graphs": counters["stats"]["unique_graphs"],
             "breaks": sum(counters["graph_break"].values()),
-            "recompiles": sum(counters["recompiles"].values())}
+            "frames": counters["frames"]["total"]}
 
 
 def main(rank: int, world: int, args: list[str]) -> None:

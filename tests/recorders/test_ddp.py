@@ -62,13 +62,13 @@ def test_each_rank_writes_its_shard_with_its_own_meta(runs):
 @pytest.mark.parametrize("scenario", ["compiled-outside", "compiled-inside"])
 def test_compiled_ddp_records_with_the_graphs_of_the_unrecorded_run(runs, scenario):
     """torch.compile(DDP(model)) and DDP(torch.compile(model)): each rank compiles the graphs
-    and breaks the graphs where the same job without a recorder does (DDP's own breaks), never
-    recompiles, and records its activations at the cadence, under the user's module names."""
+    and frames, and breaks the graphs, where the same job without a recorder does (DDP's own
+    breaks; a recompile would be one frame more), and records its activations at the cadence,
+    under the user's module names."""
     tmp = runs[0]
     for rank in range(WORLD):
         graphs = json.loads((tmp / f"{scenario}-graphs-r{rank}.json").read_text())
         assert graphs["recorded"] == graphs["unrecorded"], (rank, graphs)
-        assert graphs["recorded"]["recompiles"] == 0
     run = open_run(tmp / scenario)
     assert run.meta["recorder"]["compiled"] is True and "absent" not in run.meta
     tn = run.tensors
