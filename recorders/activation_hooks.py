@@ -29,9 +29,14 @@ class ActivationHooks:
         # Whether the model's forward pass in progress is an evaluation (called without
         # autograd; loop_checks.EvalModes): its outputs are not the step's, even in train mode.
         self._evaluating = evaluating
+        self._model: torch.nn.Module | None = None
         self._leaves: list[torch.nn.Module] = []
         self._handles: list[Any] = []
+        # Where the model's training forward pass in progress began in _activations (None:
+        # none in progress); a pass that raised never ended, and the next one drops its rows.
+        self._pass_from: int | None = None
         self._names: dict[int, tuple[str, str]] = {}
+        self._ids: dict[str, int] = {}  # the leaf modules' ids by name
         self._captured: set[int] = set()
         self._activations: list[tuple[str, int, ActivationStats]] = []
         self._eager: Any = compiled.EagerSteps(warn)
@@ -44,12 +49,13 @@ class ActivationHooks:
         """Hook `model`'s leaf modules (unhooked until `arm`); `points` are its compiled
         wrappers (compiled.compiled_points), run uncompiled while the hooks are on."""
         self.arm(False)
-        self._leaves, self._names = [], {}
+        self._model, self._leaves, self._names = model, [], {}
         for path, module in model.named_modules():
             if next(module.children(), None) is None:
                 self._leaves.append(module)
                 self._names[id(module)] = (compiled.plain_name(path) or type(module).__name__,
                                            type(module).__name__)
+        self._ids = {name: key for key, (name, _) in self._names.items()}
         self._eager = compiled.EagerModel(points, self._warn) if points \
             else compiled.EagerSteps(self._warn)
 
@@ -58,12 +64,30 @@ class ActivationHooks:
         while they are hooked."""
         if on and self._leaves and not self._handles:
             hook = WeakHook(self._hook)
-            self._handles = [m.register_forward_hook(hook) for m in self._leaves]
+            self._handles = [m.register_forward_hook(hook) for m in self._leaves] + [
+                self._model.register_forward_pre_hook(WeakHook(self._pass_begins)),
+                self._model.register_forward_hook(WeakHook(self._pass_ends))]
         elif not on and self._handles:
             for handle in self._handles:
                 handle.remove()
             self._handles = []
+            self._pass_from = None
         self._eager.hold(bool(self._handles))
+
+    def _pass_begins(self, module: torch.nn.Module, args: Any) -> None:
+        # Training passes only: an evaluation (no autograd) is traced as a no-op when compiled.
+        # torch's is_compiling, not compiled.is_compiling: a hook calls no Python function of
+        # tracelab's (hook_refs).
+        if torch.is_grad_enabled() and not torch.compiler.is_compiling():
+            if self._pass_from is not None:  # the last pass raised: its rows are not the step's
+                for name, _, _ in self._activations[self._pass_from:]:
+                    self._captured.discard(self._ids[name])
+                del self._activations[self._pass_from:]
+            self._pass_from = len(self._activations)
+
+    def _pass_ends(self, module: torch.nn.Module, args: Any, output: Any) -> None:
+        if torch.is_grad_enabled() and not torch.compiler.is_compiling():
+            self._pass_from = None
 
     def take(self, step: int) -> tuple[list[tuple[str, int, ActivationStats]], str | None]:
         """The step's captured activations, and when it should have some and has none,
@@ -89,7 +113,9 @@ class ActivationHooks:
             return
         if module.training or torch.is_grad_enabled():
             self._ran = True
-        if not module.training or id(module) in self._captured or self._evaluating() \
+        # The model's mode, not the module's: a module frozen in eval mode (a BatchNorm) inside
+        # a training pass has outputs of the step all the same.
+        if not self._model.training or id(module) in self._captured or self._evaluating() \
                 or self._failed():
             return
         start = time.perf_counter()

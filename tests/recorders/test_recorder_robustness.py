@@ -253,6 +253,41 @@ def test_an_evaluation_in_train_mode_gives_no_step_its_activations(tmp_path):
     assert set(acts["name"]) == {"backbone", "head"}
 
 
+def test_a_frozen_module_and_a_failed_pass_in_the_activations(tmp_path):
+    """A BatchNorm frozen in eval mode inside the training model is recorded; a forward pass
+    that raised halfway on a recording step (caught, the step retried) gives none of its
+    outputs to the step."""
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(4, 8)
+            self.norm = torch.nn.BatchNorm1d(8)
+            self.c = torch.nn.Linear(8, 1)
+
+        def forward(self, x, bad=False):
+            h = self.norm(self.a(x))
+            return self.c(h.view(3, -1) if bad else h)  # bad: a shape error after a and norm
+
+    torch.manual_seed(0)
+    model = Net()
+    model.norm.eval()  # frozen statistics, a common fine-tuning set-up
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    with tracelab.Recorder(tmp_path / "run", model, opt, activation_every=3) as rec:
+        for step in range(7):
+            opt.zero_grad()
+            if step == 3:
+                with pytest.raises(RuntimeError):
+                    model(torch.randn(8, 4) * 1000, bad=True)
+            model(torch.randn(8, 4)).pow(2).mean().backward()
+            opt.step()
+            rec.step()
+    acts = tracelab.open_run(tmp_path / "run").tensors.query("kind == 'activation'")
+    assert sorted(acts["name"].unique()) == ["a", "c", "norm"]
+    a = acts[acts["name"] == "a"].set_index("step")["abs_mean"]
+    assert a.index.tolist() == [0, 3, 6]
+    assert a.max() < 10, a  # step 3's rows are the retried batch's, not the 1000x one
+
+
 def test_a_recorder_dropped_unclosed_lets_go_of_a_compiled_model(tmp_path):
     """A notebook interrupted while the model is held uncompiled (the next step records
     activations), the Recorder deleted unclosed: the model runs compiled again."""
@@ -381,7 +416,8 @@ def test_forward_hooks_exist_only_for_steps_that_record_activations(tmp_path):
         seen.append(hooked())
         _fit(rec, model, opt, 1)
     rec.close()
-    assert seen == [3, 0, 0, 3, 0, 0, 3]  # the three leaf modules, at steps 0, 3 and 6
+    # The three leaf modules' and the model's own (the end of its pass), at steps 0, 3 and 6.
+    assert seen == [4, 0, 0, 4, 0, 0, 4]
     assert hooked() == 0
     acts = tracelab.open_run(tmp_path / "run").tensors.query("kind == 'activation'")
     assert sorted(set(acts.step)) == [0, 3, 6]
