@@ -5,9 +5,11 @@ and a compiled model would see its hooks change. A compiled model runs its recor
 uncompiled (compiled.py); a hook that torch.compile traces anyway records nothing, and so does
 one that compiled code the recorder cannot see skips. meta.json names the recording steps left
 without activations either way as absent (`take`). A step's activations are those of its first
-training forward pass: not of an evaluation (the model called without autograd, even in train
-mode), nor of a second micro-batch. The hooks hold the recorder weakly, and a copy of a hooked
-model (deepcopy, torch.save) carries hooks that do nothing (hook_refs).
+training forward pass (loop_checks.Passes): not of an evaluation (what runs without autograd
+outside a training pass, even in train mode), nor of a second micro-batch, nor of a pass that
+raised before its backward when the step is retried (a pass that raised with no retry keeps
+the outputs it had). The hooks hold the recorder weakly, and a copy of a hooked model
+(deepcopy, torch.save) carries hooks that do nothing (hook_refs).
 """
 from __future__ import annotations
 
@@ -19,22 +21,19 @@ import torch
 from tracelab.recorders import compiled
 from tracelab.recorders.activations import ActivationStats, activation_stats
 from tracelab.recorders.hook_refs import WeakHook
+from tracelab.recorders.loop_checks import Passes
 
 
 class ActivationHooks:
-    def __init__(self, warn: Any, failed: Callable[[], bool],
-                 evaluating: Callable[[], bool] = lambda: False):
+    def __init__(self, warn: Any, failed: Callable[[], bool], passes: Passes | None = None):
         self._warn = warn
         self._failed = failed  # whether the writer has failed: then nothing is captured
-        # Whether the model's forward pass in progress is an evaluation (called without
-        # autograd; loop_checks.EvalModes): its outputs are not the step's, even in train mode.
-        self._evaluating = evaluating
+        self._passes = passes if passes is not None else Passes()  # (loop_checks)
+        self._pass_seen = 0  # the training pass the last captured output was of
+        self._pass_from: int | None = None  # where its rows begin in _activations
         self._model: torch.nn.Module | None = None
         self._leaves: list[torch.nn.Module] = []
         self._handles: list[Any] = []
-        # Where the model's training forward pass in progress began in _activations (None:
-        # none in progress); a pass that raised never ended, and the next one drops its rows.
-        self._pass_from: int | None = None
         self._names: dict[int, tuple[str, str]] = {}
         self._ids: dict[str, int] = {}  # the leaf modules' ids by name
         self._captured: set[int] = set()
@@ -64,30 +63,22 @@ class ActivationHooks:
         while they are hooked."""
         if on and self._leaves and not self._handles:
             hook = WeakHook(self._hook)
-            self._handles = [m.register_forward_hook(hook) for m in self._leaves] + [
-                self._model.register_forward_pre_hook(WeakHook(self._pass_begins)),
-                self._model.register_forward_hook(WeakHook(self._pass_ends))]
+            self._handles = [m.register_forward_hook(hook) for m in self._leaves]
         elif not on and self._handles:
             for handle in self._handles:
                 handle.remove()
             self._handles = []
-            self._pass_from = None
         self._eager.hold(bool(self._handles))
 
-    def _pass_begins(self, module: torch.nn.Module, args: Any) -> None:
-        # Training passes only: an evaluation (no autograd) is traced as a no-op when compiled.
-        # torch's is_compiling, not compiled.is_compiling: a hook calls no Python function of
-        # tracelab's (hook_refs).
-        if torch.is_grad_enabled() and not torch.compiler.is_compiling():
-            if self._pass_from is not None:  # the last pass raised: its rows are not the step's
-                for name, _, _ in self._activations[self._pass_from:]:
-                    self._captured.discard(self._ids[name])
-                del self._activations[self._pass_from:]
-            self._pass_from = len(self._activations)
-
-    def _pass_ends(self, module: torch.nn.Module, args: Any, output: Any) -> None:
-        if torch.is_grad_enabled() and not torch.compiler.is_compiling():
-            self._pass_from = None
+    def _new_pass(self) -> None:
+        """A training pass began since the last output captured: if the pass before it reached
+        no backward (it raised, and the step was retried), its rows are not the step's."""
+        passes = self._passes
+        if passes.retry and self._pass_from is not None:
+            for name, _, _ in self._activations[self._pass_from:]:
+                self._captured.discard(self._ids[name])
+            del self._activations[self._pass_from:]
+        self._pass_seen, self._pass_from = passes.begun, len(self._activations)
 
     def take(self, step: int) -> tuple[list[tuple[str, int, ActivationStats]], str | None]:
         """The step's captured activations, and when it should have some and has none,
@@ -100,6 +91,7 @@ class ActivationHooks:
         compiled function)."""
         activations, self._activations = self._activations, []
         self._captured.clear()
+        self._pass_from = None  # a later pass's retry leaves this step's rows alone
         ran, traced, self._ran, self._traced = self._ran, self._traced, False, False
         if not self._handles or activations or (ran and not traced):
             return activations, None
@@ -114,9 +106,15 @@ class ActivationHooks:
         if module.training or torch.is_grad_enabled():
             self._ran = True
         # The model's mode, not the module's: a module frozen in eval mode (a BatchNorm) inside
-        # a training pass has outputs of the step all the same.
-        if not self._model.training or id(module) in self._captured or self._evaluating() \
-                or self._failed():
+        # a training pass has outputs of the step all the same. Without autograd, outside a
+        # training pass (a frozen part run under no_grad is inside one), it is an evaluation.
+        passes = self._passes
+        if not self._model.training or self._failed() \
+                or not (torch.is_grad_enabled() or passes.training):
+            return
+        if passes.begun != self._pass_seen:
+            self._new_pass()
+        if id(module) in self._captured:
             return
         start = time.perf_counter()
         out = output[0] if isinstance(output, (tuple, list)) and output else output

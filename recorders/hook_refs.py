@@ -7,8 +7,10 @@ owner is gone (a Recorder dropped unclosed), and a copy of the hook is one that 
 - a forward pre-hook's or a tensor hook's copy is `{}.get`, which given (module, args) returns
   the args unchanged and given a grad returns None, and which loading needs nothing of
   tracelab for;
-- a forward hook's copy (module, args, output) is `NoHook()`. The leaf modules' forward hooks
-  are on the model only around the steps that record activations.
+- a forward hook's copy (module, args, output) is `NoHook()`, which loading a pickle needs
+  tracelab for. The leaf modules' forward hooks are on the model only from the end of the step
+  before a recording step to the end of that step: a `torch.save(model)` in that window loads
+  only where tracelab is installed (`torch.save(model.state_dict())` never holds hooks).
 
 A hook on the module that a compiled wrapper calls runs as a Python frame of its own, which
 dynamo would try to compile; once dynamo is loaded, the hooks' frames are marked to be skipped

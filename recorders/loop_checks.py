@@ -12,8 +12,11 @@
   modes at the call when there was none). Under torch.compile the hook is traced into the
   compiled frame, a side effect with no graph break (dynamo guards on every module's training
   flag and on grad mode, so what it replays is what the pass saw), or runs as a Python frame
-  that dynamo never compiles (hook_refs). A pass without autograd is an evaluation: its
-  outputs are no training step's activations, even in train mode (ActivationHooks).
+  that dynamo never compiles (hook_refs).
+- Training passes (`Passes`): the same pre-hook notes each pass begun with autograd on, the
+  gradient hook its backward. ActivationHooks leaves out what runs without autograd outside a
+  training pass (an evaluation, even in train mode), and the rows of a pass that began and
+  reached no backward before the next one began (it raised, and the step was retried).
   Under `torch.compile(DDP(model))` the hook is on the compiled wrapper instead, outside the
   compiled frames (the recorder's `watch`): an evaluation that calls the module inside
   directly is then read at `log()`.
@@ -34,6 +37,9 @@ from tracelab.core.schema import (AMP_SCALE, AMP_SKIPPED, DROPOUT_MODULES, GRAD_
                                   TRAIN_MODE_NORM)
 
 _NORMS = (torch.nn.modules.batchnorm._BatchNorm,)
+# The id of the autograd backward running on this thread, -1 outside one (a C function: a hook
+# may call it, hook_refs).
+_GRAPH_TASK = getattr(torch._C, "_current_graph_task_id", None)
 _DROPOUTS = (torch.nn.modules.dropout._DropoutNd,)
 
 
@@ -58,10 +64,22 @@ def add_signals(record: StepRecord, step: int, split: str,
     record.add(rows, tensors)
 
 
+class Passes:
+    """Where the model's training forward passes stand, as the recorder's hooks see them: set
+    by EvalModes' pre-hook when the model is called (eagerly: compiled code replays no count)
+    and by GradResets' hook in the backward pass; read by ActivationHooks."""
+
+    def __init__(self) -> None:
+        self.training = False  # a training pass (autograd on) began and reached no backward yet
+        self.begun = 0  # training passes begun so far
+        self.retry = False  # the last one began while the one before reached no backward
+
+
 class GradResets:
     """Whether the gradients were reset between optimizer steps (the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, passes: Passes | None = None) -> None:
+        self._passes = passes if passes is not None else Passes()
         self._handle: Any = None
         self._param: torch.Tensor | None = None
         self._fresh = True  # the next backward pass is the first since an optimizer step
@@ -87,6 +105,7 @@ class GradResets:
         self._fresh = True
 
     def _before_accumulation(self, grad: torch.Tensor) -> None:
+        self._passes.training = False  # the pass reached its backward
         if not self._fresh:
             return None
         self._fresh = False
@@ -108,15 +127,13 @@ class GradResets:
 class EvalModes:
     """The modes of a model's Dropout and BatchNorm modules at evaluation (module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, passes: Passes | None = None) -> None:
         self._model: torch.nn.Module | None = None
         self._dropouts: list[torch.nn.Module] = []
         self._norms: list[torch.nn.Module] = []
         self._handle: Any = None
         self._seen: tuple[int, int, int] | None = None
-        # Whether the model's last forward pass began without autograd: an evaluation, whose
-        # outputs are not a training step's activations (ActivationHooks).
-        self.evaluating = False
+        self.passes = passes if passes is not None else Passes()
 
     def attach(self, model: torch.nn.Module, called: torch.nn.Module | None = None) -> None:
         """Read the modes of `model`'s modules when `called` (`model` itself by default)
@@ -142,8 +159,17 @@ class EvalModes:
 
     def _before_forward(self, module: torch.nn.Module, args: Any) -> None:
         # _modes inline, in loops: a hook calls no Python function of its own (hook_refs).
-        self.evaluating = not torch.is_grad_enabled()
-        if not self.evaluating:
+        # The passes are counted eagerly only: traced, a count read would be guarded on.
+        grad = torch.is_grad_enabled()
+        # A pass that an autograd backward runs (activation checkpointing recomputing the
+        # model) is the training pass's own, not a new one.
+        if not torch.compiler.is_compiling() and (_GRAPH_TASK is None or _GRAPH_TASK() < 0):
+            passes = self.passes
+            if grad:
+                passes.retry = passes.training
+                passes.begun += 1
+            passes.training = grad
+        if grad:
             return None
         dropout = norm = 0
         for m in self._dropouts:

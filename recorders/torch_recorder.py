@@ -42,7 +42,8 @@ from tracelab.recorders.cadence import INPUT_EVERY, GradCadence, InputCadence
 from tracelab.recorders.classes import record_classes
 from tracelab.recorders.fingerprints import Fingerprints
 from tracelab.recorders.inputs import InputStats
-from tracelab.recorders.loop_checks import EvalModes, GradResets, add_signals, amp_scale
+from tracelab.recorders.loop_checks import (EvalModes, GradResets, Passes, add_signals,
+                                            amp_scale)
 from tracelab.recorders.parameters import ParameterStats
 from tracelab.recorders.scalars import Scalars, Skip, WarnOnce, scalar_value
 from tracelab.recorders.sentinel import Sentinel, as_tensors
@@ -148,8 +149,9 @@ class Recorder:
                                    warn=self._warn, table=TARGETS, base="target")
         self._sentinel = Sentinel(self._warn)
         self._fingerprints = Fingerprints(fingerprints, seed=0)
-        self._grad_resets = GradResets()
-        self._eval_modes = EvalModes()
+        passes = Passes()  # the model's training passes, as EvalModes and GradResets see them
+        self._grad_resets = GradResets(passes)
+        self._eval_modes = EvalModes(passes)
         self.scaler = scaler
         self._stepped = False  # the optimizer stepped since the last step()
         self._step = 0  # the step in progress: the one the next step() records
@@ -164,8 +166,7 @@ class Recorder:
         self._tracked: list[tuple[str, torch.nn.Parameter]] = []
         self._parameters = ParameterStats([])
         self._handles: list[Any] = []
-        self._hooks = ActivationHooks(self._warn, lambda: self.writer.failed,
-                                      lambda: self._eval_modes.evaluating)
+        self._hooks = ActivationHooks(self._warn, lambda: self.writer.failed, passes)
         self._cost = 0.0  # seconds the training thread spent in the recorder
         self._stats_cost = 0.0  # of which in the parameter statistics, this step
         self._profiles_writer_s = 0.0  # the writer's CPU on input profiles, when last read

@@ -288,6 +288,56 @@ def test_a_frozen_module_and_a_failed_pass_in_the_activations(tmp_path):
     assert a.max() < 10, a  # step 3's rows are the retried batch's, not the 1000x one
 
 
+@pytest.mark.parametrize("how", ["method", "checkpointed", "wrapped"])
+def test_activations_of_passes_the_model_call_does_not_begin(tmp_path, how):
+    """Training through a method of the model (not its call) after an evaluation through its
+    call; the whole model under non-reentrant activation checkpointing (its backward calls it
+    again); an evaluation in train mode that calls the module inside torch.compile(
+    DataParallel(model)) directly. Every recording step has every leaf's training outputs."""
+    from torch.utils.checkpoint import checkpoint
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(4, 8)
+            self.c = torch.nn.Linear(8, 1)
+
+        def forward(self, x):
+            return self.c(torch.relu(self.a(x)))
+
+        def loss(self, x):
+            return self.forward(x).pow(2).mean()
+
+    torch.manual_seed(0)
+    model = Net()
+    net = torch.compile(torch.nn.DataParallel(model), backend="eager") if how == "wrapped" \
+        else model
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    with tracelab.Recorder(tmp_path / "run", net, opt, activation_every=2) as rec:
+        for step in range(6):
+            x = torch.randn(8, 4, requires_grad=how == "checkpointed")
+            opt.zero_grad()
+            if how == "method":
+                loss = model.loss(x)
+            elif how == "checkpointed":
+                loss = checkpoint(model, x, use_reentrant=False).pow(2).mean()
+            else:
+                loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            rec.step()
+            if step == 0 or how == "wrapped":
+                with torch.no_grad():
+                    if how == "method":
+                        model.eval()
+                    model(torch.randn(8, 4) * 1000)
+                    model.train()
+    acts = tracelab.open_run(tmp_path / "run").tensors.query("kind == 'activation'")
+    assert acts.groupby("step")["name"].apply(sorted).to_dict() == \
+        {0: ["a", "c"], 2: ["a", "c"], 4: ["a", "c"]}
+    assert acts["abs_mean"].max() < 10  # no evaluation's 1000x batch
+
+
 def test_a_recorder_dropped_unclosed_lets_go_of_a_compiled_model(tmp_path):
     """A notebook interrupted while the model is held uncompiled (the next step records
     activations), the Recorder deleted unclosed: the model runs compiled again."""
@@ -416,8 +466,7 @@ def test_forward_hooks_exist_only_for_steps_that_record_activations(tmp_path):
         seen.append(hooked())
         _fit(rec, model, opt, 1)
     rec.close()
-    # The three leaf modules' and the model's own (the end of its pass), at steps 0, 3 and 6.
-    assert seen == [4, 0, 0, 4, 0, 0, 4]
+    assert seen == [3, 0, 0, 3, 0, 0, 3]  # the three leaf modules, at steps 0, 3 and 6
     assert hooked() == 0
     acts = tracelab.open_run(tmp_path / "run").tensors.query("kind == 'activation'")
     assert sorted(set(acts.step)) == [0, 3, 6]
