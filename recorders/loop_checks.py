@@ -12,14 +12,15 @@
   modes at the call when there was none). Under torch.compile the hook is traced into the
   compiled frame, a side effect with no graph break (dynamo guards on every module's training
   flag and on grad mode, so what it replays is what the pass saw), or runs as a Python frame
-  that dynamo never compiles (hook_refs).
+  that dynamo never compiles (hook_refs). Under `torch.compile(DDP(model))` the hook is on the
+  compiled wrapper instead, outside the compiled frames (the recorder's `watch`): an
+  evaluation that calls the module inside directly is then read at `log()`.
 - Training passes (`Passes`): the same pre-hook notes each pass begun with autograd on, the
   gradient hook its backward. ActivationHooks leaves out what runs without autograd outside a
   training pass (an evaluation, even in train mode), and the rows of a pass that began and
-  reached no backward before the next one began (it raised, and the step was retried).
-  Under `torch.compile(DDP(model))` the hook is on the compiled wrapper instead, outside the
-  compiled frames (the recorder's `watch`): an evaluation that calls the module inside
-  directly is then read at `log()`.
+  reached no backward before the next one began (it raised, and the step was retried). A
+  model without a plain parameter for the gradient hook (FSDP2's DTensors) shows no backward:
+  there a step's last pass is the one recorded.
 - The GradScaler's scale (`amp_scale`), read as its device tensor (no host sync), and whether
   the step's optimizer step ran: the scaler skips it on Inf/NaN gradients.
 """
@@ -37,10 +38,10 @@ from tracelab.core.schema import (AMP_SCALE, AMP_SKIPPED, DROPOUT_MODULES, GRAD_
                                   TRAIN_MODE_NORM)
 
 _NORMS = (torch.nn.modules.batchnorm._BatchNorm,)
+_DROPOUTS = (torch.nn.modules.dropout._DropoutNd,)
 # The id of the autograd backward running on this thread, -1 outside one (a C function: a hook
 # may call it, hook_refs).
 _GRAPH_TASK = getattr(torch._C, "_current_graph_task_id", None)
-_DROPOUTS = (torch.nn.modules.dropout._DropoutNd,)
 
 
 def add_signals(record: StepRecord, step: int, split: str,
