@@ -208,10 +208,12 @@ class Recorder:
         if optimizer is not None and optimizer is not self.optimizer:
             self.optimizer = optimizer
             self._optimizer_size = _parameter_count(optimizer)
+            for handle in self._handles:  # the replaced optimizer's hook
+                handle.remove()
             # Outside the graph of a compiled optimizer.step: the snapshot copies in Python.
             # (This imports dynamo, as torch's own first optimizer step does anyway.)
-            self._handles.append(optimizer.register_step_pre_hook(
-                compiled.outside_compile(WeakHook(self._before_optimizer_step))))
+            self._handles = [optimizer.register_step_pre_hook(
+                compiled.outside_compile(WeakHook(self._before_optimizer_step)))]
             self.writer.update_meta(optimizer=env.optimizer_summary(optimizer))
         if self.model is not None:
             self.writer.update_meta(model=compiled.plain_summary(

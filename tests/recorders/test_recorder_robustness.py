@@ -534,12 +534,14 @@ def test_a_replaced_module_is_recorded_from_its_new_parameters(tmp_path):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     head = torch.nn.Linear(2, 2)
     want = {}
+    first = opt
     with tracelab.Recorder(tmp_path / "run", model, opt) as rec:
         for step in range(8):
             if step == 3:  # a new layer and a new optimizer for it, given to the recorder
                 model[2] = torch.nn.Linear(8, 2)
                 opt = torch.optim.SGD(model.parameters(), lr=0.1)
                 rec.watch(optimizer=opt)
+                assert not first._optimizer_step_pre_hooks  # the replaced one is let go
             if step == 5:  # a module added with add_param_group, nothing said to the recorder
                 model.append(head)
                 opt.add_param_group({"params": head.parameters()})
