@@ -35,8 +35,7 @@ class ActivationHooks:
         self._leaves: list[torch.nn.Module] = []
         self._handles: list[Any] = []
         self._names: dict[int, tuple[str, str]] = {}
-        self._ids: dict[str, int] = {}  # the leaf modules' ids by name
-        self._captured: set[int] = set()
+        self._captured: set[str] = set()  # the leaf modules captured this step, by name
         self._activations: list[tuple[str, int, ActivationStats]] = []
         self._eager: Any = compiled.EagerSteps(warn)
         self._ran = False  # a hook ran on a training forward pass of this step
@@ -54,7 +53,6 @@ class ActivationHooks:
                 self._leaves.append(module)
                 self._names[id(module)] = (compiled.plain_name(path) or type(module).__name__,
                                            type(module).__name__)
-        self._ids = {name: key for key, (name, _) in self._names.items()}
         self._eager = compiled.EagerModel(points, self._warn) if points \
             else compiled.EagerSteps(self._warn)
 
@@ -76,7 +74,7 @@ class ActivationHooks:
         passes = self._passes
         if passes.retry and self._pass_from is not None:
             for name, _, _ in self._activations[self._pass_from:]:
-                self._captured.discard(self._ids[name])
+                self._captured.discard(name)
             del self._activations[self._pass_from:]
         self._pass_seen, self._pass_from = passes.begun, len(self._activations)
 
@@ -114,13 +112,13 @@ class ActivationHooks:
             return
         if passes.begun != self._pass_seen:
             self._new_pass()
-        if id(module) in self._captured:
+        name, mtype = self._names[id(module)]
+        if name in self._captured:
             return
         start = time.perf_counter()
         out = output[0] if isinstance(output, (tuple, list)) and output else output
         if isinstance(out, torch.Tensor) and out.is_floating_point() and out.numel():
-            self._captured.add(id(module))
-            name, mtype = self._names[id(module)]
+            self._captured.add(name)
             # activation_stats reads a detached view: no autograd work to switch off.
             self._activations.append((name, out.numel(), activation_stats(out, mtype)))
         self.cost += time.perf_counter() - start

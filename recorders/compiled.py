@@ -8,8 +8,9 @@ those only, the model's training forward (autograd on) runs uncompiled (the `_or
 compiled wrapper, the plain `_call_impl` of a module compiled in place: EagerModel), and the
 leaf modules' forward hooks read its outputs as they do for an eager model; every other step,
 and every evaluation (no autograd), runs the compiled code that dynamo built once, without
-hooks. A Recorder dropped unclosed lets go of the model (its hooks hold it weakly: hook_refs). The loss, the backward of the other steps and a
-compiled optimizer step stay compiled. A model the recorder was given before it was wrapped by
+hooks. A Recorder dropped unclosed lets go of the model (its hooks hold it weakly:
+hook_refs). The loss, the backward of the other steps and a compiled optimizer step stay
+compiled. A model the recorder was given before it was wrapped by
 torch.compile has no wrapper the recorder can see: then the compiler's stance is "force_eager"
 from the end of the step before a recording step to the end of that step
 (`torch.compiler.set_stance`, torch >= 2.6: EagerSteps). Statistics are those of an eager

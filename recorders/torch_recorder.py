@@ -36,11 +36,11 @@ from tracelab.recorders import compiled
 from tracelab.recorders import environment as env
 from tracelab.recorders import kernel_loader
 from tracelab.recorders.activation_hooks import ActivationHooks
-from tracelab.recorders.hook_refs import WeakHook
 from tracelab.recorders.activations import record_activations
 from tracelab.recorders.cadence import INPUT_EVERY, GradCadence, InputCadence
 from tracelab.recorders.classes import record_classes
 from tracelab.recorders.fingerprints import Fingerprints
+from tracelab.recorders.hook_refs import WeakHook
 from tracelab.recorders.inputs import InputStats
 from tracelab.recorders.loop_checks import (EvalModes, GradResets, Passes, add_signals,
                                             amp_scale)

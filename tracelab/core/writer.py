@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tracelab._version import __version__
-from tracelab.core.batches import Columns, build_batch, row_count, to_batch
+from tracelab.core.batches import Columns, build_batch, row_count
 from tracelab.core.errors import RunExistsError
 from tracelab.core.files import atomic_path, create_new, write_atomic
 from tracelab.core.schema import (ARROW_SCHEMAS, ARROWS, PARQUET, RESERVOIR, SAMPLES,
@@ -99,23 +99,20 @@ def _write_parquet(table: pa.Table, target: Path, **options: Any) -> None:
 
 def write_samples_file(target: Path, columns: Columns) -> None:
     """The samples snapshot as one Parquet file, with dictionary pages for the split and
-    feature names only: the values and steps are nearly all distinct. Columns already
-    dictionary-encoded (the reservoir's names) are written as they are, without a string per
-    row; the file stores no Arrow schema, so they read back as the strings of the schema."""
+    feature names only: the values and steps are nearly all distinct. Names already
+    dictionary-encoded (the reservoir's) are written as they are, without a string per row;
+    the file stores no Arrow schema, so they read back as the schema's strings."""
     schema = ARROW_SCHEMAS[SAMPLES]
-    if all(_dictionary_of(columns.get(f.name), f.type) for f in schema if f.type == pa.string()):
-        arrays = [columns[f.name] if f.type == pa.string()
-                  else pa.array(columns[f.name], type=f.type) for f in schema]
-        table = pa.Table.from_arrays(arrays, names=schema.names)
-    else:
-        plain = {name: c.dictionary_decode() if isinstance(c, pa.DictionaryArray) else c
-                 for name, c in columns.items()}
-        table = pa.Table.from_batches([to_batch(SAMPLES, plain)])
+    table = pa.Table.from_arrays([_samples_column(columns[f.name], f.type) for f in schema],
+                                 names=schema.names)
     _write_parquet(table, target, use_dictionary=["split", "feature"], store_schema=False)
 
 
-def _dictionary_of(column: Any, value_type: pa.DataType) -> bool:
-    return isinstance(column, pa.DictionaryArray) and column.type.value_type == value_type
+def _samples_column(column: Any, value_type: pa.DataType) -> pa.Array:
+    if isinstance(column, pa.DictionaryArray):
+        return column if column.type.value_type == value_type \
+            else column.dictionary_decode().cast(value_type)
+    return pa.array(column, type=value_type)
 
 
 class _Table:
