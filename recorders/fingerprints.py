@@ -2,7 +2,8 @@
 
 Each row of a profiled batch (every tensor of the batch with its batch size) is hashed on its
 device: the bits of its values times fixed random multipliers, summed, mixed, and kept to 52
-bits so that the hash travels exactly in the step's float64 packed copy. The sample is a
+bits so that the hash travels exactly in the step's float64 packed copy. A CPU batch that the
+input profile copied for the writer thread is hashed there, from those copies. The sample is a
 consistent one (as in distinct-value sketches): a split keeps the distinct hashes below its
 threshold, halving the threshold whenever it holds more than `limit`. A row kept in two
 splits is kept in both whenever both thresholds admit it, so the overlap of two splits is
@@ -11,7 +12,7 @@ split wrote). Splits evaluated again and again write each row once.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import torch
@@ -37,7 +38,8 @@ def _bits(x: torch.Tensor) -> torch.Tensor:
 
 
 class Fingerprints:
-    """The fingerprints rows of one recorder (its training thread hashes, its writer keeps)."""
+    """The fingerprints rows of one recorder: its training thread hashes a batch, or its writer
+    thread hashes the batch's host copies; the writer keeps the sample."""
 
     def __init__(self, limit: int, *, seed: int = 0):
         self.limit = limit
@@ -46,51 +48,67 @@ class Fingerprints:
         self._kept: dict[str, set[int]] = {}  # writer thread
         self._threshold: dict[str, int] = {}
 
-    def record(self, step: int, split: str, inputs: Any, record: StepRecord) -> None:
+    def record(self, step: int, split: str, inputs: Any, record: StepRecord,
+               copies: Mapping[int, torch.Tensor] | None = None) -> None:
+        """Queue the fingerprints of the rows of `inputs`. copies: host copies of its tensors by
+        `id` (InputStats.record's); when every tensor has one, the writer thread hashes them."""
         if self.limit <= 0:
             return
-        tensors = [(n, x) for n, x in named_tensors(inputs, INPUT_ROLE) if x.dim() >= 1]
-        if not tensors:
+        named = [(n, x) for n, x in named_tensors(inputs, INPUT_ROLE) if x.dim() >= 1]
+        if not named:
             return
-        batch = tensors[0][1].shape[0]
-        tensors = [(n, x) for n, x in tensors if x.shape[0] == batch]
-        kernels = kernel_loader.kernels()
-        if kernels is not None and all(x.device.type == "cpu" and (
-                x.dtype in _BITS or x.dtype in _INTEGERS) for _, x in tensors):
-            # One compiled pass over the batch instead of a few torch ops per tensor.
-            summed = np.zeros(batch, dtype=np.int64)
-            for i, (_, x) in enumerate(tensors):
-                # Widened to int64 in the kernel, as torch multiplies them: float32 and float64
-                # bits as they lie (forms compiled at warm-up), other widths copied as int64.
-                bits = _bits(x).numpy()
-                if bits.dtype not in _KERNEL_BITS:
-                    bits = bits.astype(np.int64)
-                kernels.row_hashes(bits, self._coefficients_for(
-                    x.device, bits.shape[1], i).numpy(), summed)
-            hashes: Any = summed
+        batch = named[0][1].shape[0]
+        named = [(n, x) for n, x in named if x.shape[0] == batch]
+        name = ",".join(n for n, _ in named)
+        tensors = [x for _, x in named]
+        host: np.ndarray | None = None
+        values: list[torch.Tensor] = []
+        copied = [copies.get(id(x)) for x in tensors] if copies else []
+        if copied and all(c is not None for c in copied) and self._kernels_read(copied):
+            pass  # hashed by `rows`
+        elif self._kernels_read(tensors):
+            host, copied = self._host_hashes(tensors), []
         else:
+            copied = []
             hashes = None
-            for i, (_, x) in enumerate(tensors):
+            for i, x in enumerate(tensors):
                 h = self._row_hashes(x, i)
                 hashes = h if hashes is None else hashes + h
-        hashes = hashes ^ (hashes >> 31)
-        hashes = hashes * -7046029254386353131  # 0x9E3779B97F4A7C15 as an int64
-        hashes = (hashes ^ (hashes >> 29)) & _MASK
-        name = ",".join(n for n, _ in tensors)
-        if isinstance(hashes, np.ndarray):
-            values, host = hashes, hashes
-        else:
-            values = hashes.to(torch.float64)
-            host = values.numpy() if values.device.type == "cpu" else None
+            mixed = _mix(hashes).to(torch.float64)
+            if mixed.device.type == "cpu":
+                host = mixed.numpy()
+            else:
+                values = [mixed]
 
         def rows(found: list[np.ndarray]) -> list[tuple[str, dict]]:
-            new = self._keep(split, (host if host is not None else found[0]).astype(np.int64))
+            hashes = self._host_hashes(copied) if copied else host if host is not None \
+                else found[0]
+            new = self._keep(split, hashes.astype(np.int64))
             n = len(new)
             if not n:
                 return []
             return [(FINGERPRINTS, {"step": np.full(n, step, dtype=np.int64),
                                     "split": [split] * n, "input": [name] * n, "hash": new})]
-        record.add(rows, [] if host is not None else [values])
+        record.add(rows, values)
+
+    @staticmethod
+    def _kernels_read(tensors: list[torch.Tensor]) -> bool:
+        """Whether the compiled kernels hash these tensors (`_host_hashes`)."""
+        return kernel_loader.kernels() is not None and all(
+            x.device.type == "cpu" and (x.dtype in _BITS or x.dtype in _INTEGERS) for x in tensors)
+
+    def _host_hashes(self, tensors: list[torch.Tensor]) -> np.ndarray:
+        """The mixed row hashes of CPU tensors of one batch, in one compiled pass each."""
+        summed = np.zeros(tensors[0].shape[0], dtype=np.int64)
+        for i, x in enumerate(tensors):
+            # Widened to int64 in the kernel, as torch multiplies them: float32 and float64
+            # bits as they lie (forms compiled at warm-up), other widths copied as int64.
+            bits = _bits(x).numpy()
+            if bits.dtype not in _KERNEL_BITS:
+                bits = bits.astype(np.int64)
+            kernel_loader.kernels().row_hashes(
+                bits, self._coefficients_for(x.device, bits.shape[1], i).numpy(), summed)
+        return _mix(summed)
 
     def _row_hashes(self, x: torch.Tensor, index: int) -> torch.Tensor:
         bits = _bits(x).to(torch.int64)
@@ -118,3 +136,10 @@ class Fingerprints:
             kept.difference_update([h for h in kept if h >= threshold])
         self._threshold[split] = threshold
         return np.array([h for h in new if h < threshold], dtype=np.int64)
+
+
+def _mix(hashes: Any) -> Any:
+    """The summed row products of an int64 array or tensor, mixed and kept to HASH_BITS."""
+    hashes = hashes ^ (hashes >> 31)
+    hashes = hashes * -7046029254386353131  # 0x9E3779B97F4A7C15 as an int64
+    return (hashes ^ (hashes >> 29)) & _MASK

@@ -57,10 +57,12 @@ class InputStats:
         self.writer_cpu_s = 0.0  # the writer's CPU seconds on the rows of `counted` profiles
 
     def record(self, step: int, split: str, inputs: Any, record: StepRecord,
-               counted: bool = False) -> None:
+               counted: bool = False) -> dict[int, torch.Tensor]:
         """Profile `inputs` (a tensor, a tuple or dict of them, or a DataFrame) into `record`;
         `counted`: the writer's CPU time on its rows goes to `writer_cpu_s` (the profiles of
-        `step()`, which the input cadence budgets).
+        `step()`, which the input cadence budgets). Returns the host copies it made, by the
+        `id` of the tensor copied: the batch's other producers may read them on the writer
+        thread too (a copy is never written to).
 
         An input or column that cannot be profiled (a sparse or meta-device tensor, complex
         values, a column of lists, ...) is left out with one warning per feature; the others
@@ -69,8 +71,8 @@ class InputStats:
         if is_frame(inputs):
             profile, samples = frame_profile(inputs, self._frame_rng, self._skip)
             record.add(self._frame_rows(step, split, profile, samples))
-            return
-        layout, packed = [], []
+            return {}
+        layout, packed, copies = [], [], {}
         for prefix, x, names in self._named_inputs(inputs):
             if not isinstance(x, torch.Tensor) or x.numel() == 0:
                 continue
@@ -91,10 +93,13 @@ class InputStats:
                 except Exception as exc:
                     self._skip(name, type(exc).__name__, f"{type(exc).__name__}: {exc}")
                     continue
+            else:
+                copies[id(x)] = copy
             n_feat, count = feature_shape(x.shape)
             layout.append((name, feature_names(prefix, n_feat, names, x.dim()), dtype_name(x),
                            count, copy))
         record.add(self._tensor_rows(step, split, layout, counted), packed)
+        return copies
 
     def _skip(self, feature: str, kind: str, reason: str) -> None:
         if kind == "duplicate":  # profiled, under a new name

@@ -4,7 +4,8 @@ The full input profile keeps its cadence (`input_every`); the sentinel is cheap 
 every step, so that a loss spike or the first NaN can always be traced to its batch. On an
 accelerator it is a few fused reductions per tensor, stacked into one small tensor that joins
 the step's packed copy: the host never waits. On the CPU a tensor is read by one vectorized
-torch or numpy call (`host_sentinel`).
+torch or numpy call (`host_sentinel`): at once, or, on a step that profiles the batch, on the
+writer thread from the host copy the profile made (the batch as it was at `step()`).
 """
 from __future__ import annotations
 
@@ -141,8 +142,12 @@ class Sentinel:
     def __init__(self, warn: Callable[[Any, str], None]):
         self._warn = warn
 
-    def record(self, step: int, split: str, inputs: Any, targets: Any,
-               record: StepRecord) -> None:
+    def record(self, step: int, split: str, inputs: Any, targets: Any, record: StepRecord,
+               copies: Mapping[int, torch.Tensor] | None = None) -> None:
+        """Queue the batches rows of `inputs` and `targets`. copies: host copies of some of
+        their tensors by `id` (InputStats.record's), read on the writer thread instead: the
+        training thread then only names them."""
+        copies = copies or {}
         roles, names, host, device = [], [], [], []
         for role, value in ((INPUT_ROLE, inputs), (TARGET_ROLE, targets)):
             if value is None:
@@ -159,14 +164,16 @@ class Sentinel:
                 continue
             for name, x in named_tensors(value, role):
                 try:
-                    if x.device.type == "cpu":
+                    copy = copies.get(id(x))
+                    if copy is not None:
+                        host.append(copy)  # read by `rows`
+                    elif x.device.type == "cpu":
                         host.append(host_sentinel(x))
                     else:
                         device.append(device_sentinel(x))
                         host.append(None)
                 except Exception as exc:  # this tensor only: the others are checked
-                    self._warn(("sentinel", name, type(exc).__name__), f"{role} {name!r} not "
-                               f"checked ({type(exc).__name__}: {exc}); warned once")
+                    self._unchecked(role, name, exc)
                     continue
                 roles.append(role)
                 names.append(name)
@@ -175,10 +182,27 @@ class Sentinel:
 
         def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
             found = iter(values)
-            table = np.stack([h if h is not None else next(found) for h in host])
-            n = len(names)
+            read = [next(found) if h is None else h for h in host]
+            kept = []
+            for i, h in enumerate(read):
+                if isinstance(h, torch.Tensor):
+                    try:
+                        read[i] = host_sentinel(h)
+                    except Exception as exc:  # this tensor only, as on the training thread
+                        self._unchecked(roles[i], names[i], exc)
+                        continue
+                kept.append(i)
+            if not kept:
+                return []
+            table = np.stack([read[i] for i in kept])
+            n = len(kept)
             return [(BATCHES, {"step": np.full(n, step, dtype=np.int64), "split": [split] * n,
-                               "role": roles, "name": names, "min": table[:, 0],
+                               "role": [roles[i] for i in kept],
+                               "name": [names[i] for i in kept], "min": table[:, 0],
                                "max": table[:, 1], "nan_count": table[:, 2].astype(np.int64),
                                "inf_count": table[:, 3].astype(np.int64)})]
         record.add(rows, device)
+
+    def _unchecked(self, role: str, name: str, exc: Exception) -> None:
+        self._warn(("sentinel", name, type(exc).__name__), f"{role} {name!r} not checked "
+                   f"({type(exc).__name__}: {exc}); warned once")

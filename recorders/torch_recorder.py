@@ -414,33 +414,44 @@ class Recorder:
                profile: bool, counted: bool = False) -> float:
         """A batch's sentinel, and when `profile`, its input and target profiles; returns the
         seconds the profiles took on this thread (`counted`: and the writer's CPU seconds on
-        them go to InputStats.writer_cpu_s)."""
+        them go to InputStats.writer_cpu_s). The profiles copy CPU tensors for the writer
+        thread, which then also reads the sentinel's and the fingerprints' values from them."""
         if inputs is None and targets is None:
             return 0.0
         try:  # numpy arrays and Series as what the producers read
             inputs, targets = as_tensors(inputs), as_tensors(targets)
         except Exception as exc:  # never the step's other rows
             self._failed("batch check", exc)
+        copies: dict[int, torch.Tensor] = {}
+        spent = 0.0
+        if profile:
+            start = time.perf_counter()
+            if inputs is not None:
+                copies.update(self._produce("inputs", self._inputs.record, step, split, inputs,
+                                            record, counted) or {})
+            if targets is not None:
+                copies.update(self._produce("targets", self._targets.record, step, split,
+                                            targets, record, counted) or {})
+            spent = time.perf_counter() - start
         self._produce("batch check", self._sentinel.record, step, split, inputs, targets,
-                      record)
+                      record, copies)
         if not profile:
-            return 0.0
+            return spent
         start = time.perf_counter()
         if inputs is not None:
-            self._produce("inputs", self._inputs.record, step, split, inputs, record, counted)
             self._produce("fingerprints", self._fingerprints.record, step, split, inputs,
-                          record)
+                          record, copies)
         if targets is not None:
-            self._produce("targets", self._targets.record, step, split, targets, record,
-                          counted)
             self._produce("classes", record_classes, step, split, targets, record)
-        return time.perf_counter() - start
+        return spent + time.perf_counter() - start
 
-    def _produce(self, what: str, produce: Any, *args: Any) -> None:
+    def _produce(self, what: str, produce: Any, *args: Any) -> Any:
+        """produce(*args), or None when it raised (warned about once)."""
         try:
-            produce(*args)
+            return produce(*args)
         except Exception as exc:
             self._failed(what, exc)
+            return None
 
     def _accumulated_loss(self, loss: Any) -> Any:
         """The step's loss: `loss` when given, else that of the accumulated ones (then cleared)."""

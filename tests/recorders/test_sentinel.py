@@ -1,5 +1,6 @@
 """The per-batch sentinel (the batches table) against plain torch, on every step."""
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -115,3 +116,47 @@ def test_dataframes_numpy_arrays_and_series_are_checked_every_step(tmp_path):
     assert (a["min"], a["max"], a.nan_count, a.inf_count) == (-2.0, math.inf, 0, 1)
     b = batches[batches.name == "b"].iloc[0]
     assert (b["min"], b["max"]) == (0.0, 3.0)
+
+
+def test_a_batch_changed_after_step_is_recorded_as_it_was(tmp_path, monkeypatch):
+    """A loop that refills one buffer with each batch (a pinned staging tensor) changes the
+    batch after step(). On profiled steps the sentinel and the fingerprints read the host copy
+    the profile made, on the writer thread, and never the training thread's tensor again."""
+    from tracelab.recorders import kernel_loader
+    from tracelab.recorders.fingerprints import Fingerprints
+    from tracelab.recorders.transfer import StepRecord
+    kernels = kernel_loader.kernels()
+    if kernels is None:
+        pytest.skip("numba unavailable")
+    readers = set()
+    for name in ("extremes", "row_hashes"):
+        kernel = getattr(kernels, name)
+
+        def spy(*args, _kernel=kernel, _name=name):
+            readers.add((_name, threading.current_thread() is threading.main_thread()))
+            return _kernel(*args)
+        monkeypatch.setattr(kernels, name, spy)
+    torch.manual_seed(0)
+    buffer = torch.empty(16, 4)
+    seen = []
+    with tracelab.Recorder(str(tmp_path / "run"), input_every=2) as rec:
+        for step in range(6):
+            buffer.copy_(torch.randn(16, 4) + 10 * step)
+            if step == 2:
+                buffer[5, 1] = float("nan")
+            seen.append(buffer.clone())
+            rec.step(loss=1.0, inputs=buffer)
+            buffer.fill_(-1e6)  # the next batch's staging: after step(), before the writer
+    # Profiled steps read the copies on the writer; the others check the batch at once.
+    assert readers == {("extremes", True), ("extremes", False), ("row_hashes", False)}
+    run = open_run(tmp_path / "run")
+    b = run.batches.set_index("step")
+    for step, x in enumerate(seen):
+        _same(b.loc[step, ["min", "max", "nan_count", "inf_count"]].astype(float).tolist(),
+              _reference(x))
+    fp = run.fingerprints
+    for step in (0, 2, 4):  # the profiled steps
+        reference = StepRecord()
+        Fingerprints(10 ** 9).record(0, "train", seen[step], reference)
+        want = reference.seal()()[0][1]["hash"]
+        assert sorted(fp.loc[fp["step"] == step, "hash"]) == sorted(want.tolist())
