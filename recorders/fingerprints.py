@@ -64,12 +64,11 @@ class Fingerprints:
         host: np.ndarray | None = None
         values: list[torch.Tensor] = []
         copied = [copies.get(id(x)) for x in tensors] if copies else []
-        if copied and all(c is not None for c in copied) and self._kernels_read(copied):
-            pass  # hashed by `rows`
-        elif self._kernels_read(tensors):
-            host, copied = self._host_hashes(tensors), []
-        else:
-            copied = []
+        if not (copied and all(c is not None for c in copied) and self._kernels_read(copied)):
+            copied = []  # hashed now: by `rows` only when every tensor has its copy
+        if not copied and self._kernels_read(tensors):
+            host = self._host_hashes(tensors)
+        elif not copied:
             hashes = None
             for i, x in enumerate(tensors):
                 h = self._row_hashes(x, i)
