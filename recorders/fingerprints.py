@@ -63,12 +63,13 @@ class Fingerprints:
         tensors = [x for _, x in named]
         host: np.ndarray | None = None
         values: list[torch.Tensor] = []
-        copied = [copies.get(id(x)) for x in tensors] if copies else []
-        if not (copied and all(c is not None for c in copied) and self._kernels_read(copied)):
+        kernels = self._kernels_read(tensors)  # and a copy's: a CPU tensor of x's dtype
+        copied = [copies.get(id(x)) for x in tensors] if kernels and copies else []
+        if any(c is None for c in copied):
             copied = []  # hashed now: by `rows` only when every tensor has its copy
-        if not copied and self._kernels_read(tensors):
+        if kernels and not copied:
             host = self._host_hashes(tensors)
-        elif not copied:
+        elif not kernels:
             hashes = None
             for i, x in enumerate(tensors):
                 h = self._row_hashes(x, i)
