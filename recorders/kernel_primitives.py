@@ -1,6 +1,7 @@
 """Building blocks of the recorder's compiled kernels (numba): the compile options, raw pointers
-and memcpy, float max and min that vectorize, an optimizer barrier for finiteness tests, and the
-running aggregates and row layout (stats.RAW) that every kernel shares."""
+and memcpy, float max and min that vectorize, an optimizer barrier for finiteness tests, the
+running aggregates and row layout (stats.RAW) that every kernel shares, and the atomic add and
+call that spread a kernel's work over torch's OpenMP team (omp_team)."""
 from __future__ import annotations
 
 import platform
@@ -126,3 +127,36 @@ def memcpy(typingctx, destination, source, count):
         cgutils.raw_memcpy(builder, dst, src, args[2], 1)
         return context.get_dummy_value()
     return types.void(types.int64, types.int64, types.int64), codegen
+
+
+@intrinsic
+def address_of(typingctx, p):
+    """A raw pointer as an int64 address."""
+    def codegen(context, builder, signature, args):
+        return builder.ptrtoint(args[0], ir.IntType(64))
+    return types.int64(types.voidptr), codegen
+
+
+@intrinsic
+def fetch_add(typingctx, address, value):
+    """Atomically add value to the int64 at address; returns what it held before."""
+    def codegen(context, builder, signature, args):
+        target = builder.inttoptr(args[0], ir.IntType(64).as_pointer())
+        return builder.atomic_rmw("add", target, args[1], "monotonic")
+    return types.int64(types.int64, types.int64), codegen
+
+
+@intrinsic
+def run_team(typingctx, entry, worker, data, threads):
+    """GOMP_parallel(worker, data, threads, 0) through its address `entry`: worker(data) runs
+    on each of `threads` threads of the calling thread's OpenMP team, this one included, and
+    returns when all are done."""
+    def codegen(context, builder, signature, args):
+        void_p = cgutils.voidptr_t
+        work = ir.FunctionType(ir.VoidType(), [void_p]).as_pointer()
+        gomp = ir.FunctionType(ir.VoidType(), [work, void_p, ir.IntType(32), ir.IntType(32)])
+        builder.call(builder.inttoptr(args[0], gomp.as_pointer()),
+                     [builder.inttoptr(args[1], work), builder.inttoptr(args[2], void_p),
+                      builder.trunc(args[3], ir.IntType(32)), ir.Constant(ir.IntType(32), 0)])
+        return context.get_dummy_value()
+    return types.void(types.int64, types.int64, types.int64, types.int64), codegen

@@ -8,7 +8,8 @@ the sum of |v| and the nonzero count in float32 lanes over 1024 values at a time
 float64 and int64 (twice the values per instruction; such a count is exact, and a |v| sum that
 overflows float32 is taken again in float64). One call covers all of a model's weights, grads
 and updates: the tensors are passed as (address, size) rows, so that no copy is made and no call
-is spent per tensor. They release the GIL. The kernels for module outputs and input batches are
+is spent per tensor, and the pass is shared with torch's idle OpenMP workers (omp_team). They
+release the GIL. The kernels for module outputs and input batches are
 in batch_kernels.py, the shared building blocks in kernel_primitives.py; this module gives all
 of them to the recorder (kernel_loader).
 
@@ -19,12 +20,15 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba import types
 
+from tracelab.recorders import omp_team
 # The loader's one namespace holds every kernel: these are for module outputs and batches.
 from tracelab.recorders.batch_kernels import (  # noqa: F401
     activation_row, dead_units, feature_profile, reservoir_offer, row_hashes, sorted_distinct)
 from tracelab.recorders.kernel_primitives import (
-    FAST, add, finite, fmax, fmin, jit, memcpy, nonfinite, pointer, store)
+    FAST, add, address_of, fetch_add, finite, fmax, fmin, jit, memcpy, nonfinite, pointer,
+    run_team, store)
 
 _BLOCK = 2048  # values read per block: a block (and its copies) stays in the L1 cache
 # float32 values per float32 partial sum of |v|. The compiler spreads such a sum over 64 vector
@@ -162,17 +166,26 @@ def _narrow_pair(xs, olds):
     return (s1, s2, l1, nz, top, bottom), (d1, d2, dl1, dnz, dtop, dbottom)
 
 
-@jit
-def _raw_with_update(x, old, out, update, keep):
-    """out[:8] = stats.RAW of x, and update[:8] = those of d = x - old (in x's precision, as
-    torch subtracts), in one pass over both, a block at a time. keep: old then holds x, the next
+@numba.njit(inline="always", nogil=True, fastmath=FAST)
+def _part(at, acc, nan, inf):
+    """Write a pass's (sum, sum of squares, sum of |v|, nonzero, max, min) and NaN and Inf
+    counts at the address `at` (8 float64): one chunk's share of a stats.RAW row."""
+    part = numba.carray(pointer(at), 8, np.float64)
+    s1, s2, sa, nz, top, bottom = acc
+    part[0], part[1], part[2], part[3] = s1, s2, sa, nz
+    part[4], part[5], part[6], part[7] = np.float64(top), np.float64(bottom), nan, inf
+
+
+@numba.njit(inline="always", nogil=True, fastmath=FAST)
+def _chunk_pair(x, old, keep, at):
+    """The parts of x and of d = x - old (in x's precision, as torch subtracts), in one pass
+    over both, a block at a time, at `at` and `at` + 64 bytes. keep: old then holds x, the next
     update's "before", written a block at a time behind the reads (a block whose update is not
     finite is counted for NaN and Inf first, while it still holds the old values)."""
     far = x.dtype.type(np.inf)
     acc = diff = (0.0, 0.0, 0.0, 0, -far, far)
     nan = inf = 0
-    n = x.shape[0]
-    for start in range(0, n, _BLOCK):
+    for start in range(0, x.shape[0], _BLOCK):
         # Slices indexed from 0: an index from `start` costs a negative-index check per read.
         xs, olds = x[start:start + _BLOCK], old[start:start + _BLOCK]
         if x.itemsize == 4:
@@ -187,14 +200,71 @@ def _raw_with_update(x, old, out, update, keep):
         if keep:
             memcpy(olds.ctypes.data, xs.ctypes.data, xs.shape[0] * x.itemsize)
         acc, diff = _merge(acc, values), _merge(diff, block)
-    s1, s2, sa, nz, top, bottom = acc
-    x_nan, x_inf = nonfinite(x) if not finite(s1) else (0, 0)
-    store(out, s1, s2, sa, nz, np.float64(top), np.float64(bottom), x_nan, x_inf, n)
-    s1, s2, sa, nz, top, bottom = diff
-    store(update, s1, s2, sa, nz, np.float64(top), np.float64(bottom), nan, inf, n)
+    _part(at + 64, diff, nan, inf)
+    x_nan, x_inf = nonfinite(x) if not finite(acc[0]) else (0, 0)
+    _part(at, acc, x_nan, x_inf)
 
 
-def tensor_stats(weights, grads, before, out, keep=False):
+@numba.njit(inline="always", nogil=True, fastmath=FAST)
+def _chunk(x, at):
+    acc = _pass(x)
+    nan, inf = nonfinite(x) if not finite(acc[0]) else (0, 0)
+    _part(at, acc, nan, inf)
+
+
+# A job: (address, values, address of its "before" or 0, keep it, address of its parts).
+_JOB = 5
+
+
+@numba.njit(inline="always", nogil=True, fastmath=FAST)
+def _work(table):
+    """Run jobs until none is left. table (int64, the address of a [jobs + 1, _JOB] array)
+    starts with a header row: the next job to claim, the jobs' count, and whether the values
+    are float64. Each thread of a team runs this; a job is claimed by one atomic add, so a
+    thread that finishes early takes the next, and every thread's last claim finds none."""
+    head = numba.carray(pointer(table), _JOB, np.int64)
+    jobs = numba.carray(pointer(table), (head[1] + 1, _JOB), np.int64)
+    while True:
+        j = fetch_add(table, 1) + 1
+        if j >= jobs.shape[0]:
+            return
+        at, n, before, keep, out = jobs[j, 0], jobs[j, 1], jobs[j, 2], jobs[j, 3], jobs[j, 4]
+        if head[2]:
+            x = numba.carray(pointer(at), n, np.float64)
+            if before:
+                _chunk_pair(x, numba.carray(pointer(before), n, np.float64), keep, out)
+            else:
+                _chunk(x, out)
+        else:
+            y = numba.carray(pointer(at), n, np.float32)
+            if before:
+                _chunk_pair(y, numba.carray(pointer(before), n, np.float32), keep, out)
+            else:
+                _chunk(y, out)
+
+
+def _team_worker(fn):
+    """A C callback, worker(void *table), for GOMP_parallel: cached like `jit`."""
+    signature = types.void(types.voidptr)
+    try:
+        return numba.cfunc(signature, nopython=True, cache=True, fastmath=FAST)(fn)
+    except RuntimeError:  # no writable cache location
+        return numba.cfunc(signature, nopython=True, fastmath=FAST)(fn)
+
+
+@_team_worker
+def _worker(table):
+    _work(address_of(table))
+
+
+# Values a job reads: a quarter of a megabyte of float32, in 2,048-value blocks. Jobs are cut
+# by size alone and their parts merged in order, so the figures never depend on the threads.
+_CHUNK = 65_536
+# Fewer values than this run on the calling thread: waking the team costs more than it saves.
+_TEAM_FROM = 4 * _CHUNK
+
+
+def tensor_stats(weights, grads, before, out, keep=False, threads=None):
     """stats.RAW of tensors given by (address, size) rows, with no copy.
 
     out holds a row per tensor of `weights`, then of `grads`, then, when `before` is not empty,
@@ -202,24 +272,58 @@ def tensor_stats(weights, grads, before, out, keep=False):
     before the optimizer step, one after another, from `gather`). Every tensor is contiguous
     and of before's dtype (float32 or float64). keep: `before` is left holding the weights as
     they are now, the next step's "before" (what `gather` would copy), at no extra pass.
+
+    The pass is cut into jobs of _CHUNK values that torch's OpenMP team shares (omp_team);
+    threads: how many of its threads may take part (default: torch's intra-op threads).
+    Returns how many took part.
     """
-    _tensor_stats(weights, grads, before, out, keep)
+    if threads is None:
+        threads = omp_team.threads()
+    return _tensor_stats(weights, grads, before, out, keep,
+                         omp_team.entry() if threads > 1 else 0, _worker.address, threads)
 
 
 @jit
-def _tensor_stats(weights, grads, before, out, keep):
-    at = 0
-    for t in range(weights.shape[0]):
-        x = numba.carray(pointer(weights[t, 0]), weights[t, 1], before.dtype)
-        if before.shape[0]:
-            update = out[weights.shape[0] + grads.shape[0] + t]
-            _raw_with_update(x, before[at:at + x.shape[0]], out[t], update, keep)
-            at += x.shape[0]
-        else:
-            _raw(x, out[t])
-    for t in range(grads.shape[0]):
-        x = numba.carray(pointer(grads[t, 0]), grads[t, 1], before.dtype)
-        _raw(x, out[weights.shape[0] + t])
+def _tensor_stats(weights, grads, before, out, keep, entry, worker, threads):
+    rows = np.concatenate((weights, grads))
+    first = np.empty(rows.shape[0] + 1, np.int64)  # each tensor's first job
+    first[0] = 1  # after the header row
+    for t in range(rows.shape[0]):
+        first[t + 1] = first[t] + max(1, -(-rows[t, 1] // _CHUNK))
+    count = first[-1] - 1
+    table = np.zeros((count + 1, _JOB), np.int64)
+    table[0, 1] = count
+    table[0, 2] = before.itemsize == 8
+    parts = np.empty((count + 1, 16))  # a job's part of its tensor's row, then of its update
+    size = before.itemsize
+    at = before.ctypes.data
+    for t in range(rows.shape[0]):
+        for j in range(first[t], first[t + 1]):
+            start = (j - first[t]) * _CHUNK
+            table[j, 0] = rows[t, 0] + start * size
+            table[j, 1] = min(_CHUNK, rows[t, 1] - start)
+            table[j, 2] = at + start * size if before.shape[0] and t < weights.shape[0] else 0
+            table[j, 3] = keep
+            table[j, 4] = parts[j].ctypes.data
+        at += rows[t, 1] * size if t < weights.shape[0] else 0
+    if entry and threads > 1 and rows[:, 1].sum() >= _TEAM_FROM:
+        run_team(entry, worker, table.ctypes.data, threads)
+    else:
+        _work(table.ctypes.data)
+    for t in range(rows.shape[0]):
+        updates = before.shape[0] and t < weights.shape[0]
+        for half in range(2 if updates else 1):
+            row = out[t if half == 0 else rows.shape[0] + t]
+            s1 = s2 = sa = nz = nan = inf = 0.0
+            top, bottom = -np.inf, np.inf
+            for p in parts[first[t]:first[t + 1], 8 * half:8 * half + 8]:
+                s1, s2, sa, nz = s1 + p[0], s2 + p[1], sa + p[2], nz + p[3]
+                top, bottom = fmax(top, p[4]), fmin(bottom, p[5])
+                nan, inf = nan + p[6], inf + p[7]
+            store(row, s1, s2, sa, nz, top, bottom, nan, inf, rows[t, 1])
+    # Each thread's last claim found no job. Read after the run, the table also stays alive
+    # until then: numba frees an array after its last use, and the threads read it by address.
+    return table[0, 0] - count
 
 
 @jit

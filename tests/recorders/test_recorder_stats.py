@@ -1,5 +1,7 @@
 """Recorded statistics against plain-torch reference values."""
 import math
+import os
+import sys
 
 import numpy as np
 import pandas as pd
@@ -653,6 +655,71 @@ def test_kernels_match_float64_sums_over_block_edges_and_near_the_float32_limit(
                 for key in ("mean", "abs_mean", "zero_frac", "min", "max"):
                     assert got[key][0] == pytest.approx(want[key], rel=1e-6, abs=0), \
                         (size, scale, key)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_the_statistics_pass_gives_the_same_figures_on_any_number_of_threads(dtype):
+    """The pass is cut into jobs by size alone, which torch's OpenMP team shares, and the jobs'
+    parts are merged in order: one thread or several give the same bits, and leave the same
+    snapshot; the figures match plain torch across the jobs' edges, NaN and Inf included."""
+    from tracelab.recorders import omp_team
+    from tracelab.recorders.numba_kernels import _CHUNK, _TEAM_FROM, tensor_stats
+    torch.manual_seed(6)
+    weights = [torch.randn(_TEAM_FROM + 5), torch.randn(3 * _CHUNK) * 1e-3 + 1.0,
+               torch.zeros(7), torch.randn(_CHUNK - 1), torch.empty(0)]
+    weights = [w.to(dtype) for w in weights]
+    weights[0][_CHUNK + 3] = float("nan")
+    weights[3][-1] = float("-inf")
+    grads = [torch.randn_like(w) for w in weights]
+    grads[1][2 * _CHUNK] = float("inf")
+    before = torch.cat([w + 1e-3 * torch.randn_like(w) for w in weights]).numpy()
+    before[_TEAM_FROM + 5 + 7] = np.nan  # in the second weight's first job
+
+    def table(tensors):
+        return np.array([(t.data_ptr(), t.numel()) for t in tensors])
+
+    results = []
+    for threads in (1, 2, 3):
+        snapshot, raw = before.copy(), np.empty((3 * len(weights), len(RAW)))
+        ran = tensor_stats(table(weights), table(grads), snapshot, raw, True, threads=threads)
+        assert ran == (threads if omp_team.entry() else 1)
+        results.append((raw, snapshot))
+    for raw, snapshot in results[1:]:
+        assert np.array_equal(raw, results[0][0], equal_nan=True)
+        assert np.array_equal(snapshot, results[0][1], equal_nan=True)
+    raw, snapshot = results[0]
+    assert np.array_equal(snapshot, torch.cat(weights).numpy(), equal_nan=True)
+    olds = torch.from_numpy(before).split([w.numel() for w in weights])
+    tensors = weights + grads + [w - old for w, old in zip(weights, olds)]
+    cols = finish(raw, np.array([t.numel() for t in tensors]))
+    for i, t in enumerate(tensors):
+        if t.numel():
+            assert_matches({k: v[i] for k, v in cols.items()}, reference_stats(t))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux")
+                    or "parallel backend: OpenMP" not in torch.__config__.parallel_info(),
+                    reason="torch runs its ops on an OpenMP team in its Linux builds")
+def test_the_pass_runs_on_torchs_own_openmp_team():
+    """The team that runs torch's ops runs the pass's jobs: no second OpenMP runtime and no
+    thread of its own, which would fight torch's spinning workers for the cores."""
+    from tracelab.recorders import omp_team
+    from tracelab.recorders.numba_kernels import _TEAM_FROM, tensor_stats
+    assert omp_team.entry()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        x = torch.randn(_TEAM_FROM)
+        (x * 2).sum()  # torch's team of two starts, if it had not
+        alive = len(os.listdir("/proc/self/task"))
+        table = np.array([(x.data_ptr(), x.numel())])
+        raw = np.empty((1, len(RAW)))
+        assert tensor_stats(table, table[:0], np.empty(0, np.float32), raw) == 2
+        assert len(os.listdir("/proc/self/task")) == alive
+        mean = finish(raw, np.array([x.numel()]))["mean"][0]
+        assert mean == pytest.approx(x.double().mean().item(), rel=1e-9)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def test_a_weights_l1_stays_exact_beside_an_update_that_is_not_finite():
