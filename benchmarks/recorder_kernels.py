@@ -4,10 +4,11 @@ Times each call of recorders/numba_kernels.py on the MLP of recorder_overhead.py
 1.32M float32 parameters in 6 tensors) and on its input batch (128 x 256, and 384 x 256, the
 batch of a 10 ms step on a fast machine), best of `--repeat`, with the data hot in the cache:
 the cost of the arithmetic alone, and the CPU time of one rewrite of the samples snapshot (256
-features x 2,000 values), its names dictionary-encoded and, for comparison, a string per value. Inside a training step the same calls also
-wait for memory: --in-step times the statistics calls right after each optimizer step of the
-compiled MLP instead (medians over --steps steps, grads alone and weights with grads and updates
-on alternate steps).
+features x 2,000 values), its names dictionary-encoded and, for comparison, a string per value.
+The statistics pass is timed on torch's OpenMP team (omp_team) and on the calling thread alone.
+Inside a training step the same calls also wait for memory: --in-step times the statistics
+calls right after each optimizer step of the compiled MLP instead (medians over --steps steps,
+grads alone and weights with grads and updates, each on the team and on one thread, in turn).
 
     python benchmarks/recorder_kernels.py [--repeat 40] [--in-step [--steps 400] [--threads N]]
 """
@@ -55,24 +56,24 @@ def in_step(steps: int, threads: int) -> None:
     weights = np.array([(p.data_ptr(), p.numel()) for p in params], dtype=np.int64)
     before = np.empty(sum(p.numel() for p in params), np.float32)
     raw = np.empty((3 * len(params), 8))
-    times: dict[str, list[float]] = {"grads": [], "weights, grads and updates": []}
+    times: dict[str, list[float]] = {}
     for i in range(steps + 40):
         x, y = batches[i % len(batches)]
         opt.zero_grad()
         torch.nn.functional.cross_entropy(net(x), y).backward()
-        full = i % 2 == 1
+        full, alone = i % 2 == 1, i % 4 >= 2
         if full:
             kernels.gather(weights, before)
         opt.step()
         grads = np.array([(p.grad.data_ptr(), p.numel()) for p in params], dtype=np.int64)
         start = time.perf_counter()
-        kernels.tensor_stats(weights if full else weights[:0], grads,
-                             before if full else before[:0], raw)
+        ran = kernels.tensor_stats(weights if full else weights[:0], grads,
+                                   before if full else before[:0], raw, threads=1 if alone else None)
         if i >= 40:  # past compiling and the caches' warm-up
-            times["weights, grads and updates" if full else "grads"].append(
-                time.perf_counter() - start)
+            name = f"{'weights, grads and updates' if full else 'grads'}, {ran} thread(s)"
+            times.setdefault(name, []).append(time.perf_counter() - start)
     print(f"{len(params)} tensors, {len(before):,} parameters; {torch.get_num_threads()} torch "
-          f"threads; medians over {steps // 2} steps each, right after the optimizer step")
+          f"threads; medians over {steps // 4} steps each, right after the optimizer step")
     for name, values in times.items():
         print(f"  {name:<44} {statistics.median(values) * 1e3:7.3f} ms")
 
@@ -103,19 +104,23 @@ def main() -> None:
     for step in range(40):  # past the reservoir's first 2,000 values per feature
         reservoir.add_many("train", features, step, sample)
     none = before[:0]
-    cases = {
-        "grads (one pass)": lambda: kernels.tensor_stats(table[:0], table, none, raw),
-        "weights and updates (one pass over both)":
-            lambda: kernels.tensor_stats(table, table[:0], before, raw),
-        "weights and updates, keeping the snapshot":
-            lambda: kernels.tensor_stats(table, table[:0], before, raw, True),
+    cases = {}
+    for threads, which in ((None, "torch's team"), (1, "one thread")):
+        cases.update({
+            f"grads (one pass), {which}":
+                lambda t=threads: kernels.tensor_stats(table[:0], table, none, raw, threads=t),
+            f"weights and updates, {which}":
+                lambda t=threads: kernels.tensor_stats(table, table[:0], before, raw, threads=t),
+            f"the same, keeping the snapshot, {which}": lambda t=threads: kernels.tensor_stats(
+                table, table[:0], before, raw, True, threads=t)})
+    cases.update({
         "the probes of a kept snapshot (unchanged)": lambda: kernels.unchanged(table, before, 32),
         "snapshot of the weights (gather)": lambda: kernels.gather(table, snapshot),
         "input profile, 128 x 256": lambda: array_profile(batch, rng),
         "input profile, 384 x 256": lambda: array_profile(tall, rng),
         "input reservoir, 256 features x 64 values":
             lambda: reservoir.add_many("train", features, 99, sample),
-    }
+    })
     print(f"{sum(SIZES):,} parameters; best of {args.repeat}, data hot in the cache")
     for name, fn in cases.items():
         fn()

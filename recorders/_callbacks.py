@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 import time
 import warnings
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
 from tracelab.core.schema import LOSS_NAME, TRAIN
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa

@@ -14,7 +14,8 @@ a multi-process run writes its own shard. Needs the `lightning` extra.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any, Callable, Sequence
 
 try:
     import lightning.pytorch as pl

@@ -13,7 +13,8 @@ import numbers
 import threading
 import time
 import warnings
-from typing import Any, Hashable, Mapping
+from collections.abc import Mapping
+from typing import Any, Hashable
 
 import numpy as np
 import torch

@@ -10,7 +10,8 @@ writer thread from the host copy the profile made (the batch as it was at `step(
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
 import numpy as np
 import torch

@@ -85,8 +85,7 @@ def finish(raw: np.ndarray, numel: np.ndarray) -> dict[str, np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = s / n
         var = (l2 * l2 - s * s / n) / (n - 1)
-        std = np.sqrt(np.clip(var, 0.0, None))
-        std = np.where(np.isnan(var), np.nan, std)
+        std = np.sqrt(np.maximum(var, 0.0))  # NaN where var is NaN: maximum propagates it
         abs_mean, zero_frac = l1 / n, 1.0 - nonzero / n
     return dict(zip(TENSOR_STATS, (numel.astype(np.int64), mean, std, -negmin, mx, abs_mean, l2,
                                    zero_frac, nan.astype(np.int64), inf.astype(np.int64))))

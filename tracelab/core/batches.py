@@ -27,21 +27,21 @@ def build_batch(table: str, items: list[tuple[int, Columns]]) -> pa.RecordBatch:
     A column absent from an item is null in that item's rows, as it is when absent everywhere.
     """
     schema = ARROW_SCHEMAS[table]
-    return pa.RecordBatch.from_arrays([_column(f, items) for f in schema], schema=schema)
+    total = sum(n for n, _ in items)
+    return pa.RecordBatch.from_arrays([_column(f, items, total) for f in schema], schema=schema)
 
 
 def row_count(table: str, columns: Columns) -> int:
-    lengths = {name: len(values) for name, values in columns.items()}
-    n = next(iter(lengths.values()), 0)
-    if any(length != n for length in lengths.values()):
-        raise ValueError(f"{table}: columns of unequal length {lengths}")
-    return n
+    lengths = set(map(len, columns.values()))  # one C loop: the writer asks it of every item
+    if len(lengths) > 1:
+        each = {name: len(values) for name, values in columns.items()}
+        raise ValueError(f"{table}: columns of unequal length {each}")
+    return lengths.pop() if lengths else 0
 
 
-def _column(field: pa.Field, items: list[tuple[int, Columns]]) -> pa.Array:
+def _column(field: pa.Field, items: list[tuple[int, Columns]], total: int) -> pa.Array:
     chunks = [columns.get(field.name) for _, columns in items]
     present = [c for c in chunks if c is not None]
-    total = sum(n for n, _ in items)
     if not present:
         return pa.nulls(total, field.type)
     # The producers hand numpy arrays and lists; one concatenation and one conversion per flush
