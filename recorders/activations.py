@@ -56,10 +56,10 @@ def activation_stats(out: torch.Tensor, module_type: str) -> ActivationStats:
     batch.
     """
     x = out.detach()
-    if x.dtype in _HALF and x.device.type == "cpu":
+    if x.dtype in _HALF and x.is_cpu:
         x = x.float()  # CPU reductions of half types return half results, which overflow
     bounds = SATURATING.get(module_type)
-    if x.device.type == "cpu":
+    if x.is_cpu:
         return _cpu_stats(x, bounds)
     return _device_stats(x, bounds)
 
