@@ -147,6 +147,17 @@ def fetch_add(typingctx, address, value):
 
 
 @intrinsic
+def call(typingctx, fn, data):
+    """fn(data) through the address of a C function void fn(void *)."""
+    def codegen(context, builder, signature, args):
+        void_p = cgutils.voidptr_t
+        kind = ir.FunctionType(ir.VoidType(), [void_p]).as_pointer()
+        builder.call(builder.inttoptr(args[0], kind), [builder.inttoptr(args[1], void_p)])
+        return context.get_dummy_value()
+    return types.void(types.int64, types.int64), codegen
+
+
+@intrinsic
 def run_team(typingctx, entry, worker, data, threads):
     """GOMP_parallel(worker, data, threads, 0) through its address `entry`: worker(data) runs
     on each of `threads` threads of the calling thread's OpenMP team, this one included, and

@@ -27,7 +27,7 @@ from tracelab.recorders import omp_team
 from tracelab.recorders.batch_kernels import (  # noqa: F401
     activation_row, dead_units, feature_profile, reservoir_offer, row_hashes, sorted_distinct)
 from tracelab.recorders.kernel_primitives import (
-    FAST, add, address_of, fetch_add, finite, fmax, fmin, jit, memcpy, nonfinite, pointer,
+    FAST, add, address_of, call, fetch_add, finite, fmax, fmin, jit, memcpy, nonfinite, pointer,
     run_team, store)
 
 _BLOCK = 2048  # values read per block: a block (and its copies) stays in the L1 cache
@@ -278,6 +278,8 @@ def tensor_stats(weights, grads, before, out, keep=False, threads=None):
     threads: how many of its threads may take part (default: torch's intra-op threads).
     Returns how many took part.
     """
+    if not before.flags.c_contiguous:  # read and written by address
+        raise ValueError("tensor_stats: `before` must be a contiguous array")
     if threads is None:
         threads = omp_team.threads()
     return _tensor_stats(weights, grads, before, out, keep,
@@ -309,8 +311,8 @@ def _tensor_stats(weights, grads, before, out, keep, entry, worker, threads):
         at += rows[t, 1] * size if t < weights.shape[0] else 0
     if entry and threads > 1 and rows[:, 1].sum() >= _TEAM_FROM:
         run_team(entry, worker, table.ctypes.data, threads)
-    else:
-        _work(table.ctypes.data)
+    else:  # the same compiled worker: the figures never depend on the threads
+        call(worker, table.ctypes.data)
     for t in range(rows.shape[0]):
         updates = before.shape[0] and t < weights.shape[0]
         for half in range(2 if updates else 1):

@@ -4,48 +4,55 @@ On the CPU torch runs its ops on an OpenMP team: the calling thread and workers 
 while after each op before they sleep. While the recorder reads the weights, grads and snapshot
 after the optimizer step, those workers sit idle, and the pass is bound by the vector units of
 one core. So the kernels hand GOMP_parallel of torch's own OpenMP runtime a worker, and the team
-that runs torch's ops runs the pass's chunks too. A second runtime or a thread of our own
-would fight torch's spinning workers for the cores instead: a helper thread made the pass
-slower in the loop (BENCHMARKS.md, "a split pass that did not pay").
+that runs torch's ops runs the pass's jobs too. A second runtime or a thread of our own would
+fight torch's spinning workers for the cores instead: a helper thread made the pass slower in
+the loop (BENCHMARKS.md, "a split pass that did not pay").
 
-Where torch's ops do not run on an OpenMP runtime that can be found (another parallel backend,
-a platform without /proc, two runtimes loaded and none of them torch's), `entry()` is 0 and the
-kernels run on the calling thread alone, with the same results.
+The runtime is the one libtorch_cpu itself is linked to: GOMP_parallel looked up through
+libtorch_cpu's handle, which searches that library and what it loaded. Where that fails (another
+parallel backend, a platform without /proc, a library not found), and in a process forked from
+one that used the team (whose OpenMP threads are gone), `entry()` is 0 and the kernels run on
+the calling thread alone, with the same results.
 """
 from __future__ import annotations
 
 import ctypes
 import functools
 import os
-import re
 
 import torch
 
-# libgomp.so.1, a wheel's libgomp-a34b3233.so.1, libiomp5.so
-_RUNTIME = re.compile(r"lib[gi]?omp[\w-]*\.so\b")
+_forked = False
+
+
+def _after_fork() -> None:
+    global _forked
+    _forked = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 @functools.lru_cache(maxsize=1)
-def entry() -> int:
-    """The address of GOMP_parallel in the OpenMP runtime torch runs its ops on, or 0."""
+def _entry() -> int:
     if "parallel backend: OpenMP" not in torch.__config__.parallel_info():
         return 0
     try:
-        with open("/proc/self/maps") as maps:
-            paths = {line.split(maxsplit=5)[-1].strip() for line in maps if "omp" in line}
-    except OSError:
+        with open("/proc/self/maps", "rb") as maps:
+            paths = {line.split(maxsplit=5)[-1].strip().decode(errors="surrogateescape")
+                     for line in maps if b"libtorch_cpu" in line}
+        found = [p for p in paths if os.path.basename(p).startswith("libtorch_cpu.")]
+        if len(found) != 1:
+            return 0
+        return ctypes.cast(ctypes.CDLL(found[0]).GOMP_parallel, ctypes.c_void_p).value or 0
+    except (OSError, ValueError, AttributeError):  # whatever is in doubt: the calling thread
         return 0
-    runtimes = sorted(p for p in paths
-                      if p.startswith("/") and _RUNTIME.match(os.path.basename(p)))
-    home = os.path.dirname(torch.__file__) + os.sep
-    own = [p for p in runtimes if p.startswith(home)]
-    candidates = own or runtimes
-    if len(candidates) != 1:
-        return 0
-    try:
-        return ctypes.cast(ctypes.CDLL(candidates[0]).GOMP_parallel, ctypes.c_void_p).value or 0
-    except (OSError, AttributeError):
-        return 0
+
+
+def entry() -> int:
+    """The address of GOMP_parallel in the OpenMP runtime torch runs its ops on, or 0."""
+    return 0 if _forked else _entry()
 
 
 def threads() -> int:
