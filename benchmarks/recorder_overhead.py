@@ -88,11 +88,16 @@ def calibrated_batch(target_ms: float) -> tuple[int, float]:
     """The MLP's batch (a multiple of 32) whose step takes about `target_ms` on this machine,
     and that step's milliseconds: the targets are for a model of about 10 ms a step, which is
     batch 128 on some machines and 384 on others. Steps of 64 were too coarse there: at
-    batch 128 the compiled step took from 8.3 to 10.6 ms on one machine in one day."""
-    batch, ms = 128, mlp_step_ms(128)
+    batch 128 the compiled step took from 8.3 to 10.6 ms on one machine in one day. Each
+    batch is timed three times and the least taken: a busy moment only adds time, and one
+    such timing once chose batch 96 for a 6.9 ms step."""
+    def step_ms(batch: int) -> float:
+        return min(mlp_step_ms(batch) for _ in range(3))
+
+    batch, ms = 128, step_ms(128)
     for _ in range(2):  # the step is not quite proportional to the batch
         batch = max(32, min(8192, round(batch * target_ms / ms / 32) * 32))
-        ms = mlp_step_ms(batch)
+        ms = step_ms(batch)
     return batch, ms
 
 
@@ -228,7 +233,7 @@ def main() -> None:
     if args.compiled and not args.batch:
         batch, ms = calibrated_batch(args.step_ms)
         print(f"batch {batch}: the MLP's uncompiled step takes {ms:.1f} ms here "
-              f"(--step-ms {args.step_ms:g}; timed once, so a busy machine skews it)")
+              f"(--step-ms {args.step_ms:g}; the least of three timings)")
         torch.manual_seed(0)  # the same weights and batches as with --batch
     if not args.block:
         # A real run's writer flushes once a second (RunWriter.flush_interval), and each block
@@ -301,6 +306,10 @@ def main() -> None:
     print(f"{what}, {torch.get_num_threads()} threads: baseline "
           f"{step_ms:.1f} ms/step; {args.rounds} rounds x {args.block} steps after "
           f"{warm_steps} warm-up steps")
+    if args.compiled and not args.batch and not 0.8 <= step_ms / args.step_ms <= 1.25:
+        print(f"  note: the targets are for a step of about {args.step_ms:g} ms, and this one took "
+              f"{step_ms:.1f}: the machine's speed changed since the batch was chosen; run "
+              "again, or choose the batch with --batch")
     if mode is not None:
         print("  graphs compiled (warm-up / after warm-up), graph breaks:")
         for n, (warm, later, breaks) in graphs.items():
