@@ -3,10 +3,26 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
+import pytest
 from tracelab.core.writer import RunWriter
+
+
+def as_a_user() -> list[str]:
+    """The prefix of a command that file permissions apply to. Root reads everything: its
+    commands run through setpriv (util-linux) without the capabilities that let it ignore
+    them, still as root, so they read the checkout and interpreter wherever those lie (a clone
+    in a `mktemp -d` folder, which another user such as nobody cannot enter)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("needs setpriv to drop root's permission override")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search",
+            "--inh-caps=-dac_override,-dac_read_search"]
 
 
 def write_run(path: Path, steps: int = 120, *, seed: int = 0) -> Path:

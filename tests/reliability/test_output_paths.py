@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 
 import pytest
 
-from _inputs import snapshot, write_csv_log, write_run, write_tensorboard_log
+from _inputs import as_a_user, snapshot, write_csv_log, write_run, write_tensorboard_log
 from tracelab.app.cli import main
 
 
@@ -150,16 +149,10 @@ def test_a_file_where_an_output_needs_a_folder_is_named(run_dir, tmp_path, capsy
 
 
 def test_a_run_folder_that_cannot_be_listed_says_so(tmp_path):
-    import shutil
     import subprocess
     import sys
-    # As a user without read permission on it; root reads everything, so drop to nobody.
-    as_user = [] if os.geteuid() != 0 else ["setpriv", "--reuid=65534", "--regid=65534",
-                                             "--clear-groups"]
-    if as_user and shutil.which("setpriv") is None:
-        pytest.skip("running as root without setpriv to drop the permission")
+    as_user = as_a_user()
     run = write_run(tmp_path / "run")
-    tmp_path.chmod(0o755)
     run.chmod(0)
     try:
         proc = subprocess.run(as_user + [sys.executable, "-m", "tracelab", "analyze", str(run),
@@ -238,26 +231,16 @@ def test_an_output_named_like_a_markdown_plot_is_refused_before_anything_is_writ
 
 
 def test_a_tensorboard_file_without_read_permission_is_listed_the_rest_imported(tmp_path):
-    import shutil
     import subprocess
     import sys
     from torch.utils.tensorboard import SummaryWriter
-    as_user = [] if os.geteuid() != 0 else ["setpriv", "--reuid=65534", "--regid=65534",
-                                             "--clear-groups"]
-    if as_user and shutil.which("setpriv") is None:
-        pytest.skip("running as root without setpriv to drop the permission")
-    import tempfile
-    tmp_path = Path(tempfile.mkdtemp(dir="/tmp"))  # pytest's own folders are root's alone
+    as_user = as_a_user()
     log = tmp_path / "log"
     for part, steps in (("a", range(0, 30)), ("b", range(30, 60))):  # a resumed run's two files
         with SummaryWriter(str(log), filename_suffix=part) as writer:
             for step in steps:
                 writer.add_scalar("train/loss", 2.0 / (step + 1), step)
     locked = next(log.glob("events.out.tfevents.*b"))
-    for folder in (tmp_path, log):
-        folder.chmod(0o777)
-    for file in log.iterdir():
-        file.chmod(0o644)
     locked.chmod(0)
     proc = subprocess.run(as_user + [sys.executable, "-m", "tracelab", "import", "tensorboard",
                                      str(log), str(tmp_path / "run")],
@@ -268,24 +251,23 @@ def test_a_tensorboard_file_without_read_permission_is_listed_the_rest_imported(
     run = __import__("tracelab").open_run(tmp_path / "run")
     assert run.loss().index.tolist() == list(range(30))
     assert run.problems == [f"{locked.name}: unreadable (permission denied)"]
-    shutil.rmtree(tmp_path)
 
 
 @pytest.mark.parametrize("fmt", ["tensorboard", "mlflow", "wandb", "csv"])
 def test_a_source_behind_a_folder_the_user_cannot_enter_is_one_line(tmp_path, fmt):
-    import shutil
     import subprocess
     import sys
-    import tempfile
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root and setpriv to run as a user kept out of a folder")
-    closed = Path(tempfile.mkdtemp(dir="/tmp"))  # 0700, root's
-    (closed / "log").mkdir()
-    proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                           sys.executable, "-m", "tracelab", "import", fmt, str(closed / "log"),
-                           "/tmp/never-written-run"], capture_output=True, text=True, timeout=120)
-    shutil.rmtree(closed)
+    closed = tmp_path / "closed"
+    (closed / "log").mkdir(parents=True)
+    closed.chmod(0)  # not even its owner may enter
+    try:
+        proc = subprocess.run([*as_a_user(), sys.executable, "-m", "tracelab", "import", fmt,
+                               str(closed / "log"), str(tmp_path / "never-written-run")],
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        closed.chmod(0o700)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("tracelab: error: ") and proc.stderr.count("\n") == 1, \
         proc.stderr
     assert "permission denied" in proc.stderr
+    assert not (tmp_path / "never-written-run").exists()
