@@ -29,6 +29,15 @@ def _default_mode() -> int:
     return 0o666 & folder_mode()
 
 
+def _set_default_mode(fd: int, path: str) -> None:
+    """Give the new file `fd` (at `path`, which this process just created) the default mode;
+    Windows has no os.fchmod, and its os.chmod only sets the read-only flag."""
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, _default_mode())
+    else:
+        os.chmod(path, _default_mode())
+
+
 def folder_mode() -> int:
     """What mkdir would give a new folder (mkdtemp makes it 0700)."""
     umask = os.umask(0o022)
@@ -44,7 +53,7 @@ def atomic_path(path: Union[str, os.PathLike]) -> Iterator[Path]:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{short_name(path.name)}.",
                                suffix=".tmp")
     try:
-        os.fchmod(fd, _default_mode())
+        _set_default_mode(fd, tmp)
     finally:
         os.close(fd)
     try:
@@ -177,7 +186,7 @@ def create_new(path: Union[str, os.PathLike], data: Data, *, encoding: str = "ut
                                suffix=".tmp")
     try:
         try:
-            os.fchmod(fd, _default_mode())
+            _set_default_mode(fd, tmp)
         finally:
             os.close(fd)
         _fill(Path(tmp), data, encoding)

@@ -50,7 +50,9 @@ def writer_gone(path: Path | None, meta: Mapping[str, Any], rank: int) -> bool:
     if path is None:
         return False
     writer = meta.get("writer") or {}
-    if writer.get("hostname") == socket.gethostname() and isinstance(writer.get("pid"), int):
+    # On Windows os.kill(pid, 0) is no probe: signal 0 is CTRL_C_EVENT there. The heartbeat decides.
+    if os.name != "nt" and writer.get("hostname") == socket.gethostname() \
+            and isinstance(writer.get("pid"), int):
         try:
             os.kill(writer["pid"], 0)
         except ProcessLookupError:
