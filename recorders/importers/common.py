@@ -198,23 +198,24 @@ def pick_granularity(keys: Mapping[str, ScalarKey], problems: list[str]) -> dict
     for key in keys.values():
         slot = (key.split, key.name)
         best[slot] = min(best.get(slot, 9), order[key.granularity])
-    finest = sorted((tag, key) for tag, key in keys.items()
-                    if order[key.granularity] == best[(key.split, key.name)])
-    kept: dict[tuple[str, str], str] = {}
-    for tag, key in finest:  # the tag named as its series first, then in order
+    by_slot: dict[tuple[str, str], list[str]] = {}  # the finest tags of each series, in order
+    for tag, key in sorted(keys.items()):
         slot = (key.split, key.name)
-        if slot not in kept or tag == f"{key.split}/{key.name}":
-            kept[slot] = tag
-    for slot, tag in kept.items():
-        others = [t for t, k in finest if (k.split, k.name) == slot and t != tag]
+        if order[key.granularity] == best[slot]:
+            by_slot.setdefault(slot, []).append(tag)
+    chosen = set()
+    for slot, tags in by_slot.items():  # the tag named as its series first, then in order
+        named = f"{slot[0]}/{slot[1]}"
+        tag = named if named in tags else tags[0]
+        chosen.add(tag)
+        others = [t for t in tags if t != tag]
         if others:
             problems.append(f"tag{'s' if len(others) > 1 else ''} "
                             f"{', '.join(map(repr, others))} left out: "
                             f"{'they map' if len(others) > 1 else 'it maps'} to "
-                            f"{slot[0]}/{slot[1]} as {tag!r} does (give "
+                            f"{named} as {tag!r} does (give "
                             f"{'them' if len(others) > 1 else 'it'} a series of "
                             f"{'their' if len(others) > 1 else 'its'} own with --map)")
-    chosen = set(kept.values())
     return {tag: key for tag, key in keys.items() if tag in chosen}
 
 

@@ -4,7 +4,9 @@ The layout is Lightning's CSVLogger `metrics.csv`: a `step` column, and one colu
 (`train_loss_step`, `train_loss_epoch`, `val_loss`, `val_acc_epoch`, `epoch`, `lr-Adam`...),
 empty where a row did not log that metric. Each metric column maps to a split and a name with the
 same `TagMap` as TensorBoard tags. A `hparams.yaml` next to the file becomes the run's config
-(when PyYAML is installed).
+(when PyYAML is installed), within bounds on its size and on what its aliases expand to.
+Only regular files inside the log's folder are read: a link out of it, a FIFO or a device is
+refused, named.
 """
 from __future__ import annotations
 
@@ -16,22 +18,75 @@ import numpy as np
 import pandas as pd
 
 from tracelab.core.errors import TraceError
+from tracelab.core.files import open_inside, read_inside
 from tracelab.core.formats import CSV
 from tracelab.core.schema import CSV_HPARAMS, CSV_LOG, SCALARS
 from tracelab.recorders.importers.common import (Imported, TagMap, base_meta, out_of_range,
-                                                 pick_granularity, whole_steps)
+                                                 scalar_columns, whole_steps)
 
 
-def _read_hparams(path: Path) -> dict[str, Any]:
+# What a hparams.yaml may hold: its bytes, and its nodes once every alias is expanded (a file
+# of a few hundred bytes whose aliases nest expands to billions), and how deep they nest.
+MAX_CONFIG_BYTES = 1 << 20
+MAX_CONFIG_NODES = 100_000
+MAX_CONFIG_DEPTH = 64
+
+
+def _read_hparams(path: Path, problems: list[str]) -> dict[str, Any]:
+    """The run's config from Lightning's hparams.yaml beside the log, within the bounds above;
+    a file refused, or one that does not load, is a problem line naming it, and no config."""
     try:
         import yaml
     except ImportError:
         return {}
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
-        return {}
-    return data if isinstance(data, dict) else {}
+        text = read_inside(path, path.parent, limit=MAX_CONFIG_BYTES).decode("utf-8")
+        data = _bounded_yaml(text, yaml)
+    except OSError as exc:
+        why = (exc.strerror or str(exc)).lower()
+    except UnicodeDecodeError:
+        why = "not UTF-8 text"
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+        why = " ".join(str(exc).split())[:200] or type(exc).__name__
+    else:
+        return data if isinstance(data, dict) else {}
+    problems.append(f"{path.name}: not read as the run's config ({why})")
+    return {}
+
+
+def _bounded_yaml(text: str, yaml) -> Any:
+    """`yaml.safe_load(text)`, refused (ValueError) when its aliases expand it beyond
+    MAX_CONFIG_NODES nodes, when it nests deeper than MAX_CONFIG_DEPTH, or when an alias
+    refers to a node that holds it. The node graph is measured before anything is built."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded_size(node, {}, set(), 0)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _expanded_size(node, sizes: dict[int, int], open_: set[int], depth: int) -> int:
+    """The nodes `node` stands for with its aliases expanded (each node measured once)."""
+    if id(node) in sizes:
+        return sizes[id(node)]
+    if depth > MAX_CONFIG_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_CONFIG_DEPTH} levels")
+    if id(node) in open_:
+        raise ValueError("an alias refers to a node that holds it")
+    open_.add(id(node))
+    children = node.value if isinstance(node.value, list) else []
+    if children and isinstance(children[0], tuple):  # a mapping's (key, value) pairs
+        children = [n for pair in children for n in pair]
+    size = 1 + sum(_expanded_size(child, sizes, open_, depth + 1) for child in children)
+    if size > MAX_CONFIG_NODES:
+        raise ValueError(f"its aliases expand it beyond {MAX_CONFIG_NODES:,} values")
+    open_.discard(id(node))
+    sizes[id(node)] = size
+    return size
 
 
 def log_name(file: Path) -> str:
@@ -46,12 +101,14 @@ def read_csv_log(file: str | os.PathLike, tags: TagMap | None = None, *,
     if file.is_dir():
         file = file / CSV_LOG
     try:
-        df = pd.read_csv(file)
+        with open_inside(file, file.parent) as handle:
+            df = pd.read_csv(handle)
     except FileNotFoundError:
         raise TraceError(f"{file}: no such file; expected a CSV metrics log") from None
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise TraceError(f"{file}: unreadable as CSV ({type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+        why = getattr(exc, "strerror", None) or f"{type(exc).__name__}: " \
+            f"{str(exc).splitlines()[0] if str(exc) else ''}"
+        raise TraceError(f"{file}: unreadable as CSV ({why})") from None
     step_column = step_column or next((c for c in ("step", "global_step", "epoch")
                                        if c in df.columns), None)
     if step_column not in df.columns:
@@ -60,44 +117,34 @@ def read_csv_log(file: str | os.PathLike, tags: TagMap | None = None, *,
     steps = pd.to_numeric(df[step_column], errors="coerce")
     if steps.isna().all():
         raise TraceError(f"{file}: column '{step_column}' holds no numeric steps")
-    # A trace's step is a whole number in 0..2**62: a row with another (2.5, inf, 1e30, -1) is
-    # left out and listed, as the other importers do; an empty step cell is no row of a step.
+    # A trace's step is a whole number in 0..2**62: a row with another (2.5, inf, NaN, -1) is
+    # left out and listed, as the other importers do; a row with no value at all is no row.
     steps, keep = whole_steps(steps.to_numpy())
-    given = df[step_column].notna().to_numpy()
-    kept = given if keep is None else given & keep
+    kept = np.ones(len(df), dtype=bool) if keep is None else keep
+    dropped = ~kept & df.notna().any(axis=1).to_numpy()
     problems: list[str] = []
-    if (given & ~kept).any():
+    if dropped.any():
         problems.append(out_of_range(f"column '{step_column}'",
-                                     df[step_column].to_numpy()[given & ~kept]))
+                                     df[step_column].to_numpy()[dropped]))
     if not kept.any():
         raise TraceError(f"{file}: column '{step_column}' holds no whole-number steps from 0 "
                          f"(the first: {df[step_column].iloc[0]!r})")
-    valid = pd.Series(kept, index=df.index)
-    steps = pd.Series(steps, index=df.index)
-    tags = tags or TagMap()
-    keys = {}
+    series = {}
     for column in df.columns:
         if column == step_column or not pd.api.types.is_numeric_dtype(df[column]):
             continue
-        key = tags.scalar(str(column))
-        if key is not None:
-            keys[column] = key
-    parts = []
-    for column, key in pick_granularity(keys, problems).items():
-        values = df[column]
-        keep = values.notna() & valid
-        parts.append(pd.DataFrame({"step": steps[keep].astype("int64"), "split": key.split,
-                                   "name": key.name, "value": values[keep].astype(float)}))
-    if not parts:
+        values = df[column].to_numpy(dtype=np.float64, na_value=np.nan)
+        at = kept & ~np.isnan(values)  # an empty cell: the row did not log this metric
+        series[str(column)] = (steps[at], values[at], np.full(int(at.sum()), np.nan))
+    columns = scalar_columns(series, tags or TagMap(), problems)
+    if not columns:
         raise TraceError(f"{file}: no numeric metric columns besides '{step_column}'")
-    sc = pd.concat(parts, ignore_index=True)
-    sc["wall_time"] = float("nan")
     hparams = file.parent / CSV_HPARAMS
-    meta = base_meta(CSV, file, sc["wall_time"], name=log_name(file),
-                     config=_read_hparams(hparams) if hparams.is_file() else {})
+    config = _read_hparams(hparams, problems) if os.path.lexists(hparams) else {}
+    meta = base_meta(CSV, file, pd.Series([], dtype=float), name=log_name(file), config=config)
     if problems:
         meta["source"]["problems"] = problems
-    return Imported.from_columns(meta, {SCALARS: {c: sc[c] for c in sc}})
+    return Imported.from_columns(meta, {SCALARS: columns})
 
 
 def import_csv(file: str | os.PathLike, run_dir: str | os.PathLike,

@@ -39,6 +39,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from tracelab.core.errors import TraceError
+from tracelab.core.files import open_inside, read_inside
 from tracelab.core.formats import MLFLOW
 from tracelab.core.schema import SCALARS
 from tracelab.recorders.importers.common import (Imported, TagMap, base_meta, plain_value,
@@ -56,25 +57,35 @@ _LINE = re.compile(r"^([A-Za-z_][\w.-]*):(?:\s+(.*))?$")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _STORE_TABLES = {"runs", "metrics", "params", "tags"}
+# The most a param or tag file is read for: MLflow's own limits on their values are a few
+# thousand characters (6,000 for a param, 8,000 for a tag); a meta.yaml is a few lines.
+MAX_PARAM_BYTES = MAX_TAG_BYTES = 1 << 16
+MAX_META_BYTES = 1 << 16
 
 
 # -- the file store -------------------------------------------------------------------------
 def _scalar(text: str) -> Any:
-    """One value of MLflow's flat meta.yaml (written by yaml.safe_dump)."""
+    """One value of MLflow's flat meta.yaml (written by yaml.safe_dump); ValueError for a
+    double-quoted one whose escapes do not read (`"\\x"`)."""
     text = text.strip()
     if text in ("", "null", "~"):
         return None
     if len(text) >= 2 and text[0] == text[-1] == "'":
         return text[1:-1].replace("''", "'")
     if len(text) >= 2 and text[0] == text[-1] == '"':
-        return text[1:-1].encode().decode("unicode_escape")
+        # Characters past Latin-1 go through as \\u escapes, so that only the text's own
+        # escapes are read as such.
+        try:
+            return text[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"a bad escape in {text[:60]!r} ({exc.reason})") from None
     return text
 
 
 def read_meta_yaml(path: Path) -> dict[str, Any]:
     """MLflow's meta.yaml: flat `key: value` lines; anything else is an error naming it."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_inside(path, path.parent, limit=MAX_META_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise TraceError(f"{path}: unreadable ({_reason(exc)})") from None
     meta: dict[str, Any] = {}
@@ -85,7 +96,11 @@ def read_meta_yaml(path: Path) -> dict[str, Any]:
         if match is None:
             raise TraceError(f"{path}: line {number} is not 'key: value' ({line[:60]!r}); "
                              "expected MLflow's meta.yaml")
-        meta[match.group(1)] = _scalar(match.group(2) or "")
+        try:
+            meta[match.group(1)] = _scalar(match.group(2) or "")
+        except ValueError as exc:
+            raise TraceError(f"{path}: line {number}: {exc}; expected MLflow's meta.yaml") \
+                from None
     if "run_id" not in meta and "run_uuid" not in meta:
         raise TraceError(f"{path}: no run_id; expected the meta.yaml of an MLflow run")
     return meta
@@ -96,9 +111,10 @@ def is_run_dir(path: Path, names: set[str]) -> bool:
     if META_YAML not in names or not names & set(RUN_PARTS):
         return False
     try:
-        head = (path / META_YAML).read_text(encoding="utf-8", errors="replace")
+        head = read_inside(path / META_YAML, path, limit=MAX_META_BYTES).decode(
+            "utf-8", errors="replace")
     except OSError:
-        return True  # unreadable: it is shown as such
+        return True  # unreadable (a FIFO, a link out of the run): it is shown as such
     return re.search(r"^model_id:", head, re.M) is None
 
 
@@ -163,11 +179,11 @@ def read_metric_text(data: bytes, name: str, problems: list[str]):
     return _parse_lines([ln for ln in data.split(b"\n")[:lines]], name, problems)
 
 
-def _texts(folder: Path, problems: list[str]) -> dict[str, str]:
+def _texts(folder: Path, problems: list[str], limit: int) -> dict[str, str]:
     out = {}
     for key, file in _key_files(folder, problems):
         try:
-            out[key] = file.read_text(encoding="utf-8")
+            out[key] = read_inside(file, folder.parent, limit=limit).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(f"{folder.name}/{key}: unreadable ({_reason(exc)}); skipped")
     return out
@@ -183,10 +199,12 @@ def _experiment_name(folder: Path) -> Optional[str]:
 def read_meta_yaml_loose(path: Path) -> dict[str, Any]:
     """An experiment's meta.yaml, best effort (its name only decorates the run)."""
     out = {}
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    text = read_inside(path, path.parent, limit=MAX_META_BYTES).decode("utf-8", "replace")
+    for line in text.splitlines():
         match = _LINE.match(line)
         if match:
-            out[match.group(1)] = _scalar(match.group(2) or "")
+            with contextlib.suppress(ValueError):
+                out[match.group(1)] = _scalar(match.group(2) or "")
     return out
 
 
@@ -196,7 +214,7 @@ def _read_metrics(folder: Path, problems: list[str]) -> dict[str, tuple]:
     texts: dict[str, bytes] = {}
     for key, file in _key_files(folder, problems):
         try:
-            data = file.read_bytes()
+            data = read_inside(file, folder.parent)
         except OSError as exc:
             problems.append(f"metrics/{key}: unreadable ({_reason(exc)}); skipped")
             continue
@@ -237,8 +255,8 @@ def read_file_store_run(run_dir: Path, tags: TagMap) -> Imported:
     meta = read_meta_yaml(meta_file)
     problems: list[str] = []
     series = _read_metrics(run_dir / "metrics", problems)
-    params = _texts(run_dir / "params", problems)
-    run_tags = _texts(run_dir / "tags", problems)
+    params = _texts(run_dir / "params", problems, MAX_PARAM_BYTES)
+    run_tags = _texts(run_dir / "tags", problems, MAX_TAG_BYTES)
     status = _STATUS_NUMBERS.get(str(meta.get("status")), str(meta.get("status") or ""))
     return _imported(run_dir, tags, series, params, run_tags, problems, status=status,
                      run_id=meta.get("run_id") or meta.get("run_uuid"),
@@ -252,7 +270,7 @@ def is_sqlite_store(path: Path) -> bool:
     if path.suffix.lower() not in SQLITE_SUFFIXES:
         return False
     try:
-        with open(path, "rb") as f:
+        with open_inside(path, path.parent) as f:
             if f.read(16) != SQLITE_MAGIC:
                 return False
         with _connect(path) as db:
@@ -298,14 +316,18 @@ SIDE_FILES = ("-wal", "-journal")
 
 
 def _pending(path: Path) -> Optional[Path]:
-    """The database's -wal or -journal file when it holds pages, else None."""
+    """The database's -wal or -journal file when it holds pages, else None; one that is not
+    a regular file beside it (a FIFO, a link elsewhere) is refused, as SQLite would read it."""
     for suffix in SIDE_FILES:
         side = path.with_name(path.name + suffix)
-        try:
-            if side.is_file() and side.stat().st_size > 0:
-                return side
-        except OSError:
+        if not os.path.lexists(side):
             continue
+        try:
+            with open_inside(side, path.parent) as handle:
+                if os.fstat(handle.fileno()).st_size > 0:
+                    return side
+        except OSError as exc:
+            raise _CopyFailed(f"its {suffix[1:]} file is unreadable ({_reason(exc)})") from None
     return None
 
 
@@ -365,11 +387,12 @@ def read_sqlite_run(path: Path, run_id: Optional[str], tags: TagMap) -> Imported
             if row is None:
                 raise TraceError(f"{path}: no MLflow run {run_id!r}")
             rid = row[0]
-            metrics = db.execute("SELECT key, step, CASE WHEN is_nan THEN NULL ELSE value END, "
-                                 "timestamp FROM metrics WHERE run_uuid = ? ORDER BY key, step, "
-                                 "timestamp", (rid,)).fetchall()
-            params = dict(db.execute("SELECT key, value FROM params WHERE run_uuid = ?", (rid,)))
-            run_tags = dict(db.execute("SELECT key, value FROM tags WHERE run_uuid = ?", (rid,)))
+            metrics = db.execute(f"SELECT key, step, CASE WHEN is_nan THEN NULL ELSE value END, "
+                                 f"timestamp FROM metrics WHERE run_uuid = ? AND {_WHOLE_METRIC} "
+                                 "ORDER BY key, step, timestamp", (rid,)).fetchall()
+            problems = _left_out(db, rid)
+            params = _settings(db, "params", rid, problems)
+            run_tags = _settings(db, "tags", rid, problems)
     except sqlite3.Error as exc:
         raise TraceError(f"{path}: unreadable as an MLflow database ({exc})") from None
     series: dict[str, tuple] = {}
@@ -380,10 +403,52 @@ def read_sqlite_run(path: Path, run_id: Optional[str], tags: TagMap) -> Imported
         for start, end in zip(np.r_[0, bounds], np.r_[bounds, len(keys)]):
             block = numbers[start:end]
             series[keys[start]] = (block[:, 0], block[:, 1], block[:, 2] / 1000.0)
-    imported = _imported(path, tags, series, params, run_tags, [], status=row[2] or "",
-                         run_id=rid, name=row[1], start=row[3], end=row[4], experiment=row[5])
+    imported = _imported(path, tags, series, params, run_tags, problems,
+                         status=_text(row[2]) or "", run_id=_text(rid), name=_text(row[1]),
+                         start=row[3], end=row[4], experiment=_text(row[5]))
     imported.meta["source"]["key"] = rid
     return imported
+
+
+# A metric row the trace can hold: a text key, numbers (or NULL) for step, value and timestamp.
+# MLflow writes no other, but SQLite keeps whatever a column is given (a TEXT value).
+_WHOLE_METRIC = ("typeof(key) = 'text' AND typeof(step) IN ('integer', 'real', 'null') AND "
+                 "typeof(value) IN ('integer', 'real', 'null') AND "
+                 "typeof(timestamp) IN ('integer', 'real', 'null')")
+
+
+def _left_out(db: sqlite3.Connection, rid: Any) -> list[str]:
+    """The problem line for the run's metric rows that _WHOLE_METRIC leaves out, if any."""
+    count, key = db.execute(f"SELECT count(*), min(CAST(key AS TEXT)) FROM metrics WHERE "
+                            f"run_uuid = ? AND NOT ({_WHOLE_METRIC})", (rid,)).fetchone()
+    if not count:
+        return []
+    return [f"metrics: {count} row{'s' if count > 1 else ''} with a key that is not text or a "
+            f"step, value or timestamp that is not a number left out (the first key: {key!r})"]
+
+
+def _settings(db: sqlite3.Connection, table: str, rid: Any, problems: list[str]
+              ) -> dict[str, Optional[str]]:
+    """The run's params or tags: text keys (a row without one is left out, and said), their
+    values as text (NULL stays None)."""
+    out, bad = {}, 0
+    for key, value in db.execute(f"SELECT key, value FROM {table} WHERE run_uuid = ?", (rid,)):
+        if not isinstance(key, str):
+            bad += 1
+            continue
+        out[key] = _text(value)
+    if bad:
+        problems.append(f"{table}: {bad} row{'s' if bad > 1 else ''} without a text key left out")
+    return out
+
+
+def _text(value: Any) -> Optional[str]:
+    """A database value as text: SQLite keeps any type in any column (a BLOB name)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
 
 
 # -- both -----------------------------------------------------------------------------------
@@ -394,13 +459,14 @@ def _seconds(ms: Any) -> Optional[float]:
         return None
 
 
-def _imported(path: Path, tags: TagMap, series, params: dict[str, str],
-              run_tags: dict[str, str], problems: list[str], *, status: str,
+def _imported(path: Path, tags: TagMap, series, params: dict[str, Optional[str]],
+              run_tags: dict[str, Optional[str]], problems: list[str], *, status: str,
               run_id: Any, name: Any, start: Any, end: Any, experiment: Any) -> Imported:
     name = run_tags.get(RUN_NAME_TAG) or name or run_id or Path(path).name
     state = _STATES.get(str(status).upper(), "completed")
     meta = base_meta(MLFLOW, path, pd.Series([], dtype=float), name=str(name).strip(),
-                     config={k: plain_value(v) for k, v in sorted(params.items())})
+                     config={k: None if v is None else plain_value(v)
+                             for k, v in sorted(params.items())})
     meta["start_time"], meta["end_time"] = _seconds(start), _seconds(end)
     meta["status"] = {"state": state}
     if state == "failed":

@@ -17,7 +17,9 @@ histograms carry only buckets, so every statistic is approximate.
 
 Subdirectories belong to the log: `add_scalars("loss", {"train": ..})` writes its series to
 `LOGDIR/loss_train/`, read back as `loss/train`; Keras writes `train/` and `validation/`.
-Hyperparameters written with `add_hparams` become the run's config.
+Hyperparameters written with `add_hparams` become the run's config. Only regular files inside
+the log directory are read: an event file that is a FIFO, a device or a link out of the
+directory is left out, and the run's problems name it.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from tracelab.core.errors import TraceError, TracelabError
+from tracelab.core.files import open_inside
 from tracelab.core.formats import TENSORBOARD
 from tracelab.core.schema import EVENT_FILES, SCALARS, TENSORS, is_event_file
 from tracelab.recorders.importers.common import (Imported, ScalarKey, TagMap, base_meta,
@@ -66,29 +69,55 @@ def _tensorboard():
     return event_accumulator
 
 
+def _readable(file: Path, logdir: Path) -> bool:
+    """Whether `file` is a regular file inside `logdir` (see `open_inside`): TensorBoard's
+    reader would block on a FIFO, read a device until memory runs out, and follow a link
+    anywhere. One that is not is left to `unreadable_parts` to name."""
+    try:
+        open_inside(file, logdir).close()
+    except OSError:
+        return False
+    return True
+
+
+def _loaded_names(folder: Path) -> set[str]:
+    """The files TensorBoard's reader of a folder opens: any name with `tfevents` in it."""
+    try:
+        return {name for name in os.listdir(folder) if "tfevents" in name}
+    except OSError:
+        return set()
+
+
 def _accumulators(logdir: Path) -> Iterator[tuple[str, Any]]:
     ea = _tensorboard()
     guidance = {ea.SCALARS: 0, ea.HISTOGRAMS: 0, ea.TENSORS: 0, ea.IMAGES: 1, ea.AUDIO: 1,
                 ea.COMPRESSED_HISTOGRAMS: 1}
-    folders = sorted({f.parent for f in event_files(logdir)})
-    for folder in folders:
+    by_folder: dict[Path, list[Path]] = {}
+    for file in event_files(logdir):
+        by_folder.setdefault(file.parent, []).append(file)
+    for folder, files in sorted(by_folder.items()):
         rel = folder.relative_to(logdir).as_posix()
-        acc = ea.EventAccumulator(str(folder), size_guidance=guidance)
-        try:
-            acc.Reload()
-        except OSError:  # a file it cannot open (no permission): the others, one at a time
-            for file in sorted(f for f in folder.iterdir() if is_event_file(f.name)):
-                acc = ea.EventAccumulator(str(file), size_guidance=guidance)
-                try:
-                    acc.Reload()
-                except OSError:
-                    continue  # listed by unreadable_parts
-                yield ("" if rel == "." else rel), acc
-            continue
-        except Exception as exc:  # the reader's own errors: one line, naming the directory
-            raise TraceError(f"{folder}: unreadable TensorBoard events ({type(exc).__name__}: "
-                             f"{exc})") from None
-        yield ("" if rel == "." else rel), acc
+        rel = "" if rel == "." else rel
+        readable = [f for f in files if _readable(f, logdir)]
+        if {f.name for f in readable} == _loaded_names(folder):
+            acc = ea.EventAccumulator(str(folder), size_guidance=guidance)
+            try:
+                acc.Reload()
+            except OSError:  # a file it cannot open (no permission): the others, one at a time
+                pass
+            except Exception as exc:  # the reader's own errors: one line, naming the folder
+                raise TraceError(f"{folder}: unreadable TensorBoard events "
+                                 f"({type(exc).__name__}: {exc})") from None
+            else:
+                yield rel, acc
+                continue
+        for file in readable:
+            acc = ea.EventAccumulator(str(file), size_guidance=guidance)
+            try:
+                acc.Reload()
+            except OSError:
+                continue  # listed by unreadable_parts
+            yield rel, acc
 
 
 def unreadable_parts(logdir: Path) -> list[str]:
@@ -97,7 +126,7 @@ def unreadable_parts(logdir: Path) -> list[str]:
     for file in event_files(logdir):
         name = file.relative_to(logdir).as_posix()
         try:
-            damage = check_records(file)
+            damage = check_records(file, logdir)
         except OSError as exc:  # a symlink loop, no read permission, ...
             problems.append(f"{name}: unreadable ({(exc.strerror or str(exc)).lower()})")
             continue

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from tracelab.core.files import read_inside
+
 _HEADER = 12   # length (8) + its checksum (4)
 _FOOTER = 4    # the data's checksum
 # Why a record file stops being readable, as Damage.reason words it (the W&B reader too).
@@ -59,9 +61,11 @@ def _masked_crc(data: bytes, crc=None) -> int:
     return (((x >> 15) | (x << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
-def check_records(path: Path) -> Optional[Damage]:
-    """The first unreadable record of an event file, or None when every record is whole."""
-    data = Path(path).read_bytes()
+def check_records(path: Path, folder: Optional[Path] = None) -> Optional[Damage]:
+    """The first unreadable record of an event file, or None when every record is whole.
+    OSError when it is not a regular file inside `folder` (its own, by default)."""
+    path = Path(path)
+    data = read_inside(path, path.parent if folder is None else folder)
     crc = _crc32c()
     offset, record, size = 0, 0, len(data)
     while offset < size:

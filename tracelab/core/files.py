@@ -19,7 +19,9 @@ import shutil
 import stat
 import tempfile
 from pathlib import Path
-from typing import BinaryIO, Iterator, Union
+from typing import BinaryIO, Iterator, Optional, Union
+
+from tracelab.core.printable import INVISIBLE
 
 Data = Union[str, bytes]
 
@@ -245,3 +247,44 @@ def open_regular(path: Union[str, os.PathLike], *, follow: bool = True) -> Binar
     except BaseException:
         os.close(fd)
         raise
+
+
+def open_inside(path: Union[str, os.PathLike], folder: Union[str, os.PathLike], *,
+                limit: Optional[int] = None) -> BinaryIO:
+    """`path` opened for reading if it is a regular file whose real path lies inside `folder`'s:
+    a log's link to /proc/self/environ or /etc/passwd is not the log's to read, a FIFO would
+    block and a device never ends. `limit`: a file larger than that many bytes is refused too.
+    OSError saying why otherwise (its strerror words the reason for a problem line)."""
+    real, root = os.path.realpath(path), os.path.realpath(folder)
+    try:
+        inside = os.path.commonpath([real, root]) == root
+    except ValueError:  # another drive
+        inside = False
+    if not inside:
+        raise OSError(errno.EACCES, "a link to a file outside its folder", str(path))
+    handle = open_regular(real, follow=False)
+    if limit is not None and os.fstat(handle.fileno()).st_size > limit:
+        handle.close()
+        raise OSError(errno.EFBIG, f"larger than {limit:,} bytes", str(path))
+    return handle
+
+
+def read_inside(path: Union[str, os.PathLike], folder: Union[str, os.PathLike], *,
+                limit: Optional[int] = None) -> bytes:
+    """The bytes of `path`, opened by `open_inside`; never more than `limit` (a file that grows
+    while it is read is refused when it passes it)."""
+    with open_inside(path, folder, limit=limit) as handle:
+        data = handle.read() if limit is None else handle.read(limit + 1)
+    if limit is not None and len(data) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit:,} bytes", str(path))
+    return data
+
+
+_SEPARATORS = re.compile(r'[/\\:*?"<>|\t\n\r]')  # and what Windows refuses in a name
+
+
+def safe_file_name(name: str) -> str:
+    """`name` as a file name that shows what it is: separators, control and invisible
+    formatting characters (`printable.INVISIBLE`) each replaced by `_`, no leading dot (a
+    hidden file), at most _NAME_BYTES bytes; `run` when nothing is left."""
+    return short_name(_SEPARATORS.sub("_", INVISIBLE.sub("_", name)).lstrip(".")) or "run"
