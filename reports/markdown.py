@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 from tracelab.core.files import write_atomic
 from tracelab.core.findings import Diagnosis, skipped_reasons
+from tracelab.core.printable import visible_lines
 from tracelab.reports.context import build_context
 from tracelab.reports.findings_context import root_causes
 from tracelab.reports.finding_plots import finding_figure
@@ -108,7 +109,8 @@ def render_markdown(ctx: dict[str, Any], plots: list[tuple[str, Optional[Path]]]
                  + (f"; full report: {cell(html_name)}._" if html_name else "._"))
     for note in notes:
         lines.extend([note, ""])
-    return "\n".join(lines).rstrip("\n").replace("\n\n\n", "\n\n") + "\n"
+    # Control and bidirectional characters from the run (ESC, BEL, U+202E) shown escaped.
+    return visible_lines("\n".join(lines).rstrip("\n").replace("\n\n\n", "\n\n") + "\n")
 
 
 def _diagnosis_lines(d: dict[str, Any]) -> list[str]:

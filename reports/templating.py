@@ -12,29 +12,22 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
-import re
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup
 
+from tracelab.core.printable import visible_lines
+
 TEMPLATES = Path(__file__).parent / "templates"
-
-_INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e"
-                        "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\udc80-\udcff]")
-
-
-def visible(text: str) -> str:
-    """`text` with control and invisible formatting characters written as \\uXXXX."""
-    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _finalize(value: Any) -> Any:
     # Markup is HTML the renderers built themselves (plots, scripts); everything else may
     # come from a run.
     if isinstance(value, str) and not isinstance(value, Markup):
-        return visible(value)
+        return visible_lines(value)
     return value
 
 

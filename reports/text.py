@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from tracelab.core.findings import Diagnosis, Finding, RootCause, skipped_reasons
+from tracelab.core.printable import VisibleStream
 from tracelab.core.run_status import recording_stopped
 
 
@@ -43,7 +44,10 @@ def format_root_cause(n: int, d: RootCause, prefix: str = "") -> list[str]:
     return lines
 
 
-def print_diagnosis(diagnosis: Diagnosis, out=sys.stdout) -> None:
+def print_diagnosis(diagnosis: Diagnosis, out=None) -> None:
+    """The diagnosis on `out` (stdout), a run's names and messages with their control and
+    bidirectional characters escaped."""
+    out = VisibleStream(out or sys.stdout)
     run = diagnosis.run
     summary = run.summary()
     first, last = summary["steps"]

@@ -19,6 +19,7 @@ from tracelab.core.config import FAIL_ON, Config, DiffThresholds, load_config
 from tracelab.core.errors import RunExistsError, TracelabError
 from tracelab.core.files import resolved
 from tracelab.core.findings import Diagnosis, Severity
+from tracelab.core.printable import VisibleStream
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -145,9 +146,12 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     _refuse_outputs([(args.html if args.html == "" else html_target, "--html"),
                      (args.json if args.json != "-" else None, "--json"),
                      (args.markdown, "--markdown")], sources)
-    diagnosis = analyze(run, config=config,
-                        baseline=open_any(args.baseline) if args.baseline else None,
-                        select=args.select, ignore=args.ignore)
+    try:
+        diagnosis = analyze(run, config=config,
+                            baseline=open_any(args.baseline) if args.baseline else None,
+                            select=args.select, ignore=args.ignore)
+    except MemoryError:  # ArrowMemoryError too: one line, not a traceback
+        raise run.too_large() from None
     to_stdout = args.json == "-"
     out = sys.stderr if to_stdout else sys.stdout
     print_diagnosis(diagnosis, out)
@@ -448,12 +452,29 @@ def _terminate_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextlib.contextmanager
+def _visible_output() -> Iterator[None]:
+    """stdout and stderr escaping control and bidirectional characters: a run's name or a path
+    holding ESC, OSC or U+202E reaches no terminal raw."""
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = VisibleStream(sys.stdout), VisibleStream(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     # Paths need not be valid UTF-8 (they arrive with surrogate escapes): print them escaped
     # rather than fail on them.
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+    with _visible_output():
+        return _main(argv)
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     try:
         args = build_parser().parse_args(argv)
         with _terminate_as_interrupt():

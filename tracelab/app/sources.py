@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from tracelab.core.errors import TraceError
+from tracelab.core.files import safe_file_name
 from tracelab.core.formats import CSV, MLFLOW, NATIVE, TENSORBOARD, WANDB, Source
 from tracelab.core.reader import require
 from tracelab.core.run import Run, open_run
@@ -209,5 +210,4 @@ def default_report_path(run: Run) -> Path:
     read-only, and is never written."""
     if run.source is not None and not run.source.imported:
         return run.source.path / "report.html"
-    name = run.name.replace("/", "_").replace(os.sep, "_")  # a user's run name may hold one
-    return Path.cwd() / f"{name}-report.html"
+    return Path.cwd() / f"{safe_file_name(run.name)}-report.html"
