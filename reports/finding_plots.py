@@ -27,7 +27,7 @@ def generic(d: Diagnosis, f: Finding) -> Optional[Chart]:
     """The tensors or scalar the finding names over steps; else the loss, its steps shaded."""
     run = d.run
     for kind in (GRAD, WEIGHT, UPDATE, ACTIVATION):
-        wide = run.stat(kind, "norm") if kind in set(run.tensors["kind"]) else pd.DataFrame()
+        wide = run.stat(kind, "norm") if run.names(kind) else pd.DataFrame()
         marked = mentioned(f, wide.columns) if not wide.empty else []
         if marked:
             fig = canvas(2.8)

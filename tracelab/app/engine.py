@@ -95,6 +95,8 @@ def analyze(run: Run | str | os.PathLike, *, config: Config | None = None,
                 else None
         try:
             result = spec.func(run, **kwargs)
+        except MemoryError:  # ArrowMemoryError too: the run, not the rule, is beyond the machine
+            raise
         except Exception as exc:  # a rule that breaks on odd data must not end the analysis
             where = traceback.extract_tb(exc.__traceback__)[-1]
             errors.append(RuleError(spec.name, spec.code, f"{type(exc).__name__}: {exc} "

@@ -184,14 +184,28 @@ def part_ranks(path: Path) -> set[int]:
     return found
 
 
-def read_part(file: Path, dictionary: tuple[str, ...] = ()) -> pa.Table:
+def disk_size(path: Path) -> int:
+    """Bytes the tables of the run directory `path` take on disk (what could be read)."""
+    total = 0
+    for table in ARROW_SCHEMAS:
+        try:
+            with os.scandir(path / table) as entries:
+                total += sum(e.stat().st_size for e in entries if rank_of_part(e.name) is not None)
+        except OSError:  # absent or unreadable: nothing of it is read either
+            continue
+    return total
+
+
+def read_part(file: Path, dictionary: tuple[str, ...] = (),
+              columns: list[str] | None = None) -> pa.Table:
     """A Parquet part, or every complete batch of an Arrow IPC tail (a kill may have cut the
     last one short). `dictionary`: string columns kept dictionary-encoded as Parquet stores
-    them (no string object per row)."""
+    them (no string object per row). `columns`: only those (a Parquet part reads no other)."""
     # Opened by Python, not by Arrow: a path that is not valid UTF-8 (surrogate escapes) opens.
     if file.suffix == f".{PARQUET}":
         with open_regular(file) as source:
-            return pq.read_table(source, read_dictionary=list(dictionary) or None)
+            return pq.read_table(source, columns=columns,
+                                 read_dictionary=list(dictionary) or None)
     batches = []
     with open_regular(file) as source:
         try:
@@ -203,7 +217,8 @@ def read_part(file: Path, dictionary: tuple[str, ...] = ()) -> pa.Table:
         except (pa.ArrowInvalid, OSError):
             if not batches:
                 raise
-    return pa.Table.from_batches(batches)
+    table = pa.Table.from_batches(batches)
+    return table.select(columns) if columns is not None else table
 
 
 def read_table(path: Path | None, table: str, *,
@@ -219,10 +234,24 @@ def read_arrow(path: Path | None, table: str, *, distributed: bool,
                dictionary: tuple[str, ...] = ()) -> tuple[pa.Table, list[str]]:
     """One table as Arrow, in the order its parts hold it, and the problems met; the string
     columns named in `dictionary` stay dictionary-encoded (int32 codes per row)."""
-    schema, target = ARROW_SCHEMAS[table], dictionary_schema(table, dictionary)
+    problems: list[str] = []
+    target = dictionary_schema(table, dictionary)
+    tables, ranks = [], []
+    for name, part, _ in read_parts(table, part_files(path, table, problems),
+                                    dictionary=dictionary, problems=problems):
+        tables.append(part)
+        ranks.append(rank_of_part(name))
+    if distributed:
+        tables = [t.append_column("rank", pa.array([r] * t.num_rows, pa.int32()))
+                  for t, r in zip(tables, ranks)]
+        target = target.append(pa.field("rank", pa.int32()))
+    return (pa.concat_tables(tables) if tables else target.empty_table()), problems
+
+
+def part_files(path: Path | None, table: str, problems: list[str]) -> dict[str, Path]:
+    """The part files of one table of the run directory `path`, by name in their order."""
     directory = path / table if path else None
     parts: dict[str, Path] = {}
-    tables, ranks, problems = [], [], []
     try:
         names = sorted(os.listdir(directory)) if directory and directory.is_dir() else []
     except OSError as exc:  # a folder without read permission, ...
@@ -233,35 +262,48 @@ def read_arrow(path: Path | None, table: str, *, distributed: bool,
         if rank_of_part(name) is not None and not (
                 name.endswith(f".{ARROWS}") and f"{name[:-len(ARROWS)]}{PARQUET}" in names):
             parts[name] = directory / name
+    return parts
+
+
+def read_parts(table: str, parts: dict[str, Path], *, dictionary: tuple[str, ...] = (),
+               columns: tuple[str, ...] | None = None, rows: dict[str, int] | None = None,
+               problems: list[str] | None = None) -> Iterator[tuple[str, pa.Table, int]]:
+    """Each readable part of `parts` in turn, one in memory at a time: its name, its `columns`
+    (all by default) in the table's schema without rows that name no step or split or whose
+    step is out of range, and how many rows it had before those were left out. `rows`: each
+    part's first so many rows only (what an earlier pass saw of a tail still growing).
+    Unreadable parts are skipped and said in `problems`."""
+    said = problems if problems is not None else []
+    target = dictionary_schema(table, dictionary)
+    if columns is not None:
+        target = pa.schema([target.field(c) for c in columns])
     for name, file in parts.items():
         try:
-            part = read_part(file, dictionary=dictionary).select(schema.names).cast(target)
+            part = read_part(file, dictionary=dictionary, columns=list(target.names))
+            part = part.select(target.names).cast(target)
         except Exception as exc:  # a corrupt part must not hide the rest of the run
             if isinstance(exc, OSError) and exc.errno is not None:
                 # Opening it failed (no permission, not a regular file): not the file's fault.
                 # Arrow's own OSErrors (a damaged footer, a stream cut short) carry no errno.
-                problems.append(f"{table}/{name}: unreadable "
-                                f"({(exc.strerror or str(exc)).lower()}), skipped")
+                said.append(f"{table}/{name}: unreadable "
+                            f"({(exc.strerror or str(exc)).lower()}), skipped")
                 continue
             kind = "Arrow stream" if name.endswith(f".{ARROWS}") else "Parquet file"
-            problems.append(f"{table}/{name}: unreadable ({type(exc).__name__}), skipped; "
-                            f"expected a whole {kind} of this table (it was cut short, damaged "
-                            "or written by something else)")
+            said.append(f"{table}/{name}: unreadable ({type(exc).__name__}), skipped; "
+                        f"expected a whole {kind} of this table (it was cut short, damaged "
+                        "or written by something else)")
             continue
+        if rows is not None:
+            part = part.slice(0, rows.get(name, 0))
+        read = part.num_rows
         for key in _KEYS:  # what every row of a table names: which step, which split
-            if key in schema.names and part.column(key).null_count:
-                problems.append(f"{table}/{name}: {part.column(key).null_count} of "
-                                f"{part.num_rows} rows without a {key} skipped")
+            if key in target.names and part.column(key).null_count:
+                said.append(f"{table}/{name}: {part.column(key).null_count} of "
+                            f"{part.num_rows} rows without a {key} skipped")
                 part = part.filter(pc.is_valid(part.column(key)))
-        if "step" in schema.names and part.num_rows:
-            part = steps_in_range(part, f"{table}/{name}", problems)
-        tables.append(part)
-        ranks.append(rank_of_part(name))
-    if distributed:
-        tables = [t.append_column("rank", pa.array([r] * t.num_rows, pa.int32()))
-                  for t, r in zip(tables, ranks)]
-        target = target.append(pa.field("rank", pa.int32()))
-    return (pa.concat_tables(tables) if tables else target.empty_table()), problems
+        if "step" in target.names and part.num_rows:
+            part = steps_in_range(part, f"{table}/{name}", said)
+        yield name, part, read
 
 
 # Steps a recorder or an import writes: from 0, and far below where step arithmetic overflows.

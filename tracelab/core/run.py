@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import pandas as pd
 import pyarrow as pa
 
-from tracelab.core import reader, run_status
+from tracelab.core import reader, run_status, tensor_grid
+from tracelab.core.errors import TraceError
 from tracelab.core.formats import NATIVE, Source
 from tracelab.core.run_views import Views
 from tracelab.core.schema import (ACTIVATION, AMP_SCALE, ARROW_SCHEMAS, BATCHES, CLASSES,
@@ -65,6 +66,7 @@ class Run:
         self._views = Views(self)
         self._rank_states: dict[int, dict[str, Any]] = {}
         self._sample_table: pa.Table | None = None
+        self._tensor_parts: tuple[dict[str, Path], dict[str, int]] | None = None
 
     @classmethod
     def from_frames(cls, meta: Mapping[str, Any] | None = None, **frames: pd.DataFrame) -> "Run":
@@ -99,7 +101,7 @@ class Run:
     def _table(self, table: str) -> pd.DataFrame:
         if table not in self._tables:
             df, problems = reader.read_table(self.path, table, distributed=len(self.ranks) > 1)
-            self.problems.extend(problems)
+            self.problems.extend(p for p in problems if p not in self.problems)
             self._tables[table] = df
         return self._tables[table]
 
@@ -125,6 +127,44 @@ class Run:
     @property
     def tensors(self) -> pd.DataFrame:
         return self._table(TENSORS)
+
+    @property
+    def _tensors_in_pieces(self) -> bool:
+        """Whether the tensors table is read a part at a time (a single-process run on disk
+        not loaded whole) rather than from its DataFrame."""
+        return self.path is not None and TENSORS not in self._tables and len(self.ranks) <= 1
+
+    @cached_property
+    def tensor_index(self) -> tensor_grid.TensorIndex:
+        """What the tensors table holds (kinds, names, steps), from one pass over its step,
+        kind and name columns; the parts and rows it saw are those every later pass reads."""
+        if not self._tensors_in_pieces:
+            return tensor_grid.index([tensor_grid.frame_piece(self.tensors)])
+        problems: list[str] = []
+        parts, rows = reader.part_files(self.path, TENSORS, problems), {}
+        pieces = reader.read_parts(TENSORS, parts, dictionary=tensor_grid.CODES,
+                                   columns=tensor_grid.KEYS, problems=problems)
+        found = tensor_grid.index(part for name, part, rows[name] in pieces)
+        self._tensor_parts = parts, rows
+        self.problems.extend(p for p in problems if p not in self.problems)
+        return found
+
+    def tensor_pieces(self, stats: tuple[str, ...] = ()) -> Iterator[pa.Table]:
+        """The tensors table a piece at a time (tensor_grid), with the statistic columns
+        `stats`: one part file after another, or the whole DataFrame as one piece."""
+        if not self._tensors_in_pieces:
+            yield tensor_grid.frame_piece(self.tensors, stats)
+            return
+        self.tensor_index  # noqa: B018 -- fixes the parts and rows every pass reads
+        parts, rows = self._tensor_parts
+        for _, part, _ in reader.read_parts(TENSORS, parts, dictionary=tensor_grid.CODES,
+                                            columns=(*tensor_grid.KEYS, *stats), rows=rows):
+            yield part
+
+    def nonfinite_tensors(self) -> pd.DataFrame:
+        """The tensor recordings that held NaN or Inf (step, kind, name, nan_count,
+        inf_count), sorted stably by step."""
+        return tensor_grid.nonfinite_rows(self.tensor_pieces(tensor_grid.NONFINITE))
 
     @property
     def inputs(self) -> pd.DataFrame:
@@ -225,10 +265,13 @@ class Run:
 
     @cached_property
     def step_range(self) -> tuple[int, int] | None:
-        steps = [df["step"] for df in (self.scalars, self.tensors, self.inputs) if len(df)]
-        if not steps:
+        ends = [(int(df["step"].min()), int(df["step"].max()))
+                for df in (self.scalars, self.inputs) if len(df)]
+        if self.tensor_index.step_range is not None:
+            ends.append(self.tensor_index.step_range)
+        if not ends:
             return None
-        return int(min(s.min() for s in steps)), int(max(s.max() for s in steps))
+        return min(low for low, _ in ends), max(high for _, high in ends)
 
     @property
     def last_step(self) -> int | None:
@@ -242,7 +285,7 @@ class Run:
     @cached_property
     def available(self) -> frozenset[Requirement]:
         have = set()
-        sc, tn = self.scalars, self.tensors
+        sc = self.scalars
         if len(sc):
             names = sc.loc[sc["split"] == TRAIN, "name"]
             if (names == LOSS_NAME).any():
@@ -251,8 +294,8 @@ class Run:
                 have.add(Needs.DATA_TIMING)
             if (sc["split"] != TRAIN).any():
                 have.add(Needs.EVAL)
-        if len(tn):
-            kinds = set(tn["kind"].unique())
+        if self.tensor_index.rows:
+            kinds = self.tensor_index.kinds
             for kind, req in ((WEIGHT, Needs.WEIGHTS), (GRAD, Needs.GRADS), (UPDATE, Needs.UPDATES),
                               (ACTIVATION, Needs.ACTIVATIONS)):
                 if kind in kinds:
@@ -326,6 +369,14 @@ class Run:
                            "steps": self._rank_steps(r)} for r in self.ranks]}
                if len(self.ranks) > 1 else {}),
         }
+
+    def too_large(self) -> TraceError:
+        """The error saying that this run is beyond what this machine's memory holds."""
+        size = reader.disk_size(self.path) if self.path is not None else 0
+        held = f" ({size / 2**30:.1f} GiB of tables on disk)" if size else ""
+        return TraceError(f"{self.path or self.name}: too large to analyze in this machine's "
+                          f"memory{held}; analyze it where more memory is free, or select "
+                          "fewer rules (--select)")
 
     def _rank_steps(self, rank: int) -> list[int | None]:
         steps = pd.concat([df.loc[df["rank"] == rank, "step"]

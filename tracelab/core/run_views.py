@@ -12,13 +12,15 @@ rank-divergence compares them.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple, Protocol
+from typing import Any, Iterable, Mapping, Protocol
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from tracelab.core.schema import GRAD, TRAIN, UPDATE, WEIGHT
 from tracelab.core.shards import merge_shards, sharded_names
+from tracelab.core.tensor_grid import TensorIndex, frame_piece, grid, index
 
 
 class Tables(Protocol):
@@ -28,15 +30,9 @@ class Tables(Protocol):
     inputs: pd.DataFrame
     ranks: list[int]
     rank_meta: Mapping[int, Mapping[str, Any]]
+    tensor_index: TensorIndex
 
-
-class _Layout(NamedTuple):
-    """A kind's tensor rows (one rank's per step and name), its steps, its names in recording
-    order, and each row's cell in the step × name grid."""
-    steps: np.ndarray
-    names: list[str]
-    cells: np.ndarray
-    rows: pd.DataFrame
+    def tensor_pieces(self, stats: tuple[str, ...] = ()) -> Iterable[pa.Table]: ...
 
 
 def _last_per_cell(cells: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
@@ -57,7 +53,7 @@ class Views:
         self._run = run
         self._scalars: dict[tuple[str, str], pd.Series] = {}
         self._stats: dict[tuple[str, str], pd.DataFrame] = {}
-        self._layouts: dict[str, _Layout] = {}
+        self._merged: dict[str, tuple[pd.DataFrame, TensorIndex]] = {}
         self._scalar_rows: dict[tuple[str, str], np.ndarray] | None = None
 
     @property
@@ -102,26 +98,24 @@ class Views:
         (several ranks: each step's lowest recording rank)."""
         key = (kind, stat)
         if key not in self._stats:
-            steps, names, cells, rows = self._layout(kind)
-            values = rows[stat].to_numpy(dtype=float, na_value=np.nan)
-            wide = _last_per_cell(cells, values, len(steps) * len(names))
-            self._stats[key] = pd.DataFrame(wide.reshape(len(steps), len(names)),
-                                            index=pd.Index(steps, name="step"),
-                                            columns=pd.Index(names, name="name"))
+            if self._distributed and "rank" in self._run.tensors:
+                rows, idx = self._merged_rows(kind)
+                pieces: Iterable[pa.Table] = [frame_piece(rows, (stat,))]
+            else:
+                pieces, idx = self._run.tensor_pieces((stat,)), self._run.tensor_index
+            self._stats[key] = pd.DataFrame(
+                grid(pieces, kind, stat, idx),
+                index=pd.Index(idx.steps.get(kind, np.empty(0, np.int64)), name="step"),
+                columns=pd.Index(idx.names.get(kind, []), name="name"))
         return self._stats[key]
 
-    def _layout(self, kind: str) -> _Layout:
-        if kind not in self._layouts:
+    def _merged_rows(self, kind: str) -> tuple[pd.DataFrame, TensorIndex]:
+        """A distributed run's rows of `kind`, one per step and name, and their index."""
+        if kind not in self._merged:
             tn = self._run.tensors
-            rows = tn[(tn["kind"] == kind) & tn["name"].notna()]
-            if "rank" in rows and self._distributed:
-                rows = self._merge_ranks(kind, rows)
-            name_codes, names = pd.factorize(rows["name"])
-            steps, step_codes = np.unique(rows["step"].to_numpy(dtype=np.int64),
-                                          return_inverse=True)
-            self._layouts[kind] = _Layout(steps, [str(n) for n in names],
-                                          step_codes.reshape(-1) * len(names) + name_codes, rows)
-        return self._layouts[kind]
+            rows = self._merge_ranks(kind, tn[(tn["kind"] == kind) & tn["name"].notna()])
+            self._merged[kind] = rows, index([frame_piece(rows)])
+        return self._merged[kind]
 
     def _merge_ranks(self, kind: str, rows: pd.DataFrame) -> pd.DataFrame:
         """One row per step and name: the merged shards of a sharded parameter, else the
@@ -143,5 +137,4 @@ class Views:
 
     def names(self, kind: str) -> list[str]:
         """Parameter or module names of a kind, in recording (model) order."""
-        tn = self._run.tensors
-        return [str(n) for n in pd.unique(tn.loc[tn["kind"] == kind, "name"].dropna())]
+        return list(self._run.tensor_index.names.get(kind, []))
