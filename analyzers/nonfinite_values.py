@@ -120,8 +120,7 @@ def _events(run: Run) -> pd.DataFrame:
                                     "where": "the " + bad["split"].astype(str) + " "
                                              + bad["role"].astype(str) + " batch",
                                     "nan": bad["nan_count"], "inf": bad["inf_count"]}))
-    tn = run.tensors
-    bad = tn[(tn["nan_count"].fillna(0) > 0) | (tn["inf_count"].fillna(0) > 0)]
+    bad = run.nonfinite_tensors()
     if len(bad):
         # Row order within a step is recording order: forward order for activations, model
         # order for parameters. Gradients are produced output side first, so reverse them.
