@@ -89,6 +89,16 @@ def test_stat_read_in_parts_equals_the_whole_table(written, kind, stat):
     assert tracelab.Run.from_frames(tensors=df).stat(kind, stat).equals(got)
 
 
+@pytest.mark.parametrize("kind", ["grad", "activation"])
+def test_numel_per_name_is_each_tensors_last_recorded(written, kind):
+    path, df = written
+    rows = df[(df["kind"] == kind) & df["name"].notna()]
+    want = rows.groupby("name", sort=False)["numel"].last().astype(float)
+    got = tracelab.open_run(path).numel(kind)
+    assert list(got.index) == list(pd.unique(rows.sort_values("step", kind="stable")["name"]))
+    assert got.to_dict() == want.to_dict()
+
+
 def test_index_equals_the_whole_table(written):
     path, df = written
     run = tracelab.open_run(path)

@@ -342,6 +342,11 @@ class Run:
         (several ranks: each step's lowest recording rank)."""
         return self._views.stat(kind, stat)
 
+    def numel(self, kind: str) -> pd.Series:
+        """Each tensor's element count (the last recorded), by name in recording order: what
+        a step × name frame of it would repeat at every step."""
+        return self._views.per_name(kind, "numel")
+
     def names(self, kind: str) -> list[str]:
         """Parameter or module names of a kind, in recording (model) order."""
         return self._views.names(kind)

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from tracelab.core.schema import GRAD, TRAIN, UPDATE, WEIGHT
 from tracelab.core.shards import merge_shards, sharded_names
-from tracelab.core.tensor_grid import TensorIndex, frame_piece, grid, index
+from tracelab.core.tensor_grid import TensorIndex, frame_piece, grid, index, last_per_name
 
 
 class Tables(Protocol):
@@ -53,6 +53,7 @@ class Views:
         self._run = run
         self._scalars: dict[tuple[str, str], pd.Series] = {}
         self._stats: dict[tuple[str, str], pd.DataFrame] = {}
+        self._per_name: dict[tuple[str, str], pd.Series] = {}
         self._merged: dict[str, tuple[pd.DataFrame, TensorIndex]] = {}
         self._scalar_rows: dict[tuple[str, str], np.ndarray] | None = None
 
@@ -98,16 +99,29 @@ class Views:
         (several ranks: each step's lowest recording rank)."""
         key = (kind, stat)
         if key not in self._stats:
-            if self._distributed and "rank" in self._run.tensors:
-                rows, idx = self._merged_rows(kind)
-                pieces: Iterable[pa.Table] = [frame_piece(rows, (stat,))]
-            else:
-                pieces, idx = self._run.tensor_pieces((stat,)), self._run.tensor_index
+            pieces, idx = self._pieces(kind, stat)
             self._stats[key] = pd.DataFrame(
                 grid(pieces, kind, stat, idx),
                 index=pd.Index(idx.steps.get(kind, np.empty(0, np.int64)), name="step"),
                 columns=pd.Index(idx.names.get(kind, []), name="name"))
         return self._stats[key]
+
+    def per_name(self, kind: str, stat: str) -> pd.Series:
+        """One tensor statistic per name, the last recorded (several ranks: as `stat`)."""
+        key = (kind, stat)
+        if key not in self._per_name:
+            pieces, idx = self._pieces(kind, stat)
+            self._per_name[key] = pd.Series(last_per_name(pieces, kind, stat, idx),
+                                            index=pd.Index(idx.names.get(kind, []), name="name"),
+                                            name=stat)
+        return self._per_name[key]
+
+    def _pieces(self, kind: str, stat: str) -> tuple[Iterable[pa.Table], TensorIndex]:
+        """The tensors to read `stat` of `kind` from, and their index."""
+        if self._distributed and "rank" in self._run.tensors:
+            rows, idx = self._merged_rows(kind)
+            return [frame_piece(rows, (stat,))], idx
+        return self._run.tensor_pieces((stat,)), self._run.tensor_index
 
     def _merged_rows(self, kind: str) -> tuple[pd.DataFrame, TensorIndex]:
         """A distributed run's rows of `kind`, one per step and name, and their index."""

@@ -13,7 +13,7 @@ and the statistic columns asked for; a run in memory is one piece (`frame_piece`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -113,13 +113,12 @@ def index(pieces: Iterable[pa.Table]) -> TensorIndex:
     return out
 
 
-def grid(pieces: Iterable[pa.Table], kind: str, stat: str, idx: TensorIndex) -> np.ndarray:
-    """One statistic of one kind as a (steps × names) float64 array of `idx`'s steps and
-    names: each cell the last non-missing value written for it (NaN when none), like
-    groupby().last(). Rows whose step or name `idx` does not hold are left out."""
-    steps, names = idx.steps.get(kind, np.empty(0, np.int64)), idx.names.get(kind, [])
-    out = np.full(len(steps) * len(names), np.nan)
-    column = {n: i for i, n in enumerate(names)}
+def _values(pieces: Iterable[pa.Table], kind: str, stat: str,
+            idx: TensorIndex) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per batch, the non-missing values of `stat` of `kind` with their row in `idx`'s steps
+    and column in its names, in the order written; rows `idx` does not hold are left out."""
+    steps = idx.steps.get(kind, np.empty(0, np.int64))
+    column = {n: i for i, n in enumerate(idx.names.get(kind, []))}
     for piece in pieces:
         for batch in piece.to_batches():
             rows, codes, dictionary = _kind_rows(batch, kind)
@@ -133,12 +132,36 @@ def grid(pieces: Iterable[pa.Table], kind: str, stat: str, idx: TensorIndex) -> 
             values = pc.cast(batch.column(stat), pa.float64()).to_numpy(
                 zero_copy_only=False)[rows]
             ok &= ~np.isnan(values)
-            cells, values = row[ok] * len(names) + col[ok], values[ok]
-            if len(cells) > 1 and not np.all(cells[1:] > cells[:-1]):
-                last = len(cells) - 1 - np.unique(cells[::-1], return_index=True)[1]
-                cells, values = cells[last], values[last]
-            out[cells] = values  # a later piece's value wins, as a later row does
-    return out.reshape(len(steps), len(names))
+            yield row[ok], col[ok], values[ok]
+
+
+def _scatter(out: np.ndarray, cells: np.ndarray, values: np.ndarray) -> None:
+    """out[cells] = values, the last of a cell's values winning (as a later row does)."""
+    if len(cells) > 1 and not np.all(cells[1:] > cells[:-1]):
+        last = len(cells) - 1 - np.unique(cells[::-1], return_index=True)[1]
+        cells, values = cells[last], values[last]
+    out[cells] = values
+
+
+def grid(pieces: Iterable[pa.Table], kind: str, stat: str, idx: TensorIndex) -> np.ndarray:
+    """One statistic of one kind as a (steps × names) float64 array of `idx`'s steps and
+    names: each cell the last non-missing value written for it (NaN when none), like
+    groupby().last(). Rows whose step or name `idx` does not hold are left out."""
+    steps, names = len(idx.steps.get(kind, ())), len(idx.names.get(kind, ()))
+    out = np.full(steps * names, np.nan)
+    for row, col, values in _values(pieces, kind, stat, idx):
+        _scatter(out, row * names + col, values)
+    return out.reshape(steps, names)
+
+
+def last_per_name(pieces: Iterable[pa.Table], kind: str, stat: str,
+                  idx: TensorIndex) -> np.ndarray:
+    """One statistic of one kind per name (`idx`'s names): the last non-missing value written
+    for it, NaN when none. For what a tensor keeps over the run (its numel), without a grid."""
+    out = np.full(len(idx.names.get(kind, ())), np.nan)
+    for _, col, values in _values(pieces, kind, stat, idx):
+        _scatter(out, col, values)
+    return out
 
 
 def nonfinite_rows(pieces: Iterable[pa.Table]) -> pd.DataFrame:
