@@ -96,7 +96,7 @@ def _hint(run: Run, low_update_ratio: float, high_update_ratio: float = 0.1) -> 
                 {"dead_layers": len(dead)},
                 "Lower the learning rate, fix the bias initialization or use LeakyReLU so "
                 "units stay alive.")
-    rms = (grads[matrices] / np.sqrt(run.stat(GRAD, "numel")[matrices])).median()
+    rms = (grads[matrices] / np.sqrt(run.numel(GRAD)[matrices])).median()
     rms = rms[rms > 0]
     if len(rms) > 1 and rms.min() < 1e-3 * rms.max():
         return (WARNING, f"gradients vanish: the smallest layer gets {fmt(rms.min() / rms.max())}"

@@ -47,7 +47,7 @@ def vanishing_gradients(run: Run, *, ratio: float = 1e-3, median_ratio: float = 
                         floor: float = 1e-9, settle: float = 0.5, max_reference: float = 100.0,
                         min_steps: int = 3) -> list[Finding]:
     norms = run.stat(GRAD, "norm")
-    numel = run.stat(GRAD, "numel")
+    numel = run.numel(GRAD)
     names = matrix_params(run, norms.columns)
     if len(norms) < min_steps or not names:
         return []
@@ -59,7 +59,7 @@ def vanishing_gradients(run: Run, *, ratio: float = 1e-3, median_ratio: float = 
         return []
     steps = (int(norms.index[0]), int(norms.index[-1]))
     norms = norms.iloc[min(int(len(norms) * settle), len(norms) - min_steps):]
-    rms = (norms[names] / np.sqrt(numel[names].reindex(norms.index))).median()
+    rms = (norms[names] / np.sqrt(numel[names])).median()
     rms = rms[np.isfinite(rms) & (rms > 0)]
     if rms.empty or float(norms[names].median().max()) > max_reference:
         return []  # the gap comes from an exploding layer: exploding-gradients reports it
