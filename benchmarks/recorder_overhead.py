@@ -1,7 +1,7 @@
 """Recorder overhead on a small CNN, measured as ratios within one process.
 
 Variants train identical copies of the same CNN on the same batches, in alternating blocks
-(baseline, recorder default, recorder with tensor statistics every 10 steps, recorder
+(baseline, recorder defaults, recorder with the grads' full statistics every step, recorder
 everything-every-step, TensorBoard histograms), so that
 machine noise hits every variant alike; the order is shuffled every round, and each variant's
 block ends when its writer has written everything, so background work is charged to its own
@@ -18,15 +18,19 @@ grows by when training keeps every core busy, and it varies far less between run
     python benchmarks/recorder_overhead.py [--rounds 10] [--block N] [--threads N]
 
 A block lasts about a second of the baseline by default (20 CNN steps, 40 compiled MLP steps):
-each block ends with the writer's flush, as each second of a real run does. The compiled
-variants train at least 400 steps before the timed rounds (--warm-up, in whole blocks of 12):
-the defaults record grads every step for the first 256 steps of a run, and their cadence
-settles by step 384; `--warm-up 12` times a run from its start.
+each block ends with the writer's flush, as each second of a real run does. Every variant
+trains past the recorder's dense start (its first 20 steps record the full statistics every
+step, recorders/cadence.py) before the timed rounds (--warm-up: 24 steps of the CNN, 48 of the
+compiled MLP, in whole blocks of the warm-up batches); `--warm-up 0` times a run from its start.
+
+It first times the first `Recorder()` of a fresh process (a child Python that imports torch
+and tracelab, builds the CNN and its optimizer, then times the constructor): what a training
+script waits for when it starts recording.
 
 With --compiled the model is an MLP (256-1024-1024-10) under torch.compile, at the batch whose
 step takes about 10 ms on this machine (--step-ms; --batch sets it instead), and the variants
-are compiled without a recorder, with the recorder's defaults, with tensor statistics every 10
-steps, and with everything every step; each variant also reports the graphs dynamo compiled
+are compiled without a recorder, with the recorder's defaults, with the grads' full statistics
+every step, and with everything every step; each variant also reports the graphs dynamo compiled
 while it trained (torch._dynamo.utils.counters, unique_graphs) and its graph breaks.
 
     python benchmarks/recorder_overhead.py --compiled [--mode reduce-overhead]
@@ -40,6 +44,8 @@ import json
 import math
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -101,6 +107,28 @@ def calibrated_batch(target_ms: float) -> tuple[int, float]:
     return batch, ms
 
 
+_FIRST_OPEN = """
+import sys, tempfile, time
+sys.path.insert(0, sys.argv[1])
+import torch, tracelab
+from recorder_overhead import small_cnn
+model = small_cnn()
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+with tempfile.TemporaryDirectory() as tmp:
+    start = time.perf_counter()
+    rec = tracelab.Recorder(tmp + "/run", model, opt)
+    print(time.perf_counter() - start)
+    rec.close()
+"""
+
+
+def first_open_seconds() -> float:
+    """Seconds the first `Recorder()` of a fresh Python process takes to return."""
+    out = subprocess.run([sys.executable, "-c", _FIRST_OPEN, str(Path(__file__).parent)],
+                         check=True, capture_output=True, text=True).stdout
+    return float(out.split()[-1])
+
+
 def _compile_counts() -> tuple[int, int]:
     from torch._dynamo.utils import counters
     return counters["stats"]["unique_graphs"], sum(counters["graph_break"].values())
@@ -130,10 +158,8 @@ class Variant:
             self.rec._fingerprints.limit = 0
             self.rec._grad_resets.detach()
             self.rec._eval_modes.detach()
-        elif name == "recorder-every-1":  # the grads every step, whatever they cost
+        elif name == "recorder-every-1":  # the grads' full statistics every step
             self.rec = tracelab.Recorder(workdir / name, self.net, self.opt, every=1)
-        elif name == "recorder-every-10":
-            self.rec = tracelab.Recorder(workdir / name, self.net, self.opt, every=10)
         elif name == "recorder-everything":
             self.rec = tracelab.Recorder(workdir / name, self.net, self.opt, every=1,
                                          weight_every=1, activation_every=1, input_every=1)
@@ -209,18 +235,16 @@ def main() -> None:
     parser.add_argument("--mode", default="default", help="torch.compile mode (--compiled)")
     parser.add_argument("--warm-up", type=int, default=None,
                         help="steps each variant trains at least before the timed rounds, in "
-                             "whole blocks of the warm-up batches (default: 400 "
-                             "with --compiled or --cadence, past the first 384 steps in which "
-                             "the defaults' grad cadence starts dense and settles, "
-                             "recorders/cadence.py; else 3)")
-    parser.add_argument("--cadence", action="store_true",
-                        help="the defaults, whose grad cadence keeps within the recorder's cost "
-                             "budget, against every=1, both after 400 warm-up steps (the "
-                             "cadence settles from step 200 on, recorders/cadence.py)")
+                             "whole blocks of the warm-up batches (default: 24, or 48 with "
+                             "--compiled: past the recorder's dense start of 20 steps, "
+                             "recorders/cadence.py)")
     parser.add_argument("--checks", action="store_true",
                         help="compare the defaults with and without the per-step batch and loop "
                              "checks (and with targets) instead of the usual variants")
     args = parser.parse_args()
+    opens = sorted(first_open_seconds() for _ in range(3))
+    print(f"first Recorder() of a fresh process: {opens[1]:.2f} s (median of 3: "
+          + ", ".join(f"{s:.2f}" for s in opens) + ")")
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -245,15 +269,13 @@ def main() -> None:
         model, what = mlp(), f"compiled MLP (mode {mode}), batch {batch}"
         batches = [(torch.randn(batch, 256), torch.randint(0, 10, (batch,)))
                    for _ in range(args.block)]
-        names = ["compiled-" + n for n in ("baseline", "recorder-default", "recorder-every-10",
+        names = ["compiled-" + n for n in ("baseline", "recorder-default", "recorder-every-1",
                                            "recorder-everything")]
-        if args.cadence:
-            names = ["compiled-" + n for n in ("baseline", "recorder-default", "recorder-every-1")]
     else:
         model, what = small_cnn(), f"small CNN, batch {batch}"
         batches = [(torch.randn(batch, 3, 32, 32), torch.randint(0, 10, (batch,)))
                    for _ in range(args.block)]
-        names = ["baseline", "recorder-default", "recorder-every-10", "recorder-everything"]
+        names = ["baseline", "recorder-default", "recorder-every-1", "recorder-everything"]
         if args.checks:
             names = ["baseline", "recorder-default-no-checks", "recorder-default",
                      "recorder-default-targets"]
@@ -267,8 +289,7 @@ def main() -> None:
         # Warm-up: allocator, hooks, first Parquet writes, compiling (a block of the default
         # cadence records activations at its first step and runs compiled code after it).
         warm = batches[:3] if mode is None else batches[:12]
-        wanted = args.warm_up if args.warm_up is not None else \
-            400 if args.cadence or args.compiled else len(warm)
+        wanted = args.warm_up if args.warm_up is not None else 48 if args.compiled else 24
         blocks = -(-wanted // len(warm))  # whole blocks of the warm-up batches
         warm_steps = blocks * len(warm)
         for v in variants:
@@ -295,11 +316,6 @@ def main() -> None:
                 work[n].append(spent[n] / times[base])
         graphs = {v.name: (warm_graphs[v.name], v.graphs - warm_graphs[v.name], v.breaks)
                   for v in variants}
-        # The defaults' grad cadence under the recorder's cost budget (recorders/cadence.py).
-        cadences = {v.name: v.rec._settings["grad_every"] for v in variants
-                    if v.rec is not None and "grad_every" in v.rec._settings}
-        input_cadences = {v.name: v.rec._settings["input_cadence"] for v in variants
-                          if v.rec is not None and "input_cadence" in v.rec._settings}
         for v in variants:
             v.close()
     step_ms = statistics.median(base_times) / args.block * 1e3
@@ -329,11 +345,7 @@ def main() -> None:
         print(f"  {n:<24} x{med:.3f}  ({(med - 1) * 100:+5.1f} %; {(q[0] - 1) * 100:+5.1f} % .. "
               f"{(q[2] - 1) * 100:+5.1f} %)   {(fast - 1) * 100:+6.1f} %       "
               + (f"{spent * 100:4.1f} %" if spent else "   -"))
-    for n, changes in cadences.items():
-        print(f"  {n}: grad statistics from step [first step, every]: {changes}")
-    for n, changes in input_cadences.items():
-        print(f"  {n}: input profiles from step [first step, every]: {changes}")
-    results["grad_every"], results["input_cadence"] = cadences, input_cadences
+    results["first_open_s"] = opens[1]
     print("fastest blocks: the 10th percentile of a variant's block times over the baseline's "
           "(a quiet machine)")
     print("recorder work: the recorder's own seconds (training thread plus writer-thread CPU) "

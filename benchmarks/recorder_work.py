@@ -3,15 +3,12 @@
 Trains the CNN of recorder_overhead.py (or, with `--model mlp`, its MLP, optionally compiled)
 with one Recorder setting at a time and reads `Recorder.cost` (seconds in its hooks and
 `step()` on the training thread, and the writer thread's CPU seconds) over 60 steps, after 31
-warm-up steps (past the recorder's dense start, where weights are recorded every step). Each setting runs `--repeats`
-times, interleaved; the figures are medians, and the last column is the sum as a share of the
-step time measured in the same run.
+warm-up steps (past the recorder's dense start, where the full statistics are recorded every
+step). Each setting runs `--repeats` times, interleaved; the figures are medians, and the last
+column is the sum as a share of the step time measured in the same run.
 
-    python benchmarks/recorder_work.py [--repeats 3] [--steps 60] [--without-kernels]
-                                       [--model cnn|mlp] [--compiled] [--threads N]
-                                       [--batch N]
-
---without-kernels measures the fallback used where numba is missing: torch reductions.
+    python benchmarks/recorder_work.py [--repeats 3] [--steps 60] [--model cnn|mlp]
+                                       [--compiled] [--threads N] [--batch N]
 """
 from __future__ import annotations
 
@@ -29,13 +26,18 @@ from recorder_overhead import mlp, small_cnn
 
 NEVER = 10 ** 9
 SETTINGS = {
-    "scalars only": dict(every=NEVER, activation_every=NEVER, input_every=NEVER),
+    "scalars only": dict(grad_norm_every=NEVER, every=NEVER, weight_every=NEVER,
+                         activation_every=NEVER, input_every=NEVER),
+    "grad norms every step": dict(every=NEVER, weight_every=NEVER, activation_every=NEVER,
+                                  input_every=NEVER),
     "grads every step": dict(every=1, weight_every=NEVER, activation_every=NEVER,
                              input_every=NEVER),
     "weights, grads, updates every step": dict(every=1, weight_every=1, activation_every=NEVER,
                                                input_every=NEVER),
-    "activations every step": dict(every=NEVER, activation_every=1, input_every=NEVER),
-    "inputs every step": dict(every=NEVER, activation_every=NEVER, input_every=1),
+    "activations every step": dict(every=NEVER, weight_every=NEVER, activation_every=1,
+                                   input_every=NEVER),
+    "inputs every step": dict(every=NEVER, weight_every=NEVER, activation_every=NEVER,
+                              input_every=1),
     "defaults": dict(),
     "everything every step": dict(every=1, weight_every=1, activation_every=1, input_every=1),
 }
@@ -72,8 +74,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--without-kernels", action="store_true",
-                        help="record as without numba: torch reductions on the CPU")
     parser.add_argument("--model", choices=("cnn", "mlp"), default="cnn")
     parser.add_argument("--compiled", action="store_true", help="torch.compile the model")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
@@ -82,9 +82,6 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    if args.without_kernels:
-        from tracelab.recorders import kernel_loader
-        kernel_loader._loaded, kernel_loader._kernels = True, None
     torch.manual_seed(0)
     model = small_cnn() if args.model == "cnn" else mlp()
     shape = (args.batch or 64, 3, 32, 32) if args.model == "cnn" else (args.batch or 128, 256)

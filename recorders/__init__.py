@@ -6,9 +6,8 @@
     activations.py     statistics of module outputs (forward hooks)
     inputs.py          the inputs and samples rows of input batches: where each is profiled
     profile.py         per-feature profiles and samples of input batches
-    stats.py           the tensor statistics computed with torch (devices, fallbacks), sparse grads
-    numba_kernels.py   the compiled one-pass CPU kernels (numba)
-    kernel_loader.py   loads numba_kernels, or says why the torch path is used instead
+    stats.py           the tensor statistics in torch's fused ops (CPU and devices), sparse grads
+    cadence.py         which steps record what: fixed in advance, in meta.json
     transfer.py        a step's record of row producers, and its device-to-host copies
     environment.py     the environment, model and optimizer summaries in meta.json
     lightning.py, hf.py, _callbacks.py   PyTorch Lightning and Hugging Face callbacks

@@ -6,13 +6,10 @@ dead units (dead-units). The other moments, the range and saturated_frac are est
 subsample of ACTIVATION_SUBSAMPLE elements in short contiguous blocks at fixed pseudo-random
 offsets. Outputs no larger than the subsample are covered whole, so every statistic is exact.
 
-On the CPU the hook calls a compiled kernel (numba_kernels.activation_row): one pass that only
-sums the output, the units' test, where each unit's scan stops at its first positive value, and
-the subsample's moments. A torch sum takes both cores, and in a training loop it waits for the
-one the recorder's writer thread holds: 50 µs in place of 10 for a 192 × 1024 output. Only
-above _KERNEL_SUM_MAX values does its second core pay, and there torch sums and the kernel
-takes its result. On an accelerator every statistic is a device reduction (min and max cover
-every element there), with no host sync.
+On the CPU the hook takes one full torch sum of the output (the exact mean; NaN and Inf show
+up in it, and are counted only then), the units' test, and the subsample's moments in numpy:
+reading a value costs nothing there. On an accelerator every statistic is a device reduction
+(min and max cover every element there), with no host sync.
 """
 from __future__ import annotations
 
@@ -23,7 +20,6 @@ from typing import Sequence, Union
 import numpy as np
 import torch
 
-from tracelab.recorders import kernel_loader
 from tracelab.recorders.stats import RAW, finish
 from tracelab.recorders.transfer import StepRecord
 from tracelab.core.schema import ACTIVATION, ACTIVATION_STATS, TENSORS
@@ -37,12 +33,6 @@ ACTIVATION_SUBSAMPLE = 1 << 14
 # them at random offsets keep the sample spread over samples, channels and positions (evenly
 # spaced offsets could alias with the channel period and see one channel only).
 _BLOCK = 64
-_NO_BLOCKS = np.empty(0, dtype=np.int64)
-# Above this many values torch's sum, on both cores, beats the kernel's single-core one, even
-# while the recorder's writer thread holds a core; below it a torch call costs more than it
-# saves (benchmarks/recorder_work.py, "activations every step" of the CNN and the MLP).
-_KERNEL_SUM_MAX = 1 << 18
-_NOT_SUMMED = np.empty(0)
 
 ActivationStats = Union[torch.Tensor, np.ndarray]
 
@@ -142,44 +132,18 @@ def _units(x: torch.Tensor) -> tuple[torch.Tensor, list[int]]:
     return x.reshape(-1, x.shape[-1] if x.dim() else 1), [0]
 
 
-def unit_array(x: torch.Tensor) -> np.ndarray:
-    """A CPU tensor's values as a C-contiguous [outer, units, inner] array in memory order, with
-    the units of `_units` on axis 1: a view, or a copy for layouts other than contiguous and
-    channels_last. numpy, not torch: inside a training loop each torch call costs far more."""
-    a = x.numpy()
-    if a.ndim < 4:
-        return np.ascontiguousarray(a).reshape(-1, a.shape[-1] if a.ndim else 1, 1)
-    if not a.flags.c_contiguous:
-        last = np.moveaxis(a, 1, -1)
-        if last.flags.c_contiguous:  # channels_last
-            return last.reshape(-1, a.shape[1], 1)
-    return np.ascontiguousarray(a).reshape(a.shape[0], a.shape[1], -1)
-
-
 def dead_units(x: torch.Tensor) -> int:
     """How many units are never > 0 in the batch, exactly (CPU tensors).
 
-    Each unit's scan stops at its first positive value: a healthy layer costs a few reads per
-    unit, a dying one reads its dead units in full. NaN is not > 0 and never hides a positive
-    value of the same unit.
+    A unit seen positive in a leading slice of the batch is alive, and only the others are
+    read in full. NaN is not > 0 and never hides a positive value of the same unit.
     """
-    x = x.detach()
-    if kernel_loader.kernels() is None:
-        return _dead_units_torch(x)
-    return int(kernel_loader.kernels().dead_units(unit_array(x)))
+    return _dead_units_torch(x.detach())
 
 
 def _cpu_stats(x: torch.Tensor, bounds: tuple[float, float] | None) -> np.ndarray:
-    n = x.numel()
     lo, hi = (bounds[0] + 0.01, bounds[1] - 0.01) if bounds else (-math.inf, math.inf)
-    kernels = kernel_loader.kernels()
-    if kernels is None:
-        return _cpu_stats_torch(x, lo, hi)
-    row = np.empty(len(RAW) + len(ACTIVATION_STATS))
-    blocks = _cpu_blocks(n // _BLOCK) if n > ACTIVATION_SUBSAMPLE else _NO_BLOCKS
-    summed = np.array(_torch_sum(x)) if n > _KERNEL_SUM_MAX else _NOT_SUMMED
-    kernels.activation_row(unit_array(x), blocks, _BLOCK, lo, hi, summed, row)
-    return row
+    return _cpu_stats_torch(x, lo, hi)
 
 
 def _torch_sum(x: torch.Tensor) -> tuple[float, float, float]:
@@ -195,8 +159,8 @@ def _torch_sum(x: torch.Tensor) -> tuple[float, float, float]:
 
 
 def _cpu_stats_torch(x: torch.Tensor, lo: float, hi: float) -> np.ndarray:
-    """numba_kernels.activation_row without numba: one full torch sum (exact mean, and NaN/Inf
-    show up in it), and the subsample copied and reduced in numpy."""
+    """The CPU row: one full torch sum (exact mean, and NaN/Inf show up in it), and the
+    subsample copied and reduced in numpy."""
     total = nan = inf = 0.0
     if x.numel() > ACTIVATION_SUBSAMPLE:
         total, nan, inf = _torch_sum(x)

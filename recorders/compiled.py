@@ -1,7 +1,7 @@
 """Recording compiled models (`torch.compile(model)`, `model.compile()`) without recompiles or
 graph breaks.
 
-A forward hook that computes statistics calls into Python (numpy, numba, `float()`), which
+A forward hook that computes statistics calls into Python (numpy, `float()`), which
 breaks a compiled graph; adding and removing hooks between steps changes what dynamo traced.
 So the compiled graphs never contain the recorder: on the steps that record activations, and on
 those only, the model's training forward (autograd on) runs uncompiled (the `_orig_mod` of a

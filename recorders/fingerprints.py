@@ -2,8 +2,7 @@
 
 Each row of a profiled batch (every tensor of the batch with its batch size) is hashed on its
 device: the bits of its values times fixed random multipliers, summed, mixed, and kept to 52
-bits so that the hash travels exactly in the step's float64 packed copy. A CPU batch that the
-input profile copied for the writer thread is hashed there, from those copies. The sample is a
+bits so that the hash travels exactly in the step's float64 packed copy. The sample is a
 consistent one (as in distinct-value sketches): a split keeps the distinct hashes below its
 threshold, halving the threshold whenever it holds more than `limit`. A row kept in two
 splits is kept in both whenever both thresholds admit it, so the overlap of two splits is
@@ -12,12 +11,11 @@ split wrote). Splits evaluated again and again write each row once.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import torch
 
-from tracelab.recorders import kernel_loader
 from tracelab.recorders.sentinel import named_tensors
 from tracelab.recorders.transfer import StepRecord
 from tracelab.core.schema import FINGERPRINTS, INPUT_ROLE
@@ -26,8 +24,6 @@ HASH_BITS = 52
 _MASK = (1 << HASH_BITS) - 1
 _BITS = {torch.float64: torch.int64, torch.float32: torch.int32, torch.float16: torch.int16,
          torch.bfloat16: torch.int16}
-_KERNEL_BITS = (np.dtype(np.int32), np.dtype(np.int64))
-_INTEGERS = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
 def _bits(x: torch.Tensor) -> torch.Tensor:
@@ -38,8 +34,8 @@ def _bits(x: torch.Tensor) -> torch.Tensor:
 
 
 class Fingerprints:
-    """The fingerprints rows of one recorder: its training thread hashes a batch, or its writer
-    thread hashes the batch's host copies; the writer keeps the sample."""
+    """The fingerprints rows of one recorder: its training thread hashes a batch on the
+    batch's device, and its writer thread keeps the sample."""
 
     def __init__(self, limit: int, *, seed: int = 0):
         self.limit = limit
@@ -48,10 +44,8 @@ class Fingerprints:
         self._kept: dict[str, set[int]] = {}  # writer thread
         self._threshold: dict[str, int] = {}
 
-    def record(self, step: int, split: str, inputs: Any, record: StepRecord,
-               copies: Mapping[int, torch.Tensor] | None = None) -> None:
-        """Queue the fingerprints of the rows of `inputs`. copies: host copies of its tensors by
-        `id` (InputStats.record's); when every tensor has one, the writer thread hashes them."""
+    def record(self, step: int, split: str, inputs: Any, record: StepRecord) -> None:
+        """Queue the fingerprints of the rows of `inputs`."""
         if self.limit <= 0:
             return
         named = [(n, x) for n, x in named_tensors(inputs, INPUT_ROLE) if x.dim() >= 1]
@@ -61,54 +55,20 @@ class Fingerprints:
         named = [(n, x) for n, x in named if x.shape[0] == batch]
         name = ",".join(n for n, _ in named)
         tensors = [x for _, x in named]
-        host: np.ndarray | None = None
-        values: list[torch.Tensor] = []
-        kernels = self._kernels_read(tensors)  # and a copy's: a CPU tensor of x's dtype
-        copied = [copies.get(id(x)) for x in tensors] if kernels and copies else []
-        if any(c is None for c in copied):
-            copied = []  # hashed now: by `rows` only when every tensor has its copy
-        if kernels and not copied:
-            host = self._host_hashes(tensors)
-        elif not kernels:
-            hashes = None
-            for i, x in enumerate(tensors):
-                h = self._row_hashes(x, i)
-                hashes = h if hashes is None else hashes + h
-            mixed = _mix(hashes).to(torch.float64)
-            if mixed.device.type == "cpu":
-                host = mixed.numpy()
-            else:
-                values = [mixed]
+        hashes = None
+        for i, x in enumerate(tensors):
+            h = self._row_hashes(x, i)
+            hashes = h if hashes is None else hashes + h
+        mixed = _mix(hashes).to(torch.float64)
 
         def rows(found: list[np.ndarray]) -> list[tuple[str, dict]]:
-            hashes = self._host_hashes(copied) if copied else host if host is not None \
-                else found[0]
-            new = self._keep(split, hashes.astype(np.int64))
+            new = self._keep(split, found[0].astype(np.int64))
             n = len(new)
             if not n:
                 return []
             return [(FINGERPRINTS, {"step": np.full(n, step, dtype=np.int64),
                                     "split": [split] * n, "input": [name] * n, "hash": new})]
-        record.add(rows, values)
-
-    @staticmethod
-    def _kernels_read(tensors: list[torch.Tensor]) -> bool:
-        """Whether the compiled kernels hash these tensors (`_host_hashes`)."""
-        return kernel_loader.kernels() is not None and all(
-            x.device.type == "cpu" and (x.dtype in _BITS or x.dtype in _INTEGERS) for x in tensors)
-
-    def _host_hashes(self, tensors: list[torch.Tensor]) -> np.ndarray:
-        """The mixed row hashes of CPU tensors of one batch, in one compiled pass each."""
-        summed = np.zeros(tensors[0].shape[0], dtype=np.int64)
-        for i, x in enumerate(tensors):
-            # Widened to int64 in the kernel, as torch multiplies them: float32 and float64
-            # bits as they lie (forms compiled at warm-up), other widths copied as int64.
-            bits = _bits(x).numpy()
-            if bits.dtype not in _KERNEL_BITS:
-                bits = bits.astype(np.int64)
-            kernel_loader.kernels().row_hashes(
-                bits, self._coefficients_for(x.device, bits.shape[1], i).numpy(), summed)
-        return _mix(summed)
+        record.add(rows, (mixed,))
 
     def _row_hashes(self, x: torch.Tensor, index: int) -> torch.Tensor:
         bits = _bits(x).to(torch.int64)

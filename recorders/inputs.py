@@ -1,15 +1,13 @@
 """The inputs and samples rows of a recorder's input batches.
 
-Where a batch is profiled depends on where it lies: a CPU tensor is copied (`HostCopies`) and
-profiled on the writer thread by the compiled kernels; a device tensor, or a CPU tensor past
-the copy budget or without the kernels, is profiled on its device now, and the profile joins the
-step's packed copy. A pandas DataFrame is profiled now, column by column. Sampled values go into
+A tensor is profiled on its device when the step hands it over, by torch's batched ops
+(profile.tensor_profile), and the profile joins the step's packed copy. A pandas DataFrame is
+profiled now, column by column. Sampled values go into
 one reservoir per recorder, whose whole state each producer hands on as the samples snapshot.
 """
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Mapping
 from typing import Any, Callable, Sequence
 
@@ -17,11 +15,9 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from tracelab.recorders import kernel_loader
-from tracelab.recorders.profile import (PACKED, Reservoir, array_profile, dtype_name,
-                                        feature_names, feature_shape, frame_profile,
-                                        is_frame, tensor_profile)
-from tracelab.recorders.transfer import HostCopies, StepRecord
+from tracelab.recorders.profile import (PACKED, Reservoir, dtype_name, feature_names,
+                                        feature_shape, frame_profile, is_frame, tensor_profile)
+from tracelab.recorders.transfer import StepRecord
 from tracelab.core.schema import ARROW_SCHEMAS, COUNT_STATS, INPUTS, SAMPLES_SNAPSHOT
 
 _PACKED_COUNTS = tuple(c for c in PACKED if c in COUNT_STATS)  # int64 in the trace
@@ -52,18 +48,10 @@ class InputStats:
         self._devices: dict[str, str] = {}
         self._reservoir = Reservoir(sample_size, seed=rank)
         self._frame_rng = np.random.default_rng(rank)  # training thread
-        self._writer_rng = np.random.default_rng([rank, 1])  # writer thread
-        self._host = HostCopies()
         self._generators: dict[str, torch.Generator] = {}
-        self.writer_cpu_s = 0.0  # the writer's CPU seconds on the rows of `counted` profiles
 
-    def record(self, step: int, split: str, inputs: Any, record: StepRecord,
-               counted: bool = False) -> dict[int, torch.Tensor]:
-        """Profile `inputs` (a tensor, a tuple or dict of them, or a DataFrame) into `record`;
-        `counted`: the writer's CPU time on its rows goes to `writer_cpu_s` (the profiles of
-        `step()`, which the input cadence budgets). Returns the host copies it made, by the
-        `id` of the tensor copied: the batch's other producers may read them on the writer
-        thread too (a copy is never written to).
+    def record(self, step: int, split: str, inputs: Any, record: StepRecord) -> None:
+        """Profile `inputs` (a tensor, a tuple or dict of them, or a DataFrame) into `record`.
 
         An input or column that cannot be profiled (a sparse or meta-device tensor, complex
         values, a column of lists, ...) is left out with one warning per feature; the others
@@ -72,8 +60,8 @@ class InputStats:
         if is_frame(inputs):
             profile, samples = frame_profile(inputs, self._frame_rng, self._skip)
             record.add(self._frame_rows(step, split, profile, samples))
-            return {}
-        layout, packed, copies = [], [], {}
+            return
+        layout, packed = [], []
         for prefix, x, names in self._named_inputs(inputs):
             if not isinstance(x, torch.Tensor) or x.numel() == 0:
                 continue
@@ -86,21 +74,14 @@ class InputStats:
             if self._devices.get(key) != str(x.device):
                 self._devices[key] = str(x.device)
                 self._on_devices(dict(self._devices))
-            # A host copy is profiled on the writer thread; else the device profile is packed.
-            copy = self._host.clone(x) if kernel_loader.kernels() else None
-            if copy is None:
-                try:
-                    packed.extend(tensor_profile(x, self._generator(x.device)))
-                except Exception as exc:
-                    self._skip(name, type(exc).__name__, f"{type(exc).__name__}: {exc}")
-                    continue
-            else:
-                copies[id(x)] = copy
+            try:
+                packed.extend(tensor_profile(x, self._generator(x.device)))
+            except Exception as exc:
+                self._skip(name, type(exc).__name__, f"{type(exc).__name__}: {exc}")
+                continue
             n_feat, count = feature_shape(x.shape)
-            layout.append((name, feature_names(prefix, n_feat, names, x.dim()), dtype_name(x),
-                           count, copy))
-        record.add(self._tensor_rows(step, split, layout, counted), packed)
-        return copies
+            layout.append((feature_names(prefix, n_feat, names, x.dim()), dtype_name(x), count))
+        record.add(self._tensor_rows(step, split, layout), packed)
 
     def _skip(self, feature: str, kind: str, reason: str) -> None:
         if kind == "duplicate":  # profiled, under a new name
@@ -112,31 +93,14 @@ class InputStats:
             raise ValueError(f"tracelab: {message}")
         self._warn((self._what, feature, kind), message)
 
-    def _tensor_rows(self, step: int, split: str, layout: list, counted: bool = False):
+    def _tensor_rows(self, step: int, split: str, layout: list):
         reservoir, table, samples = self._reservoir, self._table, self._table == INPUTS
 
         def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
-            start = time.thread_time()
-            try:
-                return tensor_rows(values)
-            finally:
-                if counted:
-                    self.writer_cpu_s += time.thread_time() - start
-
-        def tensor_rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
             out = []
-            profiles = iter(values)  # (packed, sample) of each input without a host copy
-            for name, feats, dtype, count, copy in layout:
-                if copy is None:
-                    packed, sample = next(profiles), next(profiles)
-                else:
-                    try:
-                        packed, sample = array_profile(copy.numpy(), self._writer_rng)
-                    except Exception as exc:  # this input only: the others are profiled
-                        self._skip(name, type(exc).__name__, f"{type(exc).__name__}: {exc}")
-                        continue
-                    finally:
-                        self._host.release(copy)
+            profiles = iter(values)  # (packed, sample) of each input
+            for feats, dtype, count in layout:
+                packed, sample = next(profiles), next(profiles)
                 packed = packed.reshape(len(feats), len(PACKED))
                 cols = {c: packed[:, i] for i, c in enumerate(PACKED)}
                 for c in _PACKED_COUNTS:

@@ -14,7 +14,6 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from tracelab.recorders import kernel_loader
 from tracelab.core.schema import INPUT_STATS, N_UNIQUE_CAP, RESOLUTIONS, unique_stride
 
 SAMPLES_PER_BATCH = 64
@@ -65,7 +64,7 @@ def tensor_profile(x: torch.Tensor, generator: torch.Generator | None = None
     count = work.shape[1]
     # Moments around each feature's first value: no cancellation for offset data (years, ids).
     # Centred in float64: a float32 difference overflows for values spanning the float32 range.
-    # A first value that is NaN or infinite centres nothing (as in the host kernels).
+    # A first value that is NaN or infinite centres nothing.
     shift = work[:, :1].double()
     shift = torch.where(torch.isfinite(shift), shift, torch.zeros_like(shift))
     centered = work.double() - shift
@@ -93,28 +92,6 @@ def tensor_profile(x: torch.Tensor, generator: torch.Generator | None = None
     k = min(SAMPLES_PER_BATCH, count)
     idx = torch.randint(count, (k,), device=m.device, generator=generator)
     return packed, work[:, idx].double()
-
-
-def array_profile(a: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """tensor_profile of a host array in compiled passes (numba_kernels.feature_profile: a
-    table row by row, other layouts a feature at a time), the distinct values counted after
-    numpy's sort: the CPU recorder runs it on the writer thread."""
-    floating = np.issubdtype(a.dtype, np.floating)
-    work = a if floating and a.dtype in (np.float32, np.float64) else \
-        a.astype(np.float32 if floating else np.float64)
-    shape = a.shape if a.ndim >= 2 else (1, 1, a.size)
-    x3 = np.ascontiguousarray(work).reshape(shape[0], shape[1], -1)
-    n_feat, count = feature_shape(a.shape)
-    stride = unique_stride(count)
-    idx = rng.integers(0, count, min(SAMPLES_PER_BATCH, count))
-    packed = np.empty((n_feat, len(PACKED)))
-    windows = np.empty((n_feat, -(-count // stride)), x3.dtype)
-    samples = np.empty((n_feat, len(idx)))
-    kernels = kernel_loader.kernels()
-    kernels.feature_profile(x3, stride, idx, packed, windows, samples)
-    windows.sort(axis=1)
-    kernels.sorted_distinct(windows, N_UNIQUE_CAP, packed)
-    return packed, samples
 
 
 def feature_names(prefix: str, n: int, names: Sequence[str] | None, ndim: int = 2) -> list[str]:
@@ -260,20 +237,11 @@ def _subsample(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return values[rng.integers(0, len(values), SAMPLES_PER_BATCH)]
 
 
-_POOL = 16_384  # uniforms drawn at a time for the reservoir's kernel
-# Algorithm R takes a uniform per value, Algorithm L a few logarithms per value kept: L is the
-# cheaper past this many samples' worth of values (benchmarks/recorder_kernels.py).
-_L_AFTER = 16
-
-
 class Reservoir:
     """A uniform sample of at most `size` values per (split, feature), over the whole run.
 
-    One row of a 2-D array per (split, feature), offered a batch and all its features at once:
-    by one compiled call (numba_kernels.reservoir_offer: Algorithm R, then Algorithm L once a
-    sample has seen _L_AFTER times its size, where a value passed over costs nothing), or by a
-    few numpy calls of Algorithm R where the kernels are missing, never a few per feature. Used
-    only on the writer thread.
+    One row of a 2-D array per (split, feature), offered a batch and all its features at once
+    by a few numpy calls of Algorithm R, never a few per feature. Used only on the writer thread.
     """
 
     def __init__(self, size: int = 2_000, seed: int = 0):
@@ -283,11 +251,6 @@ class Reservoir:
         self._values = np.empty((0, size))  # row r: its kept values in slot order
         self._steps = np.empty((0, size), dtype=np.int64)
         self._seen = np.empty(0, dtype=np.int64)  # values offered to each row so far
-        # Algorithm L's state of each row (the kernel's): its W (0 while Algorithm R samples
-        # it), and the index in its stream of the next value it keeps.
-        self._weight = np.empty(0)
-        self._next = np.empty(0, dtype=np.int64)
-        self._pool, self._at = np.empty(0), 0  # the kernel's uniforms, and the next unused
         self._known: dict[tuple[str, tuple[str, ...]], np.ndarray] = {}  # rows of a layout
 
     def add(self, split: str, feature: str, step: int, values: np.ndarray) -> None:
@@ -298,24 +261,12 @@ class Reservoir:
     def add_many(self, split: str, features: list[str], step: int, values: np.ndarray) -> None:
         """Offer the finite values of each row of `values` (features x values) to its
         feature's sample, in order: each value is kept in its turn with the chance of a uniform
-        sample (Algorithm R's, which Algorithm L draws as gaps), the first `size` always."""
+        sample (Algorithm R's), the first `size` always."""
         if len(set(features)) < len(features):  # one row per feature in the vectorized form
             for feature, row in zip(features, values):
                 self.add_many(split, [feature], step, row.reshape(1, -1))
             return
         rows = self._rows_of(split, features)
-        kernels = kernel_loader.kernels()
-        if kernels is not None:
-            values = np.ascontiguousarray(values, dtype=np.float64)
-            self._start_algorithm_l(rows)
-            done = 0
-            while True:
-                done, self._at = kernels.reservoir_offer(
-                    values, rows, self._seen, self._values, self._steps, step, self._weight,
-                    self._next, self._pool, self._at, done)
-                if done == len(values):
-                    return
-                self._pool, self._at = self.rng.random(max(_POOL, 3 * values.shape[1])), 0
         finite = np.isfinite(values)
         counts = finite.sum(axis=1)
         total = int(counts.sum())
@@ -334,20 +285,6 @@ class Reservoir:
         self._steps[owner[take], slot[take]] = step
         self._seen[rows] += counts
 
-    def _start_algorithm_l(self, rows: np.ndarray) -> None:
-        """Algorithm L's state for the rows past _L_AFTER samples' worth of values. Its W
-        is the largest of the sample's keys, the `size` smallest of `seen` uniform keys: a
-        Beta(size, seen - size + 1) draw."""
-        seen = self._seen[rows]
-        due = rows[(seen >= _L_AFTER * self.size) & (self._weight[rows] == 0)]
-        if not len(due):
-            return
-        n = self._seen[due]
-        w = self.rng.beta(self.size, n - self.size + 1)
-        self._weight[due] = w
-        gaps = np.log(1.0 - self.rng.random(len(due))) / np.log1p(-w)  # batch_kernels.gap
-        self._next[due] = n + np.minimum(gaps, 2.0 ** 62).astype(np.int64)
-
     def _rows_of(self, split: str, features: list[str]) -> np.ndarray:
         key = (split, tuple(features))
         known = self._known.get(key)
@@ -365,8 +302,6 @@ class Reservoir:
             self._steps = np.concatenate([self._steps,
                                           np.empty((grow, self.size), dtype=np.int64)])
             self._seen = np.concatenate([self._seen, np.zeros(grow, dtype=np.int64)])
-            self._weight = np.concatenate([self._weight, np.zeros(grow)])
-            self._next = np.concatenate([self._next, np.zeros(grow, dtype=np.int64)])
         known = self._known[key] = np.array(rows, dtype=np.int64)
         return known
 

@@ -3,9 +3,8 @@
 The full input profile keeps its cadence (`input_every`); the sentinel is cheap enough for
 every step, so that a loss spike or the first NaN can always be traced to its batch. On an
 accelerator it is a few fused reductions per tensor, stacked into one small tensor that joins
-the step's packed copy: the host never waits. On the CPU a tensor is read by one vectorized
-torch or numpy call (`host_sentinel`): at once, or, on a step that profiles the batch, on the
-writer thread from the host copy the profile made (the batch as it was at `step()`).
+the step's packed copy: the host never waits. On the CPU a tensor is read at once by one
+vectorized torch or numpy call (`host_sentinel`), the batch as it was at `step()`.
 """
 from __future__ import annotations
 
@@ -16,13 +15,11 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from tracelab.recorders import kernel_loader
 from tracelab.recorders.profile import is_frame
 from tracelab.recorders.transfer import StepRecord
 from tracelab.core.schema import BATCHES, INPUT_ROLE, TARGET_ROLE
 
 _HALF = (torch.float16, torch.bfloat16)
-_KERNEL_FLOATS = (torch.float32, torch.float64)
 _NUMPY_INTS = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 
 
@@ -115,17 +112,10 @@ def device_sentinel(x: torch.Tensor) -> torch.Tensor:
 
 
 def host_sentinel(x: torch.Tensor) -> np.ndarray:
-    """device_sentinel of a CPU tensor, read now. A contiguous float32 or float64 tensor takes
-    one compiled pass (numba_kernels.extremes); another float tensor one vectorized `aminmax`:
-    NaN propagates into it and Inf is an extreme, so finite extremes mean no NaN or Inf, and
-    only a tensor holding them is counted (five times cheaper than a moments pass)."""
+    """device_sentinel of a CPU tensor, read now. A float tensor takes one vectorized
+    `aminmax`: NaN propagates into it and Inf is an extreme, so finite extremes mean no NaN or
+    Inf, and only a tensor holding them is counted (five times cheaper than a moments pass)."""
     x = x.detach()
-    kernels = kernel_loader.kernels()
-    if kernels is not None and x.dtype in _KERNEL_FLOATS and x.is_contiguous() and not x.is_neg() \
-            and type(x) is torch.Tensor:
-        row = np.empty(4)
-        kernels.extremes(x.numpy().reshape(-1), row)
-        return row
     if x.dtype in _NUMPY_INTS or x.dtype == torch.bool:
         values = x.numpy()
         return np.array([values.min(), values.max(), 0, 0], dtype=np.float64)
@@ -143,12 +133,9 @@ class Sentinel:
     def __init__(self, warn: Callable[[Any, str], None]):
         self._warn = warn
 
-    def record(self, step: int, split: str, inputs: Any, targets: Any, record: StepRecord,
-               copies: Mapping[int, torch.Tensor] | None = None) -> None:
-        """Queue the batches rows of `inputs` and `targets`. copies: host copies of some of
-        their tensors by `id` (InputStats.record's), read on the writer thread instead: the
-        training thread then only names them."""
-        copies = copies or {}
+    def record(self, step: int, split: str, inputs: Any, targets: Any,
+               record: StepRecord) -> None:
+        """Queue the batches rows of `inputs` and `targets`."""
         roles, names, host, device = [], [], [], []
         for role, value in ((INPUT_ROLE, inputs), (TARGET_ROLE, targets)):
             if value is None:
@@ -165,10 +152,7 @@ class Sentinel:
                 continue
             for name, x in named_tensors(value, role):
                 try:
-                    copy = copies.get(id(x))
-                    if copy is not None:
-                        host.append(copy)  # read by `rows`
-                    elif x.device.type == "cpu":
+                    if x.device.type == "cpu":
                         host.append(host_sentinel(x))
                     else:
                         device.append(device_sentinel(x))
@@ -183,23 +167,10 @@ class Sentinel:
 
         def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
             found = iter(values)
-            read = [next(found) if h is None else h for h in host]
-            kept = []
-            for i, h in enumerate(read):
-                if isinstance(h, torch.Tensor):
-                    try:
-                        read[i] = host_sentinel(h)
-                    except Exception as exc:  # this tensor only, as on the training thread
-                        self._unchecked(roles[i], names[i], exc)
-                        continue
-                kept.append(i)
-            if not kept:
-                return []
-            table = np.stack([read[i] for i in kept])
-            n = len(kept)
+            table = np.stack([next(found) if h is None else h for h in host])
+            n = len(names)
             return [(BATCHES, {"step": np.full(n, step, dtype=np.int64), "split": [split] * n,
-                               "role": [roles[i] for i in kept],
-                               "name": [names[i] for i in kept], "min": table[:, 0],
+                               "role": roles, "name": names, "min": table[:, 0],
                                "max": table[:, 1], "nan_count": table[:, 2].astype(np.int64),
                                "inf_count": table[:, 3].astype(np.int64)})]
         record.add(rows, device)

@@ -1,12 +1,18 @@
-"""Tensor statistics computed on the tensors' own device with few fused ops and no host sync.
+"""Tensor statistics computed on the tensors' own device with torch's fused ops, no host sync.
 
-The device side returns raw aggregates per tensor, stacked into one tensor so that a step's
-statistics travel to the host in a single copy. On the CPU the recorder reads the tensors in
-place with numba_kernels.tensor_stats instead, and `raw_stats` serves other layouts and dtypes.
+`raw_stats` is the one implementation, for the CPU and accelerators alike: a few foreach and
+per-tensor reductions (`torch._foreach_norm`, `aminmax`, `count_nonzero`) whose results are
+stacked into one tensor, so that a step's statistics travel to the host in a single copy.
 `finish()` turns the aggregates into the trace's columns on the host (the writer thread);
 `dense_equivalent` gives a sparse grad a strided stand-in with the same statistics.
-Aggregates are exact in float64 for tensors whose mean dwarfs their spread (BatchNorm weights
-near 1): on accelerators and in the kernels always, in CPU torch for the tensors that need it.
+
+What differs by device is only what each device does cheaply. On an accelerator the reductions
+are memory-bound: they accumulate in float64 for free and never branch on values (that would
+sync the host). On the CPU float64 accumulation of float32 data runs 3-5 times slower than the
+vectorized float32 kernels while reading a result costs nothing: there sums accumulate in the
+tensor's dtype, NaN and Inf are counted only in a tensor whose norm is not finite, and sum and
+norm are redone in float64 for the tensors whose std would lose digits to cancellation
+(BatchNorm weights near 1).
 """
 from __future__ import annotations
 
@@ -26,56 +32,58 @@ def raw_stats(tensors: list[torch.Tensor]) -> torch.Tensor:
     """[len(tensors), len(RAW)] float64 aggregates, on the tensors' device."""
     ts = [t.detach() for t in tensors]
     ts = [t if t.is_floating_point() else t.double() for t in ts]
-    # An empty tensor (a rank's empty shard) has no extremes: NaN, as the kernels give. Sizes
-    # are host metadata, so asking costs no sync.
-    ext = [t if t.numel() else t.new_full((1,), math.nan) for t in ts]
-    if ts[0].device.type == "cpu":
-        # CPU reductions of half types return half results, which overflow at 65504.
-        return _raw_stats_cpu([t.float() if t.dtype in _HALF else t for t in ts],
-                              [t.float() if t.dtype in _HALF else t for t in ext])
-    # On an accelerator the reductions are memory-bound: accumulate in float64 for free, and
-    # never branch on values (that would sync the host).
+    cpu = ts[0].device.type == "cpu"
+    if cpu:  # CPU reductions of half types return half results, which overflow at 65504
+        ts = [t.float() if t.dtype in _HALF else t for t in ts]
+    acc = None if cpu else torch.float64
+    # An empty tensor (a rank's empty shard) has no extremes: NaN. Sizes are host metadata,
+    # so asking costs no sync.
+    extremes = [torch.aminmax(t if t.numel() else t.new_full((1,), math.nan)) for t in ts]
     f64 = torch.float64
-    l2 = torch.stack(torch._foreach_norm(ts, 2, dtype=f64))
-    cols = [torch.stack([t.sum(dtype=f64) for t in ts]), l2,
-            torch.stack(torch._foreach_norm(ts, 1, dtype=f64)),
-            torch.stack(torch._foreach_norm(ts, 0, dtype=f64)),
-            torch.stack(torch._foreach_max(ext)).to(f64),
-            torch.stack(torch._foreach_max(torch._foreach_neg(ext))).to(f64),
-            torch.stack([torch.isnan(t).sum() for t in ts]).to(f64),
-            torch.stack([torch.isinf(t).sum() for t in ts]).to(f64)]
-    return torch.stack(cols, dim=1)
-
-
-def _raw_stats_cpu(ts: list[torch.Tensor], ext: list[torch.Tensor]) -> torch.Tensor:
-    # On the CPU, float64 accumulation of float32 data runs 3-5x slower than the vectorized
-    # float32 kernels, and reading values costs nothing: accumulate in float32, then redo in
-    # float64 only the tensors whose std would lose digits to E[x^2] - E[x]^2 cancellation.
-    minmax = [torch.aminmax(t) for t in ext]
-    cols = [torch.stack([t.sum() for t in ts]), torch.stack(torch._foreach_norm(ts, 2)),
-            torch.stack(torch._foreach_norm(ts, 1)),
+    cols = [torch.stack([t.sum(dtype=acc) for t in ts]),
+            torch.stack(torch._foreach_norm(ts, 2, dtype=acc)),
+            # abs then sum: twice as fast as the foreach L1 norm on the CPU.
+            torch.stack([a.sum(dtype=acc) for a in torch._foreach_abs(ts)]),
             torch.stack([torch.count_nonzero(t) for t in ts]),
-            torch.stack([m.max for m in minmax]), torch.stack([m.min for m in minmax])]
-    raw = np.zeros((len(ts), len(RAW)))
-    for i, col in enumerate(cols):
-        raw[:, i] = col.numpy()
-    raw[:, 5] *= -1
-    for i in np.flatnonzero(~np.isfinite(raw[:, 1])):
-        raw[i, 6], raw[i, 7] = torch.isnan(ts[i]).sum(), torch.isinf(ts[i]).sum()
-    _exact_spread_cpu(raw, [t.numpy() for t in ts])
-    return torch.from_numpy(raw)
+            torch.stack([m.max for m in extremes]), torch.stack([m.min for m in extremes]).neg()]
+    if cpu:
+        raw = torch.stack([c.to(f64) for c in cols] + [torch.zeros(len(ts), dtype=f64)] * 2,
+                          dim=1).numpy()
+        for i in np.flatnonzero(~np.isfinite(raw[:, :3]).all(axis=1)):
+            raw[i, 6], raw[i, 7] = torch.isnan(ts[i]).sum(), torch.isinf(ts[i]).sum()
+        _exact_spread_cpu(raw, ts)
+        return torch.from_numpy(raw)
+    cols += [torch.stack([torch.isnan(t).sum() for t in ts]),
+             torch.stack([torch.isinf(t).sum() for t in ts])]
+    return torch.stack([c.to(f64) for c in cols], dim=1)
 
 
-def _exact_spread_cpu(raw: np.ndarray, ts: list[np.ndarray]) -> None:
-    """Redo sum and norm in float64 where std would lose digits to cancellation (in place)."""
-    n = np.array([max(t.size, 1) for t in ts], dtype=np.float64)
+def norms(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """The L2 norm of each tensor, float64, on their device: one fused reduction."""
+    ts = [t.detach() for t in tensors]
+    ts = [t.float() if t.dtype in _HALF or not t.is_floating_point() else t for t in ts]
+    acc = None if ts[0].device.type == "cpu" else torch.float64
+    return torch.stack(torch._foreach_norm(ts, 2, dtype=acc)).to(torch.float64)
+
+
+def _exact_spread_cpu(raw: np.ndarray, ts: list[torch.Tensor]) -> None:
+    """Redo sum, norm and L1 in float64 where std would lose digits to cancellation, where a
+    float32 sum overflowed though every value is finite, or where squares underflowed (in
+    place). In torch, on a float64 copy: a numpy view of a parameter would make its storage
+    one that FSDP can no longer free."""
+    n = np.array([max(t.numel(), 1) for t in ts], dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         mean_sq = raw[:, 1] ** 2 / n
         spread = mean_sq - (raw[:, 0] / n) ** 2
-        redo = (spread < 1e-4 * mean_sq) & (mean_sq > 0) & np.isfinite(mean_sq)
-    for i in np.flatnonzero(redo):
-        exact = np.asarray(ts[i], dtype=np.float64).reshape(-1)
-        raw[i, 0], raw[i, 1] = exact.sum(), np.sqrt(np.square(exact).sum())
+        # A float32 sum's error, relative to E[x^2], grows in the variance by E[x^2] / var.
+        redo = (spread < 0.5 * mean_sq) & (mean_sq > 0) & np.isfinite(mean_sq)
+        overflowed = ~np.isfinite(raw[:, :3]).all(axis=1) & (raw[:, 6] + raw[:, 7] == 0)
+        # Squares below float32's normal range (values under 1e-19) lose digits or vanish.
+        underflowed = (raw[:, 2] > 0) & (raw[:, 1] < 1e-17)
+    for i in np.flatnonzero(redo | overflowed | underflowed):
+        exact = ts[i].to(torch.float64)
+        raw[i, 0], raw[i, 1] = exact.sum(), torch.linalg.vector_norm(exact)
+        raw[i, 2] = exact.abs().sum()
 
 
 def finish(raw: np.ndarray, numel: np.ndarray) -> dict[str, np.ndarray]:

@@ -11,21 +11,22 @@ rows to the step's StepRecord (transfer.py), each with the device tensors it nee
 also checks its input and target batches (sentinel.py: min, max, NaN and Inf counts), and the
 loop itself (loop_checks.py: gradient resets, modes at evaluation, the GradScaler's scale).
 
-Cost model. On an accelerator the training thread only launches device work: the statistics
-of all weights, grads and updates come from a few fused foreach reductions, and everything a
-step produced is packed into one tensor per device and copied once (non-blocking into pinned
-memory). A step that records nothing beyond its scalars launches one tiny copy and never syncs
-the host. On the CPU, where every small torch call costs tens of microseconds inside a training
-loop, compiled kernels (numba_kernels.py) do the work in few calls: one copy of the weights
-before the optimizer step, then one pass over every weight, grad and update where they lie; one
-torch `sum` and one kernel call per activation; an input batch is copied and profiled on the
-writer thread. Building rows and writing Parquet always happen on the writer thread; `cost` says
-what all of it took.
+Which steps record what is fixed in advance (cadence.py): per-layer grad norms every step, the
+full statistics of grads, weights and updates, the activations and the input profile every 10th
+step, the full statistics on each of the first 20 steps too. The recorder never changes it by
+itself: the same script records the same steps on any machine. meta.json's `recorder` holds it.
+
+Cost model. The statistics are torch's own ops on the tensors' device, the same on the CPU and
+on accelerators (stats.py): a few fused foreach reductions, one `_foreach_copy_` of the weights
+before the optimizer step on the steps that record updates, and everything a step produced is
+packed into one tensor per device and copied once (non-blocking into pinned memory on a GPU).
+A step that records nothing beyond its scalars and grad norms launches one small copy and never
+syncs the host. Building rows and writing Parquet happen on the writer thread; `cost` says what
+all of it took.
 """
 from __future__ import annotations
 
 import math
-import os
 import time
 import traceback
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -34,10 +35,9 @@ import torch
 
 from tracelab.recorders import compiled
 from tracelab.recorders import environment as env
-from tracelab.recorders import kernel_loader
 from tracelab.recorders.activation_hooks import ActivationHooks
 from tracelab.recorders.activations import record_activations
-from tracelab.recorders.cadence import INPUT_EVERY, GradCadence, InputCadence
+from tracelab.recorders.cadence import DEFAULT_EVERY, Cadence
 from tracelab.recorders.classes import record_classes
 from tracelab.recorders.fingerprints import Fingerprints
 from tracelab.recorders.hook_refs import WeakHook
@@ -53,11 +53,6 @@ from tracelab.core.schema import (DATA_TIME, LOSS_NAME, LR_PREFIX, META_ABSENT,
 from tracelab.core.writer import RunWriter
 
 
-# Weights and updates are recorded on every step of the run's start, where they change fastest
-# and where the learning-rate diagnosis reads its early update ratios.
-DENSE_STEPS = 20
-
-
 # The series the recorder writes itself under a metric's name: a metric of that name is renamed.
 _OWN_SCALARS = frozenset({STEP_TIME, DATA_TIME})
 _OWN_SCALARS_AND_LOSS = _OWN_SCALARS | {LOSS_NAME}
@@ -67,26 +62,21 @@ def _parameter_count(optimizer: torch.optim.Optimizer) -> int:
     return sum(len(group["params"]) for group in optimizer.param_groups)
 
 
-def due(step: int, every: int) -> bool:
-    """Whether step `step` (counted from 0) records what is recorded every `every` steps."""
-    return step % every == 0
-
-
 class Recorder:
     """Record a training run into `run_dir` (see the module docstring).
 
-    every: grad statistics every `every` optimizer steps; None (the default): every step
-    while they cost at most 1.5 % of the training time, else every 2nd, 4th or 8th step, as
-    measured (cadence.py; meta.json's recorder.grad_every says which steps).
-    weight_every: weight and update statistics on every step of the first DENSE_STEPS, then
-    every `weight_every` steps (of those `every` records): weights change slowly, and reading
-    them and their pre-step copy is most of the statistics' cost on a large model.
-    activation_every: activation statistics (forward hooks on leaf modules) cadence.
-    input_every: input-batch (and target) profile cadence for `step(inputs=..., targets=...)`;
-    None (the default): every 10th step while the profile costs at most 1 % of the training
-    time (on the training and the writer thread), else every 20th, 40th or 80th, decided from
-    step 640 on (cadence.py; meta.json's recorder.input_cadence says which steps). `log()`
-    always profiles. Every step checks its batches' range and NaN/Inf (the sentinel).
+    Which steps record what (cadence.py; steps counted from 0, a step records when its index is
+    a multiple of the setting): fixed in advance, never changed by the recorder.
+    every: the grads' full statistics (None: every 10th step), and on each of the first 20
+    steps (cadence.DENSE_STEPS).
+    grad_norm_every: the grads' per-layer norms on the other steps (every step).
+    weight_every: weight and update statistics (every 10th step, and the first 20 steps):
+    weights change slowly, and reading them and their pre-step copy is most of the
+    statistics' cost on a large model.
+    activation_every: activation statistics (forward hooks on leaf modules), every 10th step.
+    input_every: input-batch (and target) profile for `step(inputs=..., targets=...)`; None:
+    every 10th step. `log()` always profiles. Every step checks its batches' range and NaN/Inf
+    (the sentinel).
     feature_names: names of the input features (dim 1), or a dict of them per input key.
     sample_size: values kept per (split, feature) in the uniform reservoir (the samples table).
     rank: the process's rank; None takes torch.distributed's rank when it is initialized.
@@ -97,48 +87,30 @@ class Recorder:
     def __init__(self, run_dir: str, model: torch.nn.Module | None = None,
                  optimizer: torch.optim.Optimizer | None = None, *,
                  config: Mapping[str, Any] | None = None, every: int | None = None,
-                 weight_every: int = 10, activation_every: int = 10,
-                 input_every: int | None = None,
+                 grad_norm_every: int = 1, weight_every: int = DEFAULT_EVERY,
+                 activation_every: int = DEFAULT_EVERY, input_every: int | None = None,
                  feature_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
                  sample_size: int = 2_000, flush_interval: float = 1.0,
                  rank: int | None = None, scaler: Any = None, fingerprints: int = 2_048):
-        for name, value in (("every", 1 if every is None else every),
-                            ("weight_every", weight_every),
-                            ("activation_every", activation_every),
-                            ("input_every", INPUT_EVERY if input_every is None else input_every),
-                            ("sample_size", sample_size)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"Recorder: {name} must be a positive integer, got {value!r}")
+        self.cadence = Cadence(
+            grad_norm_every=grad_norm_every, every=DEFAULT_EVERY if every is None else every,
+            weight_every=weight_every, activation_every=activation_every,
+            input_every=DEFAULT_EVERY if input_every is None else input_every)
+        if isinstance(sample_size, bool) or not isinstance(sample_size, int) or sample_size < 1:
+            raise ValueError(f"Recorder: sample_size must be a positive integer, got "
+                             f"{sample_size!r}")
         _check_model(model)  # before the run's folder is made
         if rank is None:
             dist = torch.distributed
             rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
         distributed = rank != 0 or (torch.distributed.is_available()
                                     and torch.distributed.is_initialized())
-        # Ranks measuring apart would record grads at different steps: a distributed run's
-        # automatic cadence is every step (launched by torchrun, or any launcher that sets
-        # WORLD_SIZE, even before the process group exists).
-        launched = os.environ.get("WORLD_SIZE", "1").strip() not in ("", "0", "1")
-        self._cadence = GradCadence() if every is None and not (distributed or launched) \
-            else None
-        self._input_cadence = InputCadence() \
-            if input_every is None and not (distributed or launched) else None
-        self.every = 1 if every is None else every
-        self.activation_every = activation_every
-        self.input_every = INPUT_EVERY if input_every is None else input_every
-        self.weight_every = weight_every
-        self._settings = {"every": self.every, "weight_every": weight_every,
-                          "dense_steps": DENSE_STEPS, "activation_every": activation_every,
-                          "input_every": self.input_every, "sample_size": sample_size}
-        for cadence in (self._cadence, self._input_cadence):
-            if cadence is not None:
-                self._settings.update(cadence.settings())
+        self._settings = dict(self.cadence.settings(), sample_size=sample_size)
         meta = {"config": dict(config or {}), "environment": env.environment(),
                 "recorder": dict(self._settings)}
         if distributed:
             meta["world_size"] = torch.distributed.get_world_size() \
                 if torch.distributed.is_initialized() else None
-        kernel_loader.kernels()  # now, not in the first recorded step (compiling takes seconds)
         self.writer = RunWriter(run_dir, meta, rank=rank, flush_interval=flush_interval)
         self.rank = rank
         self._warn = WarnOnce()  # recording never raises: each kind of problem warns once
@@ -168,8 +140,6 @@ class Recorder:
         self._handles: list[Any] = []
         self._hooks = ActivationHooks(self._warn, lambda: self.writer.failed, passes)
         self._cost = 0.0  # seconds the training thread spent in the recorder
-        self._stats_cost = 0.0  # of which in the parameter statistics, this step
-        self._profiles_writer_s = 0.0  # the writer's CPU on input profiles, when last read
         if model is not None or optimizer is not None:
             self.watch(model, optimizer)
 
@@ -204,7 +174,7 @@ class Recorder:
             if points:
                 self._settings["compiled"] = True
                 self.writer.update_meta(recorder=dict(self._settings))
-            self._hooks.arm(due(self._step, self.activation_every))
+            self._hooks.arm(self.cadence.activations(self._step))
         if optimizer is not None and optimizer is not self.optimizer:
             self.optimizer = optimizer
             self._optimizer_size = _parameter_count(optimizer)
@@ -241,13 +211,11 @@ class Recorder:
         self._stepped = True
         # Before the snapshot: a module added this step has its update recorded too.
         self._track_added_parameters()
-        if self.writer.failed or not self._weights_due(self._step):
+        if self.writer.failed or not self.cadence.weights(self._step):
             return
         start = time.perf_counter()
-        self._parameters.snapshot()
-        spent = time.perf_counter() - start
-        self._cost += spent
-        self._stats_cost += spent
+        self._produce("parameter snapshot", self._parameters.snapshot)
+        self._cost += time.perf_counter() - start
 
     # -- the loop -------------------------------------------------------------------------------
     def iterate(self, iterable: Iterable) -> Iterator:
@@ -311,14 +279,10 @@ class Recorder:
         """The step in progress, counted from 0: the one the next `step()` records."""
         return self._step
 
-    def _weights_due(self, step: int) -> bool:
-        """Whether `step` records weight and update statistics (every, weight_every)."""
-        return due(step, self.every) and (step < DENSE_STEPS or due(step, self.weight_every))
-
     @property
     def records_inputs(self) -> bool:
         """Whether the step in progress profiles the inputs given to `step()` (input_every)."""
-        return due(self._step, self.input_every)
+        return self.cadence.inputs(self._step)
 
     def _record_step(self, loss: Any, inputs: Any, targets: Any,
                      metrics: Mapping[str, Any] | None, data_time: float | None) -> None:
@@ -332,7 +296,7 @@ class Recorder:
         now = time.perf_counter()
         stopped = self.writer.failed or self.writer.closed
         activations, absent = self._hooks.take(step)
-        self._hooks.arm(due(step + 1, self.activation_every) and not stopped)
+        self._hooks.arm(self.cadence.activations(step + 1) and not stopped)
         if absent:
             self.writer.update_meta(**{META_ABSENT: {"activations": absent}})
         updates = self._parameters.end_step()
@@ -363,87 +327,38 @@ class Recorder:
         record = StepRecord(self._warn)
         record.add(scalars.rows, scalars.tensors)
         # Each producer on its own: one that fails is warned about, the others still record.
+        cadence = self.cadence
         with torch.no_grad():
-            grads = self.model is not None and due(step, self.every)
-            if grads:
-                start = time.perf_counter()
+            grads, norms, weights = (cadence.grads(step), cadence.grad_norms(step),
+                                     cadence.weights(step))
+            if self.model is not None and (grads or norms or weights):
                 self._produce("parameter statistics", self._parameters.record, step, record,
-                              self._weights_due(step), updates, self._weights_due(step + 1))
-                self._stats_cost += time.perf_counter() - start
-            if self._cadence is not None:
-                self._pace(step, step_time, grads)
+                              weights, updates, grads, norms)
             if activations:
                 self._produce("activations", record_activations, step, activations, record)
             self._produce("signals", add_signals, record, step, TRAIN, signals)
-            profiled = due(step, self.input_every)
-            profile_s = self._batch(step, TRAIN, inputs, targets, record, profiled,
-                                    counted=self._input_cadence is not None)
+            self._batch(step, TRAIN, inputs, targets, record, cadence.inputs(step))
         self.writer.write(record.seal())
-        if self._input_cadence is not None:
-            self._pace_inputs(step, step_time, profile_s,
-                              profiled and (inputs is not None or targets is not None))
-
-    def _pace_inputs(self, step: int, step_time: float | None, spent: float,
-                     profiled: bool) -> None:
-        """The input profile's cadence from the next step on (`input_every=None`): a profiled
-        step costs its profile's seconds on the training thread, and the writer's CPU seconds
-        on the profiles since the last profiled step (it lags by about a flush)."""
-        writer = self._inputs.writer_cpu_s + self._targets.writer_cpu_s  # not log()'s
-        if profiled:
-            spent += writer - self._profiles_writer_s
-            self._profiles_writer_s = writer
-        if self._observed(self._input_cadence, step, step_time, spent, profiled):
-            self.input_every = self._input_cadence.every
-
-    def _pace(self, step: int, step_time: float | None, recorded: bool) -> None:
-        """The grad cadence from the next step on (`every=None`), on this step's costs."""
-        spent, self._stats_cost = self._stats_cost, 0.0
-        if self._observed(self._cadence, step, step_time, spent, recorded):
-            self.every = self._cadence.every
-
-    def _observed(self, cadence: GradCadence, step: int, step_time: float | None,
-                  spent: float, recorded: bool) -> bool:
-        """Whether `cadence` changed on this step's costs; meta.json then says so."""
-        if not cadence.observe(step, step_time, spent, recorded):
-            return False
-        self._settings.update(cadence.settings())
-        self.writer.update_meta(recorder=dict(self._settings))
-        return True
 
     def _batch(self, step: int, split: str, inputs: Any, targets: Any, record: StepRecord,
-               profile: bool, counted: bool = False) -> float:
-        """A batch's sentinel, and when `profile`, its input and target profiles; returns the
-        seconds the profiles took on this thread (`counted`: and the writer's CPU seconds on
-        them go to InputStats.writer_cpu_s). The profiles copy CPU tensors for the writer
-        thread, which then also reads the sentinel's and the fingerprints' values from them."""
+               profile: bool) -> None:
+        """A batch's sentinel, and when `profile`, its input and target profiles, its rows'
+        fingerprints and its classes."""
         if inputs is None and targets is None:
-            return 0.0
+            return
         try:  # numpy arrays and Series as what the producers read
             inputs, targets = as_tensors(inputs), as_tensors(targets)
         except Exception as exc:  # never the step's other rows
             self._failed("batch check", exc)
-        copies: dict[int, torch.Tensor] = {}
-        spent = 0.0
-        if profile:
-            start = time.perf_counter()
-            if inputs is not None:
-                copies.update(self._produce("inputs", self._inputs.record, step, split, inputs,
-                                            record, counted) or {})
-            if targets is not None:
-                copies.update(self._produce("targets", self._targets.record, step, split,
-                                            targets, record, counted) or {})
-            spent = time.perf_counter() - start
-        self._produce("batch check", self._sentinel.record, step, split, inputs, targets,
-                      record, copies)
+        self._produce("batch check", self._sentinel.record, step, split, inputs, targets, record)
         if not profile:
-            return spent
-        start = time.perf_counter()
+            return
         if inputs is not None:
-            self._produce("fingerprints", self._fingerprints.record, step, split, inputs,
-                          record, copies)
+            self._produce("inputs", self._inputs.record, step, split, inputs, record)
+            self._produce("fingerprints", self._fingerprints.record, step, split, inputs, record)
         if targets is not None:
+            self._produce("targets", self._targets.record, step, split, targets, record)
             self._produce("classes", record_classes, step, split, targets, record)
-        return spent + time.perf_counter() - start
 
     def _produce(self, what: str, produce: Any, *args: Any) -> Any:
         """produce(*args), or None when it raised (warned about once)."""

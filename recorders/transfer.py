@@ -1,16 +1,13 @@
 """Moving a step's statistics off the training thread.
 
 A step's producers (scalars, parameters, activations, inputs) each add to the step's
-`StepRecord` the function that makes their rows and the device tensors those rows need. On
-accelerators the statistics are device reductions, and `Packed` gathers all of a step's tensors
-into one non-blocking copy per device; the writer thread hands each producer the host values of
-exactly the tensors it added. On the CPU, weights, grads and updates are reduced where they lie
-by one compiled call (numba_kernels.tensor_stats); an input batch is copied (`HostCopies`) and
-profiled by the writer thread.
+`StepRecord` the function that makes their rows and the device tensors those rows need. The
+statistics are reductions on the tensors' device, and `Packed` gathers all of a step's
+tensors into one copy per device (non-blocking from an accelerator); the writer thread hands
+each producer the host values of exactly the tensors it added.
 """
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -19,11 +16,6 @@ import torch
 Rows = list[tuple[str, dict]]
 # A producer's writer-thread half: the host values of the tensors it added, in its order.
 MakeRows = Callable[[list[np.ndarray]], Rows]
-
-# CPU copies that may wait for the writer thread at once.
-HOST_COPY_BYTES = 256 << 20
-_NUMPY_DTYPES = (torch.float16, torch.float32, torch.float64, torch.uint8, torch.int8,
-                 torch.int16, torch.int32, torch.int64, torch.bool)
 
 
 class StepRecord:
@@ -116,35 +108,3 @@ class Packed:
                 out[i] = values[offset:offset + self.sizes[i]]
                 offset += self.sizes[i]
         return out
-
-
-class HostCopies:
-    """Private CPU copies for the writer thread, within a budget of HOST_COPY_BYTES.
-
-    Past the budget `clone` returns None and the caller reduces on the training thread:
-    a writer that falls behind makes recording slower, never fills memory.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._bytes = 0
-
-    def clone(self, x: torch.Tensor) -> torch.Tensor | None:
-        """A CPU tensor's copy that numpy can read, or None."""
-        if (x.device.type != "cpu" or x.dtype not in _NUMPY_DTYPES
-                or not self._reserve(x.numel() * x.element_size())):
-            return None
-        return x.detach().clone()
-
-    def release(self, copy: torch.Tensor) -> None:
-        """The writer is done with `copy`."""
-        with self._lock:
-            self._bytes -= copy.numel() * copy.element_size()
-
-    def _reserve(self, nbytes: int) -> bool:
-        with self._lock:
-            if self._bytes + nbytes > HOST_COPY_BYTES:
-                return False
-            self._bytes += nbytes
-            return True
-

@@ -1,6 +1,5 @@
 """Row fingerprints: equal rows hash equal, the sample is bounded and consistent across splits."""
 import numpy as np
-import pytest
 import torch
 
 import tracelab
@@ -55,40 +54,3 @@ def test_the_sample_is_bounded_and_consistent_across_splits(tmp_path):
     reference = Fingerprints(10 ** 9)
     full = set(_hashes(reference, pool[:1000], "val").tolist())
     assert kept_val == {h for h in full if h < limit}
-
-
-def test_the_compiled_hash_is_the_torch_hash(monkeypatch):
-    """Batches hashed on the CPU by the kernel and on a device by torch must agree, or a
-    train split on one and a val split on the other would never overlap."""
-    from tracelab.recorders import kernel_loader
-    if kernel_loader.kernels() is None:
-        pytest.skip("numba unavailable")
-    torch.manual_seed(1)
-    batches = [torch.randn(50, 7), torch.randn(50, 3, 4).double(), torch.randn(50, 5).half(),
-               torch.randn(50, 5).bfloat16(), torch.randint(-9, 2**40, (50, 6)),
-               torch.randint(0, 200, (50, 3), dtype=torch.uint8), torch.rand(50, 4) > 0.5,
-               {"ids": torch.randint(0, 50, (50, 8)), "x": torch.randn(50, 2)}]
-    for batch in batches:
-        compiled = _hashes(Fingerprints(10_000), batch)
-        monkeypatch.setattr(kernel_loader, "_kernels", None)  # the torch path devices take
-        plain = _hashes(Fingerprints(10_000), batch)
-        monkeypatch.undo()
-        assert len(compiled) > 0 and np.array_equal(np.sort(compiled), np.sort(plain))
-
-
-def test_host_copies_hash_as_the_batch_itself():
-    """A profiled step hands the fingerprints the batch's host copies, hashed on the writer
-    thread: the same hashes as the batch read where it lies."""
-    torch.manual_seed(2)
-    batches = [torch.randn(50, 7), torch.randn(50, 5).half(), torch.randint(-9, 2**40, (50, 6)),
-               torch.rand(50, 4) > 0.5, torch.randn(7, 50).t(),  # not contiguous
-               {"ids": torch.randint(0, 50, (50, 8)), "x": torch.randn(50, 2)}]
-    for batch in batches:
-        tensors = batch.values() if isinstance(batch, dict) else [batch]
-        record = StepRecord()
-        Fingerprints(10_000).record(0, "train", batch, record,
-                                    copies={id(t): t.clone() for t in tensors})
-        from_copies = record.seal()()[0][1]
-        direct = _hashes(Fingerprints(10_000), batch)
-        assert np.array_equal(from_copies["hash"], direct)
-        assert from_copies["input"][0] == ("ids,x" if isinstance(batch, dict) else "input")

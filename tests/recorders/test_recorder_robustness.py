@@ -7,7 +7,6 @@ import textwrap
 import time
 import warnings
 
-import numpy as np
 import pyarrow.dataset as ds
 import pytest
 import torch
@@ -418,41 +417,6 @@ def test_recording_never_changes_the_training_random_stream(tmp_path):
     assert torch.equal(plain_draw, draw)
     assert all(torch.equal(a, b) for a, b in zip(plain_params, params))
     assert len(tracelab.open_run(tmp_path / "run").inputs) == 12 * 3
-
-
-def test_every_path_to_the_statistics_gives_the_same_trace(tmp_path, monkeypatch):
-    from tracelab.recorders import parameters, transfer
-    _train_cnn(tmp_path / "compiled")  # kernels on the tensors in place, inputs on the writer
-    monkeypatch.setattr(transfer, "HOST_COPY_BYTES", 0)  # a writer that has fallen behind
-    monkeypatch.setattr(parameters, "host_layout", lambda tensors, keys=None: None)  # torch path
-    _train_cnn(tmp_path / "torch")
-    compiled, plain = (tracelab.open_run(tmp_path / n) for n in ("compiled", "torch"))
-    for table in ("tensors", "inputs"):
-        a, b = getattr(compiled, table), getattr(plain, table)
-        assert len(a) == len(b) > 0
-        numeric = [c for c in a.columns if a[c].dtype.kind == "f" and c != "wall_time"]
-        np.testing.assert_allclose(a[numeric].to_numpy(float), b[numeric].to_numpy(float),
-                                   rtol=1e-5, atol=1e-7)
-    assert set(compiled.tensors.kind) == {"weight", "grad", "update", "activation"}
-
-
-def test_without_compiled_kernels_recording_goes_on_in_torch(tmp_path, monkeypatch):
-    from tracelab.recorders import activations, kernel_loader
-    _train_cnn(tmp_path / "compiled")
-    monkeypatch.setattr(kernel_loader, "_kernels", None)  # numba missing or failing
-    calls = []
-    torch_stats = activations._cpu_stats_torch
-    monkeypatch.setattr(activations, "_cpu_stats_torch",
-                        lambda *args: calls.append(1) or torch_stats(*args))
-    _train_cnn(tmp_path / "torch")
-    assert calls
-    runs = [tracelab.open_run(tmp_path / n) for n in ("compiled", "torch")]
-    for table in ("tensors", "inputs"):
-        a, b = (getattr(run, table) for run in runs)
-        assert len(a) == len(b) > 0
-        numeric = [c for c in a.columns if a[c].dtype.kind == "f" and c != "wall_time"]
-        np.testing.assert_allclose(a[numeric].to_numpy(float), b[numeric].to_numpy(float),
-                                   rtol=1e-5, atol=1e-7)
 
 
 def test_forward_hooks_exist_only_for_steps_that_record_activations(tmp_path):

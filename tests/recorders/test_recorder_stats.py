@@ -1,8 +1,5 @@
 """Recorded statistics against plain-torch reference values."""
 import math
-import os
-import sys
-import time
 
 import numpy as np
 import pandas as pd
@@ -108,7 +105,7 @@ def test_recorded_weights_grads_updates_match_reference(tmp_path, optimizer_cls,
 
 @pytest.mark.parametrize("variant", ["float32", "mixed dtypes"])
 def test_weights_and_updates_thin_out_after_the_dense_start(tmp_path, variant):
-    from tracelab.recorders.torch_recorder import DENSE_STEPS
+    from tracelab.recorders.cadence import DENSE_STEPS
     steps = DENSE_STEPS + 7
     run, refs, _ = _train(torch.optim.SGD, tmp_path / "run", steps=steps, variant=variant,
                           recorder={"weight_every": 4}, lr=0.1, momentum=0.9)
@@ -124,7 +121,7 @@ def test_weights_and_updates_thin_out_after_the_dense_start(tmp_path, variant):
     assert run.meta["recorder"]["weight_every"] == 4
 
 
-def _one_value_in_place(model):  # between the probes: only its autograd version shows it
+def _one_value_in_place(model):
     with torch.no_grad():
         model[0].weight.view(-1)[1] += 1.0
 
@@ -134,7 +131,7 @@ def _clamp_through_data(model):  # WGAN's weight clipping
         p.data.clamp_(-0.05, 0.05)
 
 
-def _first_value_through_data(model):  # autograd does not count it: a probe sees it
+def _first_value_through_data(model):  # a write autograd does not count
     model[2].weight.data.view(-1)[0] += 1.0
 
 
@@ -142,25 +139,12 @@ def _new_tensor_through_data(model):
     model[0].weight.data = model[0].weight.data.clone()
 
 
-def _counted_copies(monkeypatch) -> list:
-    from tracelab.recorders import kernel_loader, numba_kernels
-    if kernel_loader.kernels() is None:  # loaded (and warmed up) before copies are counted
-        pytest.skip("numba unavailable")
-    copies: list = []
-    gather = numba_kernels.gather
-    monkeypatch.setattr(numba_kernels, "gather", lambda *a: (copies.append(1), gather(*a)))
-    return copies
-
-
 @pytest.mark.parametrize("change", [None, _one_value_in_place, _clamp_through_data,
                                     _first_value_through_data, _new_tensor_through_data])
-def test_a_step_reuses_the_weights_the_last_record_kept_unless_they_changed(
-        tmp_path, monkeypatch, change):
-    """Consecutive weight steps: the record's pass leaves the weights in the snapshot, and the
-    next optimizer step copies nothing, unless the weights changed in between (an in-place op,
-    a change through .data, a new tensor). Each update is the optimizer's alone. The first
-    weight spans two of the kernel's blocks and more values than it probes."""
-    copies = _counted_copies(monkeypatch)
+def test_each_update_is_the_optimizers_alone_whatever_changed_the_weights_before(
+        tmp_path, change):
+    """The weights changed between steps (an in-place op, a change through .data, a new
+    tensor): the update is still the optimizer step's change only."""
     torch.manual_seed(3)
     model = torch.nn.Sequential(torch.nn.Linear(64, 40), torch.nn.Tanh(), torch.nn.Linear(40, 2))
     assert model[0].weight.numel() > 2048
@@ -178,8 +162,6 @@ def test_a_step_reuses_the_weights_the_last_record_kept_unless_they_changed(
             rec.step()
             if change is not None and step % 2:
                 change(model)
-    changed = len(range(1, steps - 1, 2)) if change is not None else 0
-    assert len(copies) == 1 + changed  # step 0's pre-hook, and each step after a change
     tn = tracelab.open_run(tmp_path / "run").tensors
     for step, ref in enumerate(updates):
         for name, tensor in ref.items():
@@ -187,8 +169,7 @@ def test_a_step_reuses_the_weights_the_last_record_kept_unless_they_changed(
             assert_matches(row.iloc[0], reference_stats(tensor), rtol=1e-5, atol=1e-10)
 
 
-def test_without_an_optimizer_no_snapshot_is_copied_or_kept(tmp_path, monkeypatch):
-    copies = _counted_copies(monkeypatch)
+def test_without_an_optimizer_no_snapshot_is_copied_or_kept(tmp_path):
     model = torch.nn.Linear(50, 40)
     x = torch.randn(8, 50)
     with tracelab.Recorder(tmp_path / "run", model) as rec:
@@ -196,7 +177,7 @@ def test_without_an_optimizer_no_snapshot_is_copied_or_kept(tmp_path, monkeypatc
             model.zero_grad()
             model(x).square().mean().backward()
             rec.step()
-    assert copies == [] and rec._parameters._snapshot is None
+    assert rec._parameters._snapshot == []
     tn = tracelab.open_run(tmp_path / "run").tensors
     assert set(tn["kind"]) == {"weight", "grad", "activation"}  # no update without a step
 
@@ -344,15 +325,12 @@ def test_large_activation_exact_counts_and_estimated_moments(layout):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("summer", ["kernel", "torch"])
-def test_a_subsampled_outputs_mean_and_nonfinite_counts_stay_exact(dtype, summer):
-    """Above the subsample every value is still summed, by the kernel in float32 partial sums of
-    256 or, for the largest outputs, by torch: the mean matches a float64 sum, also when
-    float32 sums overflow, and a NaN or Inf is counted wherever it lies, the first value, a
-    partial sum's edge or the last value."""
+def test_a_subsampled_outputs_mean_and_nonfinite_counts_stay_exact(dtype):
+    """Above the subsample every value is still summed: the mean matches a float64 sum, also
+    when float32 sums overflow, and a NaN or Inf is counted wherever it lies, the first value,
+    a block's edge or the last value."""
     from tracelab.recorders import activations
-    n = (activations.ACTIVATION_SUBSAMPLE * 4 if summer == "kernel"
-         else activations._KERNEL_SUM_MAX) + 37
+    n = activations.ACTIVATION_SUBSAMPLE * 4 + 37
     torch.manual_seed(2)
     for scale in (1.0, 3e38 if dtype == torch.float32 else 1e300):
         x = (torch.randn(n, dtype=torch.float64) * scale).clamp(
@@ -366,6 +344,7 @@ def test_a_subsampled_outputs_mean_and_nonfinite_counts_stay_exact(dtype, summer
             x[at] = bad
             got = _as_stats(activation_row(x.reshape(1, -1), "Linear"), n)
             assert got[key] == 1 and got["nan_count"] + got["inf_count"] == 1, (at, key)
+
 
 def test_dead_units_reads_every_sample_of_candidate_units():
     from tracelab.recorders.activations import dead_units
@@ -394,67 +373,40 @@ def test_device_statistics_match_the_cpu_path_where_both_are_exact():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_compiled_tensor_statistics_match_reference(dtype):
-    from tracelab.recorders.numba_kernels import gather, tensor_stats
+def test_tensor_statistics_and_updates_match_reference(dtype):
+    """raw_stats (the weights', grads' and updates' one implementation) against plain torch,
+    and the updates as ParameterStats takes them: a pre-step copy, subtracted in place."""
+    from tracelab.recorders.parameters import ParameterStats
+    from tracelab.recorders.transfer import StepRecord
     torch.manual_seed(2)
     tensors = [torch.randn(100, 7), torch.randn(1000) * 1e-3 + 1.0, torch.zeros(5), torch.empty(0),
                torch.tensor([1.0, float("nan"), 0.0, 3.0]), torch.tensor([float("inf"), -2.0]),
-               torch.randn(3, 3, 3, 3) * 1e4, torch.randn(37),  # 37: not a multiple of the lanes
-               torch.randn(9000),                               # longer than one chunk
-               # Negative values, signed zeros and -inf: the range is a vectorized max and
-               # min, which must order them as floats.
+               torch.randn(3, 3, 3, 3) * 1e4, torch.randn(37), torch.randn(9000),
+               # Negative values, signed zeros and -inf: the range must order them as floats.
                torch.tensor([-0.0, -5.0, -1e-30]), -torch.rand(50) - 1,
                torch.tensor([float("-inf"), -1.0, 0.0]), torch.tensor([-0.0, -0.0])]
     tensors = [t.to(dtype) for t in tensors]
-    table = np.array([(t.data_ptr(), t.numel()) for t in tensors])
-    sizes = table[:, 1]
-    raw = np.empty((2 * len(tensors), len(RAW)))
-    # Split between the weights' and grads' tables, which the kernel reads alike.
-    tensor_stats(table[:4], table[4:], np.empty(0, tensors[0].numpy().dtype), raw)
-    cols = finish(raw[:len(tensors)], sizes)
+    cols = finish(raw_stats(tensors).numpy(), np.array([t.numel() for t in tensors]))
     for i, t in enumerate(tensors):
         if t.numel():
             assert_matches({k: v[i] for k, v in cols.items()}, reference_stats(t))
     assert cols["numel"][3] == 0 and cols["nan_count"][3] == 0
-    # With the earlier values gathered: the updates, in the tensors' own precision.
-    before = [t.clone() for t in tensors]
-    snapshot = np.empty(int(sizes.sum()), before[0].numpy().dtype)
-    gather(np.array([(t.data_ptr(), t.numel()) for t in before]), snapshot)
-    for t in tensors:
-        t.add_(torch.randn_like(t) * 1e-3)
-    tensor_stats(table, table[:0], snapshot, raw)
-    cols = finish(raw, np.concatenate([sizes, sizes]))
-    for i, (a, b) in enumerate(zip(tensors + tensors, tensors + before)):
-        if a.numel():
-            want = reference_stats(a if i < len(tensors) else a - b)
-            assert_matches({k: v[i] for k, v in cols.items()}, want)
-
-
-@pytest.mark.parametrize("make", [
-    lambda: torch.randn(32, 5) * 3 + 2024.0,
-    lambda: torch.rand(8, 3, 40, 40),                        # channels, subsampled n_unique
-    lambda: torch.randint(0, 256, (4, 3, 5, 5), dtype=torch.uint8),
-    lambda: torch.tensor([[1.0, 0.5], [2.0, float("nan")], [2.0, float("inf")], [3.0, 0.5]]),
-    lambda: torch.arange(10.0),
-    lambda: torch.tensor([True, False, True]).reshape(3, 1),
-    # a range beside a huge first value, which the moments are taken around
-    lambda: torch.tensor([[3.0e38, -3.0e38], [3.3e38, 1.0]]),
-    lambda: torch.tensor([[1e20], [0.5], [0.25]], dtype=torch.float64),
-    # tables read row by row: NaN and Inf far from the first row, an infinite first value
-    lambda: torch.randn(300, 7).index_put_((torch.tensor([250, 0]), torch.tensor([2, 3])),
-                                           torch.tensor([float("nan"), float("inf")])),
-    lambda: torch.randint(-50, 50, (5000, 3)).double() / 4,  # a strided distinct window
-    # the windows copied a tile at a time: tables cut by no tile edge, strided ones
-    lambda: torch.randint(0, 20, (37, 41)).float(),
-    lambda: torch.randint(0, 7, (9000, 18)).float() / 2,
-    lambda: torch.randint(0, 9, (6, 4, 1), dtype=torch.int32)])
-def test_numpy_profile_matches_the_device_profile(make):
-    from tracelab.recorders.profile import array_profile
-    x = make()
-    want, _ = tensor_profile(x)
-    got, sample = array_profile(x.numpy(), np.random.default_rng(0))
-    np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)
-    assert sample.shape == (want.shape[0], min(64, x.numel() // want.shape[0]))
+    params = [torch.nn.Parameter(t.clone()) for t in tensors]
+    stats = ParameterStats([(str(i), p) for i, p in enumerate(params)])
+    stats.snapshot()
+    with torch.no_grad():
+        for p in params:
+            p.add_(torch.randn_like(p) * 1e-3)
+    record = StepRecord()
+    stats.record(0, record, weights=True, updates=stats.end_step())
+    (_, rows), = record.seal()()
+    n = len(params)
+    assert list(rows["kind"]) == ["weight"] * n + ["update"] * n
+    for i, (p, before) in enumerate(zip(params, tensors)):
+        if p.numel():
+            assert_matches({k: v[i] for k, v in rows.items()}, reference_stats(p))
+            assert_matches({k: v[n + i] for k, v in rows.items()},
+                           reference_stats(p.detach() - before))
 
 
 def test_the_device_profile_of_a_feature_spanning_the_float32_range_is_finite():
@@ -493,13 +445,12 @@ def test_feature_shape_is_the_feature_matrix_shape(shape):
 def test_analyzers_know_how_many_values_n_unique_counted(count):
     # The rules compare distinct counts at the window the recorder counted them on, for tensor
     # and DataFrame inputs alike.
-    from tracelab.recorders.profile import array_profile, frame_profile
+    from tracelab.recorders.profile import frame_profile
     from tracelab.core.schema import N_UNIQUE_CAP, unique_window
     values = np.arange(count, dtype=np.float64)  # all distinct
     want = min(float(unique_window(count)), N_UNIQUE_CAP)
     packed, _ = tensor_profile(torch.from_numpy(values).reshape(-1, 1))
     assert packed[0, 4].item() == want
-    assert array_profile(values.reshape(-1, 1), np.random.default_rng(0))[0][0, 4] == want
     rows, _ = frame_profile(pd.DataFrame({"v": values, "s": values.astype(str)}),
                             np.random.default_rng(0))
     assert [r["n_unique"] for r in rows] == [want, want]
@@ -536,15 +487,8 @@ def test_reservoir_columns_name_each_value_of_full_and_partial_samples(tmp_path)
         {k: np.asarray(v) for k, v in reservoir.columns().items()})[stored.column_names])
 
 
-@pytest.mark.parametrize("compiled", [True, False], ids=["kernel", "numpy"])
-def test_reservoir_keeps_a_uniform_sample_of_each_feature(compiled, monkeypatch):
-    from tracelab.recorders import kernel_loader
+def test_reservoir_keeps_a_uniform_sample_of_each_feature():
     from tracelab.recorders.profile import Reservoir
-    if not compiled:  # numba missing: the numpy form
-        monkeypatch.setattr(kernel_loader, "_loaded", True)
-        monkeypatch.setattr(kernel_loader, "_kernels", None)
-    elif kernel_loader.kernels() is None:
-        pytest.skip("numba unavailable")
     reservoir = Reservoir(500, seed=3)
     stream = np.arange(20_000, dtype=np.float64)
     for step, start in enumerate(range(0, len(stream), 128)):
@@ -570,218 +514,58 @@ def test_reservoir_keeps_a_uniform_sample_of_each_feature(compiled, monkeypatch)
     assert sorted(cols[cols.split == "val"]["value"]) == list(range(7))
 
 
-def test_a_reservoir_filled_without_the_kernels_stays_uniform_once_they_take_over(monkeypatch):
-    """The kernel draws Algorithm L's gaps from a state it sets when a sample fills: a sample
-    the numpy form filled (and went on sampling) gets that state where the kernel takes over,
-    and every part of the stream keeps its share."""
-    from tracelab.recorders import kernel_loader
-    from tracelab.recorders.profile import Reservoir
-    if kernel_loader.kernels() is None:
-        pytest.skip("numba unavailable")
-    reservoir = Reservoir(400, seed=1)
-    stream = np.arange(40_000, dtype=np.float64)
-    with monkeypatch.context() as patch:
-        patch.setattr(kernel_loader, "_loaded", True)
-        patch.setattr(kernel_loader, "_kernels", None)
-        for step, start in enumerate(range(0, 1_000, 100)):
-            reservoir.add_many("train", ["a"], step, stream[None, start:start + 100])
-    for step, start in enumerate(range(1_000, len(stream), 100), start=10):
-        reservoir.add_many("train", ["a"], step, stream[None, start:start + 100])
-    kept = pd.DataFrame(reservoir.columns())
-    assert len(kept) == 400 and kept["value"].is_unique
-    assert (kept["step"] == kept["value"] // 100).all()
-    deciles = np.histogram(kept["value"], bins=10, range=(0, len(stream)))[0]
-    assert deciles.min() > 18 and deciles.max() < 65  # uniform: 40 each
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_kernels_count_nan_and_inf_wherever_they_lie(dtype):
-    """The kernels' running max and min assume no NaN (so that they vectorize) and trust only
-    the NaN count: NaN and Inf at the first, last and any value of tensors of every length
-    around the vector widths must still be counted, and make the range NaN."""
-    from tracelab.recorders.numba_kernels import activation_row as kernel_row, tensor_stats
-    from tracelab.recorders.numba_kernels import _BLOCK
-    rng = np.random.default_rng(4)
-    sizes = (1, 7, 8, 9, 31, 33, 1000, _BLOCK - 1, _BLOCK + 1, 3 * _BLOCK + 5)
-    for case, (size, at, bad) in enumerate(
-            (size, at, bad) for size in sizes for at in sorted({0, size // 2, size - 1})
-            for bad in (np.nan, np.inf, -np.inf)):
-        x = rng.standard_normal(size).astype(dtype)
-        before = x + dtype(1e-3)
-        x[at] = bad
-        if case % 2:  # the snapshot a step before it: Inf - Inf is NaN
-            before[at] = bad
-        old = before.copy()
-        table = np.array([(x.ctypes.data, size)])
-        raw = np.empty((3, len(RAW)))
-        keep = bool(case % 3)  # the pass leaves x in `before`, block by block
-        tensor_stats(table, table, before, raw, keep)  # the weight, as a grad, its update
-        assert np.array_equal(before, x if keep else old, equal_nan=True)
-        before = old
-        acts = np.empty(10)
-        kernel_row(x.reshape(1, 1, -1), np.empty(0, np.int64), 1, -np.inf, np.inf, np.empty(0),
-                   acts)
-        for row, values in ((raw[0], x), (raw[1], x), (raw[2], x - before), (acts, x)):
-            want = reference_stats(torch.from_numpy(values))
-            got = finish(row[None, :len(RAW)], np.array([size]))
-            assert (got["nan_count"][0], got["inf_count"][0]) == \
-                (want["nan_count"], want["inf_count"]), (size, at, bad)
-            if np.isnan(bad) or np.isnan(values).any():
-                assert np.isnan(got["min"][0]) and np.isnan(got["max"][0])
-            else:
-                assert (got["min"][0], got["max"][0]) == (want["min"], want["max"])
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_kernels_match_float64_sums_over_block_edges_and_near_the_float32_limit(dtype):
-    """Within a block the kernels sum |v| and count nonzeros of float32 values in float32
-    lanes: each row still matches float64 sums of the same values, for tensors across the
-    lanes' and blocks' edges, with zeros, and with values so large that their float32 |v| sum overflows."""
-    from tracelab.recorders.numba_kernels import _BLOCK, _LANES, tensor_stats
-    rng = np.random.default_rng(5)
-    for size in (1, 5, 16, _LANES - 1, _LANES + 1, _BLOCK - 1, _BLOCK, _BLOCK + 1,
-                 5 * _BLOCK + 3):
-        for scale in (1e-30, 1.0, 3e38 if dtype == np.float32 else 1e150):
-            top = np.finfo(dtype).max
-            x = np.clip(rng.standard_normal(size) * scale, -top, top).astype(dtype)
-            x[rng.random(size) < 0.3] = 0
-            before = (x * 0.5).astype(dtype)
-            table = np.array([(x.ctypes.data, size)])
-            raw = np.empty((3, len(RAW)))
-            tensor_stats(table, table, before, raw, False)
-            for row, values in ((raw[0], x), (raw[1], x), (raw[2], x - before)):
-                got = finish(row[None, :len(RAW)], np.array([size]))
-                want = reference_stats(torch.from_numpy(values))
-                assert np.isfinite(got["abs_mean"][0]) and np.isfinite(got["norm"][0])
-                for key in ("mean", "abs_mean", "zero_frac", "min", "max"):
-                    assert got[key][0] == pytest.approx(want[key], rel=1e-6, abs=0), \
-                        (size, scale, key)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_nan_and_inf_are_counted_wherever_they_lie(dtype):
+    """NaN and Inf at the first, last and any value of tensors of lengths around the vector
+    widths are counted, and a NaN makes the range NaN, in the weights', grads' and updates'
+    statistics and in an activation's."""
+    gen = torch.Generator().manual_seed(4)
+    for size in (1, 7, 8, 9, 31, 33, 1000, 4097):
+        for at in sorted({0, size // 2, size - 1}):
+            for bad in (math.nan, math.inf, -math.inf):
+                x = torch.randn(size, generator=gen, dtype=dtype)
+                x[at] = bad
+                got = finish(raw_stats([x]).numpy(), np.array([size]))
+                act = finish(activation_row(x.reshape(1, -1), "Linear")[None, :len(RAW)],
+                             np.array([size]))
+                want = reference_stats(x)
+                for row in (got, act):
+                    assert (row["nan_count"][0], row["inf_count"][0]) == \
+                        (want["nan_count"], want["inf_count"]), (size, at, bad)
+                if math.isnan(bad):
+                    assert np.isnan(got["min"][0]) and np.isnan(got["max"][0])
+                else:
+                    assert (got["min"][0], got["max"][0]) == (want["min"], want["max"])
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_the_statistics_pass_gives_the_same_figures_on_any_number_of_threads(dtype):
-    """The pass is cut into jobs by size alone, which torch's OpenMP team shares, and the jobs'
-    parts are merged in order: one thread or several give the same bits, and leave the same
-    snapshot; the figures match plain torch across the jobs' edges, NaN and Inf included."""
-    from tracelab.recorders import omp_team
-    from tracelab.recorders.numba_kernels import _CHUNK, _TEAM_FROM, tensor_stats
-    torch.manual_seed(6)
-    weights = [torch.randn(_TEAM_FROM + 5), torch.randn(3 * _CHUNK) * 1e-3 + 1.0,
-               torch.zeros(7), torch.randn(_CHUNK - 1), torch.empty(0)]
-    weights = [w.to(dtype) for w in weights]
-    weights[0][_CHUNK + 3] = float("nan")
-    weights[3][-1] = float("-inf")
-    grads = [torch.randn_like(w) for w in weights]
-    grads[1][2 * _CHUNK] = float("inf")
-    before = torch.cat([w + 1e-3 * torch.randn_like(w) for w in weights]).numpy()
-    before[_TEAM_FROM + 5 + 7] = np.nan  # in the second weight's first job
-
-    def table(tensors):
-        return np.array([(t.data_ptr(), t.numel()) for t in tensors])
-
-    results = []
-    for threads in (1, 2, 3):
-        snapshot, raw = before.copy(), np.empty((3 * len(weights), len(RAW)))
-        ran = tensor_stats(table(weights), table(grads), snapshot, raw, True, threads=threads)
-        assert 1 <= ran <= (threads if omp_team.entry() else 1)
-        results.append((raw, snapshot))
-    for raw, snapshot in results[1:]:
-        assert np.array_equal(raw, results[0][0], equal_nan=True)
-        assert np.array_equal(snapshot, results[0][1], equal_nan=True)
-    raw, snapshot = results[0]
-    assert np.array_equal(snapshot, torch.cat(weights).numpy(), equal_nan=True)
-    olds = torch.from_numpy(before).split([w.numel() for w in weights])
-    tensors = weights + grads + [w - old for w, old in zip(weights, olds)]
-    cols = finish(raw, np.array([t.numel() for t in tensors]))
-    for i, t in enumerate(tensors):
-        if t.numel():
-            assert_matches({k: v[i] for k, v in cols.items()}, reference_stats(t))
+def test_sums_match_float64_near_the_float32_limit(dtype):
+    """Where a float32 sum of |v| or of v^2 overflows though every value is finite, the CPU
+    statistics are taken again in float64: finite, and those of plain torch in float64."""
+    gen = torch.Generator().manual_seed(5)
+    top = torch.finfo(dtype).max
+    for size in (1, 5, 16, 255, 256, 257, 5000):
+        for scale in (1e-30, 1.0, 3e38 if dtype == torch.float32 else 1e150):
+            x = (torch.randn(size, generator=gen, dtype=torch.float64) * scale).clamp(-top, top)
+            x = x.to(dtype)
+            x[torch.rand(size, generator=gen) < 0.3] = 0
+            got = finish(raw_stats([x]).numpy(), np.array([size]))
+            want = reference_stats(x)
+            assert np.isfinite(got["abs_mean"][0]) and np.isfinite(got["norm"][0])
+            for key in ("mean", "abs_mean", "norm", "zero_frac", "min", "max"):
+                assert got[key][0] == pytest.approx(want[key], rel=1e-6, abs=0), \
+                    (size, scale, key)
 
 
-_TEAMS = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or os.environ.get("OMP_DYNAMIC")
-    or os.environ.get("OMP_THREAD_LIMIT")
-    or "parallel backend: OpenMP" not in torch.__config__.parallel_info(),
-    reason="torch runs its ops on an OpenMP team of the size asked in its Linux builds")
-
-
-@_TEAMS
-def test_the_pass_runs_on_torchs_own_openmp_team():
-    """The team that runs torch's ops runs the pass's jobs: no second OpenMP runtime and no
-    thread of its own, which would fight torch's spinning workers for the cores."""
-    from tracelab.recorders import omp_team
-    from tracelab.recorders.numba_kernels import _TEAM_FROM, tensor_stats
-    assert omp_team.entry()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        x = torch.randn(_TEAM_FROM)
-        (x * 2).sum()  # torch's team of two starts, if it had not
-        alive = len(os.listdir("/proc/self/task"))
-        table = np.array([(x.data_ptr(), x.numel())])
-        raw = np.empty((1, len(RAW)))
-        assert tensor_stats(table, table[:0], np.empty(0, np.float32), raw) == 2
-        # A larger team of an earlier call may still be letting threads go: never more.
-        assert len(os.listdir("/proc/self/task")) <= alive
-        mean = finish(raw, np.array([x.numel()]))["mean"][0]
-        assert mean == pytest.approx(x.double().mean().item(), rel=1e-9)
-    finally:
-        torch.set_num_threads(threads)
-
-
-@_TEAMS
-def test_a_process_forked_after_the_team_ran_reads_on_its_own_thread():
-    """A forked child has no OpenMP workers: its pass runs on the calling thread (where a call
-    into the parent's team would wait for ever), with the parent's figures."""
-    from tracelab.recorders.numba_kernels import _TEAM_FROM, tensor_stats
-    x = torch.randn(3 * _TEAM_FROM)
-    table = np.array([(x.data_ptr(), x.numel())])
-    raw = np.empty((1, len(RAW)))
-    assert tensor_stats(table, table[:0], np.empty(0, np.float32), raw, threads=2) == 2
-    read, write = os.pipe()
-    child = os.fork()
-    if child == 0:  # pragma: no cover - the child reports through the pipe
-        try:
-            again = np.empty((1, len(RAW)))
-            ran = tensor_stats(table, table[:0], np.empty(0, np.float32), again, threads=2)
-            os.write(write, bytes([ran]) + again.tobytes())
-        finally:
-            os._exit(0)
-    os.close(write)
-    deadline = time.monotonic() + 60
-    while os.waitpid(child, os.WNOHANG) == (0, 0):
-        if time.monotonic() > deadline:
-            os.kill(child, 9)
-            pytest.fail("the forked child's pass hung")
-        time.sleep(0.05)
-    with os.fdopen(read, "rb") as pipe:
-        got = pipe.read()
-    assert got[0] == 1
-    assert np.array_equal(np.frombuffer(got[1:]).reshape(raw.shape), raw, equal_nan=True)
-
-
-def test_the_pass_refuses_a_snapshot_it_cannot_read_by_address():
-    from tracelab.recorders.numba_kernels import tensor_stats
-    x = np.ones(8, np.float32)
-    table = np.array([(x.ctypes.data, 4)])
-    with pytest.raises(ValueError, match="contiguous"):
-        tensor_stats(table, table[:0], x[::2], np.empty((2, len(RAW))))
-
-
-def test_a_weights_l1_stays_exact_beside_an_update_that_is_not_finite():
-    """Near the float32 limit the weight's |v| sum overflows in float32 lanes and is taken
-    again in float64, whether or not its update (x minus a snapshot holding NaN, or an
-    overflowing subtraction) is finite."""
-    from tracelab.recorders.numba_kernels import tensor_stats
-    for old_first in (np.nan, -3e38):
-        x = np.array([3e38, 3e38, 1.0], dtype=np.float32)
-        before = np.array([old_first, 0.0, 0.0], dtype=np.float32)
-        raw = np.empty((2, len(RAW)))
-        tensor_stats(np.array([(x.ctypes.data, 3)]), np.empty((0, 2), np.int64), before, raw)
-        weight = finish(raw[:1], np.array([3]))
-        assert weight["abs_mean"][0] == pytest.approx(float(np.abs(x.astype(np.float64)).mean()),
-                                                      rel=1e-12)
-        update = finish(raw[1:], np.array([3]))
-        want = reference_stats(torch.from_numpy(x - before))
-        assert (update["nan_count"][0], update["inf_count"][0]) == \
+def test_a_weight_near_the_float32_limit_and_an_update_that_is_not_finite():
+    """The weight's |v| sum overflows in float32 and is taken again in float64; its update
+    (after minus a snapshot holding NaN, or an overflowing subtraction) counts its NaN and
+    Inf as plain torch does."""
+    for old_first in (math.nan, -3e38):
+        x = torch.tensor([3e38, 3e38, 1.0])
+        before = torch.tensor([old_first, 0.0, 0.0])
+        got = finish(raw_stats([x, x - before]).numpy(), np.array([3, 3]))
+        assert got["abs_mean"][0] == pytest.approx(float(x.double().abs().mean()), rel=1e-12)
+        want = reference_stats(x - before)
+        assert (got["nan_count"][1], got["inf_count"][1]) == \
             (want["nan_count"], want["inf_count"])

@@ -15,7 +15,6 @@ import sys
 import torch
 
 import tracelab
-from tracelab.recorders import kernel_loader
 
 
 def train(run_dir: str, progress_file: str) -> None:
@@ -38,7 +37,6 @@ def train(run_dir: str, progress_file: str) -> None:
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
-    kernel_loader.kernels()  # compiled or loaded once, before the forks
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # killed children are reaped by the kernel
     print("READY", flush=True)
     for line in sys.stdin:
