@@ -24,6 +24,7 @@ from tracelab.recorders.importers.tensorboard import histogram_stats
 from tracelab.recorders.importers.wandb_proto import BOOKKEEPING
 
 DEEPEST = 64  # levels of nesting read in a JSON value
+_LAST_STEP = 2**63 - 1  # the row counter stops here (int64's last), out of a trace's range
 
 
 @dataclass
@@ -215,7 +216,7 @@ def _history(history, reading: Reading) -> None:
             values.append((key, item))
     if step is None:
         step = history.step.num if history.HasField("step") else reading.row
-    reading.row = max(reading.row, step) + 1
+    reading.row = min(max(reading.row, step) + 1, _LAST_STEP)
     for parent, leaves in groups.items():
         if "_type" in leaves:  # media: a histogram (or an image, a table: left out)
             data = {}

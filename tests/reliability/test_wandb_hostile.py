@@ -124,6 +124,29 @@ def test_a_hostile_value_is_left_out_and_named(client_runs, tmp_path, capsys, ca
     assert imported.meta["config"] == {"lr": 0.01} and imported.meta["name"] == "hostile"
 
 
+def test_rows_counted_past_int64(client_runs, tmp_path, capsys):
+    """A row at History.step 2**63 - 1, then rows without a step (counted on from it) holding
+    a loss and a histogram: no step past int64, the rows left out and named."""
+    Record, Item = wandb_proto.record_class(), wandb_proto.item_class()
+    hist = '{"_type": "histogram", "values": [1], "bins": [0, 1]}'
+    folder = tmp_path / "run"
+    shutil.copytree(client_runs["plain"], folder)
+    file = _file(folder)
+    records, _ = read_records(file.read_bytes())
+    last = [Record(history={"item": [Item(nested_key=["train/loss"], value_json="1.0")],
+                            "step": {"num": 2**63 - 1}}),
+            Record(history={"item": [Item(nested_key=["train/loss"], value_json="2.0"),
+                                     Item(nested_key=["gradients/x"], value_json=hist)]})]
+    file.write_bytes(frame(records + [r.SerializeToString() for r in last]))
+    before = snapshot(folder)
+    assert main(["analyze", str(folder), "--no-html", "--fail-on", "never"]) == 0
+    out = capsys.readouterr()
+    assert "not read: metric 'train/loss': 2 rows with a step that is not a whole number" \
+        in out.out and "Traceback" not in out.err, out
+    assert "not read: tensors: 1 of 7 rows with a step outside 0..2**62 skipped" in out.out
+    assert snapshot(folder) == before
+
+
 def test_a_display_name_holding_nul(client_runs, tmp_path, capsys, monkeypatch):
     """The run is named by its run id, and the name is listed as left out; the report lands
     where it would for any run (named after it, in the working directory)."""
