@@ -10,7 +10,11 @@ The file store (`mlruns/`, MLflow's default until 3.13)::
 
 Keys may hold `/` (`val/acc` is the file `metrics/val/acc`). The SQLite store (`mlflow.db`)
 holds the same in the tables `runs`, `metrics`, `params`, `tags` and `experiments`, read with
-the standard library's sqlite3, read-only. Neither needs the mlflow package.
+the standard library's sqlite3, read-only (`mlflow_db.py`). Neither needs the mlflow package.
+Only regular files inside the run's folder are read (inside the experiment's, for its name):
+a FIFO, a device, or a link out of it (`params/env` to /proc/self/environ) is skipped and
+listed in the run's problems, a meta.yaml refused in one line; a param or tag file is read for
+64 KiB at most.
 
 The run's name is its `mlflow.runName` tag, its config its params (numbers where they read as
 numbers), its status the run's (FINISHED is completed, FAILED failed, KILLED killed; a run
@@ -23,15 +27,11 @@ MLflow's is an error naming the file.
 """
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import re
-import shutil
-import sqlite3
-import tempfile
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
@@ -39,11 +39,13 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from tracelab.core.errors import TraceError
-from tracelab.core.files import open_inside, read_inside
+from tracelab.core.files import read_inside
 from tracelab.core.formats import MLFLOW
 from tracelab.core.schema import SCALARS
 from tracelab.recorders.importers.common import (Imported, TagMap, base_meta, plain_value,
                                                  scalar_columns)
+from tracelab.recorders.importers.mlflow_db import (SIDE_FILES, STORE_TABLES, is_sqlite_store,
+                                                    read_store_run, reason, store_runs)
 
 META_YAML = "meta.yaml"
 RUN_PARTS = ("metrics", "params", "tags")
@@ -54,9 +56,6 @@ _STATES = {"FINISHED": "completed", "FAILED": "failed", "KILLED": "killed",
 _STATUS_NUMBERS = {"1": "RUNNING", "2": "SCHEDULED", "3": "FINISHED", "4": "FAILED",
                    "5": "KILLED"}
 _LINE = re.compile(r"^([A-Za-z_][\w.-]*):(?:\s+(.*))?$")
-SQLITE_MAGIC = b"SQLite format 3\x00"
-SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
-_STORE_TABLES = {"runs", "metrics", "params", "tags"}
 # The most a param or tag file is read for: MLflow's own limits on their values are a few
 # thousand characters (6,000 for a param, 8,000 for a tag); a meta.yaml is a few lines.
 MAX_PARAM_BYTES = MAX_TAG_BYTES = 1 << 16
@@ -87,7 +86,7 @@ def read_meta_yaml(path: Path) -> dict[str, Any]:
     try:
         text = read_inside(path, path.parent, limit=MAX_META_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise TraceError(f"{path}: unreadable ({_reason(exc)})") from None
+        raise TraceError(f"{path}: unreadable ({reason(exc)})") from None
     meta: dict[str, Any] = {}
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.lstrip().startswith("#") or line.startswith((" ", "-")):
@@ -118,17 +117,13 @@ def is_run_dir(path: Path, names: set[str]) -> bool:
     return re.search(r"^model_id:", head, re.M) is None
 
 
-def _reason(exc: BaseException) -> str:
-    return (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__).lower()
-
-
 def _key_files(folder: Path, problems: list[str]) -> list[tuple[str, Path]]:
     """(key, file) of every file under `folder`; a folder that cannot be listed goes to
     `problems` (a run without params or tags has no such folder: that is no problem)."""
     def unlisted(exc: OSError) -> None:
         if not isinstance(exc, FileNotFoundError):
             rel = Path(exc.filename).relative_to(folder.parent).as_posix()
-            problems.append(f"{rel}: unreadable ({_reason(exc)}); skipped")
+            problems.append(f"{rel}: unreadable ({reason(exc)}); skipped")
 
     found = []
     for here, dirs, files in os.walk(folder, onerror=unlisted):
@@ -185,7 +180,7 @@ def _texts(folder: Path, problems: list[str], limit: int) -> dict[str, str]:
         try:
             out[key] = read_inside(file, folder.parent, limit=limit).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            problems.append(f"{folder.name}/{key}: unreadable ({_reason(exc)}); skipped")
+            problems.append(f"{folder.name}/{key}: unreadable ({reason(exc)}); skipped")
     return out
 
 
@@ -216,7 +211,7 @@ def _read_metrics(folder: Path, problems: list[str]) -> dict[str, tuple]:
         try:
             data = read_inside(file, folder.parent)
         except OSError as exc:
-            problems.append(f"metrics/{key}: unreadable ({_reason(exc)}); skipped")
+            problems.append(f"metrics/{key}: unreadable ({reason(exc)}); skipped")
             continue
         texts[key] = data
     series = {}
@@ -264,191 +259,14 @@ def read_file_store_run(run_dir: Path, tags: TagMap) -> Imported:
                      end=meta.get("end_time"), experiment=_experiment_name(run_dir.parent))
 
 
-# -- the SQLite store -----------------------------------------------------------------------
-def is_sqlite_store(path: Path) -> bool:
-    """An MLflow SQLite database (by its suffix, SQLite's header and MLflow's tables)."""
-    if path.suffix.lower() not in SQLITE_SUFFIXES:
-        return False
-    try:
-        with open_inside(path, path.parent) as f:
-            if f.read(16) != SQLITE_MAGIC:
-                return False
-        with _connect(path) as db:
-            names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE "
-                                              "type = 'table'")}
-    except _CopyFailed:  # an SQLite file: store_runs says what keeps it from being read
-        return True
-    except (OSError, sqlite3.Error):
-        return False
-    return _STORE_TABLES <= names
-
-
-class _CopyFailed(sqlite3.OperationalError):
-    """A database with pending pages could not be copied to be read."""
-
-
-# (path, its -wal or -journal, and their sizes and times) -> the private copy of both
-_COPIES: dict[tuple, Path] = {}
-
-
-@contextlib.contextmanager
-def _connect(path: Path) -> Iterator[sqlite3.Connection]:
-    """The database, read without writing anything beside it. Even read-only, SQLite creates
-    a `-shm` file next to a database in WAL mode (and cannot open it in a folder it may not
-    write): it is opened immutable. A database with pages its writer has not finished with
-    (a `-wal` file that holds pages, or a hot `-journal` left by a crash mid-transaction,
-    which immutable would read as committed) is read from a private copy of both, made once
-    per process while they stay as they are, where SQLite may complete or roll them back."""
-    path = Path(path).resolve()
-    pending = _pending(path)
-    if pending is None:
-        db = sqlite3.connect(f"{path.as_uri()}?immutable=1", uri=True)
-    else:
-        db = sqlite3.connect(_private_copy(path, pending))
-    try:
-        yield db
-    finally:
-        db.close()
-
-
-# The files SQLite keeps pages in beside a database its writer has not finished with.
-SIDE_FILES = ("-wal", "-journal")
-
-
-def _pending(path: Path) -> Optional[Path]:
-    """The database's -wal or -journal file when it holds pages, else None; one that is not
-    a regular file beside it (a FIFO, a link elsewhere) is refused, as SQLite would read it."""
-    for suffix in SIDE_FILES:
-        side = path.with_name(path.name + suffix)
-        if not os.path.lexists(side):
-            continue
-        try:
-            with open_inside(side, path.parent) as handle:
-                if os.fstat(handle.fileno()).st_size > 0:
-                    return side
-        except OSError as exc:
-            raise _CopyFailed(f"its {suffix[1:]} file is unreadable ({_reason(exc)})") from None
-    return None
-
-
-def _private_copy(path: Path, side: Path) -> Path:
-    try:
-        key = (path, side, *((s.st_size, s.st_mtime_ns) for s in (path.stat(), side.stat())))
-    except OSError as exc:
-        raise _CopyFailed(f"cannot read it ({(exc.strerror or str(exc)).lower()})") from None
-    if key not in _COPIES:
-        if not _COPIES:
-            atexit.register(_remove_copies)
-        folder = Path(tempfile.mkdtemp(prefix="tracelab-"))
-        try:
-            shutil.copyfile(path, folder / path.name)
-            shutil.copyfile(side, folder / side.name)
-        except OSError as exc:
-            shutil.rmtree(folder, ignore_errors=True)
-            raise _CopyFailed(f"cannot copy it to read its {side.name[len(path.name):]} file "
-                              f"({(exc.strerror or str(exc)).lower()})") from None
-        _COPIES[key] = folder / path.name
-    return _COPIES[key]
-
-
-def _remove_copies() -> None:
-    for copy in _COPIES.values():
-        shutil.rmtree(copy.parent, ignore_errors=True)
-    _COPIES.clear()
-
-
-def store_runs(path: Path) -> list[tuple[str, str]]:
-    """(run id, run name) of every run of an MLflow SQLite store that is not deleted."""
-    try:
-        with _connect(path) as db:
-            return [(r[0], r[1] or r[0]) for r in db.execute(
-                "SELECT run_uuid, name FROM runs WHERE lifecycle_stage IS NOT 'deleted' "
-                "AND run_uuid IS NOT NULL "
-                "ORDER BY start_time, run_uuid")]
-    except sqlite3.Error as exc:
-        raise TraceError(f"{path}: unreadable as an MLflow database ({exc})") from None
-
-
+# -- the SQLite store (mlflow_db.py) --------------------------------------------------------
 def read_sqlite_run(path: Path, run_id: Optional[str], tags: TagMap) -> Imported:
-    if run_id is None:
-        runs = store_runs(path)
-        if len(runs) != 1:
-            listed = ", ".join(f"{rid} ({name})" for rid, name in runs[:5])
-            raise TraceError(f"{path}: holds {len(runs)} MLflow runs ({listed}"
-                             f"{', ...' if len(runs) > 5 else ''}); name one with --run-id, "
-                             "or analyze them all with `tracelab batch`")
-        run_id = runs[0][0]
-    try:
-        with _connect(path) as db:
-            row = db.execute("SELECT r.run_uuid, r.name, r.status, r.start_time, r.end_time, "
-                             "e.name FROM runs r LEFT JOIN experiments e ON e.experiment_id = "
-                             "r.experiment_id WHERE r.run_uuid = ? OR r.name = ? "
-                             "ORDER BY r.run_uuid = ? DESC", (run_id, run_id, run_id)).fetchone()
-            if row is None:
-                raise TraceError(f"{path}: no MLflow run {run_id!r}")
-            rid = row[0]
-            metrics = db.execute(f"SELECT key, step, CASE WHEN is_nan THEN NULL ELSE value END, "
-                                 f"timestamp FROM metrics WHERE run_uuid = ? AND {_WHOLE_METRIC} "
-                                 "ORDER BY key, step, timestamp", (rid,)).fetchall()
-            problems = _left_out(db, rid)
-            params = _settings(db, "params", rid, problems)
-            run_tags = _settings(db, "tags", rid, problems)
-    except sqlite3.Error as exc:
-        raise TraceError(f"{path}: unreadable as an MLflow database ({exc})") from None
-    series: dict[str, tuple] = {}
-    if metrics:
-        keys = np.array([m[0] for m in metrics], dtype=object)
-        numbers = np.array([m[1:] for m in metrics], dtype=np.float64)  # NULL (NaN) -> nan
-        bounds = np.flatnonzero(keys[1:] != keys[:-1]) + 1
-        for start, end in zip(np.r_[0, bounds], np.r_[bounds, len(keys)]):
-            block = numbers[start:end]
-            series[keys[start]] = (block[:, 0], block[:, 1], block[:, 2] / 1000.0)
-    imported = _imported(path, tags, series, params, run_tags, problems,
-                         status=_text(row[2]) or "", run_id=_text(rid), name=_text(row[1]),
-                         start=row[3], end=row[4], experiment=_text(row[5]))
-    imported.meta["source"]["key"] = rid
+    found = read_store_run(path, run_id)
+    imported = _imported(path, tags, found.series, found.params, found.tags, found.problems,
+                         status=found.status, run_id=found.run_id, name=found.name,
+                         start=found.start, end=found.end, experiment=found.experiment)
+    imported.meta["source"]["key"] = found.key
     return imported
-
-
-# A metric row the trace can hold: a text key, numbers (or NULL) for step, value and timestamp.
-# MLflow writes no other, but SQLite keeps whatever a column is given (a TEXT value).
-_WHOLE_METRIC = ("typeof(key) = 'text' AND typeof(step) IN ('integer', 'real', 'null') AND "
-                 "typeof(value) IN ('integer', 'real', 'null') AND "
-                 "typeof(timestamp) IN ('integer', 'real', 'null')")
-
-
-def _left_out(db: sqlite3.Connection, rid: Any) -> list[str]:
-    """The problem line for the run's metric rows that _WHOLE_METRIC leaves out, if any."""
-    count, key = db.execute(f"SELECT count(*), min(CAST(key AS TEXT)) FROM metrics WHERE "
-                            f"run_uuid = ? AND NOT ({_WHOLE_METRIC})", (rid,)).fetchone()
-    if not count:
-        return []
-    return [f"metrics: {count} row{'s' if count > 1 else ''} with a key that is not text or a "
-            f"step, value or timestamp that is not a number left out (the first key: {key!r})"]
-
-
-def _settings(db: sqlite3.Connection, table: str, rid: Any, problems: list[str]
-              ) -> dict[str, Optional[str]]:
-    """The run's params or tags: text keys (a row without one is left out, and said), their
-    values as text (NULL stays None)."""
-    out, bad = {}, 0
-    for key, value in db.execute(f"SELECT key, value FROM {table} WHERE run_uuid = ?", (rid,)):
-        if not isinstance(key, str):
-            bad += 1
-            continue
-        out[key] = _text(value)
-    if bad:
-        problems.append(f"{table}: {bad} row{'s' if bad > 1 else ''} without a text key left out")
-    return out
-
-
-def _text(value: Any) -> Optional[str]:
-    """A database value as text: SQLite keeps any type in any column (a BLOB name)."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
 
 
 # -- both -----------------------------------------------------------------------------------
@@ -487,7 +305,7 @@ def read_mlflow(path: str | os.PathLike, tags: TagMap | None = None, *,
     if path.is_file():
         if not is_sqlite_store(path):
             raise TraceError(f"{path}: not an MLflow SQLite database (expected the tables "
-                             f"{', '.join(sorted(_STORE_TABLES))})")
+                             f"{', '.join(sorted(STORE_TABLES))})")
         return read_sqlite_run(path, run_id, tags)
     if not path.is_dir():
         raise TraceError(f"{path}: no such file or directory; expected an MLflow run directory "
@@ -502,4 +320,4 @@ def import_mlflow(path: str | os.PathLike, run_dir: str | os.PathLike,
 
 
 __all__ = ["read_mlflow", "import_mlflow", "is_run_dir", "is_sqlite_store", "store_runs",
-           "read_meta_yaml"]
+           "read_meta_yaml", "SIDE_FILES"]
