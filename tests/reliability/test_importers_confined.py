@@ -150,3 +150,12 @@ def test_batch_over_an_archive_with_a_fifo_in_each_format_ends(tmp_path, outside
     written = regular_files(tmp_path / "out")
     assert written and not any(SECRET.encode() in data for data in written.values())
     assert regular_files(archive) == before
+
+
+def test_import_into_a_folder_beside_a_fifo_meta_json_ends(tmp_path, outside):
+    log = csv_log(tmp_path / "archive" / "version_0")
+    parent = tmp_path / "runs"
+    plant(parent / "meta.json", "fifo", outside)  # is `runs` a run? asked without blocking
+    done = tracelab("import", "csv", str(log), str(parent / "imported"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (parent / "imported" / "meta.json").is_file()

@@ -16,7 +16,7 @@ from typing import Iterable, Optional
 from tracelab.app.sources import CSV, NATIVE, TENSORBOARD, Source, data_files, detect
 from tracelab.core.formats import MLFLOW, WANDB
 from tracelab.core.errors import TracelabError
-from tracelab.core.files import resolved
+from tracelab.core.files import open_regular, resolved
 from tracelab.core.schema import CSV_HPARAMS, META_FILE, TABLES, is_event_file, is_trace_file
 from tracelab.recorders.importers import mlflow, wandb
 
@@ -73,8 +73,9 @@ def refuse_over_sources(target: os.PathLike | str, paths: Iterable[os.PathLike |
 def _holds_run(folder: Path) -> bool:
     """Whether `folder` is a tracelab run: its meta.json says a schema version (another tool's
     meta.json does not make one)."""
-    try:
-        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+    try:  # not a FIFO or a device: opened by open_regular
+        with open_regular(folder / META_FILE) as handle:
+            meta = json.loads(handle.read().decode("utf-8"))
     except (OSError, ValueError):
         return False
     return isinstance(meta, dict) and "schema_version" in meta
