@@ -124,6 +124,19 @@ def test_nonfinite_tensors_are_the_whole_tables_rows(written):
     assert list(got["kind"]) == list(want["kind"])
 
 
+def test_finite_stat_blanks_each_recording_that_held_nan_or_inf(written):
+    from tracelab.analyzers._dynamics import finite_stat
+    path, df = written
+    want = _expected(df, "grad", "norm")
+    rows = df[(df["kind"] == "grad") & df["name"].notna()
+              & ((df["nan_count"] > 0) | (df["inf_count"] > 0))]
+    for step, name in zip(rows["step"], rows["name"]):
+        want.loc[step, name] = np.nan
+    got = finite_stat(tracelab.open_run(path), "grad", "norm")
+    assert got.notna().to_numpy().sum() > 0
+    np.testing.assert_array_equal(got.to_numpy(), want.to_numpy())
+
+
 def test_passes_read_what_the_index_saw_of_a_growing_tail(tmp_path):
     df = _frame()
     path = tmp_path / "run"

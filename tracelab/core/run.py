@@ -67,6 +67,7 @@ class Run:
         self._rank_states: dict[int, dict[str, Any]] = {}
         self._sample_table: pa.Table | None = None
         self._tensor_parts: tuple[dict[str, Path], dict[str, int]] | None = None
+        self._nonfinite: pd.DataFrame | None = None
 
     @classmethod
     def from_frames(cls, meta: Mapping[str, Any] | None = None, **frames: pd.DataFrame) -> "Run":
@@ -163,8 +164,11 @@ class Run:
 
     def nonfinite_tensors(self) -> pd.DataFrame:
         """The tensor recordings that held NaN or Inf (step, kind, name, nan_count,
-        inf_count), sorted stably by step."""
-        return tensor_grid.nonfinite_rows(self.tensor_pieces(tensor_grid.NONFINITE))
+        inf_count), sorted stably by step; read once."""
+        if self._nonfinite is None:
+            self._nonfinite = tensor_grid.nonfinite_rows(
+                self.tensor_pieces(tensor_grid.NONFINITE))
+        return self._nonfinite
 
     @property
     def inputs(self) -> pd.DataFrame:
