@@ -61,8 +61,13 @@ def finite_stat(run: Run, kind: str, stat: str) -> pd.DataFrame:
     """`run.stat(kind, stat)` with the recordings of tensors holding NaN/Inf blanked out:
     once a NaN spreads, every other statistic of that tensor is meaningless."""
     frame = run.stat(kind, stat)
-    bad = run.stat(kind, "nan_count").fillna(0) + run.stat(kind, "inf_count").fillna(0)
-    return frame.where(bad.reindex_like(frame).fillna(0) == 0)
+    bad = run.nonfinite_tensors()
+    bad = bad[(bad["kind"] == kind).to_numpy()]
+    rows, cols = frame.index.get_indexer(bad["step"]), frame.columns.get_indexer(bad["name"])
+    held = (rows >= 0) & (cols >= 0)
+    values = frame.to_numpy(dtype=float, copy=True)
+    values[rows[held], cols[held]] = np.nan
+    return pd.DataFrame(values, index=frame.index, columns=frame.columns)
 
 
 def param_shapes(run: Run) -> dict[str, tuple[int, ...]]:
