@@ -46,7 +46,9 @@ def _read_hparams(path: Path, problems: list[str]) -> dict[str, Any]:
         why = (exc.strerror or str(exc)).lower()
     except UnicodeDecodeError:
         why = "not UTF-8 text"
-    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+    except RecursionError:  # PyYAML composes nested nodes by recursion
+        why = f"nested deeper than {MAX_CONFIG_DEPTH} levels"
+    except (yaml.YAMLError, ValueError) as exc:
         why = " ".join(str(exc).split())[:200] or type(exc).__name__
     else:
         return data if isinstance(data, dict) else {}

@@ -42,6 +42,7 @@ def test_a_yaml_alias_bomb_in_hparams_is_refused_and_named(tmp_path, capsys):
 @pytest.mark.parametrize("text, why", [
     ("a: &a [*a]\n", "an alias refers to a node that holds it"),
     ("a: " + "[" * 200 + "]" * 200 + "\n", "nested deeper than 64 levels"),
+    ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nested deeper than 64 levels"),
     ("lr: 0.1\n" + "#" * (csv_import.MAX_CONFIG_BYTES + 1) + "\n", "larger than 1,048,576"),
 ])
 def test_hparams_beyond_the_bounds_are_named(tmp_path, text, why):
