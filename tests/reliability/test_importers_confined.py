@@ -159,3 +159,27 @@ def test_import_into_a_folder_beside_a_fifo_meta_json_ends(tmp_path, outside):
     done = tracelab("import", "csv", str(log), str(parent / "imported"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (parent / "imported" / "meta.json").is_file()
+
+
+def test_open_inside_follows_links_only_within_the_folder(tmp_path, outside):
+    from tracelab.core.files import open_inside, read_inside
+    folder = tmp_path / "log"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "data").write_bytes(b"12345")
+    (folder / "inner").symlink_to(folder / "sub" / "data")
+    assert read_inside(folder / "inner", folder) == b"12345"
+    assert read_inside(folder / "sub" / "data", folder / "sub", limit=5) == b"12345"
+    with pytest.raises(OSError, match="larger than 4 bytes"):
+        read_inside(folder / "sub" / "data", folder, limit=4)
+    (folder / "sub" / "up").symlink_to(outside)
+    with pytest.raises(OSError, match="a link to a file outside its folder"):
+        open_inside(folder / "sub" / "up", folder)
+    (folder / "top").write_bytes(b"top")
+    (folder / "sub" / "sideways").symlink_to(Path("..") / "top")
+    assert read_inside(folder / "sub" / "sideways", folder) == b"top"
+    with pytest.raises(OSError, match="a link to a file outside its folder"):
+        open_inside(folder / "sub" / "sideways", folder / "sub")
+    for kind in ("fifo", "zero"):
+        planted = plant(folder / kind, kind, outside)
+        with pytest.raises(OSError):
+            open_inside(planted, folder)
