@@ -185,6 +185,30 @@ def test_hand_made_records_in_other_layouts(tmp_path):
     assert any("not W&B's" in p for p in imported.problems)
 
 
+def test_steps_of_rows_with_and_without_one(tmp_path):
+    """A row's step: its `_step` (NaN or one past 2**62 counts as 0), else its History.step,
+    else the row counter, which each row moves to one past the larger of the counter and the
+    row's step (a step may go back; the counter does not)."""
+    Record, Item = _messages()
+
+    def row(loss: float, step=None, field=None) -> bytes:
+        items = [Item(nested_key=["loss"], value_json=repr(loss))]
+        if step is not None:
+            items.append(Item(nested_key=["_step"], value_json=step))
+        history = {"item": items} if field is None else {"item": items, "step": {"num": field}}
+        return Record(history=history).SerializeToString()
+
+    records = [row(0.0), row(1.0, "5"), row(2.0), row(3.0, "2"), row(4.0), row(5.0, field=20),
+               row(6.0, "3", field=30), row(7.0), row(8.0, "NaN"), row(9.0, "1e300")]
+    folder = tmp_path / "offline-run-s"
+    folder.mkdir()
+    (folder / "run-s.wandb").write_bytes(frame(records))
+    loss = read_wandb(folder).tables["scalars"].to_pandas()
+    by_value = dict(zip(loss["value"], loss["step"]))
+    assert by_value == {0.0: 0, 1.0: 5, 2.0: 6, 3.0: 2, 4.0: 8, 5.0: 20, 6.0: 3, 7.0: 22,
+                        8.0: 0, 9.0: 0}
+
+
 def test_records_across_blocks(tmp_path):
     """A history record longer than a block (split into pieces) between ordinary ones."""
     _, Item = _messages()
