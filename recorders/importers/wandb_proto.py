@@ -53,8 +53,8 @@ def record_class():
     message("Update", ("update", 1, M, "Item", "repeated"), ("remove", 2, M, "Item", "repeated"))
     message("Timestamp", ("seconds", 1, I64), ("nanos", 2, I32))
     message("Run", ("run_id", 1, S), ("entity", 2, S), ("project", 3, S),
-            ("config", 4, M, "Update"), ("display_name", 8, S), ("notes", 9, S),
-            ("tags", 10, S, "repeated"), ("host", 13, S), ("start_time", 17, M, "Timestamp"))
+            ("config", 4, M, "Update"), ("display_name", 8, S),
+            ("tags", 10, S, "repeated"), ("start_time", 17, M, "Timestamp"))
     message("Exit", ("exit_code", 1, I32), ("runtime", 2, I32))
     message("Record", ("num", 1, I64), ("history", 2, M, "History"),
             ("summary", 3, M, "Update"), ("config", 5, M, "Update"), ("run", 17, M, "Run"),
