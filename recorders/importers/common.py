@@ -250,9 +250,11 @@ def scalar_columns(series: Mapping[str, tuple[Any, Any, Any]], tags: TagMap,
     keys = {tag: key for tag in series if (key := tags.scalar(tag)) is not None}
     picked = pick_granularity(keys, problems)
     parts, steps = [], []
+    checked = _all_whole([series[tag][0] for tag in picked])
     for tag, key in picked.items():
         raw, values, walls = series[tag]
-        step, keep = whole_steps(raw)
+        step, keep = (np.asarray(raw).astype(np.int64, copy=False), None) if checked \
+            else whole_steps(raw)
         if keep is not None:  # rows no trace holds: left out, and said
             problems.append(out_of_range(f"metric {tag!r}", np.asarray(raw)[~keep]))
             step = step[keep]
@@ -306,11 +308,22 @@ def _column(values: Any, kind: pa.DataType) -> pa.Array:
     return pa.array(values, type=kind, from_pandas=True)
 
 
+def _all_whole(raws: list[Any]) -> bool:
+    """Whether every tag's steps are integers a trace holds, checked at once: a check per tag
+    costs more than the rest of its import where the names are many and the steps few."""
+    if not raws:
+        return False
+    joined = np.concatenate([np.asarray(r) for r in raws])
+    return joined.dtype.kind in "iuf" and whole_steps(joined)[1] is None
+
+
 def _same_steps(steps: list[np.ndarray]) -> bool:
     """Whether every tag has the same steps, each once, in increasing order."""
     first = steps[0]
-    return (len(steps) > 1 and len(first) > 1 and bool((first[1:] > first[:-1]).all())
-            and all(s is first or np.array_equal(s, first) for s in steps[1:]))
+    if len(steps) < 2 or len(first) < 2 or not (first[1:] > first[:-1]).all() \
+            or any(len(s) != len(first) for s in steps):
+        return False
+    return bool((np.concatenate(steps).reshape(len(steps), -1) == first).all())
 
 
 def _labels(labels: list[str], codes: np.ndarray) -> pa.Array:
