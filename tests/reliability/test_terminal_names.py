@@ -3,8 +3,10 @@ name or Markdown file raw: each such character is shown as a \\uXXXX escape, as 
 shows it, and the report's file name holds none."""
 from __future__ import annotations
 
+import io
 import json
 import os
+import sys
 
 import pytest
 
@@ -59,3 +61,19 @@ def test_import_and_errors_print_names_escaped(hostile_run, tmp_path, capsys):
     captured = capsys.readouterr()
     assert not _raw_in(captured.out + captured.err)
     assert "no\\u001b[2Jsuch\\u202erun" in captured.err and captured.err.count("\n") == 1
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_batch_progress_bar_keeps_its_carriage_returns(tmp_path, monkeypatch):
+    from _hostile import csv_log
+    csv_log(tmp_path / "archive" / "version_0")
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["batch", str(tmp_path / "archive"), "--out", str(tmp_path / "out"),
+                 "--reports", "none"]) == 0
+    drawn = terminal.getvalue()
+    assert "tracelab batch" in drawn and "\r" in drawn and "\\u000d" not in drawn

@@ -317,9 +317,11 @@ def run_batch(archive: str | os.PathLike, out: str | os.PathLike = "tracelab-bat
             summary.cached += 1
         else:
             todo.append(task)
+    # The bar holds no run's name, and redraws its line with carriage returns that the CLI's
+    # escaping stream (printable.VisibleStream) would show as text.
     bar = tqdm(total=len(tasks), initial=summary.cached, unit="run",
-               disable=None if progress else True,
-               desc="tracelab batch", file=sys.stderr)
+               disable=None if progress else True, desc="tracelab batch",
+               file=getattr(sys.stderr, "unescaped", sys.stderr))
 
     def done(task: Task, result: dict[str, Any]) -> None:
         folder = out / "runs" / task.name

@@ -41,5 +41,11 @@ class VisibleStream:
     def write(self, text: str) -> int:
         return self._stream.write(visible_lines(text))
 
+    @property
+    def unescaped(self):
+        """The stream written to, for text of tracelab's own that needs its carriage returns
+        (a progress bar redrawing its line)."""
+        return self._stream
+
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
