@@ -13,6 +13,7 @@ from tracelab.analyzers.saturated_activations import saturated_activations
 from tracelab.analyzers.frozen_parameters import frozen_parameters
 from tracelab.analyzers.update_ratio import update_ratio
 from tracelab.analyzers.collapsed_outputs import collapsed_outputs
+from tracelab.analyzers.learning_rate_too_high import learning_rate_too_high
 from tracelab.analyzers.train_val_mismatch import train_val_mismatch
 from tracelab.analyzers.input_collapse import input_collapse
 from tracelab.analyzers.unnormalized_inputs import unnormalized_inputs
@@ -42,6 +43,7 @@ RULES = [
     frozen_parameters,
     update_ratio,
     collapsed_outputs,
+    learning_rate_too_high,
     train_val_mismatch,
     input_collapse,
     unnormalized_inputs,

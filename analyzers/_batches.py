@@ -8,8 +8,12 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from tracelab.core.rules import Unseen
 from tracelab.core.run import Run
 from tracelab.core.schema import TRAIN
+
+# What names a finding's input cause at its step, for the rules that blame a batch.
+INPUT_BATCH = Unseen("the input batch", "record every batch's inputs: Recorder(input_every=1)")
 
 
 class BatchEvidence(NamedTuple):

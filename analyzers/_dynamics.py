@@ -14,6 +14,8 @@ from tracelab.core.schema import TRAIN, UPDATE, WEIGHT
 
 # Names a validation split usually goes by, most likely first.
 EVAL_SPLITS = ("val", "valid", "validation", "eval", "dev", "test")
+# What a model that stopped learning shows: the effects most causes end in.
+OUTCOME = ("loss-plateau", "metric-stagnation")
 # 1.4826 * MAD estimates the standard deviation of normal data.
 MAD_TO_STD = 1.4826
 

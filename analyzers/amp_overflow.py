@@ -32,14 +32,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracelab.analyzers._dynamics import fmt
+from tracelab.analyzers._dynamics import OUTCOME, fmt
+from tracelab.core import causes
+from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import AMP_SCALE, AMP_SKIPPED, Needs
 
 
-@rule(name="amp-overflow", code="TL605", requires=(Needs.AMP,))
+@rule(name="amp-overflow", code="TL605", requires=(Needs.AMP,), plot=Plot.NONE,
+      links=(explains("nonfinite-values", "loss-spike", "exploding-gradients", "update-ratio",
+                      "frozen-parameters", *OUTCOME,
+                      why="a loss scale too large for float16 overflows the gradients, and "
+                          "their steps are skipped",
+                      timing="overlap", when=causes.not_input),))
 def amp_overflow(run: Run, *, max_skip_share: float = 0.1, min_skipped: int = 5,
                  collapse: float = 1.0, min_steps: int = 20) -> list[Finding]:
     scale = run.signal(AMP_SCALE)

@@ -30,14 +30,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracelab.analyzers._dynamics import finite_stat, fmt, tail
+from tracelab.analyzers._dynamics import OUTCOME, finite_stat, fmt, tail
+from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import ACTIVATION, Needs
 
 
-@rule(name="collapsed-outputs", code="TL207", requires=(Needs.ACTIVATIONS,))
+@rule(name="collapsed-outputs", code="TL207", requires=(Needs.ACTIVATIONS,),
+      plot=Plot.OUTPUT_SPREAD,
+      links=(explains(*OUTCOME, why="outputs that no longer vary cannot fit the labels",
+                      timing="overlap"),))
 def collapsed_outputs(run: Run, *, min_range: float = 0.1, window: float = 1 / 3,
                       min_recordings: int = 4) -> list[Finding]:
     hi, lo = finite_stat(run, ACTIVATION, "max"), finite_stat(run, ACTIVATION, "min")

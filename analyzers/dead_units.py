@@ -26,16 +26,24 @@ False positives
 """
 from __future__ import annotations
 
-from tracelab.analyzers._dynamics import finite_stat, fmt, sustained
+from tracelab.analyzers._dynamics import OUTCOME, finite_stat, fmt, sustained
+from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import ACTIVATION, Needs
 
 RELU_TYPES = ("ReLU", "ReLU6")
 
 
-@rule(name="dead-units", code="TL203", requires=(Needs.ACTIVATIONS, Needs.MODEL))
+@rule(name="dead-units", code="TL203", requires=(Needs.ACTIVATIONS, Needs.MODEL), merge="layer",
+      plot=Plot.DEAD_FRACTION,
+      links=(explains("collapsed-outputs", why="dead units leave the outputs nothing to vary",
+                      place="downstream"),
+             explains("vanishing-gradients", "frozen-parameters",
+                      why="dead ReLUs pass no gradient to the layers before them",
+                      timing="overlap", place="upstream"),
+             explains(*OUTCOME, why="a network with dead units stops learning", timing="overlap")))
 def dead_units(run: Run, *, min_dead: float = 0.5, error_dead: float = 0.95,
                window: float = 1 / 3, min_recordings: int = 3) -> list[Finding]:
     types = run.module_types()

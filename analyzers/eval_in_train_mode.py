@@ -31,13 +31,13 @@ False positives
 from __future__ import annotations
 
 from tracelab.core.findings import WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import (DROPOUT_MODULES, NORM_MODULES, TRAIN, TRAIN_MODE_DROPOUT,
                                   TRAIN_MODE_NORM, Needs)
 
 
-@rule(name="eval-in-train-mode", code="TL603", requires=(Needs.EVAL_MODES,))
+@rule(name="eval-in-train-mode", code="TL603", requires=(Needs.EVAL_MODES,), plot=Plot.NONE)
 def eval_in_train_mode(run: Run, *, min_share: float = 0.5) -> list[Finding]:
     sg = run.signals
     findings = []

@@ -30,14 +30,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracelab.analyzers._dynamics import edge_len, fmt, matrix_params, name_list, subject_of
+from tracelab.analyzers._dynamics import (OUTCOME, edge_len, fmt, matrix_params, name_list,
+                                          subject_of)
+from tracelab.core import causes
+from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import GRAD, Needs
 
 
-@rule(name="exploding-gradients", code="TL202", requires=(Needs.GRADS,))
+
+def _gradient_first(cause: Finding, effect: Finding) -> bool:
+    # A loss spike explained by a burst is one the spike rule blamed on a gradient spike.
+    if effect.rule == "loss-spike":
+        return causes.stated_cause(effect) == "grad_spike"
+    return not causes.input_borne(effect)
+
+
+@rule(name="exploding-gradients", code="TL202", requires=(Needs.GRADS,), plot=Plot.GRADIENT_LAYERS,
+      links=(explains("nonfinite-values", "loss-spike", "loss-oscillation", "run-aborted",
+                      "dead-units", "saturated-activations", *OUTCOME,
+                      why="exploding gradients overflow into NaN/Inf and throw the loss about",
+                      when=_gradient_first),))
 def exploding_gradients(run: Run, *, max_norm: float = 100.0, growth: float = 100.0,
                         min_norm: float = 1.0, smooth: int = 5,
                         min_steps: int = 10) -> list[Finding]:

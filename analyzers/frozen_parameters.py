@@ -32,16 +32,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracelab.analyzers._dynamics import layer_of, name_list, param_info, subject_of
+from tracelab.analyzers._dynamics import OUTCOME, layer_of, name_list, param_info, subject_of
+from tracelab.core.causes import explains
 from tracelab.core.findings import INFO, WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import GRAD, UPDATE, WEIGHT, Needs
 
 _STATS = ("norm", "mean", "min", "max")
 
 
-@rule(name="frozen-parameters", code="TL205", requires=(Needs.WEIGHTS,))
+@rule(name="frozen-parameters", code="TL205", requires=(Needs.WEIGHTS,), merge="module group",
+      plot=Plot.WEIGHT_CHANGE,
+      links=(explains(*OUTCOME, why="parameters that never change do not learn",
+                      timing="overlap"),))
 def frozen_parameters(run: Run, *, rtol: float = 1e-7, negligible: float = 1e-6,
                       min_steps: int = 3) -> list[Finding]:
     norms = run.stat(WEIGHT, "norm")

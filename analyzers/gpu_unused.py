@@ -30,12 +30,12 @@ from __future__ import annotations
 import math
 
 from tracelab.core.findings import INFO, WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import Needs
 
 
-@rule(name="gpu-unused", code="TL402", requires=(Needs.ENVIRONMENT, Needs.MODEL))
+@rule(name="gpu-unused", code="TL402", requires=(Needs.ENVIRONMENT, Needs.MODEL), plot=Plot.NONE)
 def gpu_unused(run: Run, *, max_listed: int = 5) -> list[Finding]:
     env = run.meta.get("environment") or {}
     params = (run.meta.get("model") or {}).get("parameters") or []

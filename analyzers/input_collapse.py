@@ -39,8 +39,9 @@ import numpy as np
 
 from tracelab.analyzers._inputs import (Batches, Side, check_pair, feature_profiles, fmt,
                                         may_change, may_collapse, samples_of, time_changes)
+from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import TRAIN, Needs
 
@@ -60,7 +61,11 @@ _FIX = {
 }
 
 
-@rule(name="input-collapse", code="TL302", requires=(Needs.INPUTS,))
+@rule(name="input-collapse", code="TL302", requires=(Needs.INPUTS,), merge="feature",
+      plot=Plot.FEATURE_SPREAD,
+      links=(explains("train-val-mismatch", "unnormalized-inputs",
+                      why="a collapsed feature no longer matches its own distribution elsewhere",
+                      timing="overlap", place="feature"),))
 def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
                    max_int_frac: float = 0.9, chance: float = 1e-6, min_batches: int = 3,
                    baseline: Run | None = None) -> list[Finding]:

@@ -31,12 +31,12 @@ import numpy as np
 
 from tracelab.analyzers._inputs import fmt
 from tracelab.core.findings import WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import DATA_TIME, STEP_TIME, Needs
 
 
-@rule(name="input-pipeline-bound", code="TL403", requires=(Needs.DATA_TIMING,))
+@rule(name="input-pipeline-bound", code="TL403", requires=(Needs.DATA_TIMING,), plot=Plot.STEP_TIME)
 def input_pipeline_bound(run: Run, *, share: float = 0.5, min_wait_s: float = 1.0,
                          skip_steps: int = 2, min_steps: int = 10) -> list[Finding]:
     data, step = run.scalar(DATA_TIME), run.scalar(STEP_TIME)

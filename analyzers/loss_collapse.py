@@ -39,13 +39,20 @@ from __future__ import annotations
 import numpy as np
 
 from tracelab.analyzers._dynamics import EVAL_SPLITS, finite, fmt, initial
+from tracelab.core import causes
+from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import Needs
 
 
-@rule(name="loss-collapse", code="TL601", requires=(Needs.LOSS,))
+@rule(name="loss-collapse", code="TL601", requires=(Needs.LOSS,), plot=Plot.SCALAR,
+      links=(explains("loss-plateau", "update-ratio", "frozen-parameters", "vanishing-gradients",
+                      "metric-stagnation",
+                      why="a loss already at zero leaves nothing to learn: it stays flat "
+                          "and its gradients vanish",
+                      timing="overlap", when=causes.low_updates),))
 def loss_collapse(run: Run, *, ratio: float = 1e-4, floor: float = 1e-6, within: float = 0.2,
                   stay: float = 0.9, min_steps: int = 50) -> list[Finding]:
     loss = finite(run.loss())

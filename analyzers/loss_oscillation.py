@@ -35,14 +35,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracelab.analyzers._dynamics import finite, fmt, initial, update_ratios
+from tracelab.analyzers._dynamics import OUTCOME, finite, fmt, initial, update_ratios
+from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import Needs
 
 
-@rule(name="loss-oscillation", code="TL101", requires=(Needs.LOSS,))
+@rule(name="loss-oscillation", code="TL101", requires=(Needs.LOSS,), plot=Plot.LOSS_SWINGS,
+      links=(explains(*OUTCOME, why="a loss that keeps swinging never settles lower",
+                      timing="overlap"),))
 def loss_oscillation(run: Run, *, min_steps: int = 50, min_swing: float = 0.25,
                      max_progress: float = 0.1, rebound: float = 1.75,
                      min_bounce: float = 0.15, min_update_ratio: float = 1e-6) -> list[Finding]:

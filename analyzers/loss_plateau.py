@@ -35,13 +35,17 @@ import numpy as np
 from tracelab.analyzers._dynamics import (edge_len, finite, finite_stat, fmt, matrix_params,
                                           name_list, update_ratios)
 from tracelab.analyzers.dead_units import RELU_TYPES
+from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import ACTIVATION, GRAD, UPDATE, WEIGHT, Needs
 
 
-@rule(name="loss-plateau", code="TL103", requires=(Needs.LOSS,))
+@rule(name="loss-plateau", code="TL103", requires=(Needs.LOSS,), plot=Plot.LOSS,
+      links=(explains("metric-stagnation",
+                      why="a loss that does not fall leaves the metrics at chance",
+                      timing="overlap"),))
 def loss_plateau(run: Run, *, min_steps: int = 30, min_drop: float = 0.03,
                  max_rise: float = 0.25, low_update_ratio: float = 1e-5) -> list[Finding]:
     loss = finite(run.loss())

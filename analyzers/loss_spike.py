@@ -42,15 +42,32 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracelab.analyzers._batches import nonfinite_batch, outlier_batch
-from tracelab.analyzers._dynamics import MAD_TO_STD, finite, fmt, initial, rolling_previous
+from tracelab.analyzers._batches import INPUT_BATCH, nonfinite_batch, outlier_batch
+from tracelab.analyzers._dynamics import (MAD_TO_STD, OUTCOME, finite, fmt, initial,
+                                          rolling_previous)
+from tracelab.core import causes
+from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import GRAD, LR_PREFIX, TRAIN, Needs
 
 
-@rule(name="loss-spike", code="TL102", requires=(Needs.LOSS,))
+
+def _spike_explains(cause: Finding, effect: Finding) -> bool:
+    # A spike blamed on its batch, the LR or a batch nobody profiled comes before the gradient
+    # burst it causes; a spike blamed on a gradient burst is the burst's effect instead.
+    if causes.input_borne(effect):
+        return False
+    return effect.rule != "exploding-gradients" or causes.stated_cause(cause) != "grad_spike"
+
+
+@rule(name="loss-spike", code="TL102", requires=(Needs.LOSS,), plot=Plot.LOSS_JUMP,
+      unseen=INPUT_BATCH,
+      links=(explains("dead-units", "exploding-gradients", "nonfinite-values", "collapsed-outputs",
+                      "frozen-parameters", *OUTCOME,
+                      why="a spike's large gradients kill units and can overflow",
+                      when=_spike_explains),))
 def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float = 1.0,
                shift: int = 10, z_shift: float = 3.0, min_shift: float = 0.5,
                min_jump_of_start: float = 0.1, max_reported: int = 3, lr_increase: float = 1.5,

@@ -33,7 +33,7 @@ import numpy as np
 
 from tracelab.analyzers._dynamics import finite, fmt, param_shapes
 from tracelab.core.findings import ERROR, WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import LOSS_NAME, TRAIN, Needs
 
@@ -43,7 +43,8 @@ _ACC = re.compile(r"acc|auc", re.IGNORECASE)
 _NOT_CHANCE = re.compile(r"top.?[2-9]|top.?\d\d", re.IGNORECASE)
 
 
-@rule(name="metric-stagnation", code="TL106", requires=(Needs.EVAL,))
+@rule(name="metric-stagnation", code="TL106", requires=(Needs.EVAL,), merge="metric",
+      plot=Plot.METRIC)
 def metric_stagnation(run: Run, *, min_evals: int = 3, tolerance: float = 0.15,
                       min_band: float = 0.03) -> list[Finding]:
     sc = run.scalars

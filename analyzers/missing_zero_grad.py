@@ -31,14 +31,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracelab.analyzers._dynamics import fmt
+from tracelab.analyzers._dynamics import OUTCOME, fmt
+from tracelab.core import causes
+from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import GRAD_LEFTOVER, Needs
 
 
-@rule(name="missing-zero-grad", code="TL602", requires=(Needs.GRAD_RESETS,))
+@rule(name="missing-zero-grad", code="TL602", requires=(Needs.GRAD_RESETS,), plot=Plot.NONE,
+      links=(explains("loss-oscillation", "loss-spike", "update-ratio", "dead-units",
+                      "exploding-gradients", "nonfinite-values", "collapsed-outputs",
+                      "saturated-activations", *OUTCOME,
+                      why="gradients summed over every step so far make each update larger "
+                          "than the last",
+                      timing="overlap", when=causes.not_input),))
 def missing_zero_grad(run: Run, *, min_share: float = 0.5, min_steps: int = 5) -> list[Finding]:
     leftover = run.signal(GRAD_LEFTOVER).iloc[1:]  # the first backward pass has nothing before
     values = leftover.to_numpy(dtype=float)

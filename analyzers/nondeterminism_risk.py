@@ -37,12 +37,12 @@ import numpy as np
 
 from tracelab.analyzers._inputs import fmt
 from tracelab.core.findings import INFO, WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import Needs
 
 
-@rule(name="nondeterminism-risk", code="TL401", requires=(Needs.ENVIRONMENT,))
+@rule(name="nondeterminism-risk", code="TL401", requires=(Needs.ENVIRONMENT,), plot=Plot.NONE)
 def nondeterminism_risk(run: Run, *, divergence: float = 0.1, min_common_steps: int = 10,
                         baseline: Run | None = None) -> list[Finding]:
     env = run.meta.get("environment") or {}

@@ -35,9 +35,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracelab.analyzers._dynamics import EVAL_SPLITS
+from tracelab.analyzers._batches import INPUT_BATCH
+from tracelab.analyzers._dynamics import EVAL_SPLITS, OUTCOME
+from tracelab.core import causes
+from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import ACTIVATION, GRAD, LOSS_NAME, TRAIN, WEIGHT
 
@@ -59,7 +62,17 @@ _FIX = {
 _ORDER = ("input", "target", "activation", "loss", "eval loss", "grad", "weight")
 
 
-@rule(name="nonfinite-values", code="TL104")
+
+def _from_input(cause: Finding, effect: Finding) -> bool:
+    return causes.input_borne(cause) or effect.rule in ("run-aborted", *OUTCOME)
+
+
+@rule(name="nonfinite-values", code="TL104", merge="source", plot=Plot.NONFINITE,
+      unseen=INPUT_BATCH,
+      links=(explains("loss-spike", "exploding-gradients", "dead-units", "collapsed-outputs",
+                      "run-aborted", *OUTCOME,
+                      why="a NaN/Inf input batch makes activations, loss and gradients non-finite",
+                      when=_from_input),))
 def nonfinite_values(run: Run) -> list[Finding]:
     events = _events(run)
     if events.empty:

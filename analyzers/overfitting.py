@@ -33,12 +33,12 @@ import numpy as np
 
 from tracelab.analyzers._dynamics import MAD_TO_STD, eval_split, finite, fmt
 from tracelab.core.findings import WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import LOSS_NAME, Needs
 
 
-@rule(name="overfitting", code="TL105", requires=(Needs.LOSS, Needs.EVAL))
+@rule(name="overfitting", code="TL105", requires=(Needs.LOSS, Needs.EVAL), plot=Plot.TRAIN_VS_EVAL)
 def overfitting(run: Run, *, patience: int = 3, min_rise: float = 0.1,
                 min_train_drop: float = 0.05, min_gap: float = 0.1,
                 noise_k: float = 3.0, min_trend: float = 0.5) -> list[Finding]:

@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from tracelab.core.findings import ERROR, WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import GRAD, LOSS_NAME, TRAIN, Needs
 
@@ -71,7 +71,7 @@ def _loss_gap(wide: pd.DataFrame, rank: int, floor: float) -> tuple[float, float
     return gap, float((np.sign(diff) == np.sign(gap)).mean())
 
 
-@rule(name="rank-divergence", code="TL501", requires=(Needs.LOSS,))
+@rule(name="rank-divergence", code="TL501", requires=(Needs.LOSS,), merge="rank", plot=Plot.RANKS)
 def rank_divergence(run: Run, *, min_steps: int = 30, loss_gap: float = 0.1,
                     consistency: float = 0.8, grad_rtol: float = 0.01,
                     min_grad_steps: int = 3, input_z: float = 1.0, input_ratio: float = 2.0,

@@ -24,11 +24,11 @@ False positives
 from __future__ import annotations
 
 from tracelab.core.findings import ERROR, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 
 
-@rule(name="run-aborted", code="TL107")
+@rule(name="run-aborted", code="TL107", plot=Plot.RUN_END)
 def run_aborted(run: Run) -> list[Finding]:
     status = run.status
     state = status.get("state")

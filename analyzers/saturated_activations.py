@@ -23,14 +23,20 @@ False positives
 """
 from __future__ import annotations
 
-from tracelab.analyzers._dynamics import finite_stat, fmt, sustained
+from tracelab.analyzers._dynamics import OUTCOME, finite_stat, fmt, sustained
+from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import ACTIVATION, Needs
 
 
-@rule(name="saturated-activations", code="TL204", requires=(Needs.ACTIVATIONS,))
+@rule(name="saturated-activations", code="TL204", requires=(Needs.ACTIVATIONS,), merge="layer",
+      plot=Plot.SATURATED_FRACTION,
+      links=(explains("vanishing-gradients", why="saturated units pass almost no gradient back",
+                      timing="overlap", place="upstream"),
+             explains("collapsed-outputs", *OUTCOME,
+                      why="saturated units stop the network from learning", timing="overlap")))
 def saturated_activations(run: Run, *, min_saturated: float = 0.5, window: float = 1 / 3,
                           min_recordings: int = 3) -> list[Finding]:
     sat = finite_stat(run, ACTIVATION, "saturated_frac")

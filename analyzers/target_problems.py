@@ -44,14 +44,19 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracelab.analyzers._dynamics import finite, fmt
+from tracelab.analyzers._dynamics import OUTCOME, finite, fmt
+from tracelab.core import causes
+from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import OTHER_CLASS, TRAIN, Needs
 
 
-@rule(name="target-problems", code="TL604", requires=(Needs.TARGETS,))
+@rule(name="target-problems", code="TL604", requires=(Needs.TARGETS,), plot=Plot.NONE,
+      links=(explains("loss-oscillation", "loss-spike", "exploding-gradients", "update-ratio",
+                      *OUTCOME, why="labels the loss cannot fit keep the loss from settling",
+                      timing="overlap", when=causes.not_input),))
 def target_problems(run: Run, *, negative_share: float = 0.1, min_classes: int = 4,
                     sorted_share: float = 0.8, per_class: int = 4, min_batches: int = 5,
                     max_scale: float = 100.0, min_scale: float = 0.01,

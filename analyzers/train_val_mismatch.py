@@ -38,13 +38,19 @@ import numpy as np
 from tracelab.analyzers._input_table import ks_wasserstein_rows
 from tracelab.analyzers._inputs import (Profile, feature_profiles, fmt, range_label,
                                         samples_of, stats_text)
+from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import TRAIN, Needs
 
 
-@rule(name="train-val-mismatch", code="TL301", requires=(Needs.INPUTS,))
+@rule(name="train-val-mismatch", code="TL301", requires=(Needs.INPUTS,),
+      plot=Plot.SPLIT_DISTRIBUTIONS,
+      links=(explains("overfitting", "metric-stagnation",
+                      why="validation inputs unlike training ones make validation loss and "
+                          "accuracy diverge",
+                      timing="overlap", place="split"),))
 def train_val_mismatch(run: Run, *, min_ks: float = 0.15, min_wasserstein: float = 0.3,
                        strong_ks: float = 0.4, strong_wasserstein: float = 1.0,
                        alpha: float = 1e-4, share: float = 0.5, min_samples: int = 20,

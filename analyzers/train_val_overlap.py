@@ -38,7 +38,7 @@ import math
 import numpy as np
 
 from tracelab.core.findings import WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import TRAIN, Needs
 
@@ -51,7 +51,7 @@ def _threshold(hashes: np.ndarray) -> int:
     return min(_FULL, 1 << max(top, 1).bit_length())
 
 
-@rule(name="train-val-overlap", code="TL606", requires=(Needs.FINGERPRINTS,))
+@rule(name="train-val-overlap", code="TL606", requires=(Needs.FINGERPRINTS,), plot=Plot.NONE)
 def train_val_overlap(run: Run, *, min_overlap: float = 0.05, over_chance: float = 3.0,
                       min_rows: int = 50) -> list[Finding]:
     fp = run.fingerprints

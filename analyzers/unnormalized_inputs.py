@@ -41,10 +41,13 @@ import sys
 
 import numpy as np
 
+from tracelab.analyzers._dynamics import OUTCOME
 from tracelab.analyzers._inputs import (Profile, dtype_kind, feature_profiles, fmt,
                                         stats_text)
+from tracelab.core import causes
+from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import TRAIN, Needs
 
@@ -53,7 +56,12 @@ _STANDARDIZE = ("Standardize each feature with statistics fitted on the training
                 "split.")
 
 
-@rule(name="unnormalized-inputs", code="TL303", requires=(Needs.INPUTS,))
+@rule(name="unnormalized-inputs", code="TL303", requires=(Needs.INPUTS,), plot=Plot.INPUT_SCALE,
+      links=(explains("saturated-activations", "dead-units", "exploding-gradients", "loss-spike",
+                      "loss-oscillation", "nonfinite-values", "vanishing-gradients",
+                      "update-ratio", "frozen-parameters", "collapsed-outputs", *OUTCOME,
+                      why="inputs far from unit scale saturate or kill units and blow up gradients",
+                      timing="overlap", when=causes.not_input),))
 def unnormalized_inputs(run: Run, *, max_rms: float = 10.0, max_scale_ratio: float = 100.0,
                         min_pixel_max: float = 100.0, max_listed: int = 5) -> list[Finding]:
     types = set(run.module_types().values())

@@ -29,14 +29,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracelab.analyzers._dynamics import fmt, matrix_params, name_list, subject_of
+from tracelab.analyzers._dynamics import OUTCOME, fmt, matrix_params, name_list, subject_of
+from tracelab.core import causes
+from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import UPDATE, WEIGHT, Needs
 
 
-@rule(name="update-ratio", code="TL206", requires=(Needs.UPDATES, Needs.WEIGHTS))
+
+def _low_side(cause: Finding, effect: Finding) -> bool:
+    return causes.update_side(cause) == "low"
+
+
+@rule(name="update-ratio", code="TL206", requires=(Needs.UPDATES, Needs.WEIGHTS),
+      plot=Plot.UPDATE_RATIOS,
+      links=(explains("frozen-parameters", *OUTCOME,
+                      why="updates far below 1e-3 of the weights leave the model where it started",
+                      timing="overlap", when=_low_side),))
 def update_ratio(run: Run, *, high: float = 0.1, low: float = 1e-5,
                  min_steps: int = 5) -> list[Finding]:
     upd, w = run.stat(UPDATE, "norm"), run.stat(WEIGHT, "norm")

@@ -35,14 +35,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracelab.analyzers._dynamics import fmt, matrix_params, name_list, subject_of
+from tracelab.analyzers._dynamics import OUTCOME, fmt, matrix_params, name_list, subject_of
+from tracelab.core import causes
+from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
-from tracelab.core.rules import rule
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import GRAD, Needs
 
 
-@rule(name="vanishing-gradients", code="TL201", requires=(Needs.GRADS,))
+@rule(name="vanishing-gradients", code="TL201", requires=(Needs.GRADS,), plot=Plot.GRADIENT_LAYERS,
+      links=(explains("update-ratio", "frozen-parameters",
+                      why="layers without gradient barely move", timing="overlap",
+                      place="downstream", when=causes.low_updates),
+             explains(*OUTCOME, why="layers that get no gradient do not learn", timing="overlap")))
 def vanishing_gradients(run: Run, *, ratio: float = 1e-3, median_ratio: float = 1e-2,
                         floor: float = 1e-9, settle: float = 0.5, max_reference: float = 100.0,
                         min_steps: int = 3) -> list[Finding]:

@@ -1,10 +1,11 @@
 """One plot per finding, aimed at its evidence.
 
-`FINDING_PLOTS` maps each rule name to the function that draws its findings (None: the
-evidence table says it all). A rule missing from the map gets `generic`, which plots whatever
-the finding's subject names. Every function takes (diagnosis, finding) and returns a Chart
-(reports/chart.py) or None; a plot that breaks on odd data never breaks the report (see
-`finding_figure`).
+Each rule declares the kind of plot its findings get (`@rule(plot=Plot...)`,
+tracelab.core.rules); `PLOTS` maps each kind to the function that draws it (None: the evidence
+table says it all). A finding whose rule the diagnosis does not know gets `generic`, which
+plots whatever the finding's subject names. Every function takes (diagnosis, finding) and
+returns a Chart (reports/chart.py) or None; a plot that breaks on odd data never breaks the
+report (see `finding_figure`).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Optional
 import pandas as pd
 
 from tracelab.core.findings import Diagnosis, Finding
+from tracelab.core.rules import Plot
 from tracelab.reports import plots_inputs as inputs
 from tracelab.reports import plots_layers as layers
 from tracelab.reports import plots_training as training
@@ -20,7 +22,7 @@ from tracelab.reports.plots import Chart, log_if_wide, shade
 from tracelab.reports.pointers import PlotFn, canvas, layer_lines, mentioned
 from tracelab.core.schema import ACTIVATION, GRAD, UPDATE, WEIGHT
 
-__all__ = ["FINDING_PLOTS", "finding_figure", "generic", "mentioned"]
+__all__ = ["PLOTS", "finding_figure", "generic", "mentioned", "plot_kind"]
 
 
 def generic(d: Diagnosis, f: Finding) -> Optional[Chart]:
@@ -41,43 +43,44 @@ def generic(d: Diagnosis, f: Finding) -> Optional[Chart]:
     return training.scalar_window(d, f)
 
 
-FINDING_PLOTS: dict[str, Optional[PlotFn]] = {
-    "loss-oscillation": training.loss_oscillation,
-    "loss-spike": training.loss_spike,
-    "loss-plateau": training.scalar_window,
-    "nonfinite-values": training.nonfinite_values,
-    "overfitting": training.overfitting,
-    "metric-stagnation": training.metric_stagnation,
-    "run-aborted": training.run_aborted,
-    "vanishing-gradients": layers.gradient_layers,
-    "exploding-gradients": layers.gradient_layers,
-    "dead-units": layers.activation_frac("dead_frac", "dead-unit fraction: named modules vs "
-                                         "the others"),
-    "saturated-activations": layers.activation_frac("saturated_frac", "saturated fraction: "
+PLOTS: dict[Plot, Optional[PlotFn]] = {
+    Plot.SUBJECT: generic,
+    Plot.NONE: None,
+    Plot.LOSS: training.scalar_window,
+    Plot.SCALAR: training.scalar_window,
+    Plot.LOSS_SWINGS: training.loss_oscillation,
+    Plot.LOSS_JUMP: training.loss_spike,
+    Plot.LEARNING_RATE: training.learning_rate,
+    Plot.NONFINITE: training.nonfinite_values,
+    Plot.TRAIN_VS_EVAL: training.overfitting,
+    Plot.METRIC: training.metric_stagnation,
+    Plot.RUN_END: training.run_aborted,
+    Plot.GRADIENT_LAYERS: layers.gradient_layers,
+    Plot.DEAD_FRACTION: layers.activation_frac("dead_frac", "dead-unit fraction: named modules "
+                                               "vs the others"),
+    Plot.SATURATED_FRACTION: layers.activation_frac("saturated_frac", "saturated fraction: "
                                                     "named modules vs the others"),
-    "frozen-parameters": layers.frozen_parameters,
-    "update-ratio": layers.update_ratio_layers,
-    "collapsed-outputs": layers.collapsed_outputs,
-    "train-val-mismatch": inputs.train_val_mismatch,
-    "input-collapse": inputs.input_collapse,
-    "unnormalized-inputs": inputs.unnormalized_inputs,
-    "nondeterminism-risk": None,   # flags in the environment table are the evidence
-    "gpu-unused": None,
-    "input-pipeline-bound": training.input_pipeline_bound,
-    "rank-divergence": training.rank_divergence,
-    "learning-rate-too-high": training.learning_rate,
-    "loss-collapse": training.scalar_window,
-    "missing-zero-grad": None,   # the recorder's observation of .grad is the evidence
-    "eval-in-train-mode": None,
-    "target-problems": None,
-    "amp-overflow": None,
-    "train-val-overlap": None,
+    Plot.WEIGHT_CHANGE: layers.frozen_parameters,
+    Plot.UPDATE_RATIOS: layers.update_ratio_layers,
+    Plot.OUTPUT_SPREAD: layers.collapsed_outputs,
+    Plot.SPLIT_DISTRIBUTIONS: inputs.train_val_mismatch,
+    Plot.FEATURE_SPREAD: inputs.input_collapse,
+    Plot.INPUT_SCALE: inputs.unnormalized_inputs,
+    Plot.STEP_TIME: training.input_pipeline_bound,
+    Plot.RANKS: training.rank_divergence,
 }
+
+
+def plot_kind(d: Diagnosis, f: Finding) -> Plot:
+    """The kind of plot the finding's rule declares; `Plot.SUBJECT` for a rule the diagnosis
+    does not know."""
+    spec = d.rules.get(f.rule)
+    return spec.plot if spec is not None else Plot.SUBJECT
 
 
 def finding_figure(d: Diagnosis, f: Finding) -> tuple[Optional[Chart], str]:
     """(figure or None, note). A plot that fails falls back to `generic`, then to none."""
-    fn = FINDING_PLOTS.get(f.rule, generic)
+    fn = PLOTS[plot_kind(d, f)]
     if fn is None:
         return None, ""
     note = ""

@@ -7,7 +7,7 @@ from typing import Any
 
 from tracelab.core.findings import Diagnosis, Finding, RootCause
 from tracelab.reports import fmt
-from tracelab.reports.finding_plots import FINDING_PLOTS, finding_figure
+from tracelab.reports.finding_plots import PLOTS, finding_figure, plot_kind
 from tracelab.reports.charts import rendered
 
 SEVERITY_LABELS = {"error": "Error", "warning": "Warning", "info": "Info", None: "OK"}
@@ -83,7 +83,7 @@ def findings_context(d: Diagnosis, order: list[Finding], cause: dict[str, tuple]
 def finding_context(d: Diagnosis, f: Finding, index: int, *, plots: bool = True) -> dict[str, Any]:
     spec = d.rules.get(f.rule)
     doc = fmt.parse_doc(spec.doc) if spec else {"summary": "", "sections": []}
-    plot_fn = FINDING_PLOTS.get(f.rule, "generic")
+    plot_fn = PLOTS[plot_kind(d, f)]
     plot = {"function": getattr(plot_fn, "__name__", str(plot_fn)) if plot_fn else None,
             "uri": None, "chart": None, "note": "", "alt": f"plot for {f.rule} on {f.subject}"}
     if plots and plot_fn is not None:

@@ -13,12 +13,13 @@ from tracelab.core.findings import Diagnosis, skipped_reasons
 from tracelab.core.printable import visible_lines
 from tracelab.reports.context import build_context
 from tracelab.reports.findings_context import root_causes
-from tracelab.reports.finding_plots import finding_figure
+from tracelab.core.rules import Plot
+from tracelab.reports.finding_plots import finding_figure, plot_kind
 from tracelab.reports.overview import curves_figure
 
 ICONS = {"error": "⛔", "warning": "⚠️", "info": "ℹ️", None: "✅"}
-# Rules whose plot already shows the loss curve; other findings get the curves as a second PNG.
-SHOWS_LOSS = {"loss-oscillation", "loss-spike", "loss-plateau", "overfitting", "run-aborted"}
+# Plots that already show the loss curve; other findings get the curves as a second PNG.
+SHOWS_LOSS = {Plot.LOSS_SWINGS, Plot.LOSS_JUMP, Plot.LOSS, Plot.TRAIN_VS_EVAL, Plot.RUN_END}
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|#~])")
 
 
@@ -48,7 +49,7 @@ def key_plots(diagnosis: Diagnosis, path: Path) -> list[tuple[str, Optional[Path
         if spec is not None:
             target = path.with_name(f"{path.stem}-{f.rule}.png")
             out.append((f"{f.rule} on {f.subject}", to_png(spec, target)))
-            shown = f.rule
+            shown = plot_kind(diagnosis, f)
             break
     if shown not in SHOWS_LOSS:
         chart = curves_figure(diagnosis.run)

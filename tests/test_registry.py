@@ -6,12 +6,16 @@ from pathlib import Path
 import pytest
 
 from tracelab.analyzers import RULES
-from tracelab.core.rules import DOC_SECTIONS
+from tracelab.core.causes import Link
+from tracelab.core.rules import DOC_SECTIONS, Plot, Unseen
 from tracelab.core.run import Run
 from tracelab.core.schema import REQUIREMENTS, Requirement
 
 SPECS = [r.spec for r in RULES]
 IDS = [s.name for s in SPECS]
+NAMES = {s.name for s in SPECS}
+
+
 
 
 def test_names_and_codes_are_unique():
@@ -62,8 +66,10 @@ def test_requires_are_schema_requirements(spec):
 @pytest.mark.parametrize("spec", SPECS, ids=IDS)
 def test_thresholds_are_keyword_only_with_plain_defaults(spec):
     params = list(inspect.signature(spec.func).parameters.values())
-    assert params[0].kind in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD)
-    for p in params[1:]:
+    positional = 2 if spec.reads else 1  # the run, and the chains of a rule that reads findings
+    for p in params[:positional]:
+        assert p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    for p in params[positional:]:
         assert p.kind is p.KEYWORD_ONLY, f"{spec.name}.{p.name} must be keyword-only"
         if p.name == "baseline":
             assert p.default is None
@@ -77,7 +83,7 @@ def test_thresholds_are_keyword_only_with_plain_defaults(spec):
 def test_every_rule_returns_nothing_on_an_empty_run(spec):
     # The engine refuses an empty run, so call the rule directly.
     run = Run.from_frames()
-    assert spec.func(run) == []
+    assert spec.func(run, *([[]] if spec.reads else [])) == []
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=IDS)
@@ -86,4 +92,28 @@ def test_every_rule_returns_nothing_on_a_run_with_only_metadata(spec):
                       "parameters": [{"name": "fc.weight", "shape": [2, 3],
                                       "requires_grad": True, "in_optimizer": True}]},
             "config": {"num_classes": 2}, "environment": {"python": "3.11"}}
-    assert spec.func(Run.from_frames(meta)) == []
+    assert spec.func(Run.from_frames(meta), *([[]] if spec.reads else [])) == []
+
+
+# -- what each rule declares about the others --------------------------------------------------
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_every_declared_link_names_registered_rules(spec):
+    for link in spec.links:
+        assert isinstance(link, Link) and link.why, link
+        assert spec.name in (link.cause, *link.effects), f"{spec.name} declares another's link"
+        unknown = ({link.cause} | set(link.effects)) - NAMES
+        assert not unknown, f"{spec.name}: a link names {sorted(unknown)}, no registered rule"
+        assert link.cause not in link.effects, link
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_what_a_rule_reads_and_declares_is_well_formed(spec):
+    assert set(spec.reads) <= NAMES - {spec.name}, spec.reads
+    assert isinstance(spec.plot, Plot)
+    assert spec.merge is None or (isinstance(spec.merge, str) and spec.merge.strip())
+    assert spec.unseen is None or isinstance(spec.unseen, Unseen)
+
+
+def test_no_two_rules_declare_the_same_link():
+    seen = [(lk.cause, e) + (lk.why,) for s in SPECS for lk in s.links for e in lk.effects]
+    assert len(seen) == len(set(seen))

@@ -9,7 +9,9 @@ from report_data import EVIL, synthetic_diagnosis, synthetic_run
 from tracelab.core.findings import Diagnosis, Finding
 from tracelab.reports import fmt
 from tracelab.reports.context import build_context
-from tracelab.reports.finding_plots import FINDING_PLOTS, finding_figure, generic, mentioned
+from tracelab.app.engine import all_rules
+from tracelab.core.rules import Plot
+from tracelab.reports.finding_plots import PLOTS, finding_figure, generic, mentioned
 from tracelab.reports.chart import Chart
 from tracelab.reports.plots import binned, envelope
 from tracelab.core.run import Run
@@ -195,7 +197,7 @@ def test_a_plot_that_breaks_costs_the_plot_not_the_report(monkeypatch):
 
     def broken(diagnosis, finding):
         raise ValueError("odd data")
-    monkeypatch.setitem(FINDING_PLOTS, "dead-units", broken)
+    monkeypatch.setitem(PLOTS, Plot.DEAD_FRACTION, broken)  # the dead-units plot
     monkeypatch.setattr("tracelab.reports.finding_plots.generic", broken)
     monkeypatch.setattr("tracelab.reports.context.OVERVIEW", ())  # not under test: save time
     dead = next(f for f in build_context(d)["findings"] if f["rule"] == "dead-units")
@@ -203,12 +205,14 @@ def test_a_plot_that_breaks_costs_the_plot_not_the_report(monkeypatch):
     assert dead["plot"]["note"] == "plot unavailable (ValueError: odd data)"
 
 
-# -- plots keyed by rule -------------------------------------------------------------------------
+# -- plots by the kind each rule declares ---------------------------------------------------------
+SPECS = {s.name: s for s in all_rules()}
+
+
 def test_every_registered_rule_has_an_explicit_plot_entry():
-    from tracelab.app.engine import all_rules
-    from tracelab.core.causes import LR_TOO_HIGH
-    assert set(FINDING_PLOTS) == RULE_NAMES | {LR_TOO_HIGH}  # the cause named from symptoms
-    assert {s.name for s in all_rules()} <= set(FINDING_PLOTS)
+    assert set(SPECS) == RULE_NAMES | {"learning-rate-too-high"}  # named from symptoms
+    assert set(PLOTS) == set(Plot)  # every kind a rule may declare is drawn (or None)
+    assert {s.plot for s in SPECS.values()} <= set(PLOTS)
 
 
 def _finding_for(rule: str, run: Run) -> Finding:
@@ -224,10 +228,10 @@ def _finding_for(rule: str, run: Run) -> Finding:
                    f"about '{names[1]}'.", evidence.get(rule, {}), "fix it.")
 
 
-@pytest.mark.parametrize("rule", sorted(FINDING_PLOTS))
+@pytest.mark.parametrize("rule", sorted(SPECS))
 def test_each_rule_plot_draws_on_a_plausible_run(rule):
     d = synthetic_diagnosis(steps=200)
-    fn = FINDING_PLOTS[rule]
+    fn = PLOTS[SPECS[rule].plot]
     fig, note = finding_figure(d, _finding_for(rule, d.run))
     if fn is None:
         assert fig is None and note == ""
@@ -328,7 +332,7 @@ def test_a_run_that_went_nonfinite_renders_every_plot():
                 "The first NaN/Inf appeared at step 88 in the gradient of 'layers.0.weight'.",
                 {"step": 88}, "Clip gradients.")
     ctx = build_context(Diagnosis(Run.from_frames(run.meta, scalars=sc, tensors=tn,
-                                                  inputs=run.inputs), [f], [], []))
+                                                  inputs=run.inputs), [f], [], [], rules=SPECS))
     assert ctx["findings"][0]["plot"]["function"] == "nonfinite_values"
     assert ctx["findings"][0]["plot"]["uri"].startswith("data:image/svg+xml")
     assert all(p["uri"] and not p["note"] for p in ctx["overview"]["plots"])

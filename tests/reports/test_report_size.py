@@ -6,6 +6,7 @@ import re
 
 from report_data import synthetic_diagnosis, synthetic_run
 from tracelab import reports
+from tracelab.app.engine import all_rules
 from tracelab.core.findings import Diagnosis, Finding
 from tracelab.reports.context import build_context
 
@@ -46,7 +47,7 @@ def test_many_findings_share_a_plot_budget(tmp_path, monkeypatch):
     many = [Finding("update-ratio", "TL206", "warning", name, (0, 599),
                     f"'{name}' barely moves.", {"worst_ratio": 1e-7}, "Raise the LR.")
             for name in names]
-    d = Diagnosis(run, many, [], [])
+    d = Diagnosis(run, many, [], [], rules={s.name: s for s in all_rules()})
     ctx = build_context(d, plots=False)
     assert all(f["plot"]["uri"] is None for f in ctx["findings"])
     path = reports.write_html(d, tmp_path / "many.html")

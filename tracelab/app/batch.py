@@ -35,7 +35,6 @@ from tracelab.app.batch_outputs import check_output_folder, claim_output_folder
 from tracelab.app.sources import data_files, discover, open_source
 from tracelab.core.batch_schema import (UNREADABLE, finding_row, run_row, run_settings,
                                         varying_settings)
-from tracelab.core.causes import LINKS
 from tracelab.core.config import Config
 from tracelab.core.errors import ConfigError, TraceError, TracelabError
 from tracelab.core.files import resolved, write_atomic
@@ -93,12 +92,14 @@ def safe_name(rel: str) -> str:
 
 
 def config_digest(config: Config, reports: str) -> str:
+    from tracelab.app.diagnose import link_order
     from tracelab.app.engine import all_rules
     rules = sorted((s.code, s.name, sorted(s.thresholds().items(), key=str))
                    for s in all_rules())
     # row_format: bumped when a run's row gains fields, so older results are not reused.
     # The causal links decide the diagnoses: a change to them is a new analysis.
-    links = [(lk.cause, lk.effects, lk.timing, lk.place, lk.why) for lk in LINKS]
+    links = [(lk.cause, lk.effects, lk.timing, lk.place, lk.why)
+             for lk in link_order(all_rules())]
     payload = {"version": __version__, "row_format": 3, "select": config.select,
                "ignore": config.ignore, "rules_config": config.rules, "rules": rules,
                "reports": reports, "links": links}

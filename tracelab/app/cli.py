@@ -209,12 +209,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from tracelab.app.rule_catalog import find_rule
-    from tracelab.core.causes import LR_CODE, LR_TOO_HIGH
     spec = find_rule(args.rule)
-    if spec is None and args.rule in (LR_TOO_HIGH, LR_CODE):  # named from symptoms, no rule
-        from tracelab.app import lr_cause
-        print(f"{LR_CODE} {LR_TOO_HIGH}\n\n{lr_cause.__doc__.strip()}")
-        return EXIT_OK
     if spec is None:
         raise TracelabError(f"unknown rule '{args.rule}'; `tracelab rules` lists them")
     print(f"{spec.code} {spec.name}\n")

@@ -1,52 +1,117 @@
 """From findings to diagnoses: merge one defect's findings, link causes to their symptoms
-(tracelab.core.causes), name a cause seen only through its symptoms, rank the root causes."""
+(the links each rule declares, tracelab.core.causes), run the rules that name a cause from
+other findings, rank the root causes."""
 from __future__ import annotations
 
 import hashlib
 import re
 from dataclasses import replace
-from typing import Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
-from tracelab.app.lr_cause import infer_lr_too_high
 from tracelab.core import causes
+from tracelab.core.causes import Chain, Link
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding, RootCause
+from tracelab.core.rules import RuleSpec
 from tracelab.core.run import Run
 from tracelab.core.schema import TRAIN, Needs
 
 _BASE = {ERROR: 0.7, WARNING: 0.55, INFO: 0.3}
 
+# What runs a rule that reads findings: (spec, chains) -> its findings.
+Reader = Callable[[RuleSpec, Sequence[Chain]], list[Finding]]
 
-def diagnose(run: Run, findings: Sequence[Finding]) -> tuple[list[Finding], list[RootCause]]:
-    """The merged findings (sorted, ids unique) and the diagnoses, most likely first."""
+
+def diagnose(run: Run, findings: Sequence[Finding], rules: Optional[Sequence[RuleSpec]] = None,
+             read: Optional[Reader] = None) -> tuple[list[Finding], list[RootCause]]:
+    """The merged findings (sorted, ids unique) and the diagnoses, most likely first.
+
+    `rules` (default: every registered rule) give the links, merge nouns and unseen signals;
+    those among them that read findings run on the causal chains (through `read`, default: with
+    their default thresholds) and their findings are linked with the others.
+    """
+    rules = _registered() if rules is None else rules
+    specs = {s.name: s for s in rules}
+    links = link_order(rules)
     order = list(run.module_types())
-    found = unique_ids(merge(findings))
-    edges = link(found, order)
-    lr = infer_lr_too_high(run, found, roots(found, edges))
-    if lr is not None:
-        found = unique_ids([lr, *found])
-        edges = link(found, order)
-    return found, rank(run, found, edges)
+    found = unique_ids(merge(findings, specs))
+    edges = link(found, order, links)
+    readers = [s for s in rules if s.reads]
+    if readers:
+        by_id = {f.id: f for f in found}
+        chains = [Chain(by_id[r], tuple(reached)) for r, reached in roots(found, edges).items()]
+        added = [f for s in readers
+                 for f in (read or _defaults(run))(s, causes.chains_of(s.reads, chains))]
+        if added:
+            found = unique_ids([*added, *found])
+            edges = link(found, order, links)
+    return found, rank(run, found, edges, specs)
+
+
+def _registered() -> list[RuleSpec]:
+    from tracelab.analyzers import RULES
+    return [r.spec for r in RULES]
+
+
+def _defaults(run: Run) -> Reader:
+    return lambda spec, chains: spec.func(run, chains)
+
+
+def link_order(rules: Sequence[RuleSpec]) -> list[Link]:
+    """Every declared link, the most upstream causes' first: by the cause's depth in the graph
+    of rules the links draw (0 for a rule nothing explains; rules that explain one another, such
+    as a loss spike and a gradient burst, share theirs), then in rule-list order, each rule's
+    links as it declares them. A symptom's causes, and a cause's symptoms, are listed in this
+    order."""
+    names = [s.name for s in rules]
+    edges = {(lk.cause, e) for s in rules for lk in s.links for e in lk.effects
+             if lk.cause != e}
+    reach = {n: {n} for n in names}
+    grown = True
+    while grown:  # what each rule reaches, to find the rules on a loop with each other
+        grown = False
+        for cause, effect in edges:
+            more = reach.get(effect, {effect}) - reach.setdefault(cause, {cause})
+            if more:
+                reach[cause] |= more
+                grown = True
+    depth: dict[str, int] = {}
+
+    def depth_of(name: str) -> int:
+        if name not in depth:
+            depth[name] = 0
+            loop = {m for m in reach.get(name, ()) if name in reach.get(m, ())}
+            depth[name] = max((depth_of(c) + 1 for c, e in edges
+                               if e in loop | {name} and c not in loop | {name}), default=0)
+            for m in loop:
+                depth[m] = depth[name]
+        return depth[name]
+
+    ranked = sorted(range(len(rules)), key=lambda i: (depth_of(rules[i].name), i))
+    return [lk for i in ranked for lk in rules[i].links]
 
 
 # -- one finding per defect --------------------------------------------------------------------
-def merge(findings: Sequence[Finding]) -> list[Finding]:
+def merge(findings: Sequence[Finding],
+          rules: Optional[Mapping[str, RuleSpec]] = None) -> list[Finding]:
     """Findings of one rule with the same steps and the same fix (one cause) become one that
-    lists its subjects and keeps each subject's evidence."""
+    lists its subjects and keeps each subject's evidence, where the rule declares the noun of
+    its subjects (`rules`: name -> spec, default every registered rule)."""
+    rules = {s.name: s for s in _registered()} if rules is None else rules
+    nouns = {name: s.merge for name, s in rules.items() if s.merge}
     groups: dict[tuple, list[Finding]] = {}
     for f in findings:
-        key = (f.rule, f.steps, f.fix) if f.rule in causes.MERGE else (id(f),)
+        key = (f.rule, f.steps, f.fix) if f.rule in nouns else (id(f),)
         groups.setdefault(key, []).append(f)
     out = []
     for group in groups.values():
-        out.append(group[0] if len(group) == 1 else _merged(group))
+        out.append(group[0] if len(group) == 1 else _merged(group, nouns[group[0].rule]))
     return sorted(out, key=lambda f: f.sort_key)
 
 
-def _merged(group: list[Finding]) -> Finding:
+def _merged(group: list[Finding], noun: str) -> Finding:
     group = sorted(group, key=lambda f: (f.severity.rank, _natural(f.subject)))
     first = group[0]
     subjects = [f.subject for f in group]
-    noun = causes.MERGE[first.rule]
     listed = ", ".join(subjects[:3]) + (f" and {len(subjects) - 3} more" if len(subjects) > 3
                                         else "")
     steps = (f"step {first.steps[0]}" if first.steps and first.steps[0] == first.steps[1]
@@ -79,14 +144,15 @@ def unique_ids(findings: Sequence[Finding]) -> list[Finding]:
 
 
 # -- the causal graph --------------------------------------------------------------------------
-def link(findings: Sequence[Finding], order: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
+def link(findings: Sequence[Finding], order: Sequence[str],
+         links: Sequence[Link]) -> dict[str, list[tuple[str, str]]]:
     """effect id -> [(cause id, why)], in link order; a link that would close a loop (each
     of two findings explaining the other) is left out."""
     by_rule: dict[str, list[Finding]] = {}
     for f in findings:
         by_rule.setdefault(f.rule, []).append(f)
     parents: dict[str, list[tuple[str, str]]] = {}
-    for lk in causes.LINKS:
+    for lk in links:
         for cause in by_rule.get(lk.cause, ()):
             for rule in lk.effects:
                 for effect in by_rule.get(rule, ()):
@@ -136,7 +202,8 @@ def roots(findings: Sequence[Finding], parents: dict) -> dict[str, list[Finding]
 
 
 # -- ranking -----------------------------------------------------------------------------------
-def rank(run: Run, findings: Sequence[Finding], parents: dict) -> list[RootCause]:
+def rank(run: Run, findings: Sequence[Finding], parents: dict,
+         rules: Mapping[str, RuleSpec]) -> list[RootCause]:
     by_id = {f.id: f for f in findings}
     reach = roots(findings, parents)
     draft = sorted(reach, key=lambda r: _order(by_id[r], reach[r], _confidence(by_id[r],
@@ -147,7 +214,7 @@ def rank(run: Run, findings: Sequence[Finding], parents: dict) -> list[RootCause
         root = by_id[rid]
         explains = tuple(f for f in reach[rid] if f.id not in taken)
         taken.update(f.id for f in explains)
-        result.append(_root_cause(run, root, explains, parents))
+        result.append(_root_cause(run, root, explains, parents, rules.get(root.rule)))
     # Ranked by the strength of each root's own evidence: a signal that was not recorded lowers
     # the confidence in what lies upstream of a root, not the root's place among the others.
     return sorted(result, key=lambda d: _order(d.finding, d.explains,
@@ -161,14 +228,14 @@ def _order(root: Finding, explains: Sequence[Finding], confidence: float) -> tup
 
 
 def _confidence(root: Finding, explains: Sequence[Finding]) -> float:
-    if root.rule == causes.LR_TOO_HIGH:
-        return float(root.evidence.get("confidence", 0.5))
+    if "confidence" in root.evidence:  # a cause named from its symptoms weighs them itself
+        return float(root.evidence["confidence"])
     worst = min((f.severity for f in (root, *explains)), key=lambda s: s.rank)
     return min(0.95, _BASE[worst] + 0.1 * min(len(explains), 4))
 
 
-def _root_cause(run: Run, root: Finding, explains: tuple[Finding, ...],
-                parents: dict) -> RootCause:
+def _root_cause(run: Run, root: Finding, explains: tuple[Finding, ...], parents: dict,
+                spec: Optional[RuleSpec]) -> RootCause:
     ids = {root.id} | {f.id for f in explains}
     by = {f.id: f.rule for f in explains}
     links = tuple((c, e.id, w) for e in explains for c, w in parents.get(e.id, ()) if c in ids)
@@ -178,7 +245,7 @@ def _root_cause(run: Run, root: Finding, explains: tuple[Finding, ...],
         basis.append(f"explains {', '.join(dict.fromkeys(by[e] for _, e, w in links if w == why))}"
                      f": {why}")
     fix = root.fix
-    missing = _missing(run, root)
+    missing = _missing(run, root, spec)
     if missing:
         basis.append(missing)
         confidence *= 0.6
@@ -191,12 +258,11 @@ def _headline(f: Finding) -> str:
     return f"{f.code} {f.rule} [{f.subject}]{steps}"
 
 
-def _missing(run: Run, root: Finding) -> str:
+def _missing(run: Run, root: Finding, spec: Optional[RuleSpec]) -> str:
     """What was not recorded at the root's step that would have named its cause."""
-    unseen = causes.UNSEEN.get(root.rule)
-    if unseen is None or not root.steps or causes.input_borne(root):
-        return ""
-    if root.rule == "loss-spike" and causes.spike_cause(root) == "lr_increase":
+    unseen = spec.unseen if spec is not None else None
+    if unseen is None or not root.steps or causes.input_borne(root) \
+            or causes.names_its_cause(root):
         return ""
     signal, advice = unseen
     step = root.steps[0]

@@ -6,6 +6,7 @@ import traceback
 from typing import Collection, Iterable, Optional, Sequence
 
 from tracelab.app.diagnose import diagnose
+from tracelab.core.causes import Chain
 from tracelab.core.config import Config, find_spec, rule_for
 from tracelab.core.errors import TraceError
 from tracelab.core.findings import (NOT_RECORDED, Diagnosis, Finding, RootCause, RuleError,
@@ -45,6 +46,20 @@ def selected(config: Config, select: Sequence[str] | None = None,
             if (wanted is None or s.name in wanted) and s.name not in dropped]
 
 
+def _call(spec: RuleSpec, errors: list[RuleError], *args, **kwargs) -> Optional[list[Finding]]:
+    """The rule's findings, or None after noting its error: a rule that breaks on odd data must
+    not end the analysis."""
+    try:
+        return spec.func(*args, **kwargs)
+    except MemoryError:  # ArrowMemoryError too: the run, not the rule, is beyond the machine
+        raise
+    except Exception as exc:
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        errors.append(RuleError(spec.name, spec.code, f"{type(exc).__name__}: {exc} "
+                                f"({os.path.basename(where.filename)}:{where.lineno})"))
+        return None
+
+
 def _as_run(run: Run | str | os.PathLike) -> Run:
     """A Run as it is, else the run at a path in any format the CLI reads (native, TensorBoard,
     CSV, MLflow, W&B)."""
@@ -80,6 +95,7 @@ def analyze(run: Run | str | os.PathLike, *, config: Config | None = None,
     ran: list[str] = []
     specs = all_rules()
     absent = run.absent  # data the recorder meant to record says so where rules miss it
+    readers = []
     for spec in specs:
         if spec.name not in names:
             continue
@@ -90,22 +106,26 @@ def analyze(run: Run | str | os.PathLike, *, config: Config | None = None,
         if missing:
             skipped.append(Skipped(spec.name, spec.code, NOT_RECORDED + ", ".join(missing)))
             continue
+        if spec.reads:  # it reads the other rules' findings, once they are linked
+            readers.append(spec)
+            continue
         if spec.uses_baseline:
             kwargs["baseline"] = base if baseline_rules is None or spec.name in baseline_rules \
                 else None
-        try:
-            result = spec.func(run, **kwargs)
-        except MemoryError:  # ArrowMemoryError too: the run, not the rule, is beyond the machine
-            raise
-        except Exception as exc:  # a rule that breaks on odd data must not end the analysis
-            where = traceback.extract_tb(exc.__traceback__)[-1]
-            errors.append(RuleError(spec.name, spec.code, f"{type(exc).__name__}: {exc} "
-                                    f"({os.path.basename(where.filename)}:{where.lineno})"))
-            continue
-        ran.append(spec.name)
-        findings.extend(result)
+        result = _call(spec, errors, run, **kwargs)
+        if result is not None:
+            ran.append(spec.name)
+            findings.extend(result)
+
+    def read(spec: RuleSpec, chains: Sequence[Chain]) -> list[Finding]:
+        if spec not in readers:  # not selected, or what it needs was not recorded
+            return []
+        result = _call(spec, errors, run, chains, **config.thresholds(spec))
+        if result is not None:
+            ran.append(spec.name)
+        return result or []
     try:
-        findings, diagnoses = diagnose(run, findings)
+        findings, diagnoses = diagnose(run, findings, specs, read)
     except Exception as exc:  # the findings stand even when linking them fails
         errors.append(RuleError("diagnoses", "-", f"{type(exc).__name__}: {exc}"))
         findings = sorted(findings, key=lambda f: f.sort_key)

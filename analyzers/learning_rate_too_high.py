@@ -1,14 +1,30 @@
-"""A too-high learning rate, named from its symptoms when enough of them agree.
+"""learning-rate-too-high: a too-high learning rate, named from its symptoms when they agree.
 
-No rule sees the learning rate directly: it shows as a loss that keeps swinging, loss spikes
-(right after the LR rose, or again and again), updates far above 1e-3 of the weights (100x or
-more, over the run or its first 10 steps), exploding gradients, NaN/Inf and units that die.
-When at least two of these agree, and one of them is about the optimization itself (swings,
-spikes, update size), the diagnosis says so, with the numbers, and explains those findings.
-Symptoms that an input cause already explains (a bad batch, unnormalized inputs) do not count.
+What it detects
+    No rule sees the learning rate directly: it shows as a loss that keeps swinging, loss spikes
+    (right after the LR rose, or again and again), updates far above 1e-3 of the weights
+    (`far_above` times it or more, over the run or its first `early` steps), exploding
+    gradients, NaN/Inf and units that die. It reads those rules' findings: when at least two
+    of these signals agree, and one of them is about the optimization itself (swings, spikes,
+    update size), it says so, with the numbers, and explains those findings.
 
-How to fix: lower the learning rate by the factor the update ratios give and warm it up; when
-the LR rose mid-run, check the schedule at that step.
+Why it matters
+    Each symptom alone has several causes, and its own fix (clip the gradients, switch to
+    LeakyReLU) treats the symptom; together they point at one setting to change.
+
+Example
+    The loss swings between 0.9 and 4.7, updates reach 0.14 of the weights' norm per step
+    (140x the usual 1e-3) and 90% of one layer's units died: the learning rate is too high.
+
+How to fix
+    Lower the learning rate by the factor the update ratios give and warm it up; when the LR
+    rose mid-run, check the schedule at that step.
+
+False positives
+    Symptoms that an input cause already explains (a bad batch, unnormalized inputs) do not
+    count, nor NaN/Inf that only the evaluation's loss holds. Healthy tiny networks reach
+    30-60x the usual update ratio in their first steps, below `far_above`; a lone spike with
+    its gradient burst is one signal, not two.
 """
 from __future__ import annotations
 
@@ -16,33 +32,43 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from tracelab.analyzers._dynamics import OUTCOME, matrix_params, update_ratios
 from tracelab.analyzers._dynamics import fmt as _fmt
-from tracelab.analyzers._dynamics import matrix_params, update_ratios
 from tracelab.core import causes
+from tracelab.core.causes import Chain, explains
 from tracelab.core.findings import Finding
+from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import LR_PREFIX, TRAIN, UPDATE, WEIGHT, Needs
 
-FAR_ABOVE = 100.0  # update ratios this many times 1e-3 are far above it (healthy tiny nets
-#                    reach 30-60x in their first steps)
-EARLY = 10  # the first recorded steps, before dead units stop updating
 PRIMARY = {"oscillation", "lr_rise", "spikes", "updates"}
 
 
-def infer_lr_too_high(run: Run, findings: Sequence[Finding],
-                      roots: dict[str, list[Finding]]) -> Optional[Finding]:
-    """The learning-rate-too-high finding, or None when the evidence does not agree."""
-    by_id = {f.id: f for f in findings}
+def _lr_symptom(cause: Finding, effect: Finding) -> bool:
+    if effect.rule == "update-ratio":
+        return causes.update_side(effect) == "high"
+    return not causes.input_borne(effect)
+
+
+@rule(name="learning-rate-too-high", code="TL208", plot=Plot.LEARNING_RATE,
+      reads=("loss-oscillation", "loss-spike", "update-ratio", "dead-units",
+             "exploding-gradients", "nonfinite-values", "collapsed-outputs"),
+      links=(explains("loss-oscillation", "loss-spike", "update-ratio", "dead-units",
+                      "exploding-gradients", "nonfinite-values", "collapsed-outputs",
+                      "saturated-activations", "frozen-parameters", *OUTCOME,
+                      why="too large steps make the loss swing and spike, and kill units",
+                      timing="overlap", when=_lr_symptom),))
+def learning_rate_too_high(run: Run, chains: Sequence[Chain], *, far_above: float = 100.0,
+                           early: int = 10) -> list[Finding]:
     seen: list[Finding] = []
-    for rid, reached in roots.items():
-        root = by_id[rid]
-        if root.rule in causes.LR_SYMPTOMS and _symptom(root):
-            seen += [root] + [f for f in reached if f.rule in causes.LR_SYMPTOMS and _symptom(f)]
+    for chain in chains:
+        if _symptom(chain.root):
+            seen += [chain.root] + [f for f in chain.explains if _symptom(f)]
     if not seen:
-        return None
-    votes = _votes(run, seen)
+        return []
+    votes = _votes(run, seen, far_above, early)
     if len(votes) < 2 or not PRIMARY & set(votes):
-        return None
+        return []
     basis = [text for text, _ in votes.values()]
     weight = sum(w for _, w in votes.values())
     confidence = min(0.95, 0.35 + 0.15 * weight)
@@ -50,13 +76,13 @@ def infer_lr_too_high(run: Run, findings: Sequence[Finding],
     peak = _lr_peak(run)
     where = f" (it peaks at {fmt(peak[1])} in '{peak[0]}')" if peak else ""
     severity = min((f.severity for f in seen), key=lambda s: s.rank)
-    return Finding(
-        causes.LR_TOO_HIGH, causes.LR_CODE, severity, "learning rate", steps,
+    return [learning_rate_too_high.finding(
+        severity, "learning rate", steps,
         f"The learning rate is too high{where}: " + "; ".join(basis) + ".",
         {"basis": basis, "confidence": confidence, "votes": sorted(votes),
          "symptoms": [f.id for f in seen], "lr_peak": peak[1] if peak else None,
-         "update_ratio": _fastest(run)[1] if Needs.UPDATES in run.available else None},
-        _fix(run, seen))
+         "update_ratio": _fastest(run, early)[1] if Needs.UPDATES in run.available else None},
+        _fix(run, seen, early))]
 
 
 def fmt(value) -> str:
@@ -65,12 +91,11 @@ def fmt(value) -> str:
 
 
 def _symptom(f: Finding) -> bool:
-    if f.rule == "update-ratio":
-        return causes.update_side(f) == "high"
-    return not causes.input_borne(f)
+    return _lr_symptom(f, f)
 
 
-def _votes(run: Run, seen: Sequence[Finding]) -> dict[str, tuple[str, int]]:
+def _votes(run: Run, seen: Sequence[Finding], far_above: float,
+           early: int) -> dict[str, tuple[str, int]]:
     """kind -> (what it shows, weight)."""
     votes: dict[str, tuple[str, int]] = {}
     spikes = [f for f in seen if f.rule == "loss-spike"]
@@ -79,7 +104,7 @@ def _votes(run: Run, seen: Sequence[Finding]) -> dict[str, tuple[str, int]]:
         if f.rule == "loss-oscillation" and "oscillation" not in votes:
             votes["oscillation"] = (f"the loss keeps swinging between {fmt(ev.get('p10'))} and "
                                     f"{fmt(ev.get('p90'))}", 1)
-        elif f.rule == "loss-spike" and causes.spike_cause(f) == "lr_increase":
+        elif f.rule == "loss-spike" and causes.stated_cause(f) == "lr_increase":
             votes["lr_rise"] = (f"the loss jumped at step {ev.get('step')} right after the "
                                 f"learning rate rose {fmt(ev.get('lr_ratio'))}x", 2)
         elif f.rule == "update-ratio" and "updates" not in votes:
@@ -97,8 +122,8 @@ def _votes(run: Run, seen: Sequence[Finding]) -> dict[str, tuple[str, int]]:
         votes["spikes"] = (f"the loss spiked {episodes} times, first at step "
                            f"{min(f.steps[0] for f in spikes)}", 1)
     if "updates" not in votes and Needs.UPDATES in run.available:
-        name, ratio, when = _fastest(run)
-        if ratio is not None and ratio >= FAR_ABOVE * causes.HEALTHY_UPDATE_RATIO:
+        name, ratio, when = _fastest(run, early)
+        if ratio is not None and ratio >= far_above * causes.HEALTHY_UPDATE_RATIO:
             votes["updates"] = (f"the fastest layer '{name}' changes by {fmt(ratio)} of its "
                                 f"norm per step ({when}), {fmt(ratio / 1e-3)}x the usual 1e-3",
                                 1)
@@ -120,19 +145,19 @@ def _max_ratio(run: Run) -> tuple[Optional[str], Optional[float]]:
     return str(ratios.idxmax()), float(ratios.max())
 
 
-def _fastest(run: Run) -> tuple[Optional[str], Optional[float], str]:
+def _fastest(run: Run, early: int) -> tuple[Optional[str], Optional[float], str]:
     """The fastest layer's median update ratio over the run, or over its first steps when
     larger: units that die or weights that blow up stop the updates later on."""
     name, ratio = _max_ratio(run)
     upd, w = run.stat(UPDATE, "norm"), run.stat(WEIGHT, "norm")
     names = matrix_params(run, [n for n in upd.columns if n in w.columns])
-    if not names or len(upd) < 2 * EARLY:
+    if not names or len(upd) < 2 * early:
         return name, ratio, "median"
     with np.errstate(invalid="ignore", divide="ignore"):
-        early = (upd[names].iloc[:EARLY] / w[names].reindex(upd.index[:EARLY]))
-    early = early.replace([np.inf, -np.inf], np.nan).median().dropna()
-    if len(early) and (ratio is None or early.max() > ratio):
-        return str(early.idxmax()), float(early.max()), f"median of the first {EARLY} steps"
+        first = (upd[names].iloc[:early] / w[names].reindex(upd.index[:early]))
+    first = first.replace([np.inf, -np.inf], np.nan).median().dropna()
+    if len(first) and (ratio is None or first.max() > ratio):
+        return str(first.idxmax()), float(first.max()), f"median of the first {early} steps"
     return name, ratio, "median"
 
 
@@ -149,13 +174,13 @@ def _lr_peak(run: Run) -> Optional[tuple[str, float]]:
     return best
 
 
-def _fix(run: Run, seen: Sequence[Finding]) -> str:
-    rise = [f for f in seen if f.rule == "loss-spike" and causes.spike_cause(f) == "lr_increase"]
+def _fix(run: Run, seen: Sequence[Finding], early: int) -> str:
+    rise = [f for f in seen if f.rule == "loss-spike" and causes.stated_cause(f) == "lr_increase"]
     if rise:
         return (f"Check the learning-rate schedule at step {rise[0].evidence.get('step')}: it "
                 f"rose {fmt(rise[0].evidence.get('lr_ratio'))}x there (a restart, warm-up "
                 "applied twice, a wrong step unit); keep the LR where the loss was falling.")
-    ratio = _fastest(run)[1] if Needs.UPDATES in run.available else None
+    ratio = _fastest(run, early)[1] if Needs.UPDATES in run.available else None
     if ratio is None or ratio < 30e-3:
         factor = "3-10x"
     else:  # toward 3e-3, the top of the healthy range, in round steps
