@@ -3,10 +3,10 @@
     context.py        the report's content as plain data (what the renderers draw)
     chart.py          the chart builder the plot functions draw on: chart data, no pixels
     plots.py          drawing helpers and data shaping; overview.py the overview charts
-    finding_plots.py  one plot per finding, keyed by rule name
-    charts.py         a chart as the page's data for its interactive charts (uPlot);
-                      chart_svg.py draws the same as a static SVG, colormap.py and png.py
-                      the heatmaps' pixels, downsample.py keeps extremes
+    finding_plots.py  one plot per finding, by the plot kind its rule declares
+    chart_html.py     a chart as the page holds it: data for its interactive charts (uPlot)
+                      and the same as a static SVG; downsample.py keeps extremes
+    heatmap_pixels.py a heatmap's colours and its PNG bytes
     chart_png.py      a chart as a PNG file (matplotlib), for the Markdown summary
     html.py           the HTML report and the demo's index page (Jinja2, autoescaped)
     markdown.py       the ticket summary with its key plots as PNG files

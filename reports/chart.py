@@ -2,9 +2,9 @@
 
 A `Chart` holds panels laid out on a grid; a `Panel` takes lines, point marks, bands, shaded
 step ranges, reference lines, bars, a heatmap image, a title, labels, log scales and tick
-labels. `Chart.spec()` is the chart spec the page draws with uPlot (reports/charts.py) and
-`chart_svg.static_svg` draws as a static SVG; the Markdown writer renders the same spec as a
-PNG (reports/chart_png.py). Nothing here builds a matplotlib Figure, so the HTML report never
+labels. `Chart.spec()` is the chart spec the page draws with uPlot and as a static SVG
+(reports/chart_html.py); the Markdown writer renders the same spec as a PNG
+(reports/chart_png.py). Nothing here builds a matplotlib Figure, so the HTML report never
 imports matplotlib.
 
 Axis limits follow matplotlib's defaults, so a chart reads as a figure would: the data range
@@ -135,7 +135,7 @@ class Panel:
     def heatmap(self, rgba: np.ndarray, extent: Sequence[float], *,
                 colorbar: Optional[dict[str, Any]] = None) -> None:
         """An RGBA image over extent (x0, x1, y-bottom, y-top), its edges the panel's limits."""
-        from tracelab.reports.png import png_uri
+        from tracelab.reports.heatmap_pixels import png_uri
         x0, x1, y0, y1 = (float(v) for v in extent)
         self.image = {"uri": png_uri(rgba), "extent": [x0, x1, y0, y1], "rgba": rgba}
         self.limits = {"x": [x0, x1], "y": [y0, y1]}

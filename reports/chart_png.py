@@ -135,7 +135,7 @@ def _rect(r: dict[str, Any]):
 def _heat():
     from matplotlib.colors import LinearSegmentedColormap
 
-    from tracelab.reports.colormap import HEAT
+    from tracelab.reports.heatmap_pixels import HEAT
     return LinearSegmentedColormap.from_list("tracelab_heat", list(HEAT))
 
 

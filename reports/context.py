@@ -20,7 +20,7 @@ from tracelab.reports import fmt
 from tracelab.reports.findings_context import SEVERITY_LABELS, findings_and_diagnoses
 from tracelab.reports.finding_plots import mentioned
 from tracelab.reports.overview import OVERVIEW
-from tracelab.reports.charts import rendered
+from tracelab.reports.chart_html import rendered
 from tracelab.reports.plots import unique
 
 __all__ = ["SEVERITY_LABELS", "build_context"]

@@ -8,7 +8,7 @@ from typing import Any
 from tracelab.core.findings import Diagnosis, Finding, RootCause
 from tracelab.reports import fmt
 from tracelab.reports.finding_plots import PLOTS, finding_figure, plot_kind
-from tracelab.reports.charts import rendered
+from tracelab.reports.chart_html import rendered
 
 SEVERITY_LABELS = {"error": "Error", "warning": "Warning", "info": "Info", None: "OK"}
 # Findings' plots share this many bytes of the report's 1.5 MB; the overview takes the rest.

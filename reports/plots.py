@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from tracelab.reports.chart import Chart, Panel
-from tracelab.reports.colormap import to_rgba
+from tracelab.reports.heatmap_pixels import to_rgba
 from tracelab.core.schema import UPDATE, WEIGHT
 
 __all__ = ["Chart", "Panel", "figure"]

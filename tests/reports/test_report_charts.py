@@ -17,7 +17,7 @@ import tracelab
 from tracelab import reports
 from tracelab.core.run import Run
 from tracelab.reports.chart import Chart
-from tracelab.reports.charts import chart_json
+from tracelab.reports.chart_html import chart_json
 from tracelab.reports.plots import draw_series
 from tracelab.reports.downsample import minmax
 
@@ -108,7 +108,7 @@ def test_bars_start_at_their_base_and_marks_along_the_top_leave_the_range_alone(
 
 
 def test_heatmap_colours_are_matplotlibs():
-    from tracelab.reports.colormap import HEAT, to_rgba
+    from tracelab.reports.heatmap_pixels import HEAT, to_rgba
     mcolors = pytest.importorskip("matplotlib.colors")
     import matplotlib
     data = np.random.default_rng(0).normal(size=(20, 50)) * 2

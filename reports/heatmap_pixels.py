@@ -1,4 +1,5 @@
-"""The heatmaps' colours: values to RGBA bytes through a 256-step lookup table.
+"""A heatmap's pixels: values to RGBA bytes through a 256-step lookup table, and RGBA bytes
+to a PNG data URI (zlib and four chunks, no image library).
 
 The tables are built as matplotlib builds `LinearSegmentedColormap.from_list` ones, so a
 heatmap's pixels are the ones a matplotlib image of the same data would have: values at or
@@ -7,6 +8,9 @@ holding a NaN or Inf) its own "bad" colour.
 """
 from __future__ import annotations
 
+import base64
+import struct
+import zlib
 from functools import lru_cache
 
 import numpy as np
@@ -56,3 +60,22 @@ def to_rgba(values: np.ndarray, lo: float, hi: float, *, diverging: bool = False
     out = lut[idx]
     out[nan] = (np.array(list(_rgb(bad)) + [1.0]) * 255).astype(np.uint8)
     return out
+
+
+# -- the PNG ----------------------------------------------------------------------------------
+def png_bytes(rgba: np.ndarray) -> bytes:
+    """PNG of an (h, w, 4) uint8 array, unfiltered rows."""
+    h, w = rgba.shape[:2]
+    rows = np.concatenate([np.zeros((h, 1), np.uint8),
+                           np.ascontiguousarray(rgba, np.uint8).reshape(h, w * 4)], axis=1)
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows.tobytes(), 6)) + chunk(b"IEND", b""))
+
+
+def png_uri(rgba: np.ndarray) -> str:
+    return "data:image/png;base64," + base64.b64encode(png_bytes(rgba)).decode("ascii")

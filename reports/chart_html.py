@@ -1,20 +1,103 @@
-"""A chart spec (reports.charts) as one static SVG: what readers without JavaScript see, and
-what prints. Plain polylines downsampled to each bucket's extremes, in page pixels."""
+"""A chart spec (reports/chart.py) as the HTML page holds it: the data its interactive charts
+draw with uPlot (zoom, pan, hover values, series toggles), and the same chart as a static SVG
+for readers without JavaScript and for printing.
+
+Long series are downsampled to the minimum and maximum of each bucket, in step order, so a
+one-step spike survives at every zoom; the static SVG's plain polylines take fewer buckets, in
+page pixels.
+"""
 from __future__ import annotations
 
 import base64
+import json
 from html import escape
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
 from tracelab.reports.downsample import envelope_minmax, minmax
 
+# Points a chart's series share (per panel); the static SVG takes fewer.
+CHART_POINTS = 6_000
+MIN_SERIES_POINTS = 200
+# The static SVG's page pixels and points.
 WIDTH = 760
 SVG_POINTS = 2_400  # per panel, all series together
 _M = (46, 10, 22, 30)  # margins: left, right, top, bottom
 
 
+# -- the page's data ----------------------------------------------------------------------------
+def _clean(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_clean(x) for x in v]
+    if isinstance(v, (float, np.floating)):
+        return float(v) if np.isfinite(v) else None
+    if isinstance(v, np.integer):
+        return int(v)
+    return v
+
+
+def _numbers(v: np.ndarray, digits: int) -> str:
+    """A JSON array of v to `digits` significant digits, null for NaN and Inf (Python's own
+    formatting of a list is four times faster than numpy's string formatting)."""
+    v = np.asarray(v, dtype=float)
+    fmt = f"%.{digits}g"
+    finite = np.isfinite(v)
+    if finite.all():
+        return "[" + ",".join([fmt % x for x in v.tolist()]) + "]"
+    return "[" + ",".join([fmt % x if ok else "null"
+                           for x, ok in zip(v.tolist(), finite.tolist())]) + "]"
+
+
+def chart_json(chart: dict[str, Any], points: int = CHART_POINTS) -> str:
+    """The spec as the page's JSON: series downsampled, numbers to 5 significant digits."""
+    out = []
+    for p in chart["panels"]:
+        lines = len(p["series"]) + 2 * len(p["bands"])
+        buckets = max(MIN_SERIES_POINTS, points // max(lines, 1)) // 2
+        series = []
+        for s in p["series"]:
+            x, y = minmax(s["x"], s["y"], buckets)
+            meta = {k: s[k] for k in ("label", "color", "alpha", "width", "dash", "points")}
+            series.append(f'{{"meta":{json.dumps(meta)},"x":{_numbers(x, 8)},'
+                          f'"y":{_numbers(y, 5)}}}')
+        bands = []
+        for b in p["bands"]:
+            x, lo, hi = envelope_minmax(b["x"], b["lo"], b["hi"], buckets)
+            meta = {k: b[k] for k in ("label", "color", "alpha")}
+            bands.append(f'{{"meta":{json.dumps(meta)},"x":{_numbers(x, 8)},'
+                         f'"lo":{_numbers(lo, 5)},"hi":{_numbers(hi, 5)}}}')
+        rest = {k: v for k, v in p.items() if k not in ("series", "bands", "image", "render")}
+        rest["image"] = p["image"]["extent"] if p["image"] else None
+        rest["static"] = _static(p)
+        out.append(f'{{"info":{json.dumps(_clean(rest), allow_nan=False)},'
+                   f'"series":[{",".join(series)}],"bands":[{",".join(bands)}]}}')
+    return "[" + ",".join(out) + "]"
+
+
+def _static(panel: dict[str, Any]) -> bool:
+    """Whether the page cannot draw a panel live (a heatmap, bars): its figure stays an image."""
+    return bool(panel["image"] or (panel["rects"] and not panel["series"]))
+
+
+def rendered(chart) -> tuple[Optional[str], Optional[str]]:
+    """(static SVG data URI, the page's chart JSON) of a Chart; (None, None) when it is empty.
+    A figure with a panel the page cannot draw live has no JSON: the page shows a figure live
+    only when every panel can be."""
+    from markupsafe import Markup
+
+    spec = chart.spec() if chart is not None else None
+    if spec is None:
+        return None, None
+    if any(_static(p) for p in spec["panels"]):
+        return svg_uri(spec), None
+    # "<" as \u003c: the JSON sits in a <script type="application/json"> element.
+    return svg_uri(spec), Markup(chart_json(spec).replace("<", "\\u003c"))
+
+
+# -- the static SVG ----------------------------------------------------------------------------
 def _scale(lo: float, hi: float, log: bool, a: float, b: float):
     if log:
         lo, hi = np.log10(max(lo, 1e-300)), np.log10(max(hi, 1e-300))
