@@ -41,3 +41,15 @@ def test_an_int_threshold_refuses_other_types(value):
 def test_an_unknown_threshold_is_named():
     with pytest.raises(ConfigError, match="has no threshold 'windw'"):
         tracelab.analyze(_run(), config=_config(windw=10))
+
+
+def test_a_rule_that_reads_findings_is_configured_selected_and_run_like_any_other():
+    cfg = Config.from_mapping({"rules": {"learning-rate-too-high": {"far_above": 30.0}}},
+                              "tracelab.toml")
+    d = tracelab.analyze(_run(), config=cfg)
+    assert d.errors == [] and d.rules_run[-1] == "learning-rate-too-high"  # after the others
+    assert "learning-rate-too-high" not in tracelab.analyze(
+        _run(), ignore=["TL208"]).rules_run
+    with pytest.raises(ConfigError, match="learning-rate-too-high"):
+        tracelab.analyze(_run(), config=Config.from_mapping(
+            {"rules": {"learning-rate-too-high": {"far_abov": 30.0}}}, "tracelab.toml"))

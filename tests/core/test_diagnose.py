@@ -151,3 +151,44 @@ def test_the_skipped_rules_say_each_kind_of_missing_data_once():
     assert line == ("  skipped 4 rules (not recorded: GradScaler scale, update stats, weight "
                     "stats; disabled in tracelab.toml): a, b, c, d"), line
     assert skipped_reasons([]) == ""
+
+
+# -- a rule declared in one place ---------------------------------------------------------------
+def test_a_new_rule_brings_its_links_merge_noun_and_reading_with_it():
+    from tracelab.app.engine import all_rules
+    from tracelab.core.causes import explained_by, explains
+    from tracelab.core.rules import rule
+
+    seen = []
+
+    @rule(name="stuck-loader", code="TL998", merge="loader",
+          links=(explains("loss-plateau", why="the same batch every step teaches nothing new",
+                          timing="overlap"),
+                 explained_by("input-collapse", why="a collapsed feature makes batches alike",
+                              timing="overlap")))
+    def stuck_loader(run):
+        return []
+
+    @rule(name="spike-reader", code="TL997", reads=("loss-spike", "exploding-gradients"))
+    def spike_reader(run, chains):
+        seen.extend(chains)
+        return [spike_reader.finding(WARNING, "loop", (150, 200), "read.", {}, "fix the loop")]
+
+    rules = [*all_rules(), stuck_loader.spec, spike_reader.spec]
+    stuck = [_f("stuck-loader", f"loader {i}", (0, 299)) for i in range(3)]
+    collapse = _collapse("hour", (0, 299))
+    plateau = _f("loss-plateau", "loss", (0, 299))
+    spike = _f("loss-spike", "loss", (150, 160), evidence={"cause": "unprofiled"})
+    burst = _f("exploding-gradients", "0.weight", (150, 200))
+    found, diagnoses = diagnose(_run(), [*stuck, collapse, plateau, spike, burst], rules)
+    merged = next(f for f in found if f.rule == "stuck-loader")
+    assert merged.subject == "3 loaders" and len(found) == 6  # and the reader's finding
+    root = next(d for d in diagnoses if d.finding.rule == "input-collapse")
+    assert [e.rule for e in root.explains] == ["stuck-loader", "loss-plateau"]
+    # The reader saw the chain from the spike to the burst, and nothing else.
+    assert [(c.root.rule, [e.rule for e in c.explains]) for c in seen] == [
+        ("loss-spike", ["exploding-gradients"])]
+    assert any(f.rule == "spike-reader" for f in found)
+    # Left out of the rule list, a reading rule does not run.
+    found, _ = diagnose(_run(), [spike, burst], [stuck_loader.spec, *all_rules()])
+    assert not any(f.rule == "spike-reader" for f in found)
