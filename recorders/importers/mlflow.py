@@ -244,7 +244,7 @@ def _read_metrics(folder: Path, problems: list[str]) -> dict[str, tuple]:
 
 def read_file_store_run(run_dir: Path, tags: TagMap) -> Imported:
     meta_file = run_dir / META_YAML
-    if not meta_file.is_file():
+    if not os.path.lexists(meta_file):  # one that is there but no file is said by reading it
         raise TraceError(f"{run_dir}: no {META_YAML}; expected an MLflow run directory "
                          "(mlruns/<experiment>/<run>/)")
     meta = read_meta_yaml(meta_file)

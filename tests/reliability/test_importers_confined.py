@@ -73,7 +73,7 @@ def test_mlflow_meta_yaml_that_is_not_the_runs_is_one_line(tmp_path, outside, ki
     run = mlflow_run(tmp_path / "archive")
     plant(run / "meta.yaml", kind, outside)
     code, said = _analyze(run, tmp_path)
-    assert code == 2 and "meta.yaml" in said and SECRET not in said
+    assert code == 2 and "meta.yaml: unreadable (" in said and SECRET not in said, said
 
 
 @pytest.mark.parametrize("kind", KINDS)
