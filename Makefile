@@ -12,7 +12,7 @@ SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 QUIET_PIP   := 2>&1 | { grep -v '^WARNING: Location' || true; }
 
-.PHONY: demo test test-notorch lint venv bench clean
+.PHONY: demo test quick test-notorch lint venv bench clean
 
 venv: $(STAMP)
 
@@ -27,6 +27,10 @@ demo: $(STAMP)
 
 test: lint test-notorch
 	$(BIN)/python -m pytest -q
+
+# The same without the tests marked slow (demo, kill, compile, DDP, FSDP): about half the time.
+quick: lint test-notorch
+	$(BIN)/python -m pytest -q -m "not slow"
 
 # The analysis side works without torch: its tests again, in a venv without torch or numba.
 NOTORCH        := .venv-notorch

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import time
 import traceback
+import weakref
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import torch
@@ -112,6 +113,7 @@ class Recorder:
             meta["world_size"] = torch.distributed.get_world_size() \
                 if torch.distributed.is_initialized() else None
         self.writer = RunWriter(run_dir, meta, rank=rank, flush_interval=flush_interval)
+        _close_when_dropped(self)
         self.rank = rank
         self._warn = WarnOnce()  # recording never raises: each kind of problem warns once
         self._inputs = InputStats(feature_names, sample_size=sample_size, rank=rank,
@@ -444,6 +446,15 @@ class Recorder:
                         "traceback": "".join(traceback.format_exception(exc_type, exc, tb)),
                         "step": self._last_step})
         return False
+
+
+def _close_when_dropped(recorder: Recorder) -> None:
+    """A Recorder garbage-collected unclosed closes its writer: the run is finished and the
+    writer's thread ends. The callback holds the writer, never the Recorder; at interpreter exit
+    the writer's own handler closes the run instead ("closed at interpreter exit")."""
+    weakref.finalize(recorder, recorder.writer.close,
+                     {"state": "completed", "note": "closed when the Recorder was dropped"},
+                     wait=False).atexit = False
 
 
 def _check_model(model: Any) -> None:

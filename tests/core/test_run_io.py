@@ -279,32 +279,34 @@ def test_a_bad_item_warns_once_and_stops_recording(tmp_path):
     assert list(tracelab.open_run(tmp_path / "run").loss().index) == [0]
 
 
-def test_a_costly_samples_snapshot_is_rewritten_less_often(tmp_path, monkeypatch):
-    """The periodic flush rewrites the samples file at most once per 1 / SAMPLES_COST_SHARE
-    times the CPU time of its last rewrite; close() always writes the latest."""
-    monkeypatch.setattr(writer_module, "SAMPLES_INTERVAL", 0.0)
-    monkeypatch.setattr(writer_module, "SAMPLES_COST_SHARE", 0.1)
+def test_a_costly_samples_snapshot_is_rewritten_less_often():
+    """The periodic flush rewrites the samples file at most every SAMPLES_INTERVAL, and at most
+    once per 1 / SAMPLES_COST_SHARE times the CPU time of its last rewrite."""
+    cheap, costly = writer_module.SAMPLES_COST_SHARE * writer_module.SAMPLES_INTERVAL / 2, 0.5
+    assert writer_module.samples_due(100.0, cheap) == 100.0 + writer_module.SAMPLES_INTERVAL
+    assert writer_module.samples_due(100.0, costly) == \
+        pytest.approx(100.0 + costly / writer_module.SAMPLES_COST_SHARE)
 
-    def samples(value, cpu_seconds=0.0):
-        def columns():
-            end = time.thread_time() + cpu_seconds
-            while time.thread_time() < end:
-                pass
-            return {"split": ["train"], "feature": ["a"], "step": np.array([0]),
-                    "value": np.array([value])}
-        return columns
+
+@pytest.mark.parametrize("interval", [0.0, 1e9])
+def test_the_samples_snapshot_is_rewritten_when_due_and_at_close(tmp_path, monkeypatch, interval):
+    """A periodic flush rewrites the snapshot when it is due (the first one always is);
+    close() always writes the latest."""
+    monkeypatch.setattr(writer_module, "SAMPLES_INTERVAL", interval)
+    monkeypatch.setattr(writer_module, "SAMPLES_COST_SHARE", float("inf"))  # its cost: none
+
+    def samples(value):
+        return lambda: {"split": ["train"], "feature": ["a"], "step": np.array([0]),
+                        "value": np.array([value])}
 
     def written():
         return pd.read_parquet(tmp_path / "run" / "samples")["value"].tolist()
 
     writer = RunWriter(tmp_path / "run", {})
-    for value in (1.0, 2.0):  # cheap (milliseconds): rewritten at a flush a while later
-        writer.set_samples(samples(value))
-        assert writer.flush(samples=False) and written() == [value]
-        time.sleep(0.3)
-    writer.set_samples(samples(3.0, cpu_seconds=0.5))  # the next rewrite waits 5 s
-    assert writer.flush(samples=False) and written() == [3.0]
-    writer.set_samples(samples(4.0))
-    assert writer.flush(samples=False) and written() == [3.0]
+    writer.set_samples(samples(1.0))
+    assert writer.flush(samples=False) and written() == [1.0]
+    writer.set_samples(samples(2.0))
+    assert writer.flush(samples=False) and written() == ([2.0] if interval == 0 else [1.0])
+    writer.set_samples(samples(3.0))
     writer.close()
-    assert written() == [4.0]
+    assert written() == [3.0]

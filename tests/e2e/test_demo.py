@@ -5,6 +5,8 @@ import tracelab
 from tracelab.app.demo import SCENARIOS, run_demo
 from tracelab.core.findings import Severity
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def diagnoses(tmp_path_factory):

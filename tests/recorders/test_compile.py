@@ -17,7 +17,7 @@ STEPS, EVERY = 7, 3  # activations at steps 0, 3 and 6
 STATS = ["numel", "mean", "std", "min", "max", "abs_mean", "norm", "zero_frac", "nan_count",
          "inf_count", "dead_frac", "saturated_frac"]
 
-pytestmark = [pytest.mark.usefixtures("one_thread"),
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread"),
               pytest.mark.skipif(not compiled.stance_available(),
                                  reason="compiled recording needs torch.compiler.set_stance "
                                         "(torch >= 2.6)")]

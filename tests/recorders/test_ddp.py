@@ -17,6 +17,7 @@ from tracelab.core.findings import ERROR, WARNING  # noqa: E402
 from _gloo import launch  # noqa: E402
 
 WORKER = Path(__file__).with_name("_ddp_worker.py")
+pytestmark = pytest.mark.slow
 WORLD = 2
 
 

@@ -21,6 +21,7 @@ from tracelab.core.schema import TENSOR_STATS  # noqa: E402
 from _gloo import launch  # noqa: E402
 
 WORKER = Path(__file__).with_name("_fsdp_worker.py")
+pytestmark = pytest.mark.slow
 WORLD = 2
 NAMES = ["0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"]
 

@@ -50,15 +50,15 @@ _CLOSE = object()
 WRITER_NICENESS = 10
 # The writer takes the waiting items at least this often (seconds). Whatever the flush interval,
 # it flushes once this many items (a step each) came in since the last flush, so that a kill
-# loses fewer than 100 steps of a fast loop.
+# loses at most MAX_UNSAVED steps of a fast loop (below).
 DRAIN_INTERVAL = 0.2
 FLUSH_ITEMS = 50
 # On a loaded machine the writer thread may not be scheduled for seconds (its niceness, the GIL
 # held by a fast training loop), or it may be slower than the loop. Then the training thread does
 # the writer's work itself: when the last flush is a drain interval overdue (if the writer is not
 # at it right now), and when this many items wait (waiting for the writer to let go first). A
-# kill then loses at most about a second or MAX_UNSAVED items (those waiting, and those the writer
-# took but has not flushed yet), and the queue stays bounded.
+# kill then loses at most MAX_UNSAVED items, whatever the scheduling: at most HELP_ITEMS
+# waiting, and at most FLUSH_ITEMS that the writer took but has not flushed yet (_drain).
 HELP_ITEMS = FLUSH_ITEMS
 MAX_UNSAVED = HELP_ITEMS + FLUSH_ITEMS
 # The samples snapshot is a whole file: the periodic flush rewrites it at most this often, and
@@ -66,6 +66,12 @@ MAX_UNSAVED = HELP_ITEMS + FLUSH_ITEMS
 # thousands of features would take a large share of a core to rewrite every 10 s).
 SAMPLES_INTERVAL = 10.0
 SAMPLES_COST_SHARE = 0.01
+
+
+def samples_due(now: float, took: float) -> float:
+    """When the periodic flush may rewrite the samples snapshot again, its last rewrite having
+    ended at `now` and taken `took` CPU seconds."""
+    return now + max(SAMPLES_INTERVAL, took / SAMPLES_COST_SHARE)
 
 
 def _lower_priority() -> None:
@@ -213,6 +219,7 @@ class RunWriter:
         self.closed = False
         # Why recording stopped early (a full disk, ...): {"after_step", "reason"}, else None.
         self.stopped: dict[str, Any] | None = None
+        self._end_status: dict[str, Any] = {"state": "completed"}  # what close() was given
         self._meta_path = self.path / meta_filename(rank)
         own = self._own_files()
         if own:
@@ -337,25 +344,30 @@ class RunWriter:
             except OSError:
                 pass  # the failure was warned about once already
 
-    def close(self, status: Mapping[str, Any] | None = None) -> None:
-        """Drain the queue, turn every tail into Parquet and record the end status."""
-        if self.closed:
-            return
-        self.closed = True
-        self._items.append(_CLOSE)
-        self._wake.set()
-        self._thread.join()
-        atexit.unregister(self._at_exit)
-        status = dict(status or {"state": "completed"})
+    def close(self, status: Mapping[str, Any] | None = None, *, wait: bool = True) -> None:
+        """Drain the queue, turn every tail into Parquet and record the end status (the writer
+        thread's last work). wait=False only asks for it: a Recorder that is garbage-collected
+        closes its writer so, from whichever thread the collection runs on."""
+        if not self.closed:
+            self.closed = True
+            self._end_status = dict(status or {"state": "completed"})
+            self._items.append(_CLOSE)
+            self._wake.set()
+        if wait and threading.current_thread() is not self._thread:
+            self._thread.join()
+
+    def _at_exit(self) -> None:
+        # The interpreter is exiting without close(): keep the data, and say so in the status.
+        # A close asked for earlier (wait=False) is waited for: the thread is a daemon.
+        self.close({"state": "completed", "note": "closed at interpreter exit"})
+
+    def _write_end(self) -> None:
+        status = self._end_status
         if self.stopped is not None:  # training went on; only the recording stopped
             status["recording_stopped"] = dict(self.stopped)
             self._write_meta_anyway(end_time=time.time(), status=status)
         else:
             self.update_meta(end_time=time.time(), status=status)
-
-    def _at_exit(self) -> None:
-        # The interpreter is exiting without close(): keep the data, and say so in the status.
-        self.close({"state": "completed", "note": "closed at interpreter exit"})
 
     # -- writer thread --------------------------------------------------------------------------
     def _run(self) -> None:
@@ -371,6 +383,8 @@ class RunWriter:
                     if not self._drain():
                         self._guard(self._finish)
                         self.cpu_seconds = time.thread_time() - cpu_start
+                        self._guard(self._write_end)
+                        atexit.unregister(self._at_exit)
                         return
                     if not self.failed and (self._unflushed >= FLUSH_ITEMS or time.monotonic()
                                             >= self._flushed_at + self.flush_interval):
@@ -379,10 +393,12 @@ class RunWriter:
                         break
 
     def _drain(self) -> bool:
-        """Take up to FLUSH_ITEMS waiting items (the caller holds the lock and flushes after);
-        False when the close sentinel is next, which stays in place for the writer thread."""
+        """Take waiting items until FLUSH_ITEMS wait for a flush (the caller holds the lock and
+        flushes after): no flush holds more, so that at most MAX_UNSAVED items are ever off the
+        disk. False when the close sentinel is next, which stays in place for the writer thread."""
         items = self._items
-        for _ in range(min(len(items), FLUSH_ITEMS)):
+        room = FLUSH_ITEMS if self.failed else FLUSH_ITEMS - self._unflushed
+        for _ in range(min(len(items), room)):
             item = items[0]
             if item is _CLOSE:
                 return False
@@ -428,12 +444,13 @@ class RunWriter:
         write_samples_file(directory / part_name(self.rank, RESERVOIR, PARQUET), columns)
         self._samples = None
         took = time.thread_time() - start
-        self._samples_due = time.monotonic() + max(SAMPLES_INTERVAL, took / SAMPLES_COST_SHARE)
+        self._samples_due = samples_due(time.monotonic(), took)
 
     def _finish(self) -> None:
         self._items.popleft()  # the close sentinel
         while self._items and self._drain():
-            pass
+            if not self.failed and self._unflushed >= FLUSH_ITEMS:
+                self._flush(False)
         if not self.failed:
             self._flush()
             for table in self._tables.values():
