@@ -83,19 +83,35 @@ SIDE_FILES = ("-wal", "-journal")
 
 
 def _pending(path: Path) -> Optional[Path]:
-    """The database's -wal or -journal file when it holds pages, else None; one that is not
-    a regular file beside it (a FIFO, a link elsewhere) is refused, as SQLite would read it."""
+    """The database's -wal or -journal file when it holds pages, else None. One that is not
+    a regular file beside it (a FIFO, a link elsewhere) is never read: the database is read
+    immutable, without it, and `refused_sides` names it."""
+    for suffix in SIDE_FILES:
+        side = path.with_name(path.name + suffix)
+        try:
+            with open_inside(side, path.parent) as handle:
+                if os.fstat(handle.fileno()).st_size > 0:
+                    return side
+        except OSError:
+            continue
+    return None
+
+
+def refused_sides(path: Path) -> list[str]:
+    """A problem line for each -wal or -journal file beside the database that `_pending`
+    leaves unread."""
+    path = Path(path).resolve()
+    problems = []
     for suffix in SIDE_FILES:
         side = path.with_name(path.name + suffix)
         if not os.path.lexists(side):
             continue
         try:
-            with open_inside(side, path.parent) as handle:
-                if os.fstat(handle.fileno()).st_size > 0:
-                    return side
+            open_inside(side, path.parent).close()
         except OSError as exc:
-            raise _CopyFailed(f"its {suffix[1:]} file is unreadable ({reason(exc)})") from None
-    return None
+            problems.append(f"{side.name}: unreadable ({reason(exc)}); the database was read "
+                            "without it")
+    return problems
 
 
 def _private_copy(path: Path, side: Path) -> Path:
@@ -174,7 +190,7 @@ def read_store_run(path: Path, run_id: Optional[str]) -> StoreRun:
             metrics = db.execute(f"SELECT key, step, CASE WHEN is_nan THEN NULL ELSE value END, "
                                  f"timestamp FROM metrics WHERE run_uuid = ? AND {_WHOLE_METRIC} "
                                  "ORDER BY key, step, timestamp", (rid,)).fetchall()
-            problems = _left_out(db, rid)
+            problems = refused_sides(path) + _left_out(db, rid)
             params = _settings(db, "params", rid, problems)
             run_tags = _settings(db, "tags", rid, problems)
     except sqlite3.Error as exc:

@@ -77,14 +77,26 @@ def test_mlflow_meta_yaml_that_is_not_the_runs_is_one_line(tmp_path, outside, ki
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("part", ["mlflow.db", "mlflow.db-wal"])
-def test_mlflow_database_that_is_not_a_regular_file_inside(tmp_path, outside, kind, part):
+def test_mlflow_database_that_is_not_a_regular_file_inside(tmp_path, outside, kind):
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    db = plant(archive / "mlflow.db", kind, outside)
+    code, said = _analyze(db, tmp_path)
+    assert code == 2 and "mlflow.db" in said and SECRET not in said
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("side", ["-wal", "-journal"])
+def test_mlflow_database_side_file_not_its_own_is_left_unread(tmp_path, outside, kind, side):
     archive = tmp_path / "archive"
     archive.mkdir()
     db = mlflow_db(archive / "mlflow.db")
-    plant(archive / part, kind, outside)
+    plant(archive / f"mlflow.db{side}", kind, outside)
+    before = regular_files(archive)
     code, said = _analyze(db, tmp_path)
-    assert code == 2 and "mlflow.db" in said and SECRET not in said
+    assert code in (0, 1) and SECRET not in said
+    assert f"not read: mlflow.db{side}: unreadable (" in said, said
+    assert regular_files(archive) == before
 
 
 @pytest.mark.parametrize("kind", KINDS)
