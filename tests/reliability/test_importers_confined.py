@@ -191,7 +191,8 @@ def test_open_inside_follows_links_only_within_the_folder(tmp_path, outside):
     assert read_inside(folder / "sub" / "sideways", folder) == b"top"
     with pytest.raises(OSError, match="a link to a file outside its folder"):
         open_inside(folder / "sub" / "sideways", folder / "sub")
-    for kind in ("fifo", "zero"):
-        planted = plant(folder / kind, kind, outside)
-        with pytest.raises(OSError):
-            open_inside(planted, folder)
+    # A FIFO is left to the tests above, in a child process: one that blocked would hang here.
+    with pytest.raises(OSError, match="a link to a file outside its folder"):
+        open_inside(plant(folder / "zero", "zero", outside), folder)
+    with pytest.raises(OSError, match="not a regular file"):
+        open_inside(folder / "sub", folder)  # a folder inside: no file
