@@ -89,6 +89,9 @@ def draw_series(ax: Panel, s: pd.Series, *, name: str = "", color: Optional[str]
         ax.band(e["x"], e["lo"], e["hi"], color=color, alpha=0.18)
 
 
+_BINS_AT_ONCE = 64
+
+
 def binned(wide: pd.DataFrame, max_cols: int = MAX_COLUMNS,
            max_rows: int = MAX_ROWS) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """A step × name frame to (matrix names × bins, bin edges in steps, row labels).
@@ -96,7 +99,8 @@ def binned(wide: pd.DataFrame, max_cols: int = MAX_COLUMNS,
     Bins take the mean of finite values; a bin holding any non-finite value is NaN, which the
     heatmap paints in its "bad" colour so a NaN never disappears into an average.
     """
-    wide = wide.sort_index()
+    if not wide.index.is_monotonic_increasing:
+        wide = wide.sort_index()
     steps = wide.index.to_numpy(dtype=float)
     values = wide.to_numpy(dtype=float)
     names = [str(c) for c in wide.columns]
@@ -104,14 +108,22 @@ def binned(wide: pd.DataFrame, max_cols: int = MAX_COLUMNS,
     cols = min(max_cols, n)
     edges = np.linspace(steps[0], steps[-1] + 1, cols + 1)
     which = np.clip(np.searchsorted(edges, steps, side="right") - 1, 0, cols - 1)
-    ok = np.isfinite(values)
     starts = np.flatnonzero(np.r_[True, np.diff(which) > 0])  # steps are sorted: bins are runs
-    with np.errstate(invalid="ignore", divide="ignore"):
-        matrix = (np.add.reduceat(np.where(ok, values, 0.0), starts, axis=0)
-                  / np.add.reduceat(ok, starts, axis=0)).T
-    bad = ~ok & ~np.isnan(values)
-    if bad.any():
-        matrix[np.logical_or.reduceat(bad, starts, axis=0).T] = np.nan
+    matrix = np.empty((len(starts), values.shape[1]))
+    # A few bins at a time: the masks of a 100,000-step frame would cost more than the frame.
+    for first in range(0, len(starts), _BINS_AT_ONCE):
+        at = starts[first:first + _BINS_AT_ONCE]
+        end = starts[first + _BINS_AT_ONCE] if first + _BINS_AT_ONCE < len(starts) else n
+        part = values[at[0]:end]
+        ok = np.isfinite(part)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            block = (np.add.reduceat(np.where(ok, part, 0.0), at - at[0], axis=0)
+                     / np.add.reduceat(ok, at - at[0], axis=0))
+        bad = ~ok & ~np.isnan(part)
+        if bad.any():
+            block[np.logical_or.reduceat(bad, at - at[0], axis=0)] = np.nan
+        matrix[first:first + len(at)] = block
+    matrix = matrix.T
     if len(names) > max_rows:
         group = int(np.ceil(len(names) / max_rows))
         rows = [np.nanmean(matrix[i:i + group], axis=0) if np.isfinite(matrix[i:i + group]).any()
@@ -202,8 +214,10 @@ def update_ratio(run) -> pd.DataFrame:
     cols = [c for c in upd.columns if c in w.columns]
     weights = w[cols].reindex(upd.index).to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = upd[cols].to_numpy(dtype=float) / np.where(weights == 0, np.nan, weights)
-    return pd.DataFrame(ratio, index=upd.index, columns=pd.Index(cols, name=upd.columns.name))
+        ratio = upd[cols].to_numpy(dtype=float) / weights
+    ratio[weights == 0] = np.nan  # no weight to compare with (in place: 128 MB at 100,000 steps)
+    return pd.DataFrame(ratio, index=upd.index, columns=pd.Index(cols, name=upd.columns.name),
+                        copy=False)
 
 
 def any_positive(wide: pd.DataFrame) -> bool:

@@ -103,7 +103,7 @@ class Views:
             self._stats[key] = pd.DataFrame(
                 grid(pieces, kind, stat, idx),
                 index=pd.Index(idx.steps.get(kind, np.empty(0, np.int64)), name="step"),
-                columns=pd.Index(idx.names.get(kind, []), name="name"))
+                columns=pd.Index(idx.names.get(kind, []), name="name"), copy=False)
         return self._stats[key]
 
     def per_name(self, kind: str, stat: str) -> pd.Series:
