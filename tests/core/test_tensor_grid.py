@@ -183,4 +183,5 @@ def test_a_run_beyond_memory_is_one_line(written, monkeypatch, capsys):
     assert main(["analyze", str(path), "--no-html"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(path) in err[0] and "too large" in err[0]
+    assert "MiB of tables on disk" in err[0]
     assert "Traceback" not in err[0]

@@ -382,7 +382,7 @@ class Run:
     def too_large(self) -> TraceError:
         """The error saying that this run is beyond what this machine's memory holds."""
         size = reader.disk_size(self.path) if self.path is not None else 0
-        held = f" ({size / 2**30:.1f} GiB of tables on disk)" if size else ""
+        held = f" ({size / 2**20:,.1f} MiB of tables on disk)" if size else ""
         return TraceError(f"{self.path or self.name}: too large to analyze in this machine's "
                           f"memory{held}; analyze it where more memory is free, or select "
                           "fewer rules (--select)")
