@@ -14,6 +14,7 @@ import os
 import signal
 import struct
 import sys
+import tempfile
 
 import torch
 
@@ -42,6 +43,8 @@ def train(run_dir: str, progress_file: str, durable_at: int) -> None:
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as warm:  # what a Recorder loads, loaded before the forks
+        tracelab.Recorder(os.path.join(warm, "run")).close()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # killed children are reaped by the kernel
     print("READY", flush=True)
     for line in sys.stdin:

@@ -28,6 +28,7 @@ def _group_gone(pgid: int, timeout: float = 20.0) -> bool:
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delay, sig, group", [
     (1.5, signal.SIGTERM, False), (2.5, signal.SIGTERM, False), (4.0, signal.SIGTERM, False),
     # Ctrl-C and a scheduler's SIGTERM reach the whole process group: the forkserver and the
@@ -103,6 +104,7 @@ main(["import", "tensorboard", sys.argv[1], sys.argv[2]])
 """
 
 
+@pytest.mark.slow
 def test_an_import_killed_while_it_writes_leaves_nothing_once_another_has_run(tmp_path):
     import tracelab
     events = write_tensorboard_log(tmp_path / "log")
