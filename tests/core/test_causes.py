@@ -111,3 +111,20 @@ def test_merged_subjects_are_what_a_link_compares():
                      {"split": "val", "worst": [{"feature": "amount"}]})
     assert causes.link_between(LINKS, merged, mismatch) is not None
     assert causes.link_between(LINKS, merged, other) is None
+
+
+def test_a_cause_s_links_apply_before_those_of_the_rules_it_explains():
+    first = {}
+    for i, link in enumerate(LINKS):
+        first.setdefault(link.cause, i)
+    explains = {}
+    for link in LINKS:
+        explains.setdefault(link.cause, set()).update(link.effects)
+
+    def reaches(a, b, seen=()):
+        return b in explains.get(a, ()) or any(reaches(c, b, (*seen, a))
+                                               for c in explains.get(a, ()) if c not in seen)
+    for link in LINKS:
+        for effect in link.effects:
+            if effect in first and not reaches(effect, link.cause):  # not a loop
+                assert first[link.cause] < first[effect], (link.cause, effect)

@@ -30,6 +30,9 @@ HEALTHY_UPDATE_RATIO = 1e-3
 
 @dataclass(frozen=True)
 class Link:
+    """A finding of rule `cause` can explain one of each rule in `effects`, for the reason
+    `why`, when `timing`, `place` and `when` agree. Declared through `explains` or
+    `explained_by`, which leave the declaring rule's side for `@rule` to fill in."""
     cause: str
     effects: tuple[str, ...]
     why: str
