@@ -59,11 +59,18 @@ def raw_stats(tensors: list[torch.Tensor]) -> torch.Tensor:
 
 
 def norms(tensors: list[torch.Tensor]) -> torch.Tensor:
-    """The L2 norm of each tensor, float64, on their device: one fused reduction."""
+    """The L2 norm of each tensor, float64, on their device: one fused reduction. On the CPU,
+    a norm whose float32 squares overflowed or underflowed is taken again in float64."""
     ts = [t.detach() for t in tensors]
     ts = [t.float() if t.dtype in _HALF or not t.is_floating_point() else t for t in ts]
-    acc = None if ts[0].device.type == "cpu" else torch.float64
-    return torch.stack(torch._foreach_norm(ts, 2, dtype=acc)).to(torch.float64)
+    cpu = ts[0].device.type == "cpu"
+    found = torch.stack(torch._foreach_norm(ts, 2, dtype=None if cpu else torch.float64))
+    found = found.to(torch.float64)
+    if cpu:
+        values = found.numpy()
+        for i in np.flatnonzero(~(values >= 1e-17) | np.isinf(values)):
+            values[i] = torch.linalg.vector_norm(ts[i].to(torch.float64))
+    return found
 
 
 def _exact_spread_cpu(raw: np.ndarray, ts: list[torch.Tensor]) -> None:

@@ -141,3 +141,12 @@ def test_a_cadence_of_true_is_refused_not_taken_for_1(tmp_path, option):
     with pytest.raises(ValueError, match=f"{option} must be a positive integer, got True"):
         tracelab.Recorder(tmp_path / "run", **{option: True})
     assert not (tmp_path / "run").exists()
+
+
+def test_grad_norms_beyond_float32s_squares_are_taken_in_float64():
+    from tracelab.recorders.stats import norms
+    tensors = [torch.full((10,), 1e-25), torch.full((10,), 1e25), torch.zeros(3),
+               torch.tensor([1.0, float("nan")]), torch.randn(50)]
+    got = norms(tensors).numpy()
+    want = [torch.linalg.vector_norm(t.double()).item() for t in tensors]
+    np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -25,6 +25,7 @@ if not torch.cuda.is_available():
 from torch import nn  # noqa: E402
 
 from tracelab import open_run  # noqa: E402
+from tracelab.recorders.cadence import DENSE_STEPS  # noqa: E402
 from tracelab.recorders.torch_recorder import Recorder  # noqa: E402
 
 EVERY = 4  # weights/grads/updates, activations and inputs every 4 steps
@@ -112,8 +113,10 @@ def test_training_thread_never_syncs_in_error_mode(tmp_path):
 
 def test_syncs_per_step(tmp_path):
     model, opt, x, y = _setup(tmp_path)
+    # The grads' norms at the same cadence: off it, a step hands over only what it is given.
     with Recorder(str(tmp_path / "run"), model=model, optimizer=opt, every=EVERY,
-                  activation_every=EVERY, input_every=EVERY, flush_interval=3600) as rec:
+                  grad_norm_every=EVERY, weight_every=EVERY, activation_every=EVERY,
+                  input_every=EVERY, flush_interval=3600) as rec:
 
         def measure(steps: int, **record):
             with syncs_per_thread() as counts:
@@ -123,7 +126,8 @@ def test_syncs_per_step(tmp_path):
                 assert rec.writer.flush()  # the writer's waits for these steps happen here
             return counts
 
-        measure(2 * EVERY, record=True)  # warm-up: every code path once, CUDA's lazy init
+        # Warm-up: every code path once, CUDA's lazy init, past the dense start.
+        measure(DENSE_STEPS + EVERY, record=True)
         assert rec.step_index % EVERY == 0
         # A recording step: weights, grads, updates, activations, inputs and the loss.
         full = measure(1, record=True)
