@@ -409,6 +409,28 @@ def test_a_recorder_dropped_unclosed_closes_its_run(tmp_path):
     assert list(run.loss().index) == [0, 1, 2, 3, 4]
 
 
+EXIT_UNCLOSED = textwrap.dedent("""
+    import gc, sys, tracelab
+    kept, dropped = (tracelab.Recorder(d) for d in sys.argv[1:3])
+    for step in range(300):
+        kept.step(loss=float(step))
+        dropped.step(loss=float(step))
+    del dropped
+    gc.collect()  # its close asked for: the interpreter exits while its writer may be at it
+""")
+
+
+def test_recorders_left_at_interpreter_exit_keep_every_step(tmp_path):
+    subprocess.run([sys.executable, "-c", EXIT_UNCLOSED, str(tmp_path / "kept"),
+                    str(tmp_path / "dropped")], check=True, timeout=300)
+    for name, note in (("kept", "closed at interpreter exit"),
+                       ("dropped", "closed when the Recorder was dropped")):
+        run = tracelab.open_run(tmp_path / name)
+        assert run.status["state"] == "completed" and run.status["note"] == note
+        assert run.loss().tolist() == [float(step) for step in range(300)]
+        assert run.problems == []
+
+
 def test_disk_error_warns_once_and_training_continues(tmp_path, monkeypatch):
     model, opt = _tiny()
     rec = tracelab.Recorder(tmp_path / "run", model, opt, flush_interval=0.05)
