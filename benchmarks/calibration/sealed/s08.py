@@ -1,0 +1,18 @@
+"""A sealed calibration scenario: see README.md (do not read while tuning rules)."""
+from __future__ import annotations
+
+from _t18 import train
+
+LABEL = {
+    "family": "tabular",
+    "optimizer": "adamw",
+    "loss_reduction": "mean",
+    "healthy": True,
+    "cause": None,
+    "source": "https://github.com/yandex-research/rtdl",
+    "bug_source": None,
+}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    train(run_dir, seed)

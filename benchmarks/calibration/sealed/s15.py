@@ -1,0 +1,18 @@
+"""A sealed calibration scenario: see README.md (do not read while tuning rules)."""
+from __future__ import annotations
+
+from _t08 import train
+
+LABEL = {
+    "family": "embedding-bag",
+    "optimizer": "adam",
+    "loss_reduction": "mean",
+    "healthy": True,
+    "cause": None,
+    "source": "https://github.com/bentrevett/pytorch-sentiment-analysis/blob/main/legacy/3%20-%20Faster%20Sentiment%20Analysis.ipynb",
+    "bug_source": None,
+}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    train(run_dir, seed)

@@ -1,0 +1,20 @@
+"""A sealed calibration scenario: see README.md (do not read while tuning rules)."""
+from __future__ import annotations
+
+from torch import nn
+
+from _t04 import train
+
+LABEL = {
+    "family": "mlp",
+    "optimizer": "adam",
+    "loss_reduction": "mean",
+    "healthy": False,
+    "cause": "vanishing-gradients",
+    "source": "https://github.com/yunjey/pytorch-tutorial/blob/master/tutorials/01-basics/feedforward_neural_network/main.py",
+    "bug_source": "https://stackoverflow.com/questions/20009078/neural-network-architecture-design",
+}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    train(run_dir, seed, depth=10, act=nn.Sigmoid)
