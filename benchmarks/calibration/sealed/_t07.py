@@ -1,5 +1,5 @@
 """bentrevett/pytorch-seq2seq, notebook 1 (Sequence to Sequence Learning with Neural Networks):
-a 2-layer LSTM encoder and decoder with dropout, teacher forcing 0.5, Adam, cross-entropy
+a 2-layer LSTM encoder and decoder with dropout 0.5, teacher forcing 0.5, Adam, cross-entropy
 ignoring the padding, clipping at 1, train() and evaluate() per epoch; sequence-first tensors.
 The task: reverse a sequence of 4 to 7 tokens (vocabulary 12); embeddings 16, hidden 32."""
 from __future__ import annotations
@@ -16,8 +16,8 @@ class Encoder(nn.Module):
     def __init__(self):
         super().__init__()
         self.embedding = nn.Embedding(VOCAB, 16)
-        self.rnn = nn.LSTM(16, 32, 2, dropout=0.3)
-        self.dropout = nn.Dropout(0.3)
+        self.rnn = nn.LSTM(16, 32, 2, dropout=0.5)
+        self.dropout = nn.Dropout(0.5)
 
     def forward(self, src):
         _, (hidden, cell) = self.rnn(self.dropout(self.embedding(src)))
@@ -28,9 +28,9 @@ class Decoder(nn.Module):
     def __init__(self):
         super().__init__()
         self.embedding = nn.Embedding(VOCAB, 16)
-        self.rnn = nn.LSTM(16, 32, 2, dropout=0.3)
+        self.rnn = nn.LSTM(16, 32, 2, dropout=0.5)
         self.fc_out = nn.Linear(32, VOCAB)
-        self.dropout = nn.Dropout(0.3)
+        self.dropout = nn.Dropout(0.5)
 
     def forward(self, token, hidden, cell):
         out, (hidden, cell) = self.rnn(self.dropout(self.embedding(token.unsqueeze(0))), (hidden, cell))
@@ -80,7 +80,7 @@ def train(run_dir: str, seed: int, *, train_mode: bool = True) -> None:
 
     with recorder(run_dir, model, optimizer, config={"batch_size": 64, "clip": 1.0, "teacher_forcing": 0.5},
                   loss_fn=criterion) as rec:
-        for _ in range(6):
+        for _ in range(10):
             if train_mode:
                 model.train()
             for i in range(0, 1280, 64):
