@@ -50,7 +50,7 @@ def _column(field: pa.Field, items: list[tuple[int, Columns]], total: int) -> pa
            for c in present):
         # A copy even of one chunk: a batch waits for its part's roll, and must not share
         # memory that the caller may change after handing it over.
-        array = pa.array(np.concatenate(present), type=field.type, from_pandas=True)
+        array = _array(np.concatenate(present), field.type)
         if len(present) == len(chunks):
             return array
         # Place the present rows among nulls: a null index takes a null.
@@ -64,8 +64,15 @@ def _column(field: pa.Field, items: list[tuple[int, Columns]], total: int) -> pa
         values: list = []
         for (n, _), chunk in zip(items, chunks):
             values.extend(chunk if chunk is not None else [None] * n)
-        return pa.array(values, type=field.type, from_pandas=True)
+        return _array(values, field.type)
     return pa.concat_arrays([
         chunk if isinstance(chunk, pa.Array) and chunk.type == field.type
-        else pa.array(chunk, type=field.type, from_pandas=True) if chunk is not None
+        else _array(chunk, field.type) if chunk is not None
         else pa.nulls(n, field.type) for (n, _), chunk in zip(items, chunks)])
+
+
+def _array(values: Any, type_: pa.DataType) -> pa.Array:
+    """pa.array of `values`, as one array: pyarrow returns a ChunkedArray for a numpy string
+    array past about a million values (chunks of 2**20), which a record batch cannot hold."""
+    array = pa.array(values, type=type_, from_pandas=True)
+    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
