@@ -70,7 +70,8 @@ def _reference_stat(run, kind, stat):
     if "rank" in rows and len(run.ranks) > 1:
         lowest = rows.groupby(["step", "name"])["rank"].transform("min")
         rows = rows[rows["rank"] == lowest]
-    order = list(dict.fromkeys(rows["name"]))
+    # Names in recording order: first seen in step order (rows of one step as written).
+    order = list(dict.fromkeys(rows.sort_values("step", kind="stable")["name"]))
     wide = rows.pivot_table(index="step", columns="name", values=stat, aggfunc="last",
                             dropna=False)
     return wide.reindex(columns=order).astype(float)
@@ -106,8 +107,8 @@ def test_fast_views_equal_the_pandas_reference(ranks):
     for kind in ("grad", "weight"):
         pd.testing.assert_frame_equal(run.stat(kind, "norm"), _reference_stat(run, kind, "norm"),
                                       check_column_type=False)
-        assert run.names(kind) == list(dict.fromkeys(
-            run.tensors.loc[run.tensors["kind"] == kind, "name"]))
+        by_step = run.tensors.sort_values("step", kind="stable")
+        assert run.names(kind) == list(dict.fromkeys(by_step.loc[by_step["kind"] == kind, "name"]))
     assert run.stat("activation", "norm").shape == (0, 0)
     if not ranks:
         for split in ("train", "val", "test"):
