@@ -8,7 +8,11 @@ without activations either way as absent (`take`). A step's activations are thos
 training forward pass (loop_checks.Passes): not of an evaluation (what runs without autograd
 outside a training pass, even in train mode), nor of a second micro-batch, nor of a pass that
 raised before its backward when the step is retried (a pass that raised with no retry keeps
-the outputs it had). The hooks hold the recorder weakly, and a copy of a hooked model
+the outputs it had). A module called several times in that pass (a decoder applying one Linear
+at every time step) has each call read, up to MAX_CALLS; record_activations pools its calls
+into the module's row, and meta.json's `activation_calls` names such modules with their calls.
+The first recording step also keeps each call's input and output shapes (`shapes`, meta.json's
+`module_shapes`). The hooks hold the recorder weakly, and a copy of a hooked model
 (deepcopy, torch.save) carries hooks that do nothing (hook_refs).
 """
 from __future__ import annotations
@@ -23,6 +27,8 @@ from tracelab.recorders.activations import ActivationStats, activation_stats
 from tracelab.recorders.hook_refs import WeakHook
 from tracelab.recorders.loop_checks import Passes
 
+MAX_CALLS = 64  # calls of one module read per step; a longer recurrence's later calls are not
+
 
 class ActivationHooks:
     def __init__(self, warn: Any, failed: Callable[[], bool], passes: Passes | None = None):
@@ -35,7 +41,11 @@ class ActivationHooks:
         self._leaves: list[torch.nn.Module] = []
         self._handles: list[Any] = []
         self._names: dict[int, tuple[str, str]] = {}
-        self._captured: set[str] = set()  # the leaf modules captured this step, by name
+        self._calls: dict[str, int] = {}  # the leaf modules captured this step: their calls
+        self._later_pass = False  # the pass in progress is not the step's first
+        self._repeated: dict[str, int] = {}  # most calls captured of a module called repeatedly
+        self._shapes: dict[str, list[dict[str, Any]]] = {}  # each call's, on the first step
+        self._shapes_taken = False
         self._activations: list[tuple[str, int, ActivationStats]] = []
         self._eager: Any = compiled.EagerSteps(warn)
         self._ran = False  # a hook ran on a training forward pass of this step
@@ -73,10 +83,13 @@ class ActivationHooks:
         no backward (it raised, and the step was retried), its rows are not the step's."""
         passes = self._passes
         if passes.retry and self._pass_from is not None:
-            for name, _, _ in self._activations[self._pass_from:]:
-                self._captured.discard(name)
             del self._activations[self._pass_from:]
+            self._calls = {}
+            for name, _, _ in self._activations:
+                self._calls[name] = self._calls.get(name, 0) + 1
         self._pass_seen, self._pass_from = passes.begun, len(self._activations)
+        # A second micro-batch's pass: the step's activations are its first pass's.
+        self._later_pass = self._pass_from > 0
 
     def take(self, step: int) -> tuple[list[tuple[str, int, ActivationStats]], str | None]:
         """The step's captured activations, and when it should have some and has none,
@@ -88,7 +101,8 @@ class ActivationHooks:
         (the model compiled again after the Recorder was given it, or called from another
         compiled function)."""
         activations, self._activations = self._activations, []
-        self._captured.clear()
+        self._calls = {}
+        self._later_pass = False
         self._pass_from = None  # a later pass's retry leaves this step's rows alone
         ran, traced, self._ran, self._traced = self._ran, self._traced, False, False
         if not self._handles or activations or (ran and not traced):
@@ -113,12 +127,34 @@ class ActivationHooks:
         if passes.begun != self._pass_seen:
             self._new_pass()
         name, mtype = self._names[id(module)]
-        if name in self._captured:
+        calls = self._calls.get(name, 0)
+        if self._later_pass or calls >= MAX_CALLS:
             return
         start = time.perf_counter()
         out = output[0] if isinstance(output, (tuple, list)) and output else output
         if isinstance(out, torch.Tensor) and out.is_floating_point() and out.numel():
-            self._captured.add(name)
+            self._calls[name] = calls + 1
             # activation_stats reads a detached view: no autograd work to switch off.
             self._activations.append((name, out.numel(), activation_stats(out, mtype)))
+            if not self._shapes_taken:  # the first recording step
+                self._shapes.setdefault(name, []).append(
+                    {"inputs": [list(a.shape) for a in args if isinstance(a, torch.Tensor)],
+                     "output": list(out.shape)})
         self.cost += time.perf_counter() - start
+
+    def calls_and_shapes(self, activations: list[tuple[str, int, ActivationStats]]) -> dict:
+        """What meta.json should learn of a step's `activations` (taken): `activation_calls`
+        when a module was called more often than before, `module_shapes` after the first step
+        that captured any."""
+        new: dict[str, Any] = {}
+        counts: dict[str, int] = {}
+        for name, _, _ in activations:
+            counts[name] = counts.get(name, 0) + 1
+        grown = {n: k for n, k in counts.items() if k > max(1, self._repeated.get(n, 0))}
+        if grown:
+            self._repeated.update(grown)
+            new["activation_calls"] = dict(self._repeated)
+        if activations and not self._shapes_taken:  # later steps add no shapes
+            self._shapes_taken = True
+            new["module_shapes"] = self._shapes
+        return new

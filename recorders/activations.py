@@ -73,12 +73,45 @@ def record_activations(step: int, captured: Sequence[tuple[str, int, ActivationS
         for i, a in enumerate(captured):
             if isinstance(a[2], np.ndarray):  # finished in the hook on the CPU
                 raw[i] = a[2]
-        cols = finish(raw[:, :len(RAW)], numel)
-        cols.update(zip(ACTIVATION_STATS, raw[:, len(RAW):].T))
-        cols.update(step=np.full(len(names), step, dtype=np.int64),
-                    kind=[ACTIVATION] * len(names), name=names)
+        modules, total, pooled = pool_calls(names, numel, raw)
+        cols = finish(pooled[:, :len(RAW)], total)
+        cols.update(zip(ACTIVATION_STATS, pooled[:, len(RAW):].T))
+        cols.update(step=np.full(len(modules), step, dtype=np.int64),
+                    kind=[ACTIVATION] * len(modules), name=modules)
         return [(TENSORS, cols)]
     record.add(rows, packed)
+
+
+# How each RAW + ACTIVATION_STATS column pools over a module's calls: sums add, the norm adds
+# its squares, the extremes keep the largest (max and -min).
+_ADD, _NORM, _MAX = (0, 2, 3, 6, 7), (1,), (4, 5)
+_DEAD, _SATURATED = len(RAW), len(RAW) + 1
+
+
+def pool_calls(names: Sequence[str], numel: np.ndarray,
+               raw: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """One row per module from one row per call (a module called k times in the forward pass):
+    its statistics over all the elements of its calls. A unit is dead when it is in every call,
+    so the pooled dead_frac is the least of the calls' (an upper bound of the exact one); the
+    saturated share is the calls' mean weighted by their sizes. The rows are in the order of
+    the modules' last calls: the module that ran last (the model's output) stays last."""
+    last = {name: i for i, name in enumerate(names)}
+    if len(last) == len(names):
+        return list(names), numel, raw
+    modules = sorted(last, key=last.__getitem__)
+    index = {m: i for i, m in enumerate(modules)}
+    rows = np.array([index[n] for n in names])
+    out = np.empty((len(modules), raw.shape[1]))
+    total = np.zeros(len(modules), dtype=np.int64)
+    np.add.at(total, rows, numel)
+    for i in range(len(modules)):
+        calls, sizes = raw[rows == i], numel[rows == i].astype(np.float64)
+        out[i, _ADD] = calls[:, _ADD].sum(axis=0)
+        out[i, _NORM] = np.sqrt(np.square(calls[:, _NORM]).sum(axis=0))
+        out[i, _MAX] = calls[:, _MAX].max(axis=0)
+        out[i, _DEAD] = calls[:, _DEAD].min()
+        out[i, _SATURATED] = (calls[:, _SATURATED] * sizes).sum() / sizes.sum()
+    return modules, total, out
 
 
 def activation_row(out: torch.Tensor, module_type: str) -> np.ndarray:

@@ -1,6 +1,7 @@
 """What a run needs to be reproduced: versions, devices, numerics flags, seeds, model, optimizer."""
 from __future__ import annotations
 
+import inspect
 import itertools
 import os
 import platform
@@ -81,13 +82,51 @@ def model_summary(model: torch.nn.Module, optimizer: Any | None) -> dict[str, An
     in_opt = {id(p) for g in optimizer.param_groups for p in g["params"]} if optimizer else set()
     return {
         "type": type(model).__name__,
-        "modules": [{"path": path or "", "type": type(m).__name__}
-                    for path, m in model.named_modules()],
+        "modules": [_module_entry(path, m) for path, m in model.named_modules()],
         "parameters": [{"name": name, "shape": list(p.shape), "dtype": str(p.dtype).replace(
             "torch.", ""), "device": str(p.device), "requires_grad": p.requires_grad,
             "in_optimizer": id(p) in in_opt if optimizer else None}
             for name, p in model.named_parameters()],
     }
+
+
+# The configuration rules read of a leaf module, beside its extra_repr(): layouts a module
+# expects (batch_first), normalization and dropout settings, the padding an embedding skips.
+MODULE_ATTRIBUTES = ("batch_first", "eps", "momentum", "padding_idx", "track_running_stats",
+                     "affine", "p", "inplace", "num_layers", "bidirectional", "hidden_size",
+                     "input_size", "num_heads", "norm_first", "elementwise_affine",
+                     "in_features", "out_features", "num_embeddings", "embedding_dim")
+# The loss settings that change what a loss module expects or returns.
+LOSS_ATTRIBUTES = ("reduction", "ignore_index", "label_smoothing", "log_input", "full")
+
+
+def _module_entry(path: str, module: torch.nn.Module) -> dict[str, Any]:
+    """meta.json's entry of one module: its path and type, and for a leaf its extra_repr() and
+    the MODULE_ATTRIBUTES it has."""
+    entry: dict[str, Any] = {"path": path or "", "type": type(module).__name__}
+    if next(module.children(), None) is not None:
+        return entry
+    try:
+        entry["extra_repr"] = module.extra_repr()
+    except Exception:  # a user module's extra_repr never stops recording
+        pass
+    config = {a: _plain(getattr(module, a)) for a in MODULE_ATTRIBUTES if hasattr(module, a)}
+    if config:
+        entry["config"] = config
+    return entry
+
+
+def loss_summary(loss_fn: Any) -> dict[str, Any]:
+    """meta.json's `loss_fn`: the loss's class (or function) name, its LOSS_ATTRIBUTES, and
+    whether it holds class weights or a pos_weight."""
+    name = loss_fn.__name__ if inspect.isroutine(loss_fn) else type(loss_fn).__name__
+    summary: dict[str, Any] = {"type": name}
+    summary.update({a: _plain(getattr(loss_fn, a)) for a in LOSS_ATTRIBUTES
+                    if hasattr(loss_fn, a)})
+    for a in ("weight", "pos_weight"):
+        if hasattr(loss_fn, a):
+            summary[a] = getattr(loss_fn, a) is not None
+    return summary
 
 
 def optimizer_summary(optimizer: Any) -> dict[str, Any]:

@@ -9,12 +9,14 @@
 - Modes at evaluation (`EvalModes`): a forward pre-hook on the model notes, for forward passes
   without autograd (evaluation), whether the model and its Dropout and BatchNorm modules were
   in training mode; `log()` of another split records what the last such pass saw (or the
-  modes at the call when there was none). Under torch.compile the hook is traced into the
-  compiled frame, a side effect with no graph break (dynamo guards on every module's training
-  flag and on grad mode, so what it replays is what the pass saw), or runs as a Python frame
-  that dynamo never compiles (hook_refs). Under `torch.compile(DDP(model))` the hook is on the
-  compiled wrapper instead, outside the compiled frames (the recorder's `watch`): an
-  evaluation that calls the module inside directly is then read at `log()`.
+  modes at the call when there was none). The same hook notes the modes at each step's first
+  training pass (autograd on), which every training step records (`train_step`): a model left
+  in eval mode after an evaluation shows at its next step. Under torch.compile the hook is
+  traced into the compiled frame, a side effect with no graph break (dynamo guards on every
+  module's training flag and on grad mode, so what it replays is what the pass saw), or runs as
+  a Python frame that dynamo never compiles (hook_refs). Under `torch.compile(DDP(model))`
+  the hook is on the compiled wrapper instead, outside the compiled frames (the recorder's
+  `watch`): an evaluation that calls the module inside directly is then read at `log()`.
 - Training passes (`Passes`): the same pre-hook notes each pass begun with autograd on, the
   gradient hook its backward. ActivationHooks leaves out what runs without autograd outside a
   training pass (an evaluation, even in train mode), and the rows of a pass that began and
@@ -134,6 +136,7 @@ class EvalModes:
         self._norms: list[torch.nn.Module] = []
         self._handle: Any = None
         self._seen: tuple[int, int, int] | None = None
+        self._trained: tuple[int, int, int] | None = None  # the step's first training pass's
         self.passes = passes if passes is not None else Passes()
 
     def attach(self, model: torch.nn.Module, called: torch.nn.Module | None = None) -> None:
@@ -164,25 +167,38 @@ class EvalModes:
         grad = torch.is_grad_enabled()
         # A pass that an autograd backward runs (activation checkpointing recomputing the
         # model) is the training pass's own, not a new one.
-        if not torch.compiler.is_compiling() and (_GRAPH_TASK is None or _GRAPH_TASK() < 0):
+        eager = not torch.compiler.is_compiling() and (_GRAPH_TASK is None or _GRAPH_TASK() < 0)
+        if eager:
             passes = self.passes
             if grad:
                 passes.retry = passes.training
                 passes.begun += 1
             passes.training = grad
-        if grad:
+        # A training pass's modes: its step's first, read eagerly (traced, a read is guarded on).
+        if grad and not (eager and self._trained is None):
             return None
         dropout = norm = 0
         for m in self._dropouts:
             dropout += m.training
         for m in self._norms:
             norm += m.training
-        self._seen = (int(self._model.training), dropout, norm)
+        if grad:
+            self._trained = (int(self._model.training), dropout, norm)
+        else:
+            self._seen = (int(self._model.training), dropout, norm)
         return None
 
-    def train_step(self) -> None:
-        """A training step ended: forward passes seen so far were not the evaluation's."""
+    def train_step(self) -> list[tuple[str, Any]]:
+        """A training step ended: forward passes seen so far were not the evaluation's. The
+        modes of its first training pass (at the call when none was seen eagerly), as signals
+        rows of the train split."""
         self._seen = None
+        if self._model is None:
+            return []
+        trained, self._trained = self._trained, None
+        model, dropout, norm = trained if trained is not None else self._modes()
+        return [(TRAIN_MODE_MODEL, model), (TRAIN_MODE_DROPOUT, dropout),
+                (TRAIN_MODE_NORM, norm)]
 
     def take(self) -> list[tuple[str, Any]]:
         """The modes of the evaluation that `log()` reports."""

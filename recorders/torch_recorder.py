@@ -45,12 +45,13 @@ from tracelab.recorders.hook_refs import WeakHook
 from tracelab.recorders.inputs import InputStats
 from tracelab.recorders.loop_checks import (EvalModes, GradResets, Passes, add_signals,
                                             amp_scale)
+from tracelab.recorders.outputs import OutputFacts
 from tracelab.recorders.parameters import ParameterStats
 from tracelab.recorders.scalars import Scalars, Skip, WarnOnce, scalar_value
 from tracelab.recorders.sentinel import Sentinel, as_tensors
 from tracelab.recorders.transfer import StepRecord
-from tracelab.core.schema import (DATA_TIME, LOSS_NAME, LR_PREFIX, META_ABSENT,
-                                   STEP_TIME, TARGETS, TRAIN)
+from tracelab.core.schema import (DATA_TIME, LOSS_NAME, LR_PREFIX, META_ABSENT, META_LOSS_FN,
+                                   META_OUTPUTS, STEP_TIME, TARGETS, TRAIN)
 from tracelab.core.writer import RunWriter
 
 
@@ -83,6 +84,7 @@ class Recorder:
     rank: the process's rank; None takes torch.distributed's rank when it is initialized.
     scaler: a `torch.amp.GradScaler` whose scale is recorded every step.
     fingerprints: input rows hashed per split (a bounded sample), for train/val overlap.
+    loss_fn: the loss module (or function): its type, reduction and settings go to meta.json.
     """
 
     def __init__(self, run_dir: str, model: torch.nn.Module | None = None,
@@ -92,7 +94,8 @@ class Recorder:
                  activation_every: int = DEFAULT_EVERY, input_every: int | None = None,
                  feature_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
                  sample_size: int = 2_000, flush_interval: float = 1.0,
-                 rank: int | None = None, scaler: Any = None, fingerprints: int = 2_048):
+                 rank: int | None = None, scaler: Any = None, fingerprints: int = 2_048,
+                 loss_fn: Any = None):
         self.cadence = Cadence(
             grad_norm_every=grad_norm_every, every=DEFAULT_EVERY if every is None else every,
             weight_every=weight_every, activation_every=activation_every,
@@ -122,6 +125,10 @@ class Recorder:
         self._targets = InputStats(None, sample_size=1, rank=rank, on_devices=lambda d: None,
                                    warn=self._warn, table=TARGETS, base="target")
         self._sentinel = Sentinel(self._warn)
+        self._output_shapes: dict[str, dict[str, Any]] = {}
+        self._outputs = OutputFacts(self._new_output_shapes)
+        if loss_fn is not None:
+            self.writer.update_meta(**{META_LOSS_FN: env.loss_summary(loss_fn)})
         self._fingerprints = Fingerprints(fingerprints, seed=0)
         passes = Passes()  # the model's training passes, as EvalModes and GradResets see them
         self._grad_resets = GradResets(passes)
@@ -234,18 +241,20 @@ class Recorder:
 
     def step(self, loss: Any = None, inputs: Any = None,
              metrics: Mapping[str, Any] | None = None, *, targets: Any = None,
-             data_time: float | None = None) -> None:
+             outputs: Any = None, data_time: float | None = None) -> None:
         """Record one optimizer step. Call it once per step, after `optimizer.step()`.
 
         loss: the step's loss; without one, that of the losses given to `accumulate_loss`.
         inputs, targets: the step's batch (a tensor, a tuple or dict of them); targets are the
         labels or regression targets the loss compares the model's output with.
+        outputs: the tensor given to the loss (a mapping's "logits", a tuple's first tensor):
+        on profiled steps its range, shapes and row facts (outputs.py).
         data_time: seconds this step waited for its batch, when the loop does not use
         `iterate()` (framework callbacks measure it themselves).
         """
         start = time.perf_counter()
         try:
-            self._record_step(loss, inputs, targets, metrics, data_time)
+            self._record_step(loss, inputs, targets, metrics, data_time, outputs)
         except Exception as exc:  # never raise into the training loop
             self._failed("step", exc)
         finally:
@@ -287,7 +296,8 @@ class Recorder:
         return self.cadence.inputs(self._step)
 
     def _record_step(self, loss: Any, inputs: Any, targets: Any,
-                     metrics: Mapping[str, Any] | None, data_time: float | None) -> None:
+                     metrics: Mapping[str, Any] | None, data_time: float | None,
+                     outputs: Any = None) -> None:
         if self.writer.closed:  # recorded nothing: not a step of the run
             return
         if data_time is not None:
@@ -301,10 +311,14 @@ class Recorder:
         self._hooks.arm(self.cadence.activations(step + 1) and not stopped)
         if absent:
             self.writer.update_meta(**{META_ABSENT: {"activations": absent}})
+        if activations:
+            calls = self._hooks.calls_and_shapes(activations)
+            if calls:  # a module called several times per forward, the first step's shapes
+                self.writer.update_meta(**calls)
         updates = self._parameters.end_step()
-        self._eval_modes.train_step()
+        modes = self._eval_modes.train_step()
         stepped, self._stepped = self._stepped, False
-        signals = self._grad_resets.take() + amp_scale(
+        signals = modes + self._grad_resets.take() + amp_scale(
             self.scaler, stepped if self.optimizer is not None else None)
         if self._losses:
             loss = self._accumulated_loss(loss)
@@ -339,13 +353,15 @@ class Recorder:
             if activations:
                 self._produce("activations", record_activations, step, activations, record)
             self._produce("signals", add_signals, record, step, TRAIN, signals)
-            self._batch(step, TRAIN, inputs, targets, record, cadence.inputs(step))
+            self._batch(step, TRAIN, inputs, targets, record, cadence.inputs(step), outputs)
         self.writer.write(record.seal())
 
     def _batch(self, step: int, split: str, inputs: Any, targets: Any, record: StepRecord,
-               profile: bool) -> None:
+               profile: bool, outputs: Any = None) -> None:
         """A batch's sentinel, and when `profile`, its input and target profiles, its rows'
-        fingerprints and its classes."""
+        fingerprints, its classes and the facts of the outputs given to the loss."""
+        if profile and outputs is not None:
+            self._produce("outputs", self._outputs.record, step, split, outputs, targets, record)
         if inputs is None and targets is None:
             return
         try:  # numpy arrays and Series as what the producers read
@@ -361,6 +377,10 @@ class Recorder:
         if targets is not None:
             self._produce("targets", self._targets.record, step, split, targets, record)
             self._produce("classes", record_classes, step, split, targets, record)
+
+    def _new_output_shapes(self, split: str, shapes: dict[str, Any]) -> None:
+        self._output_shapes[split] = shapes
+        self.writer.update_meta(**{META_OUTPUTS: dict(self._output_shapes)})
 
     def _produce(self, what: str, produce: Any, *args: Any) -> Any:
         """produce(*args), or None when it raised (warned about once)."""
@@ -379,9 +399,10 @@ class Recorder:
         return stacked.sum() if self._losses_summed else stacked.mean()
 
     def log(self, split: str, metrics: Mapping[str, Any] | None = None,
-            inputs: Any = None, *, targets: Any = None) -> None:
+            inputs: Any = None, *, targets: Any = None, outputs: Any = None) -> None:
         """Record another split (val, test, ...) at the current step; with a model attached,
-        also whether its Dropout and BatchNorm modules were in training mode."""
+        also whether its Dropout and BatchNorm modules were in training mode. outputs: what the
+        evaluation gave its loss (see `step`)."""
         if self.writer.failed or self.writer.closed:
             return
         try:
@@ -394,7 +415,7 @@ class Recorder:
                 if str(split) != TRAIN:
                     self._produce("signals", add_signals, record, step, str(split),
                                   self._eval_modes.take())
-                self._batch(step, str(split), inputs, targets, record, True)
+                self._batch(step, str(split), inputs, targets, record, True, outputs)
             self.writer.write(record.seal())
         except Exception as exc:  # never raise into the training loop
             self._failed(f"log({split!r})", exc)

@@ -23,7 +23,7 @@ from tracelab.core.run_views import Views
 from tracelab.core.schema import (ACTIVATION, AMP_SCALE, ARROW_SCHEMAS, BATCHES, CLASSES,
                                   DATA_TIME, FINGERPRINTS, GRAD, GRAD_LEFTOVER, INPUTS, LOSS_NAME,
                                   META_ABSENT, SAMPLES, SCALARS, SCHEMA_VERSION, SIGNALS, TARGETS, TENSORS, TRAIN,
-                                  TRAIN_MODE_MODEL, UPDATE, WEIGHT, Needs, Requirement)
+                                  NORM_MODULES, UPDATE, WEIGHT, Needs, Requirement)
 
 SAMPLE_CODES = ("split", "feature")  # the samples' columns `sample_table` dictionary-encodes
 
@@ -318,7 +318,8 @@ class Run:
         if len(self.classes):
             have.add(Needs.CLASSES)
         signals = set(self.signals["name"].unique()) if len(self.signals) else set()
-        for name, req in ((GRAD_LEFTOVER, Needs.GRAD_RESETS), (TRAIN_MODE_MODEL, Needs.EVAL_MODES),
+        # modules/batchnorm: written at evaluations only (train steps record their modes too)
+        for name, req in ((GRAD_LEFTOVER, Needs.GRAD_RESETS), (NORM_MODULES, Needs.EVAL_MODES),
                           (AMP_SCALE, Needs.AMP)):
             if name in signals:
                 have.add(req)

@@ -113,6 +113,24 @@ METRIC_PREFIX = "metric/"
 INPUT_ROLE = "input"
 TARGET_ROLE = "target"
 
+# signals.name of the outputs given to step(outputs=...) or log(outputs=...), per profiled step
+# (recorders/outputs.py): what enters the loss. Rows are along dim 1 (the class dimension).
+OUTPUT_NUMEL = "outputs/numel"
+OUTPUT_CLASSES = "outputs/classes"  # size of dim 1 (1 for a 1-D output)
+OUTPUT_MIN = "outputs/min"
+OUTPUT_MAX = "outputs/max"
+OUTPUT_UNIT_ROWS = "outputs/unit_rows"  # share of rows whose every value lies in [0, 1]
+OUTPUT_ROW_SUM = "outputs/row_sum_error"  # max |row sum - 1|: ~0 for probability rows
+OUTPUT_LOGSUMEXP = "outputs/logsumexp_error"  # max |logsumexp(row)|: ~0 for log-probabilities
+OUTPUT_BROADCAST = "outputs/broadcast"  # 1 when outputs and targets broadcast to a larger shape
+OUTPUT_SIGNALS = (OUTPUT_NUMEL, OUTPUT_CLASSES, OUTPUT_MIN, OUTPUT_MAX, OUTPUT_UNIT_ROWS,
+                  OUTPUT_ROW_SUM, OUTPUT_LOGSUMEXP, OUTPUT_BROADCAST)
+# meta.json: "outputs" maps a split to the shapes and dtypes of its outputs and targets (and the
+# step they were first seen at), "loss_fn" holds the loss module's type and settings
+# (Recorder(loss_fn=...)), and each leaf of "model"."modules" its extra_repr() and "config".
+META_OUTPUTS = "outputs"
+META_LOSS_FN = "loss_fn"
+
 # signals.name: what the recorder observed of the training loop itself.
 GRAD_LEFTOVER = "grad_leftover"  # largest |grad| a watched parameter held before a step's first
 # backward: 0 when the gradients were reset (zero_grad) since the last optimizer step
