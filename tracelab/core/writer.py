@@ -11,6 +11,12 @@ and at close, it is rewritten as a Parquet part (atomically) and removed.
 
 Any error of the writer (a full disk, a read-only mount) is warned about once; recording then
 stops and training goes on.
+
+A process forked from the recording one (os.fork, a fork-started worker) leaves the parent's
+run alone: every writer open at the fork is detached in the child (`os.register_at_fork`). It
+writes nothing, not even at the child's exit, drops what it is given (warned once), and its
+copies of the parent's open files point to the null device, so that nothing the child flushes
+or closes reaches the parent's tails.
 """
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ import socket
 import threading
 import time
 import warnings
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Union
 
@@ -121,6 +128,19 @@ def _samples_column(column: Any, value_type: pa.DataType) -> pa.Array:
     return pa.array(column, type=value_type)
 
 
+# The writers of this process, detached in a forked child (_detach_in_child).
+_OPEN: "weakref.WeakSet[RunWriter]" = weakref.WeakSet()
+
+
+def _detach_in_child() -> None:
+    for writer in list(_OPEN):
+        writer._detach()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere a process is never forked
+    os.register_at_fork(after_in_child=_detach_in_child)
+
+
 class _Table:
     """One table's tail stream, its rows waiting for the next flush and the part being built."""
 
@@ -217,6 +237,8 @@ class RunWriter:
         self.part_rows = part_rows
         self.failed = False
         self.closed = False
+        self.detached = False  # in a process forked from this writer's: writes nothing
+        self._warned_detached = False
         # Why recording stopped early (a full disk, ...): {"after_step", "reason"}, else None.
         self.stopped: dict[str, Any] | None = None
         self._end_status: dict[str, Any] = {"state": "completed"}  # what close() was given
@@ -264,6 +286,7 @@ class RunWriter:
                                         daemon=True)
         self._thread.start()
         atexit.register(self._at_exit)
+        _OPEN.add(self)
 
     def _own_files(self) -> str | None:
         """A file of this rank's share of a run already in the directory (its metadata, or a
@@ -284,7 +307,9 @@ class RunWriter:
     # -- training-thread side ------------------------------------------------------------------
     def write(self, item: Item) -> None:
         """Queue rows: `(table, columns)` or a callable returning `[(table, columns), ...]`."""
-        if not self.failed and not self.closed:
+        if self.detached:
+            self._dropped_in_child()
+        elif not self.failed and not self.closed:
             items = self._items
             items.append(item)
             if len(items) >= FLUSH_ITEMS // 2:
@@ -309,7 +334,7 @@ class RunWriter:
         The caller keeps the bounded reservoir; the writer rewrites one file with its latest
         state at each flush, so the file never grows with the run.
         """
-        if not self.failed and not self.closed:
+        if not self.failed and not self.closed and not self.detached:
             self._items.append((SAMPLES_SNAPSHOT, columns))
 
     def flush(self, timeout: float | None = 30.0, *, samples: bool = True) -> bool:
@@ -318,7 +343,7 @@ class RunWriter:
         samples=False leaves the samples snapshot to its own schedule (the periodic flush
         rewrites it every SAMPLES_INTERVAL or less often), as a running recorder does.
         """
-        if self.failed or self.closed:
+        if self.failed or self.closed or self.detached:
             return False
         done = threading.Event()
         done.samples = samples  # type: ignore[attr-defined]
@@ -327,6 +352,8 @@ class RunWriter:
         return done.wait(timeout) and not self.failed
 
     def update_meta(self, **fields: Any) -> None:
+        if self.detached:
+            return
         with self._meta_lock:
             self._meta.update(fields)
             if not self.failed:
@@ -337,6 +364,8 @@ class RunWriter:
 
     def _write_meta_anyway(self, **fields: Any) -> None:
         """After a failure, the metadata still says how the run ended, if the disk takes it."""
+        if self.detached:
+            return
         with self._meta_lock:
             self._meta.update(fields)
             try:
@@ -348,6 +377,9 @@ class RunWriter:
         """Drain the queue, turn every tail into Parquet and record the end status (the writer
         thread's last work). wait=False only asks for it: a Recorder that is garbage-collected
         closes its writer so, from whichever thread the collection runs on."""
+        if self.detached:  # the parent's run: its own writer ends it
+            self.closed = True
+            return
         if not self.closed:
             self.closed = True
             self._end_status = dict(status or {"state": "completed"})
@@ -355,6 +387,29 @@ class RunWriter:
             self._wake.set()
         if wait and threading.current_thread() is not self._thread:
             self._thread.join()
+
+    def _detach(self) -> None:
+        """In a forked child (called first thing after the fork): never touch the parent's run.
+        The writer thread does not exist here; the locks it may have held are replaced."""
+        self.detached = True
+        atexit.unregister(self._at_exit)
+        self._lock, self._meta_lock = threading.Lock(), threading.Lock()
+        self._items = collections.deque()
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            for table in getattr(self, "_tables", {}).values():
+                if table.sink is not None and not table.sink.closed:
+                    os.dup2(null, table.sink.fileno())  # this process's descriptor only
+        finally:
+            os.close(null)
+
+    def _dropped_in_child(self) -> None:
+        if not self._warned_detached:
+            self._warned_detached = True
+            warnings.warn(f"tracelab: this process was forked from the one recording {self.path}"
+                          ": it records nothing into that run (a Recorder of its own, made in "
+                          "this process, records its steps); warned once", RuntimeWarning,
+                          stacklevel=4)
 
     def _at_exit(self) -> None:
         # The interpreter is exiting without close(): keep the data, and say so in the status.
