@@ -76,6 +76,9 @@ class Recorder:
     weights change slowly, and reading them and their pre-step copy is most of the
     statistics' cost on a large model.
     activation_every: activation statistics (forward hooks on leaf modules), every 10th step.
+    activations: False records no activations, and a compiled model then never leaves its
+    compiled graph (compiled.py): its numbers are those of the same compiled run without the
+    recorder. meta.json's `absent` says why they are missing.
     input_every: input-batch (and target) profile for `step(inputs=..., targets=...)`; None:
     every 10th step. `log()` always profiles. Every step checks its batches' range and NaN/Inf
     (the sentinel).
@@ -92,6 +95,7 @@ class Recorder:
                  config: Mapping[str, Any] | None = None, every: int | None = None,
                  grad_norm_every: int = 1, weight_every: int = DEFAULT_EVERY,
                  activation_every: int = DEFAULT_EVERY, input_every: int | None = None,
+                 activations: bool = True,
                  feature_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
                  sample_size: int = 2_000, flush_interval: float = 1.0,
                  rank: int | None = None, scaler: Any = None, fingerprints: int = 2_048,
@@ -117,6 +121,11 @@ class Recorder:
                 if torch.distributed.is_initialized() else None
         self.writer = RunWriter(run_dir, meta, rank=rank, flush_interval=flush_interval)
         _close_when_dropped(self)
+        self._records_activations = bool(activations)
+        if not activations:
+            self._settings["activations"] = False
+            self.writer.update_meta(recorder=dict(self._settings),
+                                    **{META_ABSENT: {"activations": ACTIVATIONS_OFF}})
         self.rank = rank
         self._warn = WarnOnce()  # recording never raises: each kind of problem warns once
         self._inputs = InputStats(feature_names, sample_size=sample_size, rank=rank,
@@ -179,7 +188,8 @@ class Recorder:
             sharded = self._parameters.sharded_names()
             if sharded:  # the reader merges these names' statistics over the ranks
                 self.writer.update_meta(sharded_parameters=sharded)
-            self._hooks.attach(self.model, points)
+            if self._records_activations:  # else no hook, and compiled code stays compiled
+                self._hooks.attach(self.model, points)
             if points:
                 self._settings["compiled"] = True
                 self.writer.update_meta(recorder=dict(self._settings))
@@ -270,14 +280,29 @@ class Recorder:
         """Add one micro-batch's loss (a one-element tensor) to the step in progress, for a
         `step()` given no loss: it records their mean, or their sum when `summed` (each loss
         was divided by the whole step's count). scale undoes a division of each loss by the
-        number of micro-batches (a framework's gradient accumulation)."""
-        if not (isinstance(loss, torch.Tensor) and loss.is_floating_point() and not loss.is_meta):
+        number of micro-batches (a framework's gradient accumulation). A loss of several values
+        (reduction='none') adds its mean, warned about once."""
+        start = time.perf_counter()
+        try:
+            self._accumulate(loss, scale, summed)
+        except Exception as exc:  # never raise into the training loop
+            self._failed("accumulate_loss", exc)
+        finally:
+            self._cost += time.perf_counter() - start
+
+    def _accumulate(self, loss: Any, scale: float, summed: bool) -> None:
+        if not (isinstance(loss, torch.Tensor) and loss.is_floating_point() and not loss.is_meta
+                and loss.layout == torch.strided and loss.numel() == 1):
             try:
                 value, _ = scalar_value(loss)
             except Skip as skip:
                 self._warn(("accumulate_loss", skip.args[0]), f"accumulate_loss: {skip.args[1]}"
                            "; warned once")
                 return
+            if isinstance(loss, torch.Tensor) and loss.numel() != 1:
+                self._warn(("accumulate_loss", "values"), f"accumulate_loss: a loss of "
+                           f"{loss.numel()} values, not one (reduction='none'?); their mean is "
+                           "added; warned once")
             loss = torch.as_tensor(value, dtype=torch.float32)
         value = loss.detach()
         if scale != 1:
@@ -444,7 +469,17 @@ class Recorder:
                 "writer_cpu_s": round(self.writer.cpu_seconds, 6)}
 
     def close(self, status: Mapping[str, Any] | None = None) -> None:
-        """Flush everything and mark the run completed (or with the given status)."""
+        """Flush everything and mark the run completed (or with the given status, a mapping)."""
+        try:
+            self._close(status)
+        except Exception as exc:  # never raise into the training loop, nor at its end
+            self._failed("close", exc)
+
+    def _close(self, status: Mapping[str, Any] | None) -> None:
+        if status is not None and not isinstance(status, Mapping):
+            self._warn(("close", "status"), f"close: the status must be a mapping, got a "
+                       f"{type(status).__name__}; the run is closed as completed")
+            status = None
         self._hooks.arm(False)
         for handle in self._handles:
             handle.remove()
@@ -461,12 +496,19 @@ class Recorder:
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc_type is None:
             self.close()
-        else:
-            self.close({"state": "failed", "exception_type": exc_type.__name__,
-                        "exception_message": str(exc),
-                        "traceback": "".join(traceback.format_exception(exc_type, exc, tb)),
-                        "step": self._last_step})
+            return False
+        try:
+            told = "".join(traceback.format_exception(exc_type, exc, tb))
+        except Exception:  # not an exception as Python raises them
+            told = repr(exc)
+        self.close({"state": "failed", "step": self._last_step,
+                    "exception_type": getattr(exc_type, "__name__", repr(exc_type)),
+                    "exception_message": str(exc), "traceback": told})
         return False
+
+
+ACTIVATIONS_OFF = ("not recorded: Recorder(activations=False), so that a compiled model never "
+                   "leaves its compiled graph")
 
 
 def _close_when_dropped(recorder: Recorder) -> None:

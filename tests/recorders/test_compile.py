@@ -665,3 +665,36 @@ def test_hf_trainer_with_torch_compile(tmp_path, monkeypatch):
     assert sorted(acts["step"].unique()) == [0, 3, 6]
     assert "net.1" in set(acts["name"])
     assert len(run.loss()) == STEPS
+
+
+def test_activations_off_keeps_a_compiled_run_bit_for_bit(tmp_path):
+    """Recorder(activations=False): no step leaves the compiled graph, so the weights end
+    bit for bit as those of the same compiled run without a Recorder, with the same graphs."""
+    def train(record: bool):
+        torch._dynamo.reset()
+        counters.clear()
+        torch.manual_seed(0)
+        model = MLP()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        net = torch.compile(model)
+        rec = tracelab.Recorder(str(tmp_path / "run"), net, opt, activations=False) \
+            if record else None
+        for x, y in _batches():
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(net(x), y)
+            loss.backward()
+            opt.step()
+            if rec is not None:
+                rec.step(loss=loss)
+        if rec is not None:
+            rec.close()
+        return [p.detach().clone() for p in model.parameters()], _graphs()
+
+    (plain, plain_graphs), (recorded, recorded_graphs) = train(False), train(True)
+    assert all(torch.equal(a, b) for a, b in zip(plain, recorded))
+    assert recorded_graphs == plain_graphs
+    run = open_run(tmp_path / "run")
+    assert "Recorder(activations=False)" in run.meta["absent"]["activations"]
+    assert run.meta["recorder"]["activations"] is False
+    assert "activation" not in set(run.tensors.kind)
+    assert sorted(run.tensors[run.tensors.kind == "grad"].step.unique()) == list(range(STEPS))
