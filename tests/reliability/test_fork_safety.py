@@ -15,7 +15,8 @@ pytest.importorskip("torch")
 
 import tracelab  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork here")
+pytestmark = [pytest.mark.slow,  # a training subprocess per case
+              pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork here")]
 
 # The parent records 100 steps, forks, waits for the child, checks that no byte of its run
 # changed meanwhile, records 100 steps more and is SIGKILLed: its run must read killed at 199.
