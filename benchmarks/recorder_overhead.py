@@ -184,7 +184,8 @@ class Variant:
             loss.backward()
             self.opt.step()
             if self.rec is not None:
-                self.rec.step(loss=loss, inputs=x, targets=y if self.targets else None)
+                self.rec.step(loss=loss, inputs=x, targets=y if self.targets else None,
+                              outputs=out if self.targets else None)
             if self.tb is not None:
                 self.tb.add_scalar("train/loss", loss.item(), self.step_index)
                 for name, p in self.model.named_parameters():
@@ -240,7 +241,7 @@ def main() -> None:
                              "recorders/cadence.py)")
     parser.add_argument("--checks", action="store_true",
                         help="compare the defaults with and without the per-step batch and loop "
-                             "checks (and with targets) instead of the usual variants")
+                             "checks (and with targets and outputs) instead of the usual variants")
     args = parser.parse_args()
     opens = sorted(first_open_seconds() for _ in range(3))
     print(f"first Recorder() of a fresh process: {opens[1]:.2f} s (median of 3: "

@@ -53,6 +53,18 @@ def second_tensor(batch: Any) -> Any:
     return None
 
 
+_OUTPUT_KEYS = ("logits", "outputs", "preds")
+
+
+def returned_outputs(returned: Any) -> Any:
+    """What the loss read, when a training_step or validation_step returned it in its dict
+    (under logits, outputs or preds); else None: Lightning keeps no model output itself."""
+    if isinstance(returned, Mapping):
+        return next((returned[k] for k in _OUTPUT_KEYS
+                     if isinstance(returned.get(k), torch.Tensor)), None)
+    return None
+
+
 class TracelabCallback(Guard, pl.Callback):
     """Record a Lightning run into `run_dir`.
 
@@ -60,6 +72,8 @@ class TracelabCallback(Guard, pl.Callback):
     inputs: the batch → what to profile as inputs (default: `x` of an `(x, y)` batch, a dict
     or a tensor as it is; None from it skips the batch).
     targets: the batch → its labels (default: `y` of an `(x, y)` batch, or a dict's labels).
+    A training_step or validation_step that returns a dict with `logits` (or `outputs`,
+    `preds`) beside its loss has them recorded as what the loss read (`Recorder.step(outputs=)`).
     recorder_options: passed to Recorder (every, activation_every, input_every, feature_names,
     sample_size, flush_interval).
     """
@@ -110,7 +124,8 @@ class TracelabCallback(Guard, pl.Callback):
         metrics.pop("loss", None)  # the step's own loss is recorded as such
         # The step's loss: the mean of its micro-batches' (accumulate_loss).
         self.recorder.step(inputs=self.inputs(batch), targets=self.targets(batch),
-                           metrics=metrics, data_time=self._take_data_time())
+                           outputs=returned_outputs(outputs), metrics=metrics,
+                           data_time=self._take_data_time())
         self._mark_step_end()
 
     @guarded
@@ -121,16 +136,17 @@ class TracelabCallback(Guard, pl.Callback):
     def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx,
                                 dataloader_idx=0) -> None:
         if self._val_batch is None and not trainer.sanity_checking:
-            self._val_batch = (self.inputs(batch), self.targets(batch))
+            self._val_batch = (self.inputs(batch), self.targets(batch),
+                               returned_outputs(outputs))
 
     @guarded
     def on_validation_end(self, trainer, pl_module) -> None:
         if self.recorder is None or trainer.sanity_checking:
             return
-        (batch, labels), self._val_batch = self._val_batch or (None, None), None
+        (batch, labels, outputs), self._val_batch = self._val_batch or (None, None, None), None
         self.recorder.log("val", metrics=metrics_for(trainer.callback_metrics, "val",
                                                      unprefixed=False), inputs=batch,
-                          targets=labels)
+                          targets=labels, outputs=outputs)
 
     @guarded
     def on_fit_end(self, trainer, pl_module) -> None:
