@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import json
 import os
 import socket
@@ -265,7 +266,6 @@ class RunWriter:
         except FileExistsError:
             raise RunExistsError(f"{self.path}: already holds a run ({self._meta_path.name}); "
                                  "tracelab never overwrites one, choose a new directory") from None
-        _warm_up()
         self._heartbeat = self.path / heartbeat_filename(rank)
         self._heartbeat.touch()
         self._tables = {t: _Table(self.path / t, t, rank) for t in TABLES}
@@ -427,6 +427,9 @@ class RunWriter:
     # -- writer thread --------------------------------------------------------------------------
     def _run(self) -> None:
         _lower_priority()
+        # Here, not in the constructor: the first Recorder() of a process would wait for it.
+        with contextlib.suppress(Exception):  # the first flush loads it, or says what failed
+            _warm_up()
         cpu_start = time.thread_time()
         while True:
             self.cpu_seconds = time.thread_time() - cpu_start
