@@ -34,6 +34,7 @@ import numpy as np
 
 from tracelab.analyzers._dynamics import OUTCOME, matrix_params, update_ratios
 from tracelab.analyzers._dynamics import fmt as _fmt
+from tracelab.analyzers._learning_rate import NO_OPTIMIZER_FIX, without_optimizer
 from tracelab.core import causes
 from tracelab.core.causes import Chain, explains
 from tracelab.core.findings import Finding
@@ -76,9 +77,12 @@ def learning_rate_too_high(run: Run, chains: Sequence[Chain], *, far_above: floa
     peak = _lr_peak(run)
     where = f" (it peaks at {fmt(peak[1])} in '{peak[0]}')" if peak else ""
     severity = min((f.severity for f in seen), key=lambda s: s.rank)
+    claim = f"The learning rate is too high{where}: "
+    if without_optimizer(run):
+        claim = ("The steps are too large (the run recorded no optimizer object, so its "
+                 "learning rate was not judged): ")
     return [learning_rate_too_high.finding(
-        severity, "learning rate", steps,
-        f"The learning rate is too high{where}: " + "; ".join(basis) + ".",
+        severity, "learning rate", steps, claim + "; ".join(basis) + ".",
         {"basis": basis, "confidence": confidence, "votes": sorted(votes),
          "symptoms": [f.id for f in seen], "lr_peak": peak[1] if peak else None,
          "update_ratio": _fastest(run, early)[1] if Needs.UPDATES in run.available else None},
@@ -175,6 +179,8 @@ def _lr_peak(run: Run) -> Optional[tuple[str, float]]:
 
 
 def _fix(run: Run, seen: Sequence[Finding], early: int) -> str:
+    if without_optimizer(run):
+        return NO_OPTIMIZER_FIX
     rise = [f for f in seen if f.rule == "loss-spike" and causes.stated_cause(f) == "lr_increase"]
     if rise:
         return (f"Check the learning-rate schedule at step {rise[0].evidence.get('step')}: it "

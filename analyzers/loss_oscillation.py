@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._dynamics import OUTCOME, finite, fmt, initial, update_ratios
+from tracelab.analyzers._learning_rate import lr_fix
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -88,5 +89,5 @@ def loss_oscillation(run: Run, *, min_steps: int = 50, min_swing: float = 0.25,
         f"without a downward trend (against {trend}).",
         {"median": level, "p10": float(low), "p90": float(high), "swing": float(swing),
          "start_loss": start, "best_level": best, "progress": float(progress)},
-        "Lower the learning rate (3-10x), add warm-up and a decay schedule, and clip gradients "
-        "(clip_grad_norm_ with max_norm about 1).")]
+        lr_fix(run, "Lower the learning rate (3-10x), add warm-up and a decay schedule, and "
+               "clip gradients (clip_grad_norm_ with max_norm about 1)."))]

@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt, matrix_params, name_list, subject_of
+from tracelab.analyzers._learning_rate import lr_fix
 from tracelab.core import causes
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
@@ -74,13 +75,14 @@ def update_ratio(run: Run, *, high: float = 0.1, low: float = 1e-5,
             text = (f"Updates are too large in {which}: '{worst}' changes by "
                     f"{fmt(layers[worst])} of its norm per step (median), "
                     f"{fmt(layers[worst] / 1e-3)}x the usual 1e-3.")
-            fix = ("Lower the learning rate until the ratio nears 1e-3, or add warm-up; give an "
-                   "outlying layer its own param group.")
+            fix = lr_fix(run, "Lower the learning rate until the ratio nears 1e-3, or add "
+                         "warm-up; give an outlying layer its own param group.")
         else:
             text = (f"Updates are too small in {which}: '{worst}' changes by at most "
                     f"{fmt(layers[worst])} of its norm per step (90th percentile), "
                     f"{fmt(1e-3 / max(layers[worst], 1e-30))}x below the usual 1e-3.")
-            fix = "Raise the learning rate of these layers; an LR range test finds a good one."
+            fix = lr_fix(run, "Raise the learning rate of these layers; an LR range test "
+                         "finds a good one.")
         findings.append(update_ratio.finding(
             WARNING, subject_of(flagged), steps, text,
             {"layers": len(flagged), "of_layers": len(moving),

@@ -8,7 +8,7 @@ import platform
 import socket
 import subprocess
 import sys
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import torch
 
@@ -78,14 +78,16 @@ def wrapped(model: torch.nn.Module) -> torch.nn.Module | None:
     return inner if len(children) == 1 and children[0] is inner else None
 
 
-def model_summary(model: torch.nn.Module, optimizer: Any | None) -> dict[str, Any]:
-    in_opt = {id(p) for g in optimizer.param_groups for p in g["params"]} if optimizer else set()
+def model_summary(model: torch.nn.Module, optimizers: Sequence[Any]) -> dict[str, Any]:
+    """The model's modules and parameters; `in_optimizer` says whether any of `optimizers`
+    holds a parameter (None when the run watches no optimizer)."""
+    in_opt = {id(p) for opt in optimizers for g in opt.param_groups for p in g["params"]}
     return {
         "type": type(model).__name__,
         "modules": [_module_entry(path, m) for path, m in model.named_modules()],
         "parameters": [{"name": name, "shape": list(p.shape), "dtype": str(p.dtype).replace(
             "torch.", ""), "device": str(p.device), "requires_grad": p.requires_grad,
-            "in_optimizer": id(p) in in_opt if optimizer else None}
+            "in_optimizer": id(p) in in_opt if optimizers else None}
             for name, p in model.named_parameters()],
     }
 
@@ -129,12 +131,28 @@ def loss_summary(loss_fn: Any) -> dict[str, Any]:
     return summary
 
 
-def optimizer_summary(optimizer: Any) -> dict[str, Any]:
+def optimizer_summary(optimizer: Any, names: Mapping[int, str] | None = None) -> dict[str, Any]:
+    """Class and param groups: each group's hyperparameters, its parameter count and, given
+    `names` (id of a parameter -> its name), the names of the tracked parameters it holds."""
     groups = []
     for group in optimizer.param_groups:
-        groups.append({k: _plain(v) for k, v in group.items() if k != "params"}
-                      | {"n_params": len(group["params"])})
+        summary = {k: _plain(v) for k, v in group.items() if k != "params"} \
+            | {"n_params": len(group["params"])}
+        if names is not None:
+            summary["params"] = [names[id(p)] for p in group["params"] if id(p) in names]
+        groups.append(summary)
     return {"type": type(optimizer).__name__, "groups": groups}
+
+
+def scheduler_summary(scheduler: Any) -> dict[str, Any]:
+    """An LR scheduler's class and plain settings (its state_dict, less the optimizer's)."""
+    try:
+        state = scheduler.state_dict()
+    except Exception:  # a scheduler of no torch kind: its class is what is known
+        state = {}
+    settings = {k: _plain(v) for k, v in state.items()
+                if not k.startswith("_") and isinstance(v, (str, int, float, bool, type(None)))}
+    return {"type": type(scheduler).__name__, "settings": settings}
 
 
 def _plain(value: Any) -> Any:

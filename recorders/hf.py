@@ -87,7 +87,8 @@ class TracelabCallback(Guard, TrainerCallback):
             return
         kept = {k: v for k, v in args.to_dict().items() if k in ARGS_KEPT}
         self.recorder = Recorder(self.run_dir, config={**kept, **self.config},
-                                 rank=args.process_index, **self.options)
+                                 rank=args.process_index,
+                                 **{"scheduler": kwargs.get("lr_scheduler"), **self.options})
         # accelerate wraps the torch optimizer; the Recorder hooks the one that steps. Under
         # fp16 the wrapper holds the GradScaler that decides whether the step runs.
         inner = getattr(optimizer, "optimizer", optimizer)

@@ -94,12 +94,14 @@ class TracelabCallback(Guard, pl.Callback):
     @guarded
     def on_fit_start(self, trainer: "pl.Trainer", pl_module: "pl.LightningModule") -> None:
         hparams = {str(k): v for k, v in dict(getattr(pl_module, "hparams", {}) or {}).items()}
+        schedulers = [c.scheduler for c in getattr(trainer, "lr_scheduler_configs", None) or ()]
         self.recorder = Recorder(self.run_dir, config={**hparams, **self.config},
-                                 rank=trainer.global_rank, **self.options)
+                                 rank=trainer.global_rank,
+                                 **{"scheduler": schedulers or None, **self.options})
+        # Several optimizers (GANs): each one's lr, param groups and grads as it used them.
         optimizers: Sequence[Any] = trainer.optimizers
-        # Several optimizers (GANs): the first one's lr and updates are recorded.
         scaler = getattr(getattr(trainer, "precision_plugin", None), "scaler", None)
-        self.recorder.watch(pl_module, optimizers[0] if optimizers else None, scaler=scaler)
+        self.recorder.watch(pl_module, list(optimizers) or None, scaler=scaler)
         self._steps_seen = trainer.global_step
 
     @guarded

@@ -23,6 +23,13 @@
   reached no backward before the next one began (it raised, and the step was retried). A
   model without a plain parameter for the gradient hook (FSDP2's DTensors) shows no backward:
   there a step's last pass is the one recorded.
+- The grads' total norms (`GradNorms`): at the end of each backward pass (a callback the same
+  kind of gradient hook queues on the autograd engine; the step's last pass is kept) and in each
+  optimizer's step pre-hook, over the grads that optimizer holds: the gradients it used. A clip
+  between backward and step shows as a step norm below the backward norm; a clip (or any change)
+  after the step as tensors' grad norms, read at `Recorder.step()`, that differ from the step
+  norm. Cost: one fused `_foreach_norm` per backward pass and per optimizer step, on the device,
+  riding the step's packed copy (no host sync on an accelerator).
 - The GradScaler's scale (`amp_scale`), read as its device tensor (no host sync), and whether
   the step's optimizer step ran: the scaler skips it on Inf/NaN gradients.
 """
@@ -35,9 +42,11 @@ import torch
 
 from tracelab.recorders.hook_refs import WeakHook
 from tracelab.recorders.transfer import StepRecord
+from tracelab.recorders.parameters import local
+from tracelab.recorders.stats import dense_equivalent, norms
 from tracelab.core.schema import (AMP_SCALE, AMP_SKIPPED, DROPOUT_MODULES, GRAD_LEFTOVER,
-                                  NORM_MODULES, SIGNALS, TRAIN_MODE_DROPOUT, TRAIN_MODE_MODEL,
-                                  TRAIN_MODE_NORM)
+                                  GRAD_NORM_BACKWARD, GRAD_NORM_STEP, NORM_MODULES, SIGNALS,
+                                  TRAIN_MODE_DROPOUT, TRAIN_MODE_MODEL, TRAIN_MODE_NORM)
 
 _NORMS = (torch.nn.modules.batchnorm._BatchNorm,)
 _DROPOUTS = (torch.nn.modules.dropout._DropoutNd,)
@@ -91,11 +100,9 @@ class GradResets:
     def attach(self, params: list[torch.Tensor]) -> None:
         """Watch the smallest plain parameter of `params` (a tracked model's)."""
         self.detach()
-        plain = [p for p in params if type(p) in (torch.Tensor, torch.nn.Parameter)
-                 and p.numel()]
-        if not plain:
+        self._param = _smallest_plain(params)
+        if self._param is None:
             return
-        self._param = min(reversed(plain), key=lambda p: p.numel())  # the last of the smallest
         self._handle = self._param.register_hook(
             WeakHook(self._before_accumulation, copies_as_get=True))
 
@@ -125,6 +132,90 @@ class GradResets:
         """The observation of the step that ends, if its backward pass was seen."""
         leftover, self._leftover = self._leftover, None
         return [] if leftover is None else [(GRAD_LEFTOVER, leftover)]
+
+
+def _smallest_plain(params: list[torch.Tensor]) -> torch.Tensor | None:
+    """The last of the smallest plain (not DTensor) parameters: one whose gradient hook runs in
+    every backward pass that reaches the model, at little cost."""
+    plain = [p for p in params if type(p) in (torch.Tensor, torch.nn.Parameter) and p.numel()]
+    return min(reversed(plain), key=lambda p: p.numel()) if plain else None
+
+
+def total_norm(tensors: list[torch.Tensor]) -> torch.Tensor | None:
+    """The L2 norm of all `tensors` together (float64, on the first one's device; None for
+    none): one fused reduction per device, as torch.nn.utils.clip_grad_norm_ takes it."""
+    by_device: dict[torch.device, list[torch.Tensor]] = {}
+    for t in tensors:
+        by_device.setdefault(t.device, []).append(dense_equivalent(t).detach())
+    if not by_device:
+        return None
+    squares = [norms(ts).square().sum() for ts in by_device.values()]
+    first = squares[0].device
+    return torch.stack([s.to(first) for s in squares]).sum().sqrt()
+
+
+class GradNorms:
+    """The grads' total norm at the end of backward and as each optimizer used them (the module
+    docstring). `warn(key, message)` hears of a norm that could not be taken."""
+
+    def __init__(self, warn: Any) -> None:
+        self._warn = warn
+        self._params: list[torch.Tensor] = []
+        self._handle: Any = None
+        self._queued = False  # the end-of-backward callback waits in the running backward
+        self._backward: torch.Tensor | None = None
+        self._step: dict[str, torch.Tensor] = {}
+
+    def attach(self, params: list[torch.Tensor]) -> None:
+        self.detach()
+        self._params = list(params)
+        watched = _smallest_plain(self._params)
+        if watched is not None:
+            self._handle = watched.register_hook(
+                WeakHook(self._on_grad, copies_as_get=True))
+
+    def detach(self) -> None:
+        if self._handle is not None:
+            self._handle.remove()
+        self._handle = None
+        self._queued = False
+
+    def _on_grad(self, grad: torch.Tensor) -> None:
+        if self._queued:
+            return None
+        try:
+            torch.autograd.Variable._execution_engine.queue_callback(self._after_backward)
+            self._queued = True
+        except Exception as exc:  # compiled autograd, say: the backward norm is left out
+            self._warn(("grad_norm", "backward"), f"the grads' norm at the end of backward "
+                       f"is not recorded ({type(exc).__name__}: {exc}); warned once")
+        return None
+
+    def _after_backward(self) -> None:
+        self._queued = False
+        try:
+            with torch.no_grad():
+                self._backward = total_norm(
+                    [local(p.grad) for p in self._params if p.grad is not None])
+        except Exception as exc:
+            self._warn(("grad_norm", "backward", type(exc).__name__), f"the grads' norm at "
+                       f"the end of backward failed ({type(exc).__name__}: {exc}); warned once")
+
+    def stepped(self, name: str, optimizer: Any) -> None:
+        """In `optimizer`'s step pre-hook: the norm of the grads it is about to use."""
+        with torch.no_grad():
+            norm = total_norm([local(p.grad) for g in optimizer.param_groups
+                               for p in g["params"] if p.grad is not None])
+        if norm is not None:
+            self._step[name] = norm
+
+    def take(self, single: bool) -> list[tuple[str, Any]]:
+        """The step's norms as signals; `single`: one optimizer, named GRAD_NORM_STEP alone."""
+        out = [] if self._backward is None else [(GRAD_NORM_BACKWARD, self._backward)]
+        for name, norm in self._step.items():
+            out.append((GRAD_NORM_STEP if single else f"{GRAD_NORM_STEP}/{name}", norm))
+        self._backward, self._step = None, {}
+        return out
 
 
 class EvalModes:

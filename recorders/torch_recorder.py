@@ -43,14 +43,15 @@ from tracelab.recorders.classes import record_classes
 from tracelab.recorders.fingerprints import Fingerprints
 from tracelab.recorders.hook_refs import WeakHook
 from tracelab.recorders.inputs import InputStats
-from tracelab.recorders.loop_checks import (EvalModes, GradResets, Passes, add_signals,
-                                            amp_scale)
+from tracelab.recorders.loop_checks import (EvalModes, GradNorms, GradResets, Passes,
+                                            add_signals, amp_scale)
 from tracelab.recorders.outputs import OutputFacts
 from tracelab.recorders.parameters import ParameterStats
 from tracelab.recorders.scalars import Scalars, Skip, WarnOnce, scalar_value
 from tracelab.recorders.sentinel import Sentinel, as_tensors
 from tracelab.recorders.transfer import StepRecord
-from tracelab.core.schema import (DATA_TIME, LOSS_NAME, LR_PREFIX, META_ABSENT, META_LOSS_FN,
+from tracelab.core.schema import (DATA_TIME, LOSS_NAME, LR_PREFIX, META_ABSENT,
+                                   META_OPTIMIZERS, META_SCHEDULERS, META_LOSS_FN,
                                    META_OUTPUTS, STEP_TIME, TARGETS, TRAIN)
 from tracelab.core.writer import RunWriter
 
@@ -60,8 +61,19 @@ _OWN_SCALARS = frozenset({STEP_TIME, DATA_TIME})
 _OWN_SCALARS_AND_LOSS = _OWN_SCALARS | {LOSS_NAME}
 
 
-def _parameter_count(optimizer: torch.optim.Optimizer) -> int:
-    return sum(len(group["params"]) for group in optimizer.param_groups)
+def _parameter_count(optimizers: Iterable[torch.optim.Optimizer]) -> int:
+    return sum(len(group["params"]) for opt in optimizers for group in opt.param_groups)
+
+
+def _named(given: Any) -> dict[str, Any]:
+    """Optimizers (or schedulers) by name: a dict's keys, a list's positions ("0", "1", ...)."""
+    if given is None:
+        return {}
+    if isinstance(given, Mapping):
+        return {str(k): v for k, v in given.items() if v is not None}
+    if isinstance(given, (list, tuple)):
+        return {str(i): v for i, v in enumerate(given) if v is not None}
+    return {"0": given}
 
 
 class Recorder:
@@ -86,6 +98,12 @@ class Recorder:
     sample_size: values kept per (split, feature) in the uniform reservoir (the samples table).
     rank: the process's rank; None takes torch.distributed's rank when it is initialized.
     scaler: a `torch.amp.GradScaler` whose scale is recorded every step.
+    optimizer: one optimizer, a list of them, or a dict of them by name (a GAN's generator
+    and discriminator): each one's param groups go in meta.json's `optimizers`, the learning
+    rate of each group is recorded every step, and each one's step pre-hook reads the grads
+    it used. Without one, meta.json records `optimizers: {}` (the LR is unknown).
+    scheduler: LR scheduler(s), given the same way: their class and settings in meta.json (the
+    LR they set is read from the param groups each step anyway).
     fingerprints: input rows hashed per split (a bounded sample), for train/val overlap.
     loss_fn: the loss module (or function): its type, reduction and settings go to meta.json.
     """
@@ -99,6 +117,7 @@ class Recorder:
                  feature_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
                  sample_size: int = 2_000, flush_interval: float = 1.0,
                  rank: int | None = None, scaler: Any = None, fingerprints: int = 2_048,
+                 scheduler: Any = None,
                  loss_fn: Any = None):
         self.cadence = Cadence(
             grad_norm_every=grad_norm_every, every=DEFAULT_EVERY if every is None else every,
@@ -115,7 +134,10 @@ class Recorder:
                                     and torch.distributed.is_initialized())
         self._settings = dict(self.cadence.settings(), sample_size=sample_size)
         meta = {"config": dict(config or {}), "environment": env.environment(),
-                "recorder": dict(self._settings)}
+                "recorder": dict(self._settings), META_OPTIMIZERS: {}}
+        schedulers = _named(scheduler)
+        if schedulers:
+            meta[META_SCHEDULERS] = {k: env.scheduler_summary(v) for k, v in schedulers.items()}
         if distributed:
             meta["world_size"] = torch.distributed.get_world_size() \
                 if torch.distributed.is_initialized() else None
@@ -142,6 +164,7 @@ class Recorder:
         passes = Passes()  # the model's training passes, as EvalModes and GradResets see them
         self._grad_resets = GradResets(passes)
         self._eval_modes = EvalModes(passes)
+        self._grad_norms = GradNorms(self._warn)
         self.scaler = scaler
         self._stepped = False  # the optimizer stepped since the last step()
         self._step = 0  # the step in progress: the one the next step() records
@@ -151,8 +174,9 @@ class Recorder:
         self._data_time: float | None = None
         self.model: torch.nn.Module | None = None
         self._given_model: torch.nn.Module | None = None  # as given: compiled, wrapped, ...
-        self.optimizer: torch.optim.Optimizer | None = None
-        self._optimizer_size = 0  # the optimizer's parameters when last looked at
+        self.optimizer: torch.optim.Optimizer | None = None  # the first of `optimizers`
+        self.optimizers: dict[str, torch.optim.Optimizer] = {}
+        self._optimizer_size = 0  # the optimizers' parameters when last looked at
         self._tracked: list[tuple[str, torch.nn.Parameter]] = []
         self._parameters = ParameterStats([])
         self._handles: list[Any] = []
@@ -162,11 +186,10 @@ class Recorder:
             self.watch(model, optimizer)
 
     # -- attaching ----------------------------------------------------------------------------
-    def watch(self, model: torch.nn.Module | None = None,
-              optimizer: torch.optim.Optimizer | None = None, *,
+    def watch(self, model: torch.nn.Module | None = None, optimizer: Any = None, *,
               scaler: Any = None) -> "Recorder":
-        """Attach a model, optimizer and/or GradScaler (frameworks create them after the
-        recorder)."""
+        """Attach a model, optimizer(s) (one, a list or a dict by name; they replace those
+        watched before) and/or GradScaler (frameworks create them after the recorder)."""
         if scaler is not None:
             self.scaler = scaler
         if model is None and optimizer is not None and self._changed_parameters():
@@ -180,6 +203,7 @@ class Recorder:
                              for n, p in self.model.named_parameters() if p.requires_grad]
             self._parameters = ParameterStats(self._tracked)
             self._grad_resets.attach([p for _, p in self._tracked])
+            self._grad_norms.attach([p for _, p in self._tracked])
             # On the user's module, so that evaluations calling it directly are seen too;
             # inside torch.compile(DDP(model)) a hook there would make dynamo compile the
             # module, which it does not without the recorder: there the wrapper is hooked.
@@ -194,20 +218,33 @@ class Recorder:
                 self._settings["compiled"] = True
                 self.writer.update_meta(recorder=dict(self._settings))
             self._hooks.arm(self.cadence.activations(self._step))
-        if optimizer is not None and optimizer is not self.optimizer:
-            self.optimizer = optimizer
-            self._optimizer_size = _parameter_count(optimizer)
-            for handle in self._handles:  # the replaced optimizer's hook
+        optimizers = _named(optimizer)
+        if optimizers and list(optimizers.items()) != list(self.optimizers.items()):
+            self.optimizers = optimizers
+            self.optimizer = next(iter(optimizers.values()))
+            self._optimizer_size = _parameter_count(optimizers.values())
+            for handle in self._handles:  # the replaced optimizers' hooks
                 handle.remove()
             # Outside the graph of a compiled optimizer.step: the snapshot copies in Python.
             # (This imports dynamo, as torch's own first optimizer step does anyway.)
-            self._handles = [optimizer.register_step_pre_hook(
-                compiled.outside_compile(WeakHook(self._before_optimizer_step)))]
-            self.writer.update_meta(optimizer=env.optimizer_summary(optimizer))
+            self._handles = [opt.register_step_pre_hook(
+                compiled.outside_compile(WeakHook(self._before_optimizer_step)))
+                for opt in optimizers.values()]
+        if optimizers or model is not None:
+            self._describe_optimizers()
         if self.model is not None:
             self.writer.update_meta(model=compiled.plain_summary(
-                env.model_summary(self.model, self.optimizer)))
+                env.model_summary(self.model, list(self.optimizers.values()))))
         return self
+
+    def _describe_optimizers(self) -> None:
+        """meta.json's optimizers, their groups naming the tracked parameters they hold."""
+        if not self.optimizers:
+            return
+        names = {id(p): n for n, p in self._tracked}
+        summaries = {k: env.optimizer_summary(opt, names) for k, opt in self.optimizers.items()}
+        self.writer.update_meta(**{META_OPTIMIZERS: summaries,
+                                   "optimizer": next(iter(summaries.values()))})
 
     def _changed_parameters(self) -> bool:
         """Whether the watched model's trainable parameters are no longer the tracked ones."""
@@ -219,15 +256,23 @@ class Recorder:
     def _track_added_parameters(self) -> None:
         """After an `add_param_group` (the optimizer's parameter count moved), track the model
         anew if its parameters changed: a module added with the group, perhaps."""
-        if self.optimizer is not None and _parameter_count(self.optimizer) != self._optimizer_size:
-            self._optimizer_size = _parameter_count(self.optimizer)
+        count = _parameter_count(self.optimizers.values())
+        if self.optimizers and count != self._optimizer_size:
+            self._optimizer_size = count
             if self._changed_parameters():
                 self.watch(self._given_model)
 
     # -- hooks (training thread) ----------------------------------------------------------------
     def _before_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        self._grad_resets.optimizer_stepped()
+        if len(self.optimizers) <= 1:
+            # With several, a backward legitimately adds to another optimizer's stale grads
+            # (a GAN's generator pass through the discriminator): resets are not judged.
+            self._grad_resets.optimizer_stepped()
         self._stepped = True
+        if not self.writer.failed:
+            name = next((k for k, v in self.optimizers.items() if v is optimizer), "0")
+            self._produce("grad norm at the optimizer step", self._grad_norms.stepped, name,
+                          optimizer)
         # Before the snapshot: a module added this step has its update recorded too.
         self._track_added_parameters()
         if self.writer.failed or not self.cadence.weights(self._step):
@@ -343,7 +388,8 @@ class Recorder:
         updates = self._parameters.end_step()
         modes = self._eval_modes.train_step()
         stepped, self._stepped = self._stepped, False
-        signals = modes + self._grad_resets.take() + amp_scale(
+        signals = modes + self._grad_resets.take() + self._grad_norms.take(
+            len(self.optimizers) <= 1) + amp_scale(
             self.scaler, stepped if self.optimizer is not None else None)
         if self._losses:
             loss = self._accumulated_loss(loss)
@@ -352,9 +398,11 @@ class Recorder:
         scalars = Scalars(step, TRAIN, self._warn)
         if loss is not None:
             scalars.add(LOSS_NAME, loss)
-        if self.optimizer is not None:
-            for i, group in enumerate(self.optimizer.param_groups):
-                scalars.add(f"{LR_PREFIX}{i}", group.get("lr", math.nan))
+        single = len(self.optimizers) == 1
+        for name, optimizer in self.optimizers.items():
+            for i, group in enumerate(optimizer.param_groups):
+                scalars.add(f"{LR_PREFIX}{i}" if single else f"{LR_PREFIX}{name}/{i}",
+                            group.get("lr", math.nan))
         step_time = None if self._last_step_end is None else now - self._last_step_end
         if step_time is not None:
             scalars.add(STEP_TIME, step_time)
@@ -485,6 +533,7 @@ class Recorder:
             handle.remove()
         self._handles.clear()
         self._grad_resets.detach()
+        self._grad_norms.detach()
         self._eval_modes.detach()
         if not self.writer.closed:
             self.writer.close(status)

@@ -141,8 +141,21 @@ DROPOUT_MODULES = "modules/dropout"  # Dropout modules (p > 0) the model has
 NORM_MODULES = "modules/batchnorm"  # BatchNorm modules the model has
 AMP_SCALE = "amp/scale"  # the GradScaler's scale after the step
 AMP_SKIPPED = "amp/skipped"  # 1 when the step's optimizer.step() did not run (Inf/NaN grads)
+# The total norm of the tracked parameters' grads at the end of the step's last backward pass,
+# and of each optimizer's grads in its step pre-hook (the grads it used): GRAD_NORM_STEP for a
+# single optimizer, GRAD_NORM_STEP + "/" + its name for several. A clip between backward and
+# step shows as step < backward; a clip after the step as recorded grad norms != step.
+GRAD_NORM_BACKWARD = "grad_norm/backward"
+GRAD_NORM_STEP = "grad_norm/step"
 SIGNAL_NAMES = (GRAD_LEFTOVER, TRAIN_MODE_MODEL, TRAIN_MODE_DROPOUT, TRAIN_MODE_NORM,
-                DROPOUT_MODULES, NORM_MODULES, AMP_SCALE, AMP_SKIPPED)
+                DROPOUT_MODULES, NORM_MODULES, AMP_SCALE, AMP_SKIPPED, GRAD_NORM_BACKWARD,
+                GRAD_NORM_STEP)
+# meta.json: "optimizers" maps each watched optimizer's name to its summary (type, param groups
+# with their hyperparameters and tracked parameter names); {} records that the run was given no
+# optimizer object (manual SGD): its learning rate is unknown. "optimizer" keeps the first one's
+# summary, as older runs have it. "schedulers": the same for the LR schedulers given.
+META_OPTIMIZERS = "optimizers"
+META_SCHEDULERS = "schedulers"
 
 _f64, _i64, _str = pa.float64(), pa.int64(), pa.string()
 
@@ -200,7 +213,7 @@ class Needs:
     EVAL = Requirement("eval", "a validation split in scalars")
     WEIGHTS = Requirement("weights", "weight stats")
     GRADS = Requirement("grads", "gradient stats")
-    UPDATES = Requirement("updates", "update stats")
+    UPDATES = Requirement("updates", "update stats (Recorder(optimizer=...))")
     ACTIVATIONS = Requirement("activations", "activations")
     INPUTS = Requirement("inputs", "input stats")
     SAMPLES = Requirement("samples", "input samples")
