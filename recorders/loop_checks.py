@@ -181,7 +181,9 @@ class GradNorms:
         self._queued = False
 
     def _on_grad(self, grad: torch.Tensor) -> None:
-        if self._queued:
+        # Traced by compiled autograd, a queued callback would break its graph: no backward
+        # norm there (the step norms are still taken, in the optimizer's pre-hook).
+        if self._queued or torch.compiler.is_compiling():
             return None
         try:
             torch.autograd.Variable._execution_engine.queue_callback(self._after_backward)
