@@ -158,8 +158,9 @@ class GradNorms:
     """The grads' total norm at the end of backward and as each optimizer used them (the module
     docstring). `warn(key, message)` hears of a norm that could not be taken."""
 
-    def __init__(self, warn: Any) -> None:
+    def __init__(self, warn: Any, due: Any = None) -> None:
         self._warn = warn
+        self._due = due  # whether the step in progress takes the norms (None: every step)
         self._params: list[torch.Tensor] = []
         self._handle: Any = None
         self._queued = False  # the end-of-backward callback waits in the running backward
@@ -183,7 +184,8 @@ class GradNorms:
     def _on_grad(self, grad: torch.Tensor) -> None:
         # Traced by compiled autograd, a queued callback would break its graph: no backward
         # norm there (the step norms are still taken, in the optimizer's pre-hook).
-        if self._queued or torch.compiler.is_compiling():
+        if self._queued or torch.compiler.is_compiling() or (self._due is not None
+                                                             and not self._due()):
             return None
         try:
             torch.autograd.Variable._execution_engine.queue_callback(self._after_backward)

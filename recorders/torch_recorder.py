@@ -164,7 +164,9 @@ class Recorder:
         passes = Passes()  # the model's training passes, as EvalModes and GradResets see them
         self._grad_resets = GradResets(passes)
         self._eval_modes = EvalModes(passes)
-        self._grad_norms = GradNorms(self._warn)
+        # On the steps that record the grads' full statistics: each total norm is a pass over
+        # every grad, too dear on every step of a large model.
+        self._grad_norms = GradNorms(self._warn, due=lambda: self.cadence.grads(self._step))
         self.scaler = scaler
         self._stepped = False  # the optimizer stepped since the last step()
         self._step = 0  # the step in progress: the one the next step() records
@@ -269,7 +271,7 @@ class Recorder:
             # (a GAN's generator pass through the discriminator): resets are not judged.
             self._grad_resets.optimizer_stepped()
         self._stepped = True
-        if not self.writer.failed:
+        if not self.writer.failed and self.cadence.grads(self._step):
             name = next((k for k, v in self.optimizers.items() if v is optimizer), "0")
             self._produce("grad norm at the optimizer step", self._grad_norms.stepped, name,
                           optimizer)
