@@ -21,8 +21,9 @@ from tracelab.core.errors import TraceError
 from tracelab.core.formats import NATIVE, Source
 from tracelab.core.run_views import Views
 from tracelab.core.schema import (ACTIVATION, AMP_SCALE, ARROW_SCHEMAS, BATCHES, CLASSES,
-                                  DATA_TIME, FINGERPRINTS, GRAD, GRAD_LEFTOVER, INPUTS, LOSS_NAME,
-                                  META_ABSENT, SAMPLES, SCALARS, SCHEMA_VERSION, SIGNALS, TARGETS, TENSORS, TRAIN,
+                                  DATA_TIME, FINGERPRINTS, GRAD, GRAD_LEFTOVER, GRAD_NORM_BACKWARD,
+                                  INPUTS, LOSS_NAME, LR_PREFIX, META_ABSENT, META_OPTIMIZERS,
+                                  SAMPLES, SCALARS, SCHEMA_VERSION, SIGNALS, TARGETS, TENSORS, TRAIN,
                                   NORM_MODULES, UPDATE, WEIGHT, Needs, Requirement)
 
 SAMPLE_CODES = ("split", "feature")  # the samples' columns `sample_table` dictionary-encodes
@@ -323,6 +324,14 @@ class Run:
                           (AMP_SCALE, Needs.AMP)):
             if name in signals:
                 have.add(req)
+        if GRAD_NORM_BACKWARD in signals:
+            have.add(Needs.GRAD_NORMS)
+        if len(sc) and sc.loc[sc["split"] == TRAIN, "name"].astype(str).str.startswith(
+                LR_PREFIX).any():
+            have.add(Needs.LEARNING_RATE)
+        optimizers = self.meta.get(META_OPTIMIZERS)
+        if isinstance(optimizers, dict) and optimizers:
+            have.add(Needs.OPTIMIZERS)
         if self.meta.get("environment"):
             have.add(Needs.ENVIRONMENT)
         if self.meta.get("model"):

@@ -227,6 +227,17 @@ class Needs:
     EVAL_MODES = Requirement("eval_modes", "module modes at evaluation (log() with a model)")
     AMP = Requirement("amp", "GradScaler scale (Recorder(scaler=...))")
     FINGERPRINTS = Requirement("fingerprints", "input fingerprints")
+    OUTPUTS = Requirement("outputs", "what enters the loss (step(outputs=...))")
+    TRAIN_MODES = Requirement("train_modes", "module modes of the training steps (a Recorder "
+                                             "with a model)")
+    MODULE_SHAPES = Requirement("module_shapes", "module input shapes (activations recorded)")
+    MODULE_CONFIG = Requirement("module_config", "module settings (model.modules config)")
+    OPTIMIZERS = Requirement("optimizers", "the optimizers' param groups (meta.json optimizers: "
+                             "Recorder(optimizer=...))")
+    LEARNING_RATE = Requirement("learning_rate", "the learning rate of every step (lr/ scalars: "
+                                "Recorder(optimizer=...))")
+    GRAD_NORMS = Requirement("grad_norms", "the grads' total norm at backward and at the "
+                             "optimizer step (grad_norm/backward, grad_norm/step)")
 
 
 REQUIREMENTS = tuple(v for v in vars(Needs).values() if isinstance(v, Requirement))
