@@ -1,6 +1,6 @@
-"""The synthetic tasks, models, schedules and optimizers of benchmarks/calibrate_rules.py.
+"""The synthetic tasks, models, schedules and optimizers of benchmarks/calibration_synthetic.py.
 
-Every function takes the scenario (a `calibrate_rules.Scenario`: arch, opt, lr, fault,
+Every function takes the scenario (a `calibration_synthetic.Scenario`: arch, opt, lr, fault,
 classes, schedule) and builds what it names; nothing here records or analyzes.
 """
 from __future__ import annotations

@@ -5,11 +5,11 @@ from the training set).
 
     python benchmarks/calibration_silent.py [--only NAME,..] [--steps N]
 
-`SCENARIOS` (name -> Scenario with `expect` and `allow`, as in calibrate_rules.py),
+`SCENARIOS` (name -> Scenario with `expect` and `allow`, as in calibration_synthetic.py),
 `train(name, run_dir, *, steps=None, seed=0) -> run_dir` and `judge(name, diagnosis)` are
-importable; end-to-end tests reuse them. The names are distinct from calibrate_rules.py's, so
-its matrix can take them as they are: look a name up in either SCENARIOS and train and judge
-it with that module's functions.
+importable; end-to-end tests reuse them. The names are distinct from
+calibration_synthetic.py's, so its matrix can take them as they are: look a name up in either
+SCENARIOS and train and judge it with that module's functions.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """End to end: train tiny real models with the Recorder, analyze them, assert on the findings.
 
-The scenarios are those of benchmarks/calibrate_rules.py (the calibration of the
+The scenarios are those of benchmarks/calibration_synthetic.py (the calibration of the
 training-dynamics rules), shortened so each trains in a few seconds on a CPU.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
 import tracelab  # noqa: E402
 from _benchmarks import load  # noqa: E402
 
-calibrate = load("calibrate_rules")
+calibrate = load("calibration_synthetic")
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")

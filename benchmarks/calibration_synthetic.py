@@ -1,4 +1,4 @@
-"""Calibrate the rules and the diagnoses on real tiny training runs.
+"""The synthetic calibration scenarios: tiny trainings written for this project.
 
 Trains small models (MLP, CNN with BatchNorm, GRU, a small transformer, an embedding-bag model)
 with SGD, Adam and AdamW under constant, step, warm-up and cosine schedules on synthetic data,
@@ -9,10 +9,12 @@ matrix of run x findings, then three figures:
 - diagnoses per faulty run (all, and those at warning or above);
 - warnings (or errors) on healthy runs.
 
-    python benchmarks/calibrate_rules.py [--out DIR] [--only NAME,..] [--steps N]
+    python benchmarks/calibration_synthetic.py [--out DIR] [--only NAME,..] [--steps N]
 
-The silent-bug cases of `calibration_silent.py` (a missing zero_grad, evaluation in training
-mode, bad targets, ...) run with them, each trained by its own file's loop. The scenarios are
+The rules were tuned on these runs, so the figures measure fit, not generalization; that is
+measured by `calibrate_rules.py` on the calibration sets built from public code. The
+silent-bug cases of `calibration_silent.py` (a missing zero_grad, evaluation in training mode,
+bad targets, ...) run with them, each trained by its own file's loop. The scenarios are
 importable (`SCENARIOS`, `train`, `scenario`, `run_scenario`) so end-to-end tests reuse them.
 """
 from __future__ import annotations
