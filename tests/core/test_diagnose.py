@@ -192,3 +192,66 @@ def test_a_new_rule_brings_its_links_merge_noun_and_reading_with_it():
     # Left out of the rule list, a reading rule does not run.
     found, _ = diagnose(_run(), [spike, burst], [stuck_loader.spec, *all_rules()])
     assert not any(f.rule == "spike-reader" for f in found)
+
+
+def _premised_rules(verdict):
+    """The registered rules and two of our own: `sure-cause`, whose fix presumes a fact the
+    premise judges as `verdict`, and `weak-cause`, which presumes nothing."""
+    from tracelab.app.engine import all_rules
+    from tracelab.core.causes import Premise
+    from tracelab.core.rules import rule
+
+    judged = []
+
+    def judge(run, finding):
+        judged.append(finding.id)
+        return verdict
+
+    @rule(name="sure-cause", code="TL996", presumes=(Premise("the loop lacks a call", judge),))
+    def sure_cause(run):
+        return []
+
+    @rule(name="weak-cause", code="TL995")
+    def weak_cause(run):
+        return []
+
+    return [*all_rules(), sure_cause.spec, weak_cause.spec], judged
+
+
+def test_a_diagnosis_whose_fix_a_recorded_fact_contradicts_is_never_first():
+    from tracelab.core.causes import contradicted
+    rules, judged = _premised_rules(contradicted("the loop calls it on every step"))
+    sure = _f("sure-cause", "optimizer", (0, 299), ERROR, fix="Add the call.", code="TL996")
+    weak = _f("weak-cause", "loss", (100, 120), INFO, fix="Look at the loss.", code="TL995")
+    run = _run()
+    found, diagnoses = diagnose(run, [sure, weak], rules)
+    assert [d.finding.rule for d in diagnoses] == ["weak-cause", "sure-cause"]
+    last = diagnoses[-1]
+    assert judged == [sure.id]
+    assert last.contradicted == ("the loop calls it on every step",)
+    assert "contradicted by the recorded facts: the loop calls it on every step" in last.basis
+    assert last.fix.startswith("Probably not this: the loop calls it on every step.")
+    assert "Add the call." in last.fix
+    # Ranked last by the contradiction itself, not by a confidence it still keeps above the
+    # other's.
+    assert last.confidence > diagnoses[0].confidence
+    assert diagnoses[0].contradicted == () and diagnoses[0].fix == "Look at the loss."
+    data = Diagnosis(run, found, [], [], diagnoses=diagnoses).to_dict()
+    assert data["diagnoses"][1]["contradicted"] == ["the loop calls it on every step"]
+
+
+def test_a_premise_the_facts_agree_with_or_cannot_decide_keeps_the_rank():
+    from tracelab.core.causes import HOLDS, unknown
+    sure = _f("sure-cause", "optimizer", (0, 299), ERROR, fix="Add the call.", code="TL996")
+    weak = _f("weak-cause", "loss", (100, 120), INFO, fix="Look at the loss.", code="TL995")
+    rules, _ = _premised_rules(HOLDS)
+    _, diagnoses = diagnose(_run(), [sure, weak], rules)
+    assert [d.finding.rule for d in diagnoses] == ["sure-cause", "weak-cause"]
+    assert diagnoses[0].fix == "Add the call." and not diagnoses[0].contradicted
+    rules, _ = _premised_rules(unknown("which calls the loop makes",
+                                       "pass optimizer= to the Recorder"))
+    _, diagnoses = diagnose(_run(), [sure, weak], rules)
+    assert [d.finding.rule for d in diagnoses] == ["sure-cause", "weak-cause"]
+    assert "not recorded: which calls the loop makes; pass optimizer= to the Recorder" in \
+        diagnoses[0].basis
+    assert diagnoses[0].fix == "Add the call."

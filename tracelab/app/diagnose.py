@@ -1,6 +1,7 @@
 """From findings to diagnoses: merge one defect's findings, link causes to their symptoms
 (the links each rule declares, tracelab.core.causes), run the rules that name a cause from
-other findings, rank the root causes."""
+other findings, rank the root causes: a diagnosis whose fix the run's recorded facts
+contradict (the premises its rule declares) below every one that nothing contradicts."""
 from __future__ import annotations
 
 import hashlib
@@ -10,7 +11,7 @@ from typing import Callable, Mapping, Optional, Sequence
 
 from tracelab.core import causes
 from tracelab.core.causes import Chain, Link
-from tracelab.core.findings import ERROR, INFO, WARNING, Finding, RootCause
+from tracelab.core.findings import ERROR, INFO, NOT_RECORDED, WARNING, Finding, RootCause
 from tracelab.core.rules import RuleSpec
 from tracelab.core.run import Run
 from tracelab.core.schema import TRAIN, Needs
@@ -206,25 +207,37 @@ def rank(run: Run, findings: Sequence[Finding], parents: dict,
          rules: Mapping[str, RuleSpec]) -> list[RootCause]:
     by_id = {f.id: f for f in findings}
     reach = roots(findings, parents)
+    verdicts = {r: _verdicts(run, by_id[r], rules.get(by_id[r].rule)) for r in reach}
+    against = {r for r, vs in verdicts.items() if any(v.contradicted for v in vs)}
     draft = sorted(reach, key=lambda r: _order(by_id[r], reach[r], _confidence(by_id[r],
-                                                                              reach[r])))
+                                                                              reach[r]),
+                                               r in against))
     taken: set[str] = set()
     result = []
     for rid in draft:
         root = by_id[rid]
         explains = tuple(f for f in reach[rid] if f.id not in taken)
         taken.update(f.id for f in explains)
-        result.append(_root_cause(run, root, explains, parents, rules.get(root.rule)))
+        result.append(_root_cause(run, root, explains, parents, rules.get(root.rule),
+                                  verdicts[rid]))
     # Ranked by the strength of each root's own evidence: a signal that was not recorded lowers
-    # the confidence in what lies upstream of a root, not the root's place among the others.
+    # the confidence in what lies upstream of a root, not the root's place among the others;
+    # a fix the recorded facts contradict puts it after every diagnosis nothing contradicts.
     return sorted(result, key=lambda d: _order(d.finding, d.explains,
-                                               _confidence(d.finding, d.explains)))
+                                               _confidence(d.finding, d.explains),
+                                               bool(d.contradicted)))
 
 
-def _order(root: Finding, explains: Sequence[Finding], confidence: float) -> tuple:
+def _order(root: Finding, explains: Sequence[Finding], confidence: float,
+           contradicted: bool = False) -> tuple:
     worst = min((f.severity.rank for f in (root, *explains)))
     first = root.steps[0] if root.steps else -1
-    return (-round(confidence, 6), worst, first, root.id)
+    return (contradicted, -round(confidence, 6), worst, first, root.id)
+
+
+def _verdicts(run: Run, root: Finding, spec: Optional[RuleSpec]) -> list[causes.Verdict]:
+    """What the run's recorded facts say of the premises of the root's fix."""
+    return causes.judged(spec.presumes, run, root) if spec is not None else []
 
 
 def _confidence(root: Finding, explains: Sequence[Finding]) -> float:
@@ -235,7 +248,7 @@ def _confidence(root: Finding, explains: Sequence[Finding]) -> float:
 
 
 def _root_cause(run: Run, root: Finding, explains: tuple[Finding, ...], parents: dict,
-                spec: Optional[RuleSpec]) -> RootCause:
+                spec: Optional[RuleSpec], verdicts: Sequence[causes.Verdict] = ()) -> RootCause:
     ids = {root.id} | {f.id for f in explains}
     by = {f.id: f.rule for f in explains}
     links = tuple((c, e.id, w) for e in explains for c, w in parents.get(e.id, ()) if c in ids)
@@ -249,7 +262,14 @@ def _root_cause(run: Run, root: Finding, explains: tuple[Finding, ...], parents:
     if missing:
         basis.append(missing)
         confidence *= 0.6
-    return RootCause(root, explains, round(confidence, 3), tuple(basis), fix, links)
+    basis += [NOT_RECORDED + v.missing for v in verdicts if v.missing]
+    against = tuple(dict.fromkeys(v.contradicted for v in verdicts if v.contradicted))
+    if against:
+        why = "; ".join(against)
+        basis.append(f"contradicted by the recorded facts: {why}")
+        confidence *= 0.5
+        fix = f"Probably not this: {why}. (The fix it would call for: {fix})"
+    return RootCause(root, explains, round(confidence, 3), tuple(basis), fix, links, against)
 
 
 def _headline(f: Finding) -> str:

@@ -15,11 +15,17 @@ between two findings only when the evidence agrees:
   is not the learning rate's doing). The checks here read evidence only, whichever rule found
   it: a `cause` a rule names ("input_..." for the input data), the `source` where a value was
   seen, a `worst_ratio` of updates to weights.
+
+A rule also declares what its fix presumes of the run (`@rule(presumes=...)`: `Premise`s). The
+engine judges each against the run's recorded facts: a diagnosis whose fix a fact contradicts
+(zero_grad() when the leftover gradient sits on a parameter no optimizer holds) is ranked
+below every diagnosis nothing contradicts, and says why; one whose deciding facts were not
+recorded says which, and how to record them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Collection, Optional, Sequence
+from typing import Any, Callable, Collection, NamedTuple, Optional, Sequence
 
 from tracelab.core.findings import Finding
 
@@ -86,6 +92,42 @@ def not_input(_: Finding, effect: Finding) -> bool:
 def low_updates(_: Finding, effect: Finding) -> bool:
     """For `when`: the effect holds no update ratio above the healthy one."""
     return update_side(effect) == "low"
+
+
+# -- what a fix presumes ----------------------------------------------------------------------
+class Verdict(NamedTuple):
+    """What the recorded facts say of a premise: `contradicted` (why, in words) or `missing`
+    (the fact that would decide and how to record it); neither when the facts agree."""
+    contradicted: str = ""
+    missing: str = ""
+
+
+HOLDS = Verdict()
+
+
+def contradicted(why: str) -> Verdict:
+    """The facts contradict the premise; `why` names them ("'2.bias' is in no optimizer")."""
+    return Verdict(contradicted=why)
+
+
+def unknown(fact: str, advice: str) -> Verdict:
+    """The fact that decides was not recorded: what it is, and how to record it."""
+    return Verdict(missing=f"{fact}; {advice}")
+
+
+@dataclass(frozen=True)
+class Premise:
+    """A fact a rule's fix presumes (`fact`, in words), and `judge(run, finding)`: what the
+    run's recorded facts say of it for that finding (a Verdict). A judge reads facts only,
+    never raises to signal, and says `unknown` rather than guess."""
+    fact: str
+    judge: Callable[[Any, Finding], Verdict]
+
+
+def judged(premises: Sequence[Premise], run: Any, finding: Finding) -> list[Verdict]:
+    """Every premise's verdict on `finding`, leaving out those the facts agree with."""
+    verdicts = (premise.judge(run, finding) for premise in premises)
+    return [v for v in verdicts if v.contradicted or v.missing]
 
 
 # -- applying one link -------------------------------------------------------------------------

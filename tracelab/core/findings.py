@@ -113,6 +113,9 @@ class RootCause:
     fix: str = ""
     # (cause id, effect id, why) of each causal link the diagnosis rests on: its chain.
     links: tuple[tuple[str, str, str], ...] = ()
+    # The recorded facts that contradict what the fix presumes (tracelab.core.causes.Premise):
+    # such a diagnosis ranks below every one that nothing contradicts.
+    contradicted: tuple[str, ...] = ()
 
     @property
     def worst(self) -> Severity:
@@ -131,7 +134,8 @@ class RootCause:
                 "message": f.message, "fix": self.fix,
                 "confidence": round(self.confidence, 3), "level": self.level,
                 "basis": list(self.basis), "explains": [e.id for e in self.explains],
-                "links": [list(link) for link in self.links]}
+                "links": [list(link) for link in self.links],
+                "contradicted": list(self.contradicted)}
 
 
 @dataclass

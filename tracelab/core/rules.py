@@ -5,7 +5,7 @@ Everything the rest of tracelab needs to know about a rule is declared with it, 
 `@rule(...)`: what it needs recorded, what it explains and what explains it (`links`,
 tracelab.core.causes), the noun its findings merge under, the plot its findings get, the
 findings it reads (a rule that names a cause from other rules' findings) and the signal whose
-absence at a finding's step leaves its cause unnamed.
+absence at a finding's step leaves its cause unnamed, and the facts its fix presumes.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from enum import Enum
 from functools import partial
 from typing import Any, Callable, NamedTuple, Optional
 
-from tracelab.core.causes import Link
+from tracelab.core.causes import Link, Premise
 from tracelab.core.findings import Finding
 from tracelab.core.schema import Requirement
 
@@ -66,6 +66,7 @@ class RuleSpec:
     plot: Plot = Plot.SUBJECT
     reads: tuple[str, ...] = ()
     unseen: Optional[Unseen] = None
+    presumes: tuple[Premise, ...] = ()
 
     @property
     def summary(self) -> str:
@@ -90,23 +91,25 @@ class RuleSpec:
 
 def rule(*, name: str, code: str, requires: tuple[Requirement, ...] = (),
          links: tuple[Link, ...] = (), merge: Optional[str] = None, plot: Plot = Plot.SUBJECT,
-         reads: tuple[str, ...] = (), unseen: Optional[Unseen] = None) -> Callable:
+         reads: tuple[str, ...] = (), unseen: Optional[Unseen] = None,
+         presumes: tuple[Premise, ...] = ()) -> Callable:
     """Attach rule metadata to a pure function `f(run, *, thresholds...) -> list[Finding]`, or
     `f(run, chains, *, thresholds...)` for a rule that `reads` other rules' findings (it gets
     the causal chains that start at one of them: tracelab.core.causes.Chain).
 
     `links` are `causes.explains(...)` and `causes.explained_by(...)`: the declaring rule's
     side of each is filled in here. `merge` is the noun of the subjects that findings sharing
-    steps and fix merge under (one finding per defect). The function gains `.spec` and
-    `.finding(...)`, a Finding constructor with rule and code filled in. Nothing is registered
-    here.
+    steps and fix merge under (one finding per defect). `presumes` are the facts its fix
+    presumes (`causes.Premise`): a diagnosis the run's facts contradict is ranked below the
+    others. The function gains `.spec` and `.finding(...)`, a Finding constructor with rule
+    and code filled in. Nothing is registered here.
     """
     def decorate(func: Callable[..., list[Finding]]) -> Callable[..., list[Finding]]:
         own = tuple(replace(lk, cause=lk.cause or name, effects=lk.effects or (name,))
                     for lk in links)
         func.spec = RuleSpec(name=name, code=code, requires=tuple(requires), func=func,
                              links=own, merge=merge, plot=Plot(plot), reads=tuple(reads),
-                             unseen=unseen)
+                             unseen=unseen, presumes=tuple(presumes))
         func.finding = partial(Finding, name, code)
         return func
     return decorate
