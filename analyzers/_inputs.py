@@ -127,6 +127,33 @@ def _lossy_dtype(a: str, b: str) -> bool:
     return not (int(pa) == int(pb) == 4 and float_bits(b) > 16)
 
 
+def rescaled(pa: Profile, pb: Profile, *, ratio: float) -> float | None:
+    """How many times one side's value range spans the other's, when that is `ratio` or more
+    (raw uint8 pixels beside pixels scaled to [0, 1]: 255); None otherwise. Such values are
+    the same feature on another scale, not one that lost information: train-val-mismatch's."""
+    if pa.kind in "MO" or pb.kind in "MO":
+        return None
+    span_a, span_b = pa.max - pa.min, pb.max - pb.min
+    if not (span_a > 0 and span_b > 0):  # a constant side is a collapse, whatever its value
+        return None
+    times = max(span_a / span_b, span_b / span_a)
+    return times if times >= ratio else None
+
+
+def spread_matches(pa: Profile, pb: Profile, *, tolerance: float) -> bool:
+    """Whether b's values have a's mean, std and range, each within `tolerance` (of a's std for
+    the mean, of a's range for its ends, as a ratio for the std). Fewer distinct values with the
+    same spread are a coarser grid (raw images' 256 levels beside augmented, interpolated
+    ones), not a feature that stopped varying."""
+    span = pa.max - pa.min
+    if not (pa.std > 0 and pb.std > 0 and span > 0):
+        return False
+    return (abs(pb.mean - pa.mean) <= tolerance * pa.std
+            and abs(math.log(pb.std / pa.std)) <= math.log1p(2 * tolerance)
+            and abs(pb.min - pa.min) <= tolerance * span
+            and abs(pb.max - pa.max) <= tolerance * span)
+
+
 def check_pair(a: Side, b: Side, *, factor: float, min_distinct: float, max_int_frac: float,
                chance: float) -> list[dict]:
     """How b lost information that a has: dtype, resolution, fractional parts, cardinality."""

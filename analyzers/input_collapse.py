@@ -28,17 +28,24 @@ How to fix
 False positives
     Each check asks for odds below `chance` that the collapse happened by luck, and cardinality
     must drop by `factor` at equal batch size in both the per-batch counts and the samples, so
-    unshuffled validation loaders and small validation sets stay quiet. A split that really covers
-    less (a validation month during which a month feature is constant) is still reported.
+    unshuffled validation loaders and small validation sets stay quiet. Fewer distinct values
+    with the same mean, std and range (within `spread_tolerance`) are a coarser grid, not a
+    collapse: train-only augmentation (random shifts, mixup) makes training images continuous
+    while validation keeps the raw levels. Values whose range spans `span_ratio` times the
+    other side's (uint8 pixels never scaled to [0, 1]) are on another scale, which
+    train-val-mismatch reports. A split that really covers less (a validation month during
+    which a month feature is constant) is still reported.
 """
 from __future__ import annotations
 
-from functools import partial
+from functools import lru_cache, partial
 
 import numpy as np
 
 from tracelab.analyzers._inputs import (Batches, Side, check_pair, feature_profiles, fmt,
-                                        may_change, may_collapse, samples_of, time_changes)
+                                        may_change, may_collapse, rescaled, samples_of,
+                                        spread_matches, time_changes)
+from tracelab.analyzers._reorder import reordered_between
 from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -68,6 +75,8 @@ _FIX = {
                       timing="overlap", place="feature"),))
 def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
                    max_int_frac: float = 0.9, chance: float = 1e-6, min_batches: int = 3,
+                   span_ratio: float = 10.0, spread_tolerance: float = 0.25,
+                   reorder_distance: float = 0.3,
                    baseline: Run | None = None) -> list[Finding]:
     limits = dict(factor=factor, min_distinct=min_distinct, max_int_frac=max_int_frac,
                   chance=chance)
@@ -76,6 +85,10 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
             if baseline is not None else {})
     base_samples = samples_of(baseline) if baseline is not None else {}
     findings: list[Finding] = []
+    every = [(f, pooled) for f, _, pooled in feature_profiles(run.inputs)]
+    # A split whose columns arrive in another order shows other features' values under each
+    # name: train-val-mismatch names the order; nothing collapsed.
+    moved = lru_cache(maxsize=None)(partial(_moved, every, min_w=reorder_distance))
     for feature, by_split, pooled in feature_profiles(run.inputs):
         sides = {s: Side(s, rows, partial(samples.get, (s, feature)), pooled[s])
                  for s, rows in by_split.items()}
@@ -84,9 +97,11 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
         def report(split: str, a: Side, b: Side) -> bool:
             # One dtype change explains itself wherever it shows: told once per feature.
             key = lambda s: ("*" if s["kind"] == "dtype" else split, s["kind"])  # noqa: E731
-            if not may_collapse(a.p, b.p, **limits):
+            if not may_collapse(a.p, b.p, **limits) or rescaled(a.p, b.p, ratio=span_ratio):
                 return False
             sym = [s for s in check_pair(a, b, **limits) if key(s) not in reported]
+            if spread_matches(a.p, b.p, tolerance=spread_tolerance):
+                sym = [s for s in sym if s["kind"] != "cardinality"]
             reported.update(key(s) for s in sym)
             if sym:
                 findings.append(_finding(feature, b.name, a.name, b.rows, sym))
@@ -104,7 +119,7 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
                     break
         train = sides.get(TRAIN)
         for split, side in sides.items():
-            if train is not None and split != TRAIN:
+            if train is not None and split != TRAIN and feature not in moved(split):
                 report(split, train, side)
                 report(TRAIN, side, train)
         # Whether the feature is constant is this run's own finding, baseline or not.
@@ -122,6 +137,10 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
             if len(values) == 1:
                 findings.append(_constant(feature, list(by_split.values()), values.pop()))
     return findings
+
+
+def _moved(every: list, split: str, *, min_w: float) -> set[str]:
+    return reordered_between(every, TRAIN, split, min_w=min_w, gain=4.0)
 
 
 def _finding(feature: str, where: str, ref: str, rows: Batches, symptoms: list[dict]):

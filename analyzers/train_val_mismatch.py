@@ -36,8 +36,9 @@ from collections import Counter
 import numpy as np
 
 from tracelab.analyzers._input_table import ks_wasserstein_rows
+from tracelab.analyzers._reorder import reordered
 from tracelab.analyzers._inputs import (Profile, feature_profiles, fmt, range_label,
-                                        samples_of, stats_text)
+                                        rescaled, samples_of, stats_text)
 from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -54,7 +55,8 @@ from tracelab.core.schema import TRAIN, Needs
 def train_val_mismatch(run: Run, *, min_ks: float = 0.15, min_wasserstein: float = 0.3,
                        strong_ks: float = 0.4, strong_wasserstein: float = 1.0,
                        alpha: float = 1e-4, share: float = 0.5, min_samples: int = 20,
-                       max_listed: int = 5, max_in_message: int = 2,
+                       max_listed: int = 5, max_in_message: int = 2, span_ratio: float = 10.0,
+                       reorder_gain: float = 4.0,
                        baseline: Run | None = None) -> list[Finding]:
     limits = dict(min_ks=min_ks, min_w=min_wasserstein, strong_ks=strong_ks,
                   strong_w=strong_wasserstein, alpha=alpha)
@@ -84,6 +86,11 @@ def train_val_mismatch(run: Run, *, min_ks: float = 0.15, min_wasserstein: float
             continue
         differ.sort(key=lambda r: (-r["w"], -(r["ks"] or 0)))
         sev = ERROR if len(strong) >= share * len(results) else WARNING
+        times, scale = _rescaled(differ, ref_name, split, share=share, ratio=span_ratio)
+        moved = reordered(differ, {f: (sa, sb) for f, _, _, sa, sb in compared},
+                          min_w=min_wasserstein, min_ks=min_ks, gain=reorder_gain)
+        if moved:
+            sev, scale = ERROR, _moved_text(moved, ref_name, split, len(differ), max_listed)
         steps = (min(r["other"].first_step for r in results),
                  max(r["other"].last_step for r in results))
         worst = differ[:max_listed]
@@ -94,14 +101,22 @@ def train_val_mismatch(run: Run, *, min_ks: float = 0.15, min_wasserstein: float
         findings.append(train_val_mismatch.finding(
             sev, subject, steps,
             f"{split} inputs differ from {ref_name} in {len(differ)} of {len(results)} features "
-            f"({len(strong)} strongly): {_headline(differ, ref_name, split)}. Worst (KS "
+            f"({len(strong)} strongly): {scale or ''}{_headline(differ, ref_name, split)}. Worst (KS "
             f"statistic, Wasserstein distance W in {ref_name} stds σ): {listed}.",
             {"split": split, "reference": ref_name, "features_compared": len(results),
              "features_differing": len(differ), "features_strong": len(strong),
              "worst": [{"feature": r["feature"], "ks": r["ks"], "w_over_std": r["w"],
-                        "p_value": r["p"], "method": r["method"]} for r in worst]},
+                        "p_value": r["p"], "method": r["method"]} for r in worst],
+             **({"span_ratio": times} if times else {}),
+             **({"reordered": moved} if moved else {})},
             f"Diff this run's data pipeline and source against the baseline run's: the same "
             f"features now arrive with different values in {split}." if ref_split == split else
+            f"Select the columns by name in one fixed order before building tensors "
+            f"(X = frame[train_columns].to_numpy(), or frame.reindex(columns=train_columns)) for "
+            f"every split; never rely on a table's column order." if moved else
+            f"Scale every split the same way: the step that rescales one split (x / 255, "
+            f"ToTensor, a fitted scaler) is missing from the other; assert each split's range "
+            f"where batches are built." if times else
             f"Apply the exact preprocessing fitted on {ref_name} to {split}: fit scalers and "
             f"encoders once (scaler.fit(X_train)) and call .transform() on every split; then "
             f"compare how {split} is loaded with how {ref_name} is."))
@@ -184,6 +199,35 @@ def _n_eff(size: int, distinct: int) -> int:
 def _effect(r: dict) -> str:
     ks = f"KS {r['ks']:.2f}, " if r["ks"] is not None else ""
     return f"({ks}W/σ {fmt(r['w'])})"
+
+
+def _moved_text(moved: list[dict], ref_name: str, split: str, differing: int,
+                listed: int) -> str:
+    pairs = ", ".join(f"{split}'s '{m['feature']}' holds {ref_name}'s '{m['holds']}'"
+                      for m in moved[:listed])
+    more = f" and {len(moved) - listed} more" if len(moved) > listed else ""
+    return (f"{split}'s columns arrive in another order ({len(moved)} of the {differing} "
+            f"differing features match another {ref_name} feature, not their namesake: "
+            f"{pairs}{more}); ")
+
+
+def _rescaled(differ: list[dict], ref_name: str, split: str, *, share: float,
+              ratio: float) -> tuple[float | None, str | None]:
+    """The factor between the two sides' value ranges, and its sentence, when `share` of the
+    differing features have ranges `ratio` or more times apart by one common factor (within
+    2x of their median): one split scaled and the other not."""
+    times = [rescaled(r["ref"], r["other"], ratio=ratio) for r in differ]
+    up = [r["other"].max - r["other"].min > r["ref"].max - r["ref"].min for r in differ]
+    found = [t if u else 1 / t for t, u in zip(times, up) if t]
+    if len(found) < max(1, share * len(differ)):
+        return None, None
+    mid = float(np.median(found))
+    if not all(0.5 <= f / mid <= 2 for f in found):
+        return None, None
+    wider, narrower, factor = (split, ref_name, mid) if mid > 1 else (ref_name, split, 1 / mid)
+    hint = " (uint8 images never divided by 255?)" if 100 <= factor <= 300 else ""
+    return factor, (f"{wider} values span ~{fmt(round(factor, 1))}x the range of {narrower}'s "
+                    f"in {len(found)} feature{'s' if len(found) > 1 else ''}: a scaling applied to {narrower} only{hint}; ")
 
 
 def _headline(differ: list[dict], ref_name: str, split: str) -> str:
