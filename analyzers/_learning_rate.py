@@ -4,9 +4,15 @@ A run recorded without an optimizer object (manual SGD, an update written by han
 meta.json's `optimizers` is `{}` (docs/trace-format.md), and no `lr/` scalar was recorded. Its
 learning rate is unknown, so a rule's fix cannot say to lower it; it names what to check and
 the Recorder argument that records it. Older runs and imported ones hold no such fact.
+
+A fix that changes the learning rate presumes that the optimizer's learning rate moves the
+model's weights (`LR_MOVES_THE_MODEL`): an optimizer that holds none of the model's trained
+parameters (built over another model, or before the layers were replaced) contradicts it.
 """
 from __future__ import annotations
 
+from tracelab.core.causes import HOLDS, Premise, Verdict, contradicted, unknown
+from tracelab.core.findings import Finding
 from tracelab.core.run import Run
 from tracelab.core.schema import LR_PREFIX, META_OPTIMIZERS
 
@@ -27,3 +33,58 @@ def without_optimizer(run: Run) -> bool:
 def lr_fix(run: Run, fix: str) -> str:
     """`fix`, or what to do when the run's learning rate is unknown."""
     return NO_OPTIMIZER_FIX if without_optimizer(run) else fix
+
+
+def _lr_scalars(run: Run) -> bool:
+    names = run.scalars["name"] if len(run.scalars) else ()
+    return any(str(n).startswith(LR_PREFIX) for n in set(names))
+
+
+def held_parameters(run: Run) -> set[str] | None:
+    """The names of the parameters some optimizer holds (meta.json's optimizers' groups and
+    model.parameters' in_optimizer), or None where the run recorded neither."""
+    held: set[str] = set()
+    known = False
+    for summary in (run.meta.get(META_OPTIMIZERS) or {}).values():
+        for group in (summary or {}).get("groups") or ():
+            if isinstance(group, dict) and isinstance(group.get("params"), list):
+                known = True
+                held.update(str(n) for n in group["params"])
+    for p in (run.meta.get("model") or {}).get("parameters") or ():
+        if isinstance(p, dict) and p.get("in_optimizer") is not None:
+            known = True
+            if p["in_optimizer"]:
+                held.add(str(p.get("name")))
+    return held if known else None
+
+
+def trained_parameters(run: Run) -> list[str]:
+    """The model's parameters that require gradients, as meta.json's model summary lists
+    them ([] where it holds none)."""
+    return [str(p["name"]) for p in (run.meta.get("model") or {}).get("parameters") or ()
+            if isinstance(p, dict) and "name" in p and p.get("requires_grad", True)]
+
+
+def _lr_moves_the_model(run: Run, finding: Finding) -> Verdict:
+    if finding.fix == NO_OPTIMIZER_FIX:  # the fix already says that no LR is known
+        return HOLDS
+    if without_optimizer(run):
+        return contradicted("the run was recorded without an optimizer object (meta.json "
+                            "optimizers {}), so no learning rate is known")
+    held = held_parameters(run)
+    if held is None:
+        if _lr_scalars(run) or run.meta.get("optimizer"):
+            return HOLDS
+        return unknown("the optimizer and its learning rate",
+                       "the optimizer was not given to the Recorder: pass "
+                       "Recorder(optimizer=...)")
+    trained = trained_parameters(run)
+    if trained and not held & set(trained):
+        return contradicted(f"no optimizer holds any of the model's {len(trained)} trained "
+                            f"parameters (such as '{trained[0]}'), so no optimizer's learning "
+                            "rate moves them")
+    return HOLDS
+
+
+LR_MOVES_THE_MODEL = Premise("the optimizer's learning rate moves the model's weights",
+                             _lr_moves_the_model)

@@ -24,7 +24,10 @@ False positives
     Symptoms that an input cause already explains (a bad batch, unnormalized inputs) do not
     count, nor NaN/Inf that only the evaluation's loss holds. Healthy tiny networks reach
     30-60x the usual update ratio in their first steps, below `far_above`; a lone spike with
-    its gradient burst is one signal, not two.
+    its gradient burst is one signal, not two. Its fix presumes that an optimizer's
+    learning rate moves these weights: where no optimizer holds any of the model's trained
+    parameters (meta.json's optimizers), the diagnosis ranks below every one the recorded facts
+    do not contradict.
 """
 from __future__ import annotations
 
@@ -34,7 +37,8 @@ import numpy as np
 
 from tracelab.analyzers._dynamics import OUTCOME, matrix_params, update_ratios
 from tracelab.analyzers._dynamics import fmt as _fmt
-from tracelab.analyzers._learning_rate import NO_OPTIMIZER_FIX, without_optimizer
+from tracelab.analyzers._learning_rate import (LR_MOVES_THE_MODEL, NO_OPTIMIZER_FIX,
+                                               without_optimizer)
 from tracelab.core import causes
 from tracelab.core.causes import Chain, explains
 from tracelab.core.findings import Finding
@@ -58,7 +62,8 @@ def _lr_symptom(cause: Finding, effect: Finding) -> bool:
                       "exploding-gradients", "nonfinite-values", "collapsed-outputs",
                       "saturated-activations", "frozen-parameters", *OUTCOME,
                       why="too large steps make the loss swing and spike, and kill units",
-                      timing="overlap", when=_lr_symptom),))
+                      timing="overlap", when=_lr_symptom),),
+      presumes=(LR_MOVES_THE_MODEL,))
 def learning_rate_too_high(run: Run, chains: Sequence[Chain], *, far_above: float = 100.0,
                            early: int = 10) -> list[Finding]:
     seen: list[Finding] = []

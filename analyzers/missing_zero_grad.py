@@ -25,19 +25,55 @@ False positives
     `zero_grad()`) stays quiet: only the first backward pass after an optimizer step is looked
     at, and accumulation resets the gradients before it. A run that zeroes only some
     parameters by hand, and not the watched one (the model's smallest), would be flagged; a
-    parameter that gets no gradient reads as reset.
+    parameter that gets no gradient reads as reset. Its fix presumes that zero_grad() would
+    reset the watched parameter: when no optimizer holds it (meta.json's model.parameters
+    `in_optimizer`), optimizer.zero_grad() never touches its gradient, the loop may well call
+    it, and the diagnosis ranks below every one the facts do not contradict.
 """
 from __future__ import annotations
+
+from typing import Any, Optional
 
 import numpy as np
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt
+from tracelab.analyzers._learning_rate import held_parameters
 from tracelab.core import causes
-from tracelab.core.causes import explains
+from tracelab.core.causes import HOLDS, Premise, Verdict, contradicted, explains, unknown
 from tracelab.core.findings import ERROR, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import GRAD_LEFTOVER, Needs
+
+
+def watched_parameter(meta: dict[str, Any]) -> Optional[str]:
+    """The parameter whose gradient the recorder watches (recorders/loop_checks.py): the last
+    of the smallest trainable, unsharded parameters of meta.json's model summary."""
+    sharded = set(meta.get("sharded_parameters") or ())
+    plain = [(int(np.prod(p["shape"])), str(p["name"]))
+             for p in (meta.get("model") or {}).get("parameters") or ()
+             if isinstance(p, dict) and isinstance(p.get("shape"), list) and "name" in p
+             and p.get("requires_grad", True) and p["name"] not in sharded]
+    plain = [(n, name) for n, name in plain if n]
+    return min(reversed(plain), key=lambda p: p[0])[1] if plain else None
+
+
+def _zero_grad_resets_it(run: Run, finding: Finding) -> Verdict:
+    name = watched_parameter(run.meta)
+    held = held_parameters(run)
+    if name is None or held is None:
+        return unknown("which parameters the optimizer holds (meta.json's model.parameters)",
+                       "pass model= and optimizer= to the Recorder")
+    if name not in held:
+        return contradicted(f"the watched parameter '{name}' is in no optimizer, so "
+                            "optimizer.zero_grad() never resets its gradient: the gradient "
+                            "left over is that of a parameter no optimizer holds, not a sign "
+                            "that the loop skips zero_grad()")
+    return HOLDS
+
+
+ZERO_GRAD_RESETS_IT = Premise("optimizer.zero_grad() resets the watched parameter's gradient",
+                              _zero_grad_resets_it)
 
 
 @rule(name="missing-zero-grad", code="TL602", requires=(Needs.GRAD_RESETS,), plot=Plot.NONE,
@@ -46,7 +82,8 @@ from tracelab.core.schema import GRAD_LEFTOVER, Needs
                       "saturated-activations", *OUTCOME,
                       why="gradients summed over every step so far make each update larger "
                           "than the last",
-                      timing="overlap", when=causes.not_input),))
+                      timing="overlap", when=causes.not_input),),
+      presumes=(ZERO_GRAD_RESETS_IT,))
 def missing_zero_grad(run: Run, *, min_share: float = 0.5, min_steps: int = 5) -> list[Finding]:
     leftover = run.signal(GRAD_LEFTOVER).iloc[1:]  # the first backward pass has nothing before
     values = leftover.to_numpy(dtype=float)

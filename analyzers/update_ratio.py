@@ -23,21 +23,23 @@ How to fix
 False positives
     The first steps of Adam-type optimizers and of warm-up schedules are uneven, hence the
     median; a converged run's updates shrink at the end, hence the 90th percentile for the low
-    side. Biases and normalization scales are not judged.
+    side. Biases and normalization scales are not judged. Its fix presumes that an optimizer's
+    learning rate moves these weights: where no optimizer holds any of the model's trained
+    parameters (meta.json's optimizers), the diagnosis ranks below every one the recorded facts
+    do not contradict.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt, matrix_params, name_list, subject_of
-from tracelab.analyzers._learning_rate import lr_fix
+from tracelab.analyzers._learning_rate import LR_MOVES_THE_MODEL, lr_fix
 from tracelab.core import causes
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import UPDATE, WEIGHT, Needs
-
 
 
 def _low_side(cause: Finding, effect: Finding) -> bool:
@@ -48,7 +50,8 @@ def _low_side(cause: Finding, effect: Finding) -> bool:
       plot=Plot.UPDATE_RATIOS,
       links=(explains("frozen-parameters", *OUTCOME,
                       why="updates far below 1e-3 of the weights leave the model where it started",
-                      timing="overlap", when=_low_side),))
+                      timing="overlap", when=_low_side),),
+      presumes=(LR_MOVES_THE_MODEL,))
 def update_ratio(run: Run, *, high: float = 0.1, low: float = 1e-5,
                  min_steps: int = 5) -> list[Finding]:
     upd, w = run.stat(UPDATE, "norm"), run.stat(WEIGHT, "norm")

@@ -34,3 +34,41 @@ def test_quiet_when_gradients_are_reset_or_rarely_left_over():
 def test_not_recorded_on_runs_without_the_signal():
     from tracelab.core.schema import Needs
     assert Needs.GRAD_RESETS not in Run.from_frames().available
+
+
+def _judged(params, optimizers=None):
+    """The verdict of missing-zero-grad's premise on a run whose model has `params`: (name,
+    shape, in_optimizer)."""
+    from tracelab.analyzers.missing_zero_grad import ZERO_GRAD_RESETS_IT
+    meta = {"model": {"parameters": [{"name": n, "shape": s, "requires_grad": True,
+                                      "in_optimizer": held} for n, s, held in params]}}
+    if optimizers is not None:
+        meta["optimizers"] = optimizers
+    run = Run.from_frames(meta)
+    [f] = missing_zero_grad(_run([0.0] + [0.5] * 10))
+    return ZERO_GRAD_RESETS_IT.judge(run, f)
+
+
+def test_the_watched_parameter_is_the_last_of_the_smallest():
+    from tracelab.analyzers.missing_zero_grad import watched_parameter
+    params = [{"name": n, "shape": s} for n, s in
+              (("0.weight", [4, 8]), ("0.bias", [4]), ("2.weight", [2, 4]), ("2.bias", [4]),
+               ("3.empty", [0]))]
+    assert watched_parameter({"model": {"parameters": params}}) == "2.bias"
+    assert watched_parameter({"model": {"parameters": params},
+                              "sharded_parameters": ["2.bias"]}) == "0.bias"
+    assert watched_parameter({}) is None
+
+
+def test_its_fix_is_contradicted_when_no_optimizer_holds_the_watched_parameter():
+    head_left_out = [("0.weight", [4, 8], True), ("0.bias", [4], True),
+                     ("2.weight", [2, 4], False), ("2.bias", [2], False)]
+    verdict = _judged(head_left_out)
+    assert "'2.bias' is in no optimizer" in verdict.contradicted
+    every = [(n, s, True) for n, s, _ in head_left_out]
+    assert not any(_judged(every))
+    # A group's parameter names say so as well as in_optimizer does.
+    named = {"0": {"type": "SGD", "groups": [{"lr": 0.1, "params": ["0.weight", "2.bias"]}]}}
+    assert not any(_judged([(n, s, None) for n, s, _ in head_left_out], named))
+    unknown = _judged([(n, s, None) for n, s, _ in head_left_out])
+    assert not unknown.contradicted and "pass model= and optimizer=" in unknown.missing

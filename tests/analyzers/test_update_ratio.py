@@ -50,3 +50,35 @@ def test_quiet_on_a_converged_run_whose_updates_shrink():
 
 def test_ignores_biases_and_never_moving_layers():
     assert update_ratio(_run({"fc1.bias": _ratio(1.0, 5), "fc1.weight": np.zeros(N)})) == []
+
+
+def _held_by(held: bool, optimizers=None):
+    """_run's layers with their updates far too large, held by the optimizer or not."""
+    run = _run({"fc2.weight": _ratio(0.4, 7)})
+    meta = model_meta([(*p, True, held) for p in PARAMS])
+    if optimizers is not None:
+        meta["optimizers"] = optimizers
+    return make_run(meta, tensors=[run.tensors])
+
+
+def test_its_fix_presumes_an_optimizer_that_holds_the_layers():
+    from tracelab.app.diagnose import diagnose
+    run = _held_by(True)
+    [d] = diagnose(run, update_ratio(run))[1]
+    assert not d.contradicted and d.fix.startswith("Lower the learning rate")
+    # An optimizer built over other parameters: its learning rate moves none of these.
+    run = _held_by(False, {"0": {"type": "SGD", "groups": [{"lr": 1.0, "params": []}]}})
+    [d] = diagnose(run, update_ratio(run))[1]
+    assert d.contradicted and "no optimizer holds any of the model's 3 trained parameters" \
+        in d.contradicted[0]
+    assert d.fix.startswith("Probably not this:")
+
+
+def test_without_the_optimizer_s_facts_it_says_what_to_pass():
+    from tracelab.analyzers._learning_rate import LR_MOVES_THE_MODEL
+    run = make_run(model_meta([(n, s, True, None) for n, s in PARAMS]))
+    [f] = update_ratio(_run({"fc2.weight": _ratio(0.4, 7)}))
+    verdict = LR_MOVES_THE_MODEL.judge(run, f)
+    assert not verdict.contradicted and "pass Recorder(optimizer=...)" in verdict.missing
+    # The parameters' in_optimizer flags decide it, the optimizer's summary aside.
+    assert not any(LR_MOVES_THE_MODEL.judge(_run({}), f))

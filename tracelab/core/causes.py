@@ -119,14 +119,18 @@ def unknown(fact: str, advice: str) -> Verdict:
 class Premise:
     """A fact a rule's fix presumes (`fact`, in words), and `judge(run, finding)`: what the
     run's recorded facts say of it for that finding (a Verdict). A judge reads facts only,
-    never raises to signal, and says `unknown` rather than guess."""
+    never raises to signal, and says `unknown` rather than guess. `when`, if given, picks the
+    findings whose fix presumes it (a rule whose fix for an input NaN is not its fix for a
+    NaN loss)."""
     fact: str
     judge: Callable[[Any, Finding], Verdict]
+    when: Optional[Callable[[Finding], bool]] = None
 
 
 def judged(premises: Sequence[Premise], run: Any, finding: Finding) -> list[Verdict]:
     """Every premise's verdict on `finding`, leaving out those the facts agree with."""
-    verdicts = (premise.judge(run, finding) for premise in premises)
+    verdicts = (premise.judge(run, finding) for premise in premises
+                if premise.when is None or premise.when(finding))
     return [v for v in verdicts if v.contradicted or v.missing]
 
 

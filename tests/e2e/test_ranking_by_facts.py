@@ -1,0 +1,132 @@
+"""End to end: diagnoses ranked by the run's recorded facts. A fix the facts contradict is never
+first; a run recorded without the facts some rules need still opens, and says what to pass."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+
+from torch import nn  # noqa: E402
+
+import tracelab  # noqa: E402
+from tracelab.app.engine import all_rules  # noqa: E402
+from tracelab.core.findings import NOT_RECORDED  # noqa: E402
+from tracelab.core.schema import Needs  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _train(run_dir: Path, *, steps: int = 60, head_in_optimizer: bool = True,
+           zero_grad: bool = True, manual_lr: Optional[float] = None,
+           outputs: bool = True) -> Path:
+    """A 4-class MLP on separable data. `head_in_optimizer=False` builds the optimizer over
+    the first layer only (the head trains on no optimizer's step, and optimizer.zero_grad()
+    never resets its grads); `manual_lr` updates the weights by hand, with no optimizer."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(16, 4, generator=g)
+    opt = None
+    if manual_lr is None:
+        held = net.parameters() if head_in_optimizer else net[0].parameters()
+        opt = torch.optim.SGD(held, lr=0.05)
+    loss_fn = nn.CrossEntropyLoss()
+    with tracelab.Recorder(str(run_dir), model=net, optimizer=opt,
+                           loss_fn=loss_fn if outputs else None, flush_interval=0.5) as rec:
+        for _ in range(steps):
+            x = torch.randn(64, 16, generator=g)
+            y = (x @ w).argmax(1)
+            if zero_grad and opt is not None:
+                opt.zero_grad()
+            out = net(x)
+            loss = loss_fn(out, y)
+            loss.backward()
+            if opt is not None:
+                opt.step()
+            else:
+                with torch.no_grad():
+                    for p in net.parameters():
+                        p -= manual_lr * p.grad
+                        p.grad = None
+            rec.step(loss=loss, inputs=x, targets=y, **({"outputs": out} if outputs else {}))
+    return run_dir
+
+
+def _diagnose(run_dir: Path):
+    diagnosis = tracelab.analyze(run_dir)
+    assert not diagnosis.errors, diagnosis.errors
+    return diagnosis
+
+
+def test_zero_grad_is_not_the_first_fix_when_the_loop_calls_it(tmp_path):
+    """The optimizer leaves the head out: its grads pile up though the loop calls
+    optimizer.zero_grad() every step, which looks like a missing zero_grad()."""
+    diagnosis = _diagnose(_train(tmp_path / "r", head_in_optimizer=False))
+    rules = [d.finding.rule for d in diagnosis.diagnoses]
+    assert "missing-zero-grad" in rules, rules  # the leftover gradient was seen...
+    found = diagnosis.diagnoses[rules.index("missing-zero-grad")]
+    # ...but its fix is contradicted by the optimizer's recorded parameters.
+    assert found.contradicted and "'2.bias' is in no optimizer" in found.contradicted[0]
+    assert any(b.startswith("contradicted by the recorded facts:") for b in found.basis)
+    assert found.fix.startswith("Probably not this:")
+    assert rules[0] != "missing-zero-grad"
+    assert not diagnosis.diagnoses[0].contradicted
+    # Every uncontradicted diagnosis ranks above every contradicted one.
+    flags = [bool(d.contradicted) for d in diagnosis.diagnoses]
+    assert flags == sorted(flags)
+
+
+def test_a_loop_that_never_calls_zero_grad_is_still_named_first(tmp_path):
+    diagnosis = _diagnose(_train(tmp_path / "r", zero_grad=False))
+    first = diagnosis.diagnoses[0]
+    assert first.finding.rule == "missing-zero-grad" and not first.contradicted
+    assert first.fix.startswith("Call optimizer.zero_grad()")
+
+
+def test_a_healthy_loop_gets_no_zero_grad_diagnosis(tmp_path):
+    diagnosis = _diagnose(_train(tmp_path / "r"))
+    assert "missing-zero-grad" not in {f.rule for f in diagnosis.findings}
+    assert not any(d.contradicted for d in diagnosis.diagnoses)
+
+
+def test_a_run_without_an_optimizer_is_never_told_to_lower_its_learning_rate(tmp_path):
+    """Weights updated by hand with too large a step: the loss swings, and the learning rate
+    the rules would lower does not exist."""
+    diagnosis = _diagnose(_train(tmp_path / "r", manual_lr=8.0))
+    assert tracelab.open_run(tmp_path / "r").meta["optimizers"] == {}
+    assert diagnosis.diagnoses, "the swinging loss went unnoticed"
+    first = diagnosis.diagnoses[0]
+    assert not first.fix.startswith("Lower the learning rate"), first.fix
+    assert "Recorder(optimizer=...)" in first.fix
+
+
+def test_a_run_without_outputs_or_loss_fn_opens_and_names_what_to_pass(tmp_path):
+    run_dir = _train(tmp_path / "r", outputs=False)
+    run = tracelab.open_run(run_dir)
+    assert "loss_fn" not in run.meta and Needs.OUTPUTS not in run.available
+    diagnosis = _diagnose(run_dir)
+    skipped = {s.rule: s.reason for s in diagnosis.skipped}
+    labels = set()
+    for spec in all_rules():
+        missing = [r.label for r in spec.requires if r not in run.available]
+        if missing:
+            assert skipped[spec.name].startswith(NOT_RECORDED), spec.name
+            assert all(label in skipped[spec.name] for label in missing), spec.name
+            labels.update(missing)
+        else:
+            assert spec.name not in skipped, spec.name
+    assert labels  # (no validation split was logged: at least those rules are skipped)
+    if any(Needs.OUTPUTS in s.requires for s in all_rules()):
+        assert Needs.OUTPUTS.label in labels
+    cli = subprocess.run([sys.executable, "-m", "tracelab", "analyze", str(run_dir),
+                          "--no-html", "--fail-on", "never"],
+                         capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 0, cli.stderr
+    assert "Traceback" not in cli.stderr
+    line = next(x for x in cli.stdout.splitlines() if "skipped" in x)
+    assert all(label in line for label in labels), line
