@@ -27,6 +27,7 @@ from tracelab.analyzers.eval_in_train_mode import eval_in_train_mode
 from tracelab.analyzers.target_problems import target_problems
 from tracelab.analyzers.amp_overflow import amp_overflow
 from tracelab.analyzers.train_val_overlap import train_val_overlap
+from tracelab.analyzers.loss_input_contract import loss_input_contract
 
 RULES = [
     loss_oscillation,
@@ -57,4 +58,5 @@ RULES = [
     target_problems,
     amp_overflow,
     train_val_overlap,
+    loss_input_contract,
 ]

@@ -24,7 +24,8 @@ from tracelab.core.schema import (ACTIVATION, AMP_SCALE, ARROW_SCHEMAS, BATCHES,
                                   DATA_TIME, FINGERPRINTS, GRAD, GRAD_LEFTOVER, GRAD_NORM_BACKWARD,
                                   INPUTS, LOSS_NAME, LR_PREFIX, META_ABSENT, META_OPTIMIZERS,
                                   SAMPLES, SCALARS, SCHEMA_VERSION, SIGNALS, TARGETS, TENSORS, TRAIN,
-                                  NORM_MODULES, UPDATE, WEIGHT, Needs, Requirement)
+                                  NORM_MODULES, UPDATE, WEIGHT, Needs, Requirement,
+                                  META_MODULE_SHAPES, OUTPUT_NUMEL, TRAIN_MODE_MODEL)
 
 SAMPLE_CODES = ("split", "feature")  # the samples' columns `sample_table` dictionary-encodes
 
@@ -332,6 +333,17 @@ class Run:
         optimizers = self.meta.get(META_OPTIMIZERS)
         if isinstance(optimizers, dict) and optimizers:
             have.add(Needs.OPTIMIZERS)
+        train = set(self.signals.loc[self.signals["split"] == TRAIN, "name"].unique()) \
+            if len(self.signals) else set()
+        if OUTPUT_NUMEL in train:
+            have.add(Needs.OUTPUTS)
+        if TRAIN_MODE_MODEL in train:
+            have.add(Needs.TRAIN_MODES)
+        if self.meta.get(META_MODULE_SHAPES):
+            have.add(Needs.MODULE_SHAPES)
+        if any("config" in m for m in (self.meta.get("model") or {}).get("modules", [])
+               if isinstance(m, dict)):
+            have.add(Needs.MODULE_CONFIG)
         if self.meta.get("environment"):
             have.add(Needs.ENVIRONMENT)
         if self.meta.get("model"):

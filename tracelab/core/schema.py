@@ -130,6 +130,9 @@ OUTPUT_SIGNALS = (OUTPUT_NUMEL, OUTPUT_CLASSES, OUTPUT_MIN, OUTPUT_MAX, OUTPUT_U
 # (Recorder(loss_fn=...)), and each leaf of "model"."modules" its extra_repr() and "config".
 META_OUTPUTS = "outputs"
 META_LOSS_FN = "loss_fn"
+# meta.json: each leaf module's input and output shapes, one entry per call, on the first step
+# that recorded activations.
+META_MODULE_SHAPES = "module_shapes"
 
 # signals.name: what the recorder observed of the training loop itself.
 GRAD_LEFTOVER = "grad_leftover"  # largest |grad| a watched parameter held before a step's first
@@ -227,6 +230,11 @@ class Needs:
     EVAL_MODES = Requirement("eval_modes", "module modes at evaluation (log() with a model)")
     AMP = Requirement("amp", "GradScaler scale (Recorder(scaler=...))")
     FINGERPRINTS = Requirement("fingerprints", "input fingerprints")
+    OUTPUTS = Requirement("outputs", "what enters the loss (step(outputs=...))")
+    TRAIN_MODES = Requirement("train_modes", "module modes of the training steps (a Recorder "
+                                             "with a model)")
+    MODULE_SHAPES = Requirement("module_shapes", "module input shapes (activations recorded)")
+    MODULE_CONFIG = Requirement("module_config", "module settings (model.modules config)")
     OUTPUTS = Requirement("outputs", "what enters the loss (step(outputs=...))")
     TRAIN_MODES = Requirement("train_modes", "module modes of the training steps (a Recorder "
                                              "with a model)")

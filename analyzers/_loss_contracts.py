@@ -1,0 +1,64 @@
+"""What the loss-contract rules share: torch's loss functions by family (meta.json's `loss_fn`
+type is a class name or a function's name), and the outputs' facts of a split as a frame.
+
+Pure helpers over a run; no rule lives here.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from tracelab.core.run import Run
+from tracelab.core.schema import META_LOSS_FN, META_OUTPUTS, OUTPUT_SIGNALS, TRAIN
+
+# Each family names the losses whose inputs follow one contract.
+CROSS_ENTROPY = frozenset({"CrossEntropyLoss", "cross_entropy"})  # logits, any real rows
+NLL = frozenset({"NLLLoss", "nll_loss"})  # log-probability rows
+BCE_LOGITS = frozenset({"BCEWithLogitsLoss", "binary_cross_entropy_with_logits"})  # logits
+BCE = frozenset({"BCELoss", "binary_cross_entropy"})  # probabilities
+SQUARED = frozenset({"MSELoss", "mse_loss"})
+ABSOLUTE = frozenset({"L1Loss", "l1_loss", "SmoothL1Loss", "smooth_l1_loss", "HuberLoss",
+                      "huber_loss"})
+# Losses whose value is never below 0 when their inputs keep their contract (a margin, a
+# distance, -log of a probability, a divergence between distributions).
+NONNEGATIVE = CROSS_ENTROPY | NLL | BCE_LOGITS | BCE | SQUARED | ABSOLUTE | frozenset({
+    "KLDivLoss", "kl_div", "SoftMarginLoss", "soft_margin_loss", "MultiLabelSoftMarginLoss",
+    "multilabel_soft_margin_loss", "MultiMarginLoss", "multi_margin_loss",
+    "MultiLabelMarginLoss", "multilabel_margin_loss", "MarginRankingLoss",
+    "margin_ranking_loss", "TripletMarginLoss", "triplet_margin_loss", "CosineEmbeddingLoss",
+    "cosine_embedding_loss", "CTCLoss", "ctc_loss"})
+
+
+def loss_fn(run: Run) -> dict[str, Any]:
+    """meta.json's `loss_fn` ({} when the run was not given one: nothing is known of it)."""
+    found = run.meta.get(META_LOSS_FN)
+    return found if isinstance(found, dict) else {}
+
+
+def loss_type(run: Run) -> str | None:
+    kind = loss_fn(run).get("type")
+    return str(kind) if kind else None
+
+
+def mean_reduced(run: Run) -> bool:
+    """Whether the recorded loss is a mean over elements (torch's default): bounds on one
+    element's loss then bound the recorded value. Unknown losses count as not."""
+    found = loss_fn(run)
+    return bool(found) and found.get("reduction", "mean") in ("mean", "batchmean")
+
+
+def output_facts(run: Run, split: str = TRAIN) -> pd.DataFrame:
+    """The outputs' facts (schema.OUTPUT_SIGNALS) as a step x name frame, profiled steps only."""
+    sg = run.signals
+    rows = sg[(sg["split"] == split) & sg["name"].isin(OUTPUT_SIGNALS)]
+    if not len(rows):
+        return pd.DataFrame(columns=list(OUTPUT_SIGNALS), dtype=float)
+    frame = rows.pivot_table(index="step", columns="name", values="value", aggfunc="last")
+    return frame.reindex(columns=list(OUTPUT_SIGNALS)).astype(float).sort_index()
+
+
+def output_shapes(run: Run, split: str = TRAIN) -> dict[str, Any]:
+    """meta.json's `outputs` of a split: shape, dtype, targets_shape, targets_dtype, step."""
+    found = (run.meta.get(META_OUTPUTS) or {}).get(split)
+    return found if isinstance(found, dict) else {}

@@ -1,0 +1,56 @@
+"""Tiny real trainings for the contract rules' tests (a second or two on one CPU thread): a
+classifier, a regressor or a sequence model on synthetic data, recorded with tracelab.Recorder,
+with what enters the loss, the loss function and the modes chosen by each test."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+import tracelab
+
+
+def blobs(n: int, features: int = 16, classes: int = 4, seed: int = 0):
+    """Separable classes: each class a Gaussian blob around its own centre."""
+    g = torch.Generator().manual_seed(seed)
+    centres = torch.randn(classes, features, generator=g) * 2
+    y = torch.randint(0, classes, (n,), generator=g)
+    return centres[y] + torch.randn(n, features, generator=g), y
+
+
+def regression(n: int, features: int = 8, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, features, generator=g)
+    return x, x @ torch.randn(features, generator=g) + 0.1 * torch.randn(n, generator=g)
+
+
+def train(path, model: nn.Module, data, loss_of: Callable[[Any, Any], torch.Tensor], *,
+          loss_fn: Any = None, outputs_of: Callable[[Any], Any] = lambda out: out,
+          steps: int = 60, batch: int = 32, lr: float = 1e-2, val_every: int = 0,
+          after_val: Callable[[nn.Module], None] = lambda model: None,
+          optimizer: torch.optim.Optimizer | None = None):
+    """Train `model` on `data` (x, y) in batches; validate every `val_every` steps (eval mode,
+    then `after_val(model)`, which sets the mode training goes on in). Returns the run path."""
+    torch.manual_seed(0)
+    x, y = data
+    opt = optimizer or torch.optim.Adam([p for p in model.parameters() if p.requires_grad],
+                                        lr=lr)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=loss_fn,
+                           input_every=5) as rec:
+        for step in range(steps):
+            i = (step * batch) % (len(x) - batch + 1)
+            xb, yb = x[i:i + batch], y[i:i + batch]
+            opt.zero_grad()
+            out = model(xb)
+            loss = loss_of(out, yb)
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=xb, targets=yb, outputs=outputs_of(out))
+            if val_every and (step + 1) % val_every == 0:
+                model.eval()
+                with torch.no_grad():
+                    val = loss_of(model(x[:batch]), y[:batch])
+                rec.log("val", metrics={"loss": val})
+                after_val(model)
+    return path
