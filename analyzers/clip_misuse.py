@@ -1,0 +1,172 @@
+"""clip-misuse: a gradient clip that binds on every step far below the gradients, or that runs
+after optimizer.step() and changes nothing.
+
+What it detects
+    Two contracts of `torch.nn.utils.clip_grad_norm_`, read from the grads' total norm at the
+    end of backward (`grad_norm/backward`), in the optimizer's step pre-hook (`grad_norm/step`:
+    the grads the optimizer used) and at `Recorder.step()` (the `grad` rows):
+    - too small: a binding clip leaves the total norm at exactly max_norm. When the norm the
+      optimizer used sits at one value (within `rtol`) on at least `min_share` of the steps,
+      below the unclipped norm each time, and the unclipped norm is at least `ratio` times
+      that value (median), max_norm is far below every gradient: one optimizer only.
+    - after the step: the grads read at `step()` differ from those the optimizer used, and
+      sit at one value (within `rtol`) on every step where they differ, never above it: a
+      clip ran after `optimizer.step()`, on grads that were already applied.
+
+Why it matters
+    A max_norm a hundred times below the gradients turns every update into the same short
+    step: plain SGD then trains with its learning rate divided by that factor, and the loss
+    creeps. A clip after the step protects nothing: the optimizer applied the unclipped
+    grads, so the spikes it was meant to stop get through.
+
+Example
+    The optimizer used a total grad norm of 0.001 on 118 of 120 steps while backward produced
+    a median of 2.3 (2,300x): clip_grad_norm_(max_norm=0.001) binds on every step.
+
+How to fix
+    Set max_norm near the usual unclipped norm (its median, or a little above: 1.0 is common),
+    so that only spikes are clipped; call clip_grad_norm_ between `loss.backward()` (after
+    `scaler.unscale_(optimizer)` with AMP) and `optimizer.step()`.
+
+False positives
+    Clipping at a sane max_norm that binds on some steps only (transformer recipes at 1.0, the
+    word-language-model example at 0.25) stays quiet: the clip must bind on nearly every step
+    and sit `ratio` times below the median norm. Adam-type optimizers divide by the gradients'
+    running scale, which cancels most of a constant rescale: a too-small clip there is noted
+    at info level. With several optimizers only the clip after the step is judged (the
+    backward norm covers all of their grads together).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tracelab.analyzers._dynamics import OUTCOME, fmt
+from tracelab.core import causes
+from tracelab.core.causes import explains
+from tracelab.core.findings import INFO, WARNING, Finding
+from tracelab.core.rules import Plot, rule
+from tracelab.core.run import Run
+from tracelab.core.schema import GRAD, GRAD_NORM_BACKWARD, GRAD_NORM_STEP, META_OPTIMIZERS, Needs
+
+# Optimizers that divide each step by a running scale of the gradients.
+ADAPTIVE = ("Adam", "AdamW", "Adamax", "NAdam", "RAdam", "SparseAdam", "RMSprop", "Adagrad",
+            "Adadelta", "Adafactor", "Lamb", "LAMB", "Lion")
+
+
+def _kind_is(kind: str):
+    return lambda cause, effect: cause.evidence.get("kind") == kind
+
+
+@rule(name="clip-misuse", code="TL209", requires=(Needs.GRAD_NORMS,), plot=Plot.NONE,
+      links=(explains("update-ratio", *OUTCOME,
+                      why="a clip far below every gradient shrinks every update by the same "
+                          "large factor",
+                      timing="overlap",
+                      when=lambda c, e: _kind_is("too_small")(c, e) and causes.low_updates(c, e)),
+             explains("exploding-gradients", "loss-spike", "nonfinite-values",
+                      why="a clip after optimizer.step() leaves the applied gradients unclipped",
+                      timing="overlap", when=_kind_is("after_step"))))
+def clip_misuse(run: Run, *, ratio: float = 100.0, min_share: float = 0.9, rtol: float = 1e-3,
+                min_steps: int = 5) -> list[Finding]:
+    backward = run.signal(GRAD_NORM_BACKWARD)
+    optimizers = run.meta.get(META_OPTIMIZERS) or {}
+    findings = []
+    if len(optimizers) <= 1:
+        found = _too_small(run, backward, run.signal(GRAD_NORM_STEP), optimizers, ratio=ratio,
+                           min_share=min_share, rtol=rtol, min_steps=min_steps)
+        findings += [found] if found else []
+    names = list(optimizers) if len(optimizers) > 1 else [None]
+    for name in names:
+        used = run.signal(GRAD_NORM_STEP if name is None else f"{GRAD_NORM_STEP}/{name}")
+        found = _after_step(run, used, _params(optimizers, name), name, rtol=rtol,
+                            min_steps=min_steps)
+        findings += [found] if found else []
+    return findings
+
+
+def _params(optimizers: dict, name) -> list[str] | None:
+    """The tracked parameters an optimizer holds (None: all, when unknown)."""
+    summary = optimizers.get(name) if name is not None else next(iter(optimizers.values()), None)
+    groups = (summary or {}).get("groups") or []
+    if not groups or any("params" not in g for g in groups):
+        return None
+    return [p for g in groups for p in g["params"]]
+
+
+def _times(factor: float) -> str:
+    return f"{factor:,.0f}x" if factor >= 100 else f"{fmt(factor)}x"
+
+
+def _constant(values: np.ndarray, rtol: float) -> float | None:
+    """The value every one of `values` sits at (within rtol of their median), if any."""
+    if not len(values):
+        return None
+    level = float(np.median(values))
+    return level if level > 0 and np.all(np.abs(values - level) <= rtol * level) else None
+
+
+def _too_small(run: Run, backward: pd.Series, used: pd.Series, optimizers: dict, *,
+               ratio: float, min_share: float, rtol: float, min_steps: int) -> Finding | None:
+    both = pd.concat([backward.rename("b"), used.rename("s")], axis=1).dropna()
+    both = both[np.isfinite(both.to_numpy()).all(axis=1) & (both["s"] > 0)]
+    if len(both) < min_steps:
+        return None
+    bound = both[both["s"] < both["b"] * (1 - rtol)]
+    level = _constant(bound["s"].to_numpy(dtype=float), rtol)
+    if level is None or len(bound) < min_share * len(both):
+        return None
+    factor = float(np.median(bound["b"] / bound["s"]))
+    if factor < ratio:
+        return None
+    kind = (next(iter(optimizers.values()), {}) or {}).get("type", "")
+    adaptive = kind in ADAPTIVE
+    steps = bound.index
+    why = (f"{kind} divides by the gradients' running scale, which cancels most of this "
+           "rescale, but every step now weighs the same whatever its gradient"
+           if adaptive else
+           f"every update is {_times(factor)} shorter than its gradient asks: the learning "
+           "rate is in effect divided by as much")
+    return clip_misuse.finding(
+        INFO if adaptive else WARNING, "gradient clip", (int(steps[0]), int(steps[-1])),
+        f"The gradient clip binds on {len(bound)} of {len(both)} steps far below the "
+        f"gradients: the optimizer used a total grad norm of {fmt(level)} each time while "
+        f"backward produced a median {fmt(float(bound['b'].median()))} ({_times(factor)}), so "
+        f"max_norm is about {fmt(level)}; {why}.",
+        {"kind": "too_small", "max_norm": level, "clipped_steps": len(bound),
+         "steps_observed": len(both), "median_unclipped": float(bound["b"].median()),
+         "factor": factor, "optimizer": kind},
+        f"Set clip_grad_norm_'s max_norm near the usual unclipped norm (median "
+        f"{fmt(float(both['b'].median()))}), so that only spikes are clipped.")
+
+
+def _after_step(run: Run, used: pd.Series, params: list[str] | None, name,
+                *, rtol: float, min_steps: int) -> Finding | None:
+    norms = run.stat(GRAD, "norm")
+    cols = [c for c in norms.columns if params is None or c in params]
+    if used.empty or not cols:
+        return None
+    squares = norms[cols].reindex(used.index).astype(float) ** 2
+    seen = squares.notna().any(axis=1)
+    read = np.sqrt(squares[seen].sum(axis=1, min_count=1))
+    both = pd.concat([used.rename("s"), read.rename("r")], axis=1).dropna()
+    both = both[np.isfinite(both.to_numpy()).all(axis=1) & (both["s"] > 0)]
+    differ = both[np.abs(both["r"] - both["s"]) > rtol * both["s"]]
+    if len(differ) < min_steps:
+        return None
+    level = _constant(differ["r"].to_numpy(dtype=float), rtol)
+    if level is None or (both["r"] > level * (1 + rtol)).any() or (differ["r"] > differ["s"]).any():
+        return None
+    steps = differ.index
+    which = "the optimizer" if name is None else f"optimizer '{name}'"
+    return clip_misuse.finding(
+        WARNING, "gradient clip", (int(steps[0]), int(steps[-1])),
+        f"The gradients were clipped after optimizer.step(): on {len(differ)} of {len(both)} "
+        f"steps {which} used grads of total norm {fmt(float(differ['s'].median()))} (median), "
+        f"and afterwards they sat at {fmt(level)} each time, so the clip changed grads that "
+        "had already been applied and stopped nothing.",
+        {"kind": "after_step", "max_norm": level, "clipped_steps": len(differ),
+         "steps_observed": len(both), "median_used": float(differ["s"].median()),
+         **({"optimizer": name} if name is not None else {})},
+        "Call clip_grad_norm_ between loss.backward() (after scaler.unscale_(optimizer) with "
+        "AMP) and optimizer.step().")

@@ -1,0 +1,166 @@
+"""lr-schedule: the learning rate dies while the loss still falls, or a warm-up never ends.
+
+What it detects
+    From the learning rate of every step (`lr/*` scalars), for each param group:
+    - died early: after its peak the LR falls below `floor` of that peak and stays there for
+      at least `min_dead_share` of the run, and while the LR was still high (before it first
+      fell below a tenth of its peak) the loss was falling: its median fell from the first to
+      the last third of that stretch by more than the loss's own step-to-step noise. This is
+      the signature of an epoch scheduler (StepLR, MultiStepLR, ExponentialLR) stepped after
+      every batch.
+    - never warmed up: the LR stays below `floor` of the group's configured LR (`initial_lr`,
+      which a scheduler writes into the group) on every step of the run: a warm-up far longer
+      than the run, or a schedule that starts at 0 and never rises.
+
+Why it matters
+    An LR at a thousandth of its peak moves the weights a thousand times less: training stops
+    while the loss still had far to go, and the run looks converged. A scheduler built for
+    epochs and stepped per batch reaches its last decay after a few hundred steps.
+
+Example
+    lr/0 fell from 0.1 to 1e-05 (below 1e-3 of its peak) at step 91, with 85 % of the run
+    left; the loss had fallen from 1.4 to 0.9 while the LR was high, then stayed at 0.9.
+
+How to fix
+    Step an epoch scheduler once per epoch (after the loop over batches), or give its sizes in
+    batches (step_size, milestones or T_max times the batches per epoch); make a warm-up end
+    within the run (warm-up steps a few percent of the total).
+
+False positives
+    Cosine or linear decay to ~0 at the end of a run is quiet: the LR is below a thousandth of
+    its peak only in the last few percent of the steps, less than `min_dead_share`. A decay
+    whose loss had already flattened while the LR was high is quiet. Warm-up from 0 is quiet
+    once the LR rises past `floor` of its configured value; cyclic schedules that restart
+    (CosineAnnealingWarmRestarts) never stay below the floor.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tracelab.analyzers._dynamics import MAD_TO_STD, OUTCOME, fmt, name_list
+from tracelab.core import causes
+from tracelab.core.causes import explains
+from tracelab.core.findings import WARNING, Finding
+from tracelab.core.rules import Plot, rule
+from tracelab.core.run import Run
+from tracelab.core.schema import LR_PREFIX, META_OPTIMIZERS, META_SCHEDULERS, TRAIN, Needs
+
+
+@rule(name="lr-schedule", code="TL210", requires=(Needs.LEARNING_RATE, Needs.LOSS),
+      plot=Plot.LEARNING_RATE,
+      links=(explains("update-ratio", "optimizer-step-missing", *OUTCOME,
+                      why="a learning rate near 0 leaves the weights where they are",
+                      timing="overlap", when=causes.low_updates),))
+def lr_schedule(run: Run, *, floor: float = 1e-3, min_dead_share: float = 0.2,
+                min_steps: int = 10) -> list[Finding]:
+    loss = run.loss().dropna()
+    loss = loss[np.isfinite(loss.to_numpy(dtype=float))]
+    died, cold = [], []
+    for name in _lr_names(run):
+        lr = run.scalar(name).dropna()
+        lr = lr[np.isfinite(lr.to_numpy(dtype=float))]
+        if len(lr) < min_steps:
+            continue
+        found = _died(lr, loss, floor, min_dead_share, min_steps)
+        if found:
+            died.append((name, *found))
+            continue
+        base = _configured(run, name)
+        if base and base > 0 and float(lr.max()) < floor * base:
+            cold.append((name, base, float(lr.max()), lr))
+    findings = []
+    scheduler = _scheduler_types(run)
+    if died:
+        name, lr, peak, dead_at, level, high_from, high_to = max(died, key=lambda d: -d[3])
+        left = float(np.mean(lr.index >= dead_at))
+        findings.append(lr_schedule.finding(
+            WARNING, name if len(died) == 1 else f"{name} (+{len(died) - 1} more)",
+            (dead_at, int(lr.index[-1])),
+            f"The learning rate died while the loss was still falling: {name_list([d[0] for d in died])} "
+            f"fell from its peak {fmt(peak)} to below {fmt(floor)} of it at step {dead_at} "
+            f"({fmt(level)}) and stayed there for the last {left:.0%} of the run; while it was "
+            f"high the loss fell from {fmt(high_from)} to {fmt(high_to)}"
+            f"{_after(loss, dead_at)}."
+            + (f" Scheduler: {scheduler}." if scheduler else ""),
+            {"kind": "died", "groups": len(died), "peak_lr": peak, "dead_step": dead_at,
+             "dead_share": left, "lr_at_death": level, "loss_high_from": high_from,
+             "loss_high_to": high_to},
+            "Step an epoch scheduler once per epoch, after the loop over batches, or give its "
+            "sizes in batches (step_size, milestones, T_max times the batches per epoch), so "
+            "that the learning rate decays over the whole run."))
+    if cold:
+        name, base, top, lr = cold[0]
+        findings.append(lr_schedule.finding(
+            WARNING, name if len(cold) == 1 else f"{name} (+{len(cold) - 1} more)",
+            (int(lr.index[0]), int(lr.index[-1])),
+            f"The learning rate never reached its configured value: {name_list([c[0] for c in cold])} "
+            f"stayed at or below {fmt(top)} on all {len(lr)} steps, under {fmt(floor)} of the "
+            f"configured {fmt(base)}: a warm-up far longer than the run, or a schedule that "
+            "starts at 0 and does not rise."
+            + (f" Scheduler: {scheduler}." if scheduler else ""),
+            {"kind": "never_warmed_up", "groups": len(cold), "configured_lr": base,
+             "max_lr": top, "steps": len(lr)},
+            "Make the warm-up end within the run (a few percent of the total steps), and check "
+            "the schedule's factor at step 0 and after the warm-up."))
+    return findings
+
+
+def _lr_names(run: Run) -> list[str]:
+    sc = run.scalars
+    if not len(sc):
+        return []
+    names = sc.loc[sc["split"] == TRAIN, "name"].astype(str).unique()
+    return sorted(n for n in names if n.startswith(LR_PREFIX))
+
+
+def _died(lr: pd.Series, loss: pd.Series, floor: float, min_dead_share: float,
+          min_steps: int):
+    """(lr, peak, step the LR died at, its value there, loss at the start and end of the
+    high stretch) when the LR died early while the loss fell, else None."""
+    values = lr.to_numpy(dtype=float)
+    peak_at = int(np.argmax(values))
+    peak = float(values[peak_at])
+    if not peak > 0 or not values[-1] < floor * peak:
+        return None
+    alive = np.flatnonzero(values >= floor * peak)
+    dead_from = int(alive[-1]) + 1
+    if len(values) - dead_from < max(min_steps, min_dead_share * len(values)):
+        return None
+    low = peak_at + int(np.argmax(values[peak_at:] < 0.1 * peak))
+    high = loss[(loss.index >= lr.index[peak_at]) & (loss.index < lr.index[low])]
+    if len(high) < min_steps:
+        return None
+    third = max(1, len(high) // 3)
+    start, end = float(high.iloc[:third].median()), float(high.iloc[-third:].median())
+    steps = np.diff(high.to_numpy(dtype=float))
+    noise = MAD_TO_STD * float(np.median(np.abs(steps - np.median(steps)))) / np.sqrt(2)
+    if not start - end > noise:
+        return None
+    return lr, peak, int(lr.index[dead_from]), float(values[dead_from]), start, end
+
+
+def _after(loss: pd.Series, dead_at: int) -> str:
+    after = loss[loss.index >= dead_at]
+    if len(after) < 2:
+        return ""
+    return (f", and after the LR died it went from {fmt(float(after.iloc[:5].median()))} to "
+            f"{fmt(float(after.iloc[-5:].median()))}")
+
+
+def _configured(run: Run, name: str) -> float | None:
+    """The group's configured LR: the `initial_lr` a scheduler writes into it."""
+    optimizers = run.meta.get(META_OPTIMIZERS) or {}
+    parts = name[len(LR_PREFIX):].split("/")
+    key, index = (next(iter(optimizers), None), parts[0]) if len(parts) == 1 else parts[:2]
+    groups = (optimizers.get(key) or {}).get("groups") or []
+    try:
+        value = groups[int(index)].get("initial_lr")
+    except (ValueError, IndexError):
+        return None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _scheduler_types(run: Run) -> str:
+    schedulers = run.meta.get(META_SCHEDULERS) or {}
+    return ", ".join(str(s.get("type")) for s in schedulers.values() if isinstance(s, dict))

@@ -1,0 +1,134 @@
+"""param-not-in-optimizer: parameters that get gradients but are in no optimizer.
+
+What it detects
+    Trainable parameters (`requires_grad=True`) that no optimizer given to the Recorder holds
+    (meta.json's `model.parameters[*].in_optimizer` is false), that receive non-zero gradients,
+    and whose weights never change over the run. Parameters that change anyway (another
+    optimizer, not given to the Recorder, updates them) are not judged.
+
+Why it matters
+    Backward computes their gradients and nothing applies them: the module keeps its initial
+    weights, typically a head or a layer added after the optimizer was built. Since
+    `optimizer.zero_grad()` resets only the optimizer's own parameters, their gradients also
+    pile up from step to step, which looks like a missing `zero_grad()`, whose fix would not
+    help here.
+
+Example
+    head.weight and head.bias get gradients (largest total norm 3.1) on every step but are in
+    no optimizer's param groups, and never changed in 200 steps.
+
+How to fix
+    Build the optimizer after the model is complete, from `model.parameters()`, or add the
+    missing parameters with `optimizer.add_param_group({"params": module.parameters()})`;
+    a part frozen on purpose should get `requires_grad_(False)`, which also saves its backward.
+
+False positives
+    Parameters frozen with `requires_grad=False` get no gradient and are not judged. Several
+    optimizers given as a list or a dict (a GAN's generator and discriminator) count together.
+    When the parameters left out all come before every optimized one (a backbone under a
+    trained head), the finding is information: that is how a backbone is often frozen,
+    wastefully but harmlessly.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tracelab.analyzers._dynamics import OUTCOME, fmt, layer_of, name_list, param_info, \
+    subject_of
+from tracelab.core.causes import explains
+from tracelab.core.findings import INFO, WARNING, Finding
+from tracelab.core.rules import Plot, rule
+from tracelab.core.run import Run
+from tracelab.core.schema import GRAD, UPDATE, WEIGHT, Needs
+
+
+def _holds_watched(cause: Finding, effect: Finding) -> bool:
+    """The parameter whose gradient resets are watched (the model's smallest) is one of those
+    no optimizer holds: their gradients pile up whatever zero_grad() does."""
+    return bool(cause.evidence.get("holds_watched"))
+
+
+@rule(name="param-not-in-optimizer", code="TL213",
+      requires=(Needs.MODEL, Needs.OPTIMIZERS, Needs.GRADS, Needs.WEIGHTS),
+      merge="module group", plot=Plot.WEIGHT_CHANGE,
+      links=(explains("missing-zero-grad",
+                      why="optimizer.zero_grad() resets only the optimizer's parameters, so "
+                          "the gradients of those it does not hold pile up",
+                      timing="overlap", when=_holds_watched),
+             explains("frozen-parameters", why="parameters no optimizer holds never change",
+                      timing="overlap", place="same"),
+             explains("optimizer-step-missing", *OUTCOME,
+                      why="parameters no optimizer holds do not learn", timing="overlap")))
+def param_not_in_optimizer(run: Run, *, rtol: float = 1e-7,
+                           min_steps: int = 3) -> list[Finding]:
+    info = param_info(run)
+    trainable = [n for n, p in info.items() if p.get("requires_grad", True)]
+    outside = [n for n in trainable if info[n].get("in_optimizer") is False]
+    norms = run.stat(WEIGHT, "norm")
+    if not outside or len(norms) < min_steps:
+        return []
+    grads = run.stat(GRAD, "norm")
+    peaks = {n: _peak(grads, n) for n in outside}
+    left = [n for n in outside if peaks[n] > 0 and _unchanged(run, n, rtol)]
+    if not left:
+        return []
+    inside = [n for n in trainable if info[n].get("in_optimizer") is True]
+    order = list(info)
+    upstream = bool(inside) and max(order.index(n) for n in left) < min(
+        order.index(n) for n in inside)
+    modules = list(dict.fromkeys(layer_of(n) for n in left))
+    watched = _watched(info)
+    steps = (int(norms.index[0]), int(norms.index[-1]))
+    text = (f"{'Parameter' if len(left) == 1 else 'Parameters'} {name_list(left)} "
+            f"{'gets' if len(left) == 1 else 'get'} gradients (largest norm "
+            f"{fmt(max(peaks[n] for n in left))}) but no optimizer holds "
+            f"{'it' if len(left) == 1 else 'them'}: "
+            f"{'it' if len(left) == 1 else 'they'} never changed over {len(norms)} recorded "
+            f"steps ({steps[0]}-{steps[1]}), and the gradients pile up, since zero_grad() "
+            "resets only the optimizer's parameters.")
+    if upstream:
+        text += (" They all come before the optimized parameters, as a backbone frozen by "
+                 "leaving it out of the optimizer is.")
+    return [param_not_in_optimizer.finding(
+        INFO if upstream else WARNING, subject_of(modules), steps, text,
+        {"parameters": len(left), "modules": len(modules), "subjects": modules,
+         "grad_norm_max": max(peaks[n] for n in left), "holds_watched": watched in left,
+         "optimized_parameters": len(inside)},
+        "Freeze them with requires_grad_(False) (which also saves their backward), as a "
+        "backbone frozen on purpose should be." if upstream else
+        "Build the optimizer after the model is complete, from model.parameters(), or add "
+        "them with optimizer.add_param_group({'params': module.parameters()}); pass every "
+        "optimizer to Recorder(optimizer=[...]).")]
+
+
+def _peak(grads, name: str) -> float:
+    if name not in grads.columns:
+        return 0.0
+    values = grads[name].to_numpy(dtype=float)
+    values = values[np.isfinite(values)]
+    return float(values.max()) if values.size else 0.0
+
+
+def _unchanged(run: Run, name: str, rtol: float) -> bool:
+    upd = run.stat(UPDATE, "norm")
+    if name in upd.columns and upd[name].notna().any():
+        return bool((upd[name].dropna() == 0).all())
+    for stat in ("norm", "mean", "min", "max"):
+        frame = run.stat(WEIGHT, stat)
+        if name not in frame.columns:
+            return False
+        col = frame[name].dropna().to_numpy(dtype=float)
+        if len(col) < 2 or np.any(np.abs(col - col[0]) > rtol * max(abs(col[0]), 1e-30)):
+            return False
+    return True
+
+
+def _watched(info: dict) -> str | None:
+    """The parameter whose gradient resets the recorder watches: the last of the smallest
+    trainable ones (recorders/loop_checks.py)."""
+    sizes = [(n, int(np.prod(p.get("shape") or [1]))) for n, p in info.items()
+             if p.get("requires_grad", True)]
+    sizes = [(n, s) for n, s in sizes if s > 0]
+    if not sizes:
+        return None
+    return min(reversed(sizes), key=lambda item: item[1])[0]

@@ -1,0 +1,64 @@
+"""Tiny real trainings for the rules on the optimizer's facts: a 4-class MLP on separable
+synthetic data, recorded with the Recorder; each keyword plants one mistake or one ordinary
+practice."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Optional
+
+import torch
+from torch import nn
+
+import tracelab
+
+FEATURES, CLASSES, BATCH = 16, 4, 64
+
+
+def model() -> nn.Module:
+    return nn.Sequential(nn.Linear(FEATURES, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(),
+                         nn.Linear(32, CLASSES))
+
+
+def batches(steps: int, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(FEATURES, CLASSES, generator=g)
+    for _ in range(steps):
+        x = torch.randn(BATCH, FEATURES, generator=g)
+        yield x, (x @ w).argmax(1)
+
+
+def train(run_dir: Path, *, steps: int = 120, optimizer: Callable = None,
+          scheduler: Optional[Callable] = None, per_batch_scheduler: bool = True,
+          clip: Optional[float] = None, clip_after_step: bool = False,
+          params: Optional[Callable] = None, call_step: bool = True,
+          zero_grad_before_step: bool = False, net: Optional[nn.Module] = None,
+          seed: int = 0, every: Optional[int] = None, epoch_len: int = 20) -> Path:
+    """Train for `steps` batches; `optimizer(params)` builds the optimizer (SGD lr 0.1,
+    momentum 0.9 by default) over `params(model)` (all parameters by default);
+    `scheduler(opt)` one stepped after every batch, or after every `epoch_len` batches when not
+    `per_batch_scheduler`."""
+    torch.manual_seed(seed)
+    net = net or model()
+    opt = (optimizer or (lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)))(
+        list(params(net) if params else net.parameters()))
+    sched = scheduler(opt) if scheduler else None
+    loss_fn = nn.CrossEntropyLoss()
+    with tracelab.Recorder(str(run_dir), model=net, optimizer=opt, scheduler=sched,
+                           loss_fn=loss_fn, every=every, flush_interval=0.5) as rec:
+        for i, (x, y) in enumerate(batches(steps, seed)):
+            opt.zero_grad()
+            out = net(x)
+            loss = loss_fn(out, y)
+            loss.backward()
+            if clip is not None and not clip_after_step:
+                torch.nn.utils.clip_grad_norm_(net.parameters(), clip)
+            if zero_grad_before_step:
+                opt.zero_grad()
+            if call_step:
+                opt.step()
+            if clip is not None and clip_after_step:
+                torch.nn.utils.clip_grad_norm_(net.parameters(), clip)
+            if sched is not None and (per_batch_scheduler or (i + 1) % epoch_len == 0):
+                sched.step()
+            rec.step(loss=loss, inputs=x, targets=y, outputs=out)
+    return Path(run_dir)

@@ -1,0 +1,80 @@
+"""clip-misuse: a clip far below every gradient, or one after optimizer.step()."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from tracelab.analyzers.clip_misuse import clip_misuse
+from tracelab.core.run import Run
+
+pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+
+import torch  # noqa: E402
+from _optim_training import train  # noqa: E402
+
+import tracelab  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _found(path):
+    return [f for f in tracelab.analyze(path).findings if f.rule == "clip-misuse"]
+
+
+def test_a_max_norm_far_below_every_gradient_is_named(tmp_path):
+    [f] = _found(train(tmp_path / "r", steps=60, clip=1e-4))
+    assert f.evidence["kind"] == "too_small" and f.severity.value == "warning"
+    assert f.evidence["max_norm"] == pytest.approx(1e-4, rel=1e-3)
+    assert f.evidence["clipped_steps"] == f.evidence["steps_observed"] >= 20
+    assert "max_norm" in f.fix
+
+
+def test_under_adam_a_tiny_clip_is_information(tmp_path):
+    [f] = _found(train(tmp_path / "r", steps=40, clip=1e-4,
+                       optimizer=lambda p: torch.optim.Adam(p, lr=1e-2)))
+    assert f.severity.value == "info" and f.evidence["optimizer"] == "Adam"
+
+
+def test_a_clip_after_the_step_is_named(tmp_path):
+    [f] = _found(train(tmp_path / "r", steps=60, clip=0.05, clip_after_step=True))
+    assert f.evidence["kind"] == "after_step"
+    assert f.evidence["max_norm"] == pytest.approx(0.05, rel=1e-3)
+    assert "between loss.backward()" in f.fix
+
+
+@pytest.mark.parametrize("clip", [None, 0.3, 1.0])
+def test_no_clip_or_a_sane_one_stays_quiet(tmp_path, clip):
+    path = train(tmp_path / "r", steps=60, clip=clip)
+    if clip == 0.3:  # the clip binds on some steps, as a sane one does
+        run = tracelab.open_run(path)
+        clipped = run.signal("grad_norm/step") < run.signal("grad_norm/backward") * 0.999
+        assert 0 < clipped.sum() < len(clipped)
+    assert _found(path) == []
+
+
+def _frames(backward, used, rows=None):
+    steps = range(len(backward))
+    signals = pd.concat([
+        pd.DataFrame({"step": steps, "split": "train", "name": "grad_norm/backward",
+                      "value": backward}),
+        pd.DataFrame({"step": steps, "split": "train", "name": "grad_norm/step",
+                      "value": used})])
+    rows = used if rows is None else rows
+    tensors = pd.DataFrame({"step": steps, "kind": "grad", "name": "w", "numel": 10,
+                            "norm": rows})
+    meta = {"optimizers": {"0": {"type": "SGD", "groups": [{"lr": 0.1, "params": ["w"]}]}}}
+    return Run.from_frames(meta, signals=signals, tensors=tensors)
+
+
+def test_the_bounds_on_frames():
+    rng = np.random.default_rng(0)
+    grads = rng.uniform(0.5, 3.0, 30)
+    assert clip_misuse(_frames(grads, np.full(30, 1e-3)))[0].evidence["kind"] == "too_small"
+    # some 40x below is not far enough below to be sure max_norm is wrong
+    assert clip_misuse(_frames(grads * 0.02, np.full(30, 1e-3))) == []
+    # a norm that merely varies little is no clip
+    assert clip_misuse(_frames(grads, 1e-3 * (1 + rng.uniform(0, 0.01, 30)))) == []
+    # clipped after the step: the rows sit at max_norm, never above it
+    [f] = clip_misuse(_frames(grads, grads, rows=np.minimum(grads, 0.8)))
+    assert f.evidence["kind"] == "after_step" and f.evidence["max_norm"] == pytest.approx(0.8)
+    # zeroed after the step (zero_grad(set_to_none=False) before step()) is no clip
+    assert clip_misuse(_frames(grads, grads, rows=np.zeros(30))) == []

@@ -1,0 +1,66 @@
+"""lr-schedule: a learning rate that dies while the loss falls, a warm-up that never ends."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from tracelab.analyzers.lr_schedule import lr_schedule
+from tracelab.core.run import Run
+
+pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+
+from torch.optim import lr_scheduler as sched  # noqa: E402
+from _optim_training import train  # noqa: E402
+
+import tracelab  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+STEPS = 200
+
+
+def _found(path):
+    return [f for f in tracelab.analyze(path).findings if f.rule == "lr-schedule"]
+
+
+def test_an_epoch_scheduler_stepped_per_batch_is_named(tmp_path):
+    [f] = _found(train(tmp_path / "r", steps=STEPS,
+                       scheduler=lambda o: sched.StepLR(o, step_size=30, gamma=0.1)))
+    assert f.evidence["kind"] == "died" and f.evidence["peak_lr"] == pytest.approx(0.1)
+    assert 90 <= f.evidence["dead_step"] <= 120 and f.evidence["dead_share"] > 0.3
+    assert f.evidence["loss_high_to"] < 0.5 * f.evidence["loss_high_from"]
+    assert "StepLR" in f.message and "once per epoch" in f.fix
+
+
+def test_a_warm_up_that_never_ends_is_named(tmp_path):
+    [f] = _found(train(tmp_path / "r", steps=100,
+                       scheduler=lambda o: sched.LambdaLR(o, lambda s: s / 1e6)))
+    assert f.evidence["kind"] == "never_warmed_up"
+    assert f.evidence["configured_lr"] == pytest.approx(0.1) and f.evidence["max_lr"] < 1e-4
+
+
+@pytest.mark.parametrize("scheduler,per_batch", [
+    (lambda o: sched.CosineAnnealingLR(o, T_max=STEPS), True),  # to ~0 at the very end
+    (lambda o: sched.OneCycleLR(o, 0.1, total_steps=STEPS), True),  # warm-up from ~0
+    (lambda o: sched.LambdaLR(o, lambda s: min(1.0, (s + 1) / 20)), True),  # linear warm-up
+    (lambda o: sched.StepLR(o, step_size=3, gamma=0.1), False),  # an epoch scheduler per epoch
+])
+def test_ordinary_schedules_stay_quiet(tmp_path, scheduler, per_batch):
+    assert _found(train(tmp_path / "r", steps=STEPS, scheduler=scheduler,
+                        per_batch_scheduler=per_batch)) == []
+
+
+def _frames(lr, loss):
+    steps = range(len(lr))
+    scalars = pd.concat([pd.DataFrame({"step": steps, "split": "train", "name": "lr/0",
+                                       "value": lr}),
+                         pd.DataFrame({"step": steps, "split": "train", "name": "loss",
+                                       "value": loss})])
+    return Run.from_frames(scalars=scalars)
+
+
+def test_a_decay_after_the_loss_flattened_stays_quiet():
+    rng = np.random.default_rng(0)
+    loss = 0.3 + 0.05 * rng.standard_normal(200)  # flat from the start
+    lr = 0.1 * 0.1 ** (np.arange(200) // 30)
+    assert lr_schedule(_frames(lr, loss)) == []
+    falling = np.linspace(2.0, 0.3, 200) + 0.05 * rng.standard_normal(200)
+    assert lr_schedule(_frames(lr, falling))[0].evidence["kind"] == "died"
