@@ -27,17 +27,11 @@ from tracelab.analyzers.eval_in_train_mode import eval_in_train_mode
 from tracelab.analyzers.target_problems import target_problems
 from tracelab.analyzers.amp_overflow import amp_overflow
 from tracelab.analyzers.train_val_overlap import train_val_overlap
-from tracelab.analyzers.loss_input_contract import loss_input_contract
-from tracelab.analyzers.shape_broadcast import shape_broadcast
-from tracelab.analyzers.train_in_eval_mode import train_in_eval_mode
-from tracelab.analyzers.batchnorm_small_batch import batchnorm_small_batch
-from tracelab.analyzers.wrong_batch_axis import wrong_batch_axis
-from tracelab.analyzers.loss_below_bound import loss_below_bound
-from tracelab.analyzers.datetime_units import datetime_units
 from tracelab.analyzers.clip_misuse import clip_misuse
 from tracelab.analyzers.lr_schedule import lr_schedule
 from tracelab.analyzers.optimizer_step_missing import optimizer_step_missing
 from tracelab.analyzers.param_not_in_optimizer import param_not_in_optimizer
+from tracelab.analyzers.loss_input_contract import loss_input_contract
 
 RULES = [
     loss_oscillation,
@@ -73,10 +67,4 @@ RULES = [
     amp_overflow,
     train_val_overlap,
     loss_input_contract,
-    shape_broadcast,
-    train_in_eval_mode,
-    batchnorm_small_batch,
-    wrong_batch_axis,
-    loss_below_bound,
-    datetime_units,
 ]
