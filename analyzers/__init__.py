@@ -32,6 +32,8 @@ from tracelab.analyzers.lr_schedule import lr_schedule
 from tracelab.analyzers.optimizer_step_missing import optimizer_step_missing
 from tracelab.analyzers.param_not_in_optimizer import param_not_in_optimizer
 from tracelab.analyzers.loss_input_contract import loss_input_contract
+from tracelab.analyzers.shape_broadcast import shape_broadcast
+from tracelab.analyzers.loss_below_bound import loss_below_bound
 
 RULES = [
     loss_oscillation,
@@ -67,4 +69,6 @@ RULES = [
     amp_overflow,
     train_val_overlap,
     loss_input_contract,
+    shape_broadcast,
+    loss_below_bound,
 ]

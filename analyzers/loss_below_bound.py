@@ -1,0 +1,94 @@
+"""loss-below-bound: the training loss went below the least value its function can take.
+
+What it detects
+    Cross-entropy, NLL on log-probabilities, BCE, MSE, L1, Huber, KL divergence, margin and
+    triplet losses are never below 0 while their inputs keep their contract. With
+    `Recorder(loss_fn=...)` naming one of them, the rule fires when the recorded train loss
+    sits below 0 over the last half of the run (its median there is below 0 by more than
+    `tolerance` of the loss's largest magnitude). Without `loss_fn` nothing is assumed of the
+    loss (a Gaussian or flow log-likelihood is negative by nature): the rule fires only on a
+    loss that falls without bound, negative and still falling as fast in the last quarter of
+    the run as in the first, and at least as far below 0 as it started from 0.
+
+Why it matters
+    A loss below its minimum is being maximized, not minimized: a sign flipped
+    (`loss = -criterion(out, y)`, a reward used as a loss), or inputs outside the loss's
+    domain (logits given to NLLLoss). The optimizer then drives the weights without limit;
+    the run ends in exploding weights, saturated outputs or NaN, while the falling loss curve
+    looks like progress.
+
+Example
+    The CrossEntropyLoss loss was below 0 on 60 of the last 60 steps (median -41.2, lowest
+    -88.0): it cannot be below 0, so the optimizer is maximizing it.
+
+How to fix
+    Minimize the loss itself: remove the minus sign (to maximize a reward r, minimize -r,
+    once), and give the loss the inputs it expects (NLLLoss: log_softmax outputs).
+
+False positives
+    A regularized loss that subtracts a small bonus (an entropy bonus) can dip just below 0;
+    the rule asks for the median of the run's last half to be below 0 by more than
+    `tolerance` of the loss's largest magnitude. Losses that may be negative (Gaussian NLL,
+    Poisson NLL, a critic's Wasserstein estimate, a log-likelihood) are not in the bounded set
+    and, without `loss_fn`, only a loss falling without bound fires.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tracelab.analyzers._dynamics import fmt, finite
+from tracelab.analyzers._loss_contracts import NONNEGATIVE, loss_type
+from tracelab.core.causes import explains
+from tracelab.core.findings import ERROR, WARNING, Finding
+from tracelab.core.rules import Plot, rule
+from tracelab.core.run import Run
+from tracelab.core.schema import Needs
+
+FIX = ("Minimize the loss itself: remove the minus sign in front of it (to maximize a reward, "
+       "minimize its negative once), and give the loss the inputs it expects (NLLLoss: "
+       "log_softmax outputs).")
+
+
+@rule(name="loss-below-bound", code="TL612", requires=(Needs.LOSS,), plot=Plot.LOSS,
+      links=(explains("exploding-gradients", "nonfinite-values", "saturated-activations",
+                      "collapsed-outputs", "dead-units", "update-ratio", "loss-collapse",
+                      "loss-oscillation", "loss-spike",
+                      why="a loss that is maximized drives the weights without limit",
+                      timing="overlap"),))
+def loss_below_bound(run: Run, *, tolerance: float = 0.01,
+                     min_steps: int = 8) -> list[Finding]:
+    loss = finite(run.loss())
+    values = loss.to_numpy(dtype=float)
+    if len(values) < min_steps:
+        return []
+    kind = loss_type(run)
+    if kind in NONNEGATIVE:
+        half = loss.iloc[len(loss) // 2:]
+        median = float(half.median())
+        if median >= -tolerance * float(np.abs(values).max()):
+            return []
+        below = half[half < 0]
+        return [loss_below_bound.finding(
+            ERROR, "loss", (int(loss.index[values < 0][0]), int(loss.index[-1])),
+            f"The {kind} loss was below 0 on {len(below)} of the last {len(half)} steps "
+            f"(median {fmt(median)}, lowest {fmt(float(values.min()))}): it cannot be below 0, "
+            "so the optimizer is maximizing it or its inputs break its contract.",
+            {"loss_fn": kind, "bound": 0.0, "median_last_half": median,
+             "lowest": float(values.min()), "steps_below": len(below),
+             "steps_judged": len(half)}, FIX)]
+    if kind is not None:
+        return []
+    quarters = [float(np.mean(q)) for q in np.array_split(values, 4)]
+    drops = np.diff(quarters) * -1
+    start = quarters[0]
+    if not (quarters[-1] < 0 and (drops > 0).all() and drops[-1] >= drops[0] / 2
+            and quarters[-1] <= -abs(start)):
+        return []
+    return [loss_below_bound.finding(
+        WARNING, "loss", (int(loss.index[0]), int(loss.index[-1])),
+        f"The loss fell without bound: from {fmt(values[0])} to {fmt(values[-1])}, as fast in "
+        f"the last quarter of the run ({fmt(-drops[-1])} per quarter) as in the first, with no "
+        "floor in sight. A loss that has a minimum slows down as it nears it; this one is "
+        "being maximized or read outside its domain.",
+        {"loss_fn": None, "quarter_means": quarters, "first": float(values[0]),
+         "last": float(values[-1])}, FIX)]

@@ -1,0 +1,113 @@
+"""shape-broadcast: the outputs and targets of an element-wise loss broadcast to a larger shape.
+
+What it detects
+    `step(outputs=..., targets=...)` records whether the two shapes broadcast to more
+    elements than either has: an `(N, 1)` prediction against `(N,)` targets becomes an
+    `(N, N)` grid that compares every prediction with every target. The rule fires when that
+    holds on at least `min_share` of the profiled train steps and the loss compares element
+    by element: MSE, L1, smooth L1 and Huber losses named by `Recorder(loss_fn=...)`, or an
+    unknown loss. For a squared error the grid's mean is sum_i (o_i - mean t)^2 / N + var(t):
+    never below the batch's target variance (population variance, from the targets profile).
+    Where the loss went below it on a profiled step, the loss did not compare the grid (the
+    outputs given were squeezed before it) and the rule stays quiet; an unknown loss needs
+    that check to pass on every profiled step and the shapes to differ by one dimension of 1.
+
+Why it matters
+    torch broadcasts silently (MSE and L1 only warn once). Every prediction is pulled towards
+    every target, so the best the model can do is predict the batch mean for all samples: the
+    loss plateaus at the targets' variance and the model learns nothing per sample.
+
+Example
+    On 10 of 10 profiled steps outputs of shape [32, 1] and targets of shape [32] broadcast to
+    [32, 32] in MSELoss: each prediction is compared with all 32 targets.
+
+How to fix
+    Make the shapes equal before the loss: `out.squeeze(-1)` (or `targets.unsqueeze(-1)`,
+    `targets.view_as(out)`).
+
+False positives
+    BCELoss and BCEWithLogitsLoss refuse different sizes, and classification losses take
+    `(N, C)` against `(N,)` by design: they stay quiet, as does a run that passes the
+    unsqueezed output as `outputs` while its mean squared error stays below the target
+    variance. Checked against regression with matching shapes and against cross-entropy.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tracelab.analyzers._dynamics import OUTCOME, fmt
+from tracelab.analyzers._loss_contracts import (ABSOLUTE, SQUARED, loss_type, mean_reduced,
+                                                output_facts, output_shapes)
+from tracelab.core.causes import explains
+from tracelab.core.findings import ERROR, WARNING, Finding
+from tracelab.core.rules import Plot, rule
+from tracelab.core.run import Run
+from tracelab.core.schema import OUTPUT_BROADCAST, TRAIN, Needs
+
+
+def _broadcast_shape(a: list[int], b: list[int]) -> list[int] | None:
+    try:
+        return list(np.broadcast_shapes(tuple(a), tuple(b)))
+    except ValueError:
+        return None
+
+
+def _singleton_apart(a: list[int], b: list[int]) -> bool:
+    """Whether one shape is the other with one more dimension of size 1."""
+    short, long = sorted((list(a), list(b)), key=len)
+    return len(long) == len(short) + 1 and any(
+        long[i] == 1 and long[:i] + long[i + 1:] == short for i in range(len(long)))
+
+
+def _variance_floor(run: Run, steps: pd.Index) -> pd.Series:
+    """The population variance of each profiled step's targets (one target feature only)."""
+    tg = run.targets
+    rows = tg[(tg["split"] == TRAIN) & tg["step"].isin(steps)]
+    if not len(rows) or rows["feature"].nunique() != 1:
+        return pd.Series(dtype=float)
+    rows = rows.groupby("step").last()
+    n = rows["count"].astype(float)
+    return (rows["std"].astype(float) ** 2 * (n - 1) / n).dropna()
+
+
+@rule(name="shape-broadcast", code="TL608", requires=(Needs.OUTPUTS,), plot=Plot.LOSS,
+      links=(explains("collapsed-outputs", *OUTCOME,
+                      why="broadcast predictions are each compared with every target, so the "
+                          "best the model can do is predict the batch mean",
+                      timing="overlap"),))
+def shape_broadcast(run: Run, *, min_share: float = 0.9,
+                    tolerance: float = 1e-3) -> list[Finding]:
+    facts = output_facts(run)[OUTPUT_BROADCAST].dropna()
+    if not len(facts) or float((facts > 0).mean()) < min_share:
+        return []
+    kind = loss_type(run)
+    if kind is not None and kind not in SQUARED | ABSOLUTE:
+        return []
+    shapes = output_shapes(run)
+    shape, target = shapes.get("shape"), shapes.get("targets_shape")
+    grid = _broadcast_shape(shape, target) if shape and target else None
+    held = facts.index[facts > 0]
+    floor = _variance_floor(run, held)
+    loss = run.loss().reindex(floor.index)
+    judged = loss.notna() & floor.notna()
+    if (kind is None or kind in SQUARED) and judged.any() and (kind is None or mean_reduced(run)):
+        if (loss[judged] < floor[judged] * (1 - tolerance)).any():
+            return []  # the loss went below what a broadcast squared error allows
+    if kind is None and not (judged.any() and grid and _singleton_apart(shape, target)):
+        return []
+    where = (f"outputs of shape {shape} and targets of shape {target} broadcast to {grid}"
+             if grid else "outputs and targets broadcast to a larger shape")
+    each = f" all {target[0]}" if target and len(target) else " every"
+    variance = (f" Its lowest profiled value ({fmt(float(loss[judged].min()))}) never went "
+                f"below the targets' variance ({fmt(float(floor[judged].min()))}), as a "
+                "broadcast squared error cannot." if judged.any() and
+                (kind is None or kind in SQUARED) else "")
+    return [shape_broadcast.finding(
+        ERROR if kind is not None else WARNING, "outputs", (int(held[0]), int(held[-1])),
+        f"On {len(held)} of {len(facts)} profiled steps {where} in "
+        f"{kind or 'the loss'}: each prediction is compared with{each} targets.{variance}",
+        {"loss_fn": kind, "outputs_shape": shape, "targets_shape": target,
+         "broadcast_shape": grid, "profiled_steps": len(facts), "broadcast_steps": len(held)},
+        "Make the shapes equal before the loss: out.squeeze(-1) (or targets.unsqueeze(-1), "
+        "targets.view_as(out)).")]

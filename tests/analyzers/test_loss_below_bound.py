@@ -1,0 +1,83 @@
+"""loss-below-bound: a training loss below its function's minimum (a flipped sign); real tiny
+trainings, and frames for losses whose function is unknown."""
+import pandas as pd
+import pytest
+
+from tracelab.analyzers.loss_below_bound import loss_below_bound
+from tracelab.core.run import Run
+
+torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+nn = torch.nn
+
+import tracelab  # noqa: E402
+from _contract_runs import blobs, regression, train  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _mlp(inputs: int = 16, out: int = 4) -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(inputs, 32), nn.ReLU(), nn.Linear(32, out))
+
+
+def _findings(path):
+    diagnosis = tracelab.analyze(path)
+    assert not diagnosis.errors, diagnosis.errors
+    return [f for f in diagnosis.findings if f.rule == "loss-below-bound"]
+
+
+def test_a_maximized_cross_entropy_fires(tmp_path):
+    ce = nn.CrossEntropyLoss()
+    path = train(tmp_path / "r", _mlp(), blobs(2048), lambda out, y: -ce(out, y), loss_fn=ce)
+    [f] = _findings(path)
+    assert f.code == "TL612" and f.severity.value == "error" and f.steps[0] == 0
+    assert "CrossEntropyLoss loss was below 0" in f.message and "minus sign" in f.fix
+    assert f.evidence["median_last_half"] < 0
+
+
+def test_a_maximized_mse_fires(tmp_path):
+    mse = nn.MSELoss()
+    path = train(tmp_path / "r", _mlp(8, 1), regression(2048),
+                 lambda out, y: -mse(out.squeeze(1), y), loss_fn=mse)
+    assert len(_findings(path)) == 1
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_a_minimized_cross_entropy_stays_quiet(tmp_path, smoothing):
+    ce = nn.CrossEntropyLoss(label_smoothing=smoothing)
+    assert _findings(train(tmp_path / "r", _mlp(), blobs(2048), ce, loss_fn=ce)) == []
+
+
+def test_a_gaussian_log_likelihood_that_goes_negative_stays_quiet(tmp_path):
+    # The negative log-likelihood of a learned variance is negative by nature.
+    gnll = nn.GaussianNLLLoss()
+    x, y = regression(2048)
+    path = train(tmp_path / "r", _mlp(8, 2), (x, y),
+                 lambda out, y: gnll(out[:, 0], y, out[:, 1].exp()), loss_fn=gnll, steps=150,
+                 lr=3e-2)
+    assert tracelab.open_run(path).loss().iloc[75:].median() < 0
+    assert _findings(path) == []
+
+
+def _run(losses, meta=None):
+    return Run.from_frames(meta, scalars=pd.DataFrame(
+        {"step": range(len(losses)), "split": "train", "name": "loss", "value": losses}))
+
+
+def test_without_loss_fn_a_loss_falling_without_bound_fires():
+    [f] = loss_below_bound(_run([-2.3 - 0.5 * i for i in range(100)]))
+    assert f.severity.value == "warning" and "fell without bound" in f.message
+
+
+def test_without_loss_fn_a_negative_loss_that_flattens_stays_quiet():
+    # a flow's negative log-likelihood: from +5 down to about -3, slowing down
+    flow = [-3 + 8 * 0.95 ** i for i in range(100)]
+    assert loss_below_bound(_run(flow)) == []
+    # an entropy bonus dipping a little below 0 for a known loss
+    dip = [2.0 * 0.9 ** i - 0.001 for i in range(100)]
+    assert loss_below_bound(_run(dip, {"loss_fn": {"type": "CrossEntropyLoss"}})) == []
+
+
+def test_a_loss_that_may_be_negative_is_not_bounded():
+    assert loss_below_bound(_run([-1.0 - 0.01 * i for i in range(100)],
+                                 {"loss_fn": {"type": "GaussianNLLLoss"}})) == []

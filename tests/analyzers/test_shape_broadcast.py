@@ -1,0 +1,55 @@
+"""shape-broadcast: an (N, 1) prediction against (N,) targets in an element-wise loss; real tiny
+regressions."""
+import pytest
+
+torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+nn = torch.nn
+
+import tracelab  # noqa: E402
+from _contract_runs import regression, train  # noqa: E402
+
+pytestmark = [pytest.mark.usefixtures("one_thread"),
+              pytest.mark.filterwarnings("ignore:Using a target size:UserWarning")]
+
+
+def _mlp() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+
+
+def _findings(path):
+    diagnosis = tracelab.analyze(path)
+    assert not diagnosis.errors, diagnosis.errors
+    return [f for f in diagnosis.findings if f.rule == "shape-broadcast"]
+
+
+@pytest.mark.parametrize("loss", [nn.MSELoss(), nn.L1Loss(), nn.HuberLoss()],
+                         ids=["mse", "l1", "huber"])
+def test_an_unsqueezed_prediction_in_an_element_wise_loss_fires(tmp_path, loss):
+    [f] = _findings(train(tmp_path / "r", _mlp(), regression(2048), loss, loss_fn=loss))
+    assert f.code == "TL608" and f.severity.value == "error"
+    assert "shape [32, 1] and targets of shape [32] broadcast to [32, 32]" in f.message
+    assert "squeeze(-1)" in f.fix
+
+
+def test_a_hand_written_squared_error_that_broadcasts_fires_as_a_warning(tmp_path):
+    path = train(tmp_path / "r", _mlp(), regression(2048), lambda out, y: ((out - y) ** 2).mean())
+    [f] = _findings(path)
+    assert f.severity.value == "warning" and "never went below the targets' variance" in f.message
+
+
+def test_matching_shapes_stay_quiet(tmp_path):
+    mse = nn.MSELoss()
+    path = train(tmp_path / "r", _mlp(), regression(2048), lambda out, y: mse(out.squeeze(1), y),
+                 loss_fn=mse, outputs_of=lambda out: out.squeeze(1))
+    assert _findings(path) == []
+
+
+@pytest.mark.parametrize("known", [True, False])
+def test_a_squeeze_before_the_loss_with_the_raw_output_recorded_stays_quiet(tmp_path, known):
+    # outputs= is the (N, 1) output, but the loss read it squeezed: its loss falls below the
+    # targets' variance, which a broadcast squared error cannot.
+    mse = nn.MSELoss()
+    path = train(tmp_path / "r", _mlp(), regression(2048), lambda out, y: mse(out.squeeze(1), y),
+                 loss_fn=mse if known else None)
+    assert _findings(path) == []
