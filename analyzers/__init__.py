@@ -27,6 +27,7 @@ from tracelab.analyzers.eval_in_train_mode import eval_in_train_mode
 from tracelab.analyzers.target_problems import target_problems
 from tracelab.analyzers.amp_overflow import amp_overflow
 from tracelab.analyzers.train_val_overlap import train_val_overlap
+from tracelab.analyzers.weight_decay_too_high import weight_decay_too_high
 from tracelab.analyzers.clip_misuse import clip_misuse
 from tracelab.analyzers.lr_schedule import lr_schedule
 from tracelab.analyzers.optimizer_step_missing import optimizer_step_missing
@@ -53,6 +54,7 @@ RULES = [
     learning_rate_too_high,
     clip_misuse,
     lr_schedule,
+    weight_decay_too_high,
     optimizer_step_missing,
     param_not_in_optimizer,
     train_val_mismatch,

@@ -1,0 +1,110 @@
+"""weight-decay-too-high: weight decay strong enough to shrink every layer while the loss stays
+high.
+
+What it detects
+    Weight decay alone multiplies the weights by (1 - lr * wd) at every step (AdamW, and SGD's
+    L2 term, which momentum m turns into lr * wd / (1 - m) once it builds up), so over the run
+    they shrink by about exp(-D), D = wd * (sum of the recorded learning rates) / (1 - m): the
+    decay budget, read from meta.json's optimizers (weight_decay, momentum) and the `lr/`
+    scalars. The rule fires when, for a param group, D is at least `min_decay`, the weight
+    norm of every weight matrix the group holds ends below where it started (their geometric
+    mean at most `max_shrink` of it), and the train loss ended at more than
+    `min_loss_ratio` of where it started: the decay won over the gradients.
+
+Why it matters
+    Decay pulls the weights towards 0 at a rate set by lr * wd; when that outweighs the
+    gradients the model is held near zero weights and cannot fit: the loss stalls far above
+    what the same model reaches with the usual decay, and it looks like a capacity problem.
+
+Example
+    SGD with lr 0.1, momentum 0.9 and weight_decay 0.5: decay budget 100 over 200 steps; all
+    3 weight matrices shrank (to 0.08 of their initial norm on average) while the loss went
+    from 1.39 to 1.37.
+
+How to fix
+    Lower weight_decay to the usual range for the optimizer: about 1e-5 to 1e-3 for SGD and
+    for Adam's L2 term, 1e-4 to 0.1 for AdamW (whose decay is multiplied by the learning
+    rate); exclude biases and normalization weights from decay.
+
+False positives
+    Ordinary decay (5e-4 with SGD, 0.01 to 0.1 with AdamW) gives a small budget on short runs;
+    on long runs the budget grows but the loss falls, which keeps the rule quiet. Weights that
+    shrink under normalization layers (scale-invariant) while the loss falls are quiet too. A
+    loss whose start is already near its best (fine-tuning a converged model) could be
+    flagged when the decay is large; the loss ratio guards against the common case.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tracelab.analyzers._dynamics import OUTCOME, edge_len, fmt, initial, matrix_params
+from tracelab.core.causes import explains
+from tracelab.core.findings import WARNING, Finding
+from tracelab.core.rules import Plot, rule
+from tracelab.core.run import Run
+from tracelab.core.schema import LR_PREFIX, META_OPTIMIZERS, WEIGHT, Needs
+
+
+@rule(name="weight-decay-too-high", code="TL211",
+      requires=(Needs.OPTIMIZERS, Needs.LEARNING_RATE, Needs.WEIGHTS, Needs.LOSS),
+      plot=Plot.WEIGHT_CHANGE,
+      links=(explains("update-ratio", "learning-rate-too-high", "vanishing-gradients", "dead-units",
+                      "collapsed-outputs", *OUTCOME,
+                      why="decay that outweighs the gradients holds the weights near zero",
+                      timing="overlap"),))
+def weight_decay_too_high(run: Run, *, min_decay: float = 1.0, max_shrink: float = 0.5,
+                          min_loss_ratio: float = 0.5, min_steps: int = 5) -> list[Finding]:
+    norms = run.stat(WEIGHT, "norm")
+    loss = run.loss().dropna()
+    loss = loss[np.isfinite(loss.to_numpy(dtype=float))]
+    if len(norms) < 2 or len(loss) < min_steps:
+        return []
+    start = initial(loss.to_numpy(dtype=float))
+    end = float(loss.iloc[-edge_len(len(loss)):].median())
+    if not (start > 0 and end > min_loss_ratio * start):
+        return []
+    first, last = int(norms.index[0]), int(norms.index[-1])
+    optimizers = run.meta.get(META_OPTIMIZERS) or {}
+    findings = []
+    for key, summary in optimizers.items():
+        groups = (summary or {}).get("groups") or []
+        kind = str((summary or {}).get("type", ""))
+        for i, group in enumerate(groups):
+            wd = group.get("weight_decay")
+            if not isinstance(wd, (int, float)) or wd <= 0:
+                continue
+            name = f"{LR_PREFIX}{i}" if len(optimizers) == 1 else f"{LR_PREFIX}{key}/{i}"
+            lr = run.scalar(name).dropna()
+            lr = lr[(lr.index >= first) & (lr.index < last)]
+            momentum = group.get("momentum") if kind == "SGD" else 0
+            carry = 1 / (1 - momentum) if isinstance(momentum, (int, float)) and \
+                0 <= momentum < 1 else 1.0
+            budget = float(wd * lr.sum() * carry)
+            names = matrix_params(run, [n for n in group.get("params") or []
+                                        if n in norms.columns])
+            if budget < min_decay or not names:
+                continue
+            ends = norms[names].ffill().iloc[-1] / norms[names].bfill().iloc[0]
+            ends = ends[np.isfinite(ends.to_numpy(dtype=float))]
+            if len(ends) < len(names) or not (ends < 1).all():
+                continue
+            shrink = float(np.exp(np.mean(np.log(ends.clip(lower=1e-30)))))
+            if shrink > max_shrink:
+                continue
+            where = "the optimizer" if len(optimizers) == 1 else f"optimizer '{key}'"
+            group_name = f"param group {i} of {where}" if len(groups) > 1 else where
+            findings.append(weight_decay_too_high.finding(
+                WARNING, name, (first, last),
+                f"Weight decay outweighs the gradients: {group_name} ({kind}, weight_decay "
+                f"{fmt(wd)}, lr up to {fmt(float(lr.max()))}) has a decay budget of "
+                f"{fmt(budget)} over steps {first}-{last} (decay alone would leave "
+                f"{fmt(float(np.exp(-budget)))} of the weights), and all {len(names)} of its "
+                f"weight matrices shrank, to {fmt(shrink)} of their first norm on average, "
+                f"while the loss went from {fmt(start)} to {fmt(end)}.",
+                {"weight_decay": float(wd), "optimizer": kind, "decay_budget": budget,
+                 "shrink": shrink, "layers": len(names), "loss_start": start,
+                 "loss_end": end},
+                f"Lower weight_decay (now {fmt(wd)}) to the usual range for {kind or 'the optimizer'}"
+                ": about 1e-5 to 1e-3 for SGD and Adam's L2 term, 1e-4 to 0.1 for AdamW; "
+                "exclude biases and normalization weights from decay."))
+    return findings
