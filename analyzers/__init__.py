@@ -35,6 +35,9 @@ from tracelab.analyzers.param_not_in_optimizer import param_not_in_optimizer
 from tracelab.analyzers.loss_input_contract import loss_input_contract
 from tracelab.analyzers.shape_broadcast import shape_broadcast
 from tracelab.analyzers.loss_below_bound import loss_below_bound
+from tracelab.analyzers.train_in_eval_mode import train_in_eval_mode
+from tracelab.analyzers.batchnorm_small_batch import batchnorm_small_batch
+from tracelab.analyzers.wrong_batch_axis import wrong_batch_axis
 
 RULES = [
     loss_oscillation,
@@ -72,5 +75,8 @@ RULES = [
     train_val_overlap,
     loss_input_contract,
     shape_broadcast,
+    train_in_eval_mode,
+    batchnorm_small_batch,
+    wrong_batch_axis,
     loss_below_bound,
 ]

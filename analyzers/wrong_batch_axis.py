@@ -1,0 +1,91 @@
+"""wrong-batch-axis: a recurrent layer read the batch as the sequence (batch_first mismatch).
+
+What it detects
+    RNN, LSTM and GRU layers read a 3-D input as (sequence, batch, features), or as (batch,
+    sequence, features) with `batch_first=True` (meta.json's module config). The recorder
+    keeps each module's input shapes on the first step that records activations. The batch
+    size is known when the targets are one label per sample (a 1-D target: its length). The
+    rule fires when, on every recorded call, the batch size sits on the axis the layer reads
+    as the sequence and not on the one it reads as the batch (the two sizes differ).
+
+Why it matters
+    The layer then runs its recurrence across the samples of the batch: each sample's
+    output depends on the samples before it in the batch, and the real time steps are
+    treated as independent sequences. The model trains on mixed-up data, cannot learn the
+    temporal pattern, and evaluates differently with another batch size or order.
+
+Example
+    LSTM 'lstm' (batch_first=False) read inputs of shape [64, 28, 28] while the batch held 64
+    samples: it ran over the batch as if it were 64 time steps of 28 sequences.
+
+How to fix
+    Pass `batch_first=True` to the layer when the data is (batch, sequence, features), or
+    permute the input to (sequence, batch, features) (`x.transpose(0, 1)`) and read the last
+    time step as `out[-1]` accordingly.
+
+False positives
+    Only fires when the batch size is known from 1-D targets and equals exactly one of the
+    two leading dimensions. Per-time-step targets, equal batch and sequence lengths, packed
+    sequences and layers that are not leaves (Transformer layers) are not judged.
+"""
+from __future__ import annotations
+
+from tracelab.analyzers._dynamics import OUTCOME
+from tracelab.analyzers._loss_contracts import output_shapes
+from tracelab.core.causes import explains
+from tracelab.core.findings import ERROR, Finding
+from tracelab.core.rules import Plot, rule
+from tracelab.core.run import Run
+from tracelab.core.schema import META_MODULE_SHAPES, TRAIN, Needs
+
+
+def _batch_size(run: Run) -> int | None:
+    """The number of samples per batch, from 1-D targets: the outputs' record of their shape,
+    else the first train profile of a 1-D label tensor ('target')."""
+    target = output_shapes(run).get("targets_shape")
+    if isinstance(target, list) and len(target) == 1:
+        return int(target[0])
+    tg = run.targets
+    rows = tg[(tg["split"] == TRAIN) & (tg["feature"] == "target")].sort_values("step")
+    return int(rows["count"].iloc[0]) if len(rows) else None
+
+
+def _inputs(calls: list) -> list[list[int]]:
+    return [call["inputs"][0] for call in calls if isinstance(call, dict) and call.get("inputs")
+            and isinstance(call["inputs"][0], list)]
+
+
+@rule(name="wrong-batch-axis", code="TL611",
+      requires=(Needs.MODULE_SHAPES, Needs.MODULE_CONFIG), plot=Plot.NONE,
+      links=(explains("overfitting", "loss-oscillation", *OUTCOME,
+                      why="a recurrence over the batch mixes the samples and never sees the "
+                          "real sequences"),))
+def wrong_batch_axis(run: Run) -> list[Finding]:
+    batch = _batch_size(run)
+    if not batch:
+        return []
+    shapes = run.meta.get(META_MODULE_SHAPES) or {}
+    findings = []
+    for module in (run.meta.get("model") or {}).get("modules") or []:
+        config = module.get("config") if isinstance(module, dict) else None
+        if not isinstance(config, dict) or not isinstance(config.get("batch_first"), bool):
+            continue
+        path = module["path"]
+        inputs = [s for s in _inputs(shapes.get(path) or []) if len(s) == 3]
+        first = config["batch_first"]
+        batch_axis, seq_axis = (0, 1) if first else (1, 0)
+        if not inputs or not all(s[seq_axis] == batch and s[batch_axis] != batch
+                                 for s in inputs):
+            continue
+        shape = inputs[0]
+        findings.append(wrong_batch_axis.finding(
+            ERROR, path, run.step_range,
+            f"{module.get('type')} '{path}' (batch_first={first}) read inputs of shape {shape} "
+            f"while the batch held {batch} samples: it ran over the batch as if it were "
+            f"{shape[seq_axis]} time steps of {shape[batch_axis]} sequences.",
+            {"batch_first": first, "input_shape": shape, "batch": batch, "calls": len(inputs)},
+            (f"Pass batch_first={not first} to '{path}' (the data is "
+             f"{'(sequence, batch, features)' if first else '(batch, sequence, features)'}), "
+             "or permute the input with x.transpose(0, 1) and read its last time step "
+             "accordingly.")))
+    return findings

@@ -1,0 +1,64 @@
+"""wrong-batch-axis: an LSTM whose batch_first does not match where the batch is; real tiny
+trainings of a sequence classifier."""
+import pytest
+
+torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+nn = torch.nn
+
+import tracelab  # noqa: E402
+from _contract_runs import train  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+class Classifier(nn.Module):
+    """An LSTM over (batch, time, features) data; `transpose` feeds it (time, batch, features)."""
+
+    def __init__(self, batch_first: bool, transpose: bool = False):
+        super().__init__()
+        torch.manual_seed(0)
+        self.lstm = nn.LSTM(8, 16, batch_first=batch_first)
+        self.head = nn.Linear(16, 3)
+        self.transpose = transpose
+
+    def forward(self, x):
+        if self.transpose:
+            out, _ = self.lstm(x.transpose(0, 1))
+            return self.head(out[-1])
+        out, _ = self.lstm(x)
+        return self.head(out[:, -1])  # the last time step when the batch comes first
+
+
+def _sequences(n=1024, steps=12):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(n, steps, 8, generator=g)
+    return x, (x[:, :, 0].sum(1) > 0).long() + (x[:, :, 1].sum(1) > 2).long()
+
+
+def _findings(path):
+    diagnosis = tracelab.analyze(path)
+    assert not diagnosis.errors, diagnosis.errors
+    return [f for f in diagnosis.findings if f.rule == "wrong-batch-axis"]
+
+
+def test_batch_first_data_given_to_a_sequence_first_lstm_fires(tmp_path):
+    ce = nn.CrossEntropyLoss()
+    [f] = _findings(train(tmp_path / "r", Classifier(False), _sequences(), ce, steps=30))
+    assert f.code == "TL611" and f.severity.value == "error" and f.subject == "lstm"
+    assert "(batch_first=False) read inputs of shape [32, 12, 8] while the batch held 32" \
+        in f.message and "32 time steps of 12 sequences" in f.message
+    assert "batch_first=True" in f.fix
+
+
+def test_sequence_first_data_given_to_a_batch_first_lstm_fires(tmp_path):
+    ce = nn.CrossEntropyLoss()
+    [f] = _findings(train(tmp_path / "r", Classifier(True, transpose=True), _sequences(), ce,
+                          steps=30))
+    assert "(batch_first=True) read inputs of shape [12, 32, 8]" in f.message
+
+
+@pytest.mark.parametrize("batch_first,transpose", [(True, False), (False, True)])
+def test_layouts_that_match_stay_quiet(tmp_path, batch_first, transpose):
+    ce = nn.CrossEntropyLoss()
+    path = train(tmp_path / "r", Classifier(batch_first, transpose), _sequences(), ce, steps=30)
+    assert _findings(path) == []
