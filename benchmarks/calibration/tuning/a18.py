@@ -1,0 +1,17 @@
+"""pytorch/examples vae: a fully connected VAE, BCE + KLD summed, Adam; healthy: the script as
+published."""
+from _a_vae import SOURCE, run as _train
+
+LABEL = {
+    "family": "vae",
+    "optimizer": "adam",
+    "loss_reduction": "sum",
+    "healthy": True,
+    "cause": None,
+    "source": SOURCE,
+    "bug_source": None,
+}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    _train(run_dir, seed, bug=None)
