@@ -14,6 +14,13 @@ into the module's row, and meta.json's `activation_calls` names such modules wit
 The first recording step also keeps each call's input and output shapes (`shapes`, meta.json's
 `module_shapes`). The hooks hold the recorder weakly, and a copy of a hooked model
 (deepcopy, torch.save) carries hooks that do nothing (hook_refs).
+
+An evaluation that runs while the hooks are on (between `step()` of the step before a recording
+step and that step's training forward pass: the same weights as that pass) has its first
+forward pass read the same way, calls pooled, into rows of its own (`take_evaluation`): the
+recorder writes them at the recording step with the split of the next `log()` call, or as
+"eval" when none comes before the next step ends. What the model runs in eval mode counts as an
+evaluation too. A compiled model's evaluations run compiled (compiled.py), so none is read.
 """
 from __future__ import annotations
 
@@ -51,6 +58,12 @@ class ActivationHooks:
         self._ran = False  # a hook ran on a training forward pass of this step
         self._traced = False  # a hook was traced by torch.compile
         self._absent: dict[str, list[int]] = {"traced": [], "not_run": []}
+        self._window = 0  # the step whose training pass the hooks wait for (the next take's)
+        self._eval: list[tuple[str, int, ActivationStats]] = []  # the evaluation pass's rows
+        self._eval_calls: dict[str, int] = {}
+        self._eval_pass: int | None = None  # which model call (Passes.calls) it was
+        self._eval_step = 0  # the window it ran in
+        self._eval_steps = 0  # steps ended since, with no log() to claim it
         self.cost = 0.0  # seconds the hooks spent on the training thread
 
     def attach(self, model: torch.nn.Module, points: Any) -> None:
@@ -101,6 +114,7 @@ class ActivationHooks:
         (the model compiled again after the Recorder was given it, or called from another
         compiled function)."""
         activations, self._activations = self._activations, []
+        self._window = step + 1
         self._calls = {}
         self._later_pass = False
         self._pass_from = None  # a later pass's retry leaves this step's rows alone
@@ -121,8 +135,10 @@ class ActivationHooks:
         # a training pass has outputs of the step all the same. Without autograd, outside a
         # training pass (a frozen part run under no_grad is inside one), it is an evaluation.
         passes = self._passes
-        if not self._model.training or self._failed() \
-                or not (torch.is_grad_enabled() or passes.training):
+        if self._failed():
+            return
+        if not self._model.training or not (torch.is_grad_enabled() or passes.training):
+            self._evaluation(module, output)
             return
         if passes.begun != self._pass_seen:
             self._new_pass()
@@ -141,6 +157,35 @@ class ActivationHooks:
                     {"inputs": [list(a.shape) for a in args if isinstance(a, torch.Tensor)],
                      "output": list(out.shape)})
         self.cost += time.perf_counter() - start
+
+    def _evaluation(self, module: torch.nn.Module, output: Any) -> None:
+        """A hooked module's output in an evaluation: read on its first pass in the window."""
+        passes = self._passes
+        if self._eval_pass is None or (self._eval_step != self._window and not self._eval):
+            self._eval_pass, self._eval_step, self._eval_steps = passes.calls, self._window, 0
+        if passes.calls != self._eval_pass or self._eval_step != self._window:
+            return  # a later evaluation pass (the next batch), or an unclaimed window's
+        name, mtype = self._names[id(module)]
+        calls = self._eval_calls.get(name, 0)
+        if calls >= MAX_CALLS:
+            return
+        start = time.perf_counter()
+        out = output[0] if isinstance(output, (tuple, list)) and output else output
+        if isinstance(out, torch.Tensor) and out.is_floating_point() and out.numel():
+            self._eval_calls[name] = calls + 1
+            self._eval.append((name, out.numel(), activation_stats(out, mtype)))
+        self.cost += time.perf_counter() - start
+
+    def take_evaluation(self, claimed: bool) -> tuple[int, list[tuple[str, int, ActivationStats]]]:
+        """The rows of the evaluation pass read and not yet taken, with the step to record
+        them at: when `claimed` (a `log()` names their split), or once a whole step ended
+        without one (else none, kept for a later call)."""
+        rows = self._eval
+        if not rows or not (claimed or self._eval_steps >= 1):
+            self._eval_steps += bool(rows)
+            return self._eval_step, []
+        self._eval, self._eval_calls, self._eval_pass = [], {}, None
+        return self._eval_step, rows
 
     def calls_and_shapes(self, activations: list[tuple[str, int, ActivationStats]]) -> dict:
         """What meta.json should learn of a step's `activations` (taken): `activation_calls`

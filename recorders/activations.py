@@ -55,9 +55,10 @@ def activation_stats(out: torch.Tensor, module_type: str) -> ActivationStats:
 
 
 def record_activations(step: int, captured: Sequence[tuple[str, int, ActivationStats]],
-                       record: StepRecord) -> None:
+                       record: StepRecord, split: str | None = None) -> None:
     """Add the rows of a step's captured (module name, numel, activation_stats) to `record`:
-    device statistics join the step's packed copy; CPU rows are finished already."""
+    device statistics join the step's packed copy; CPU rows are finished already. `split`:
+    the evaluation they were read in (None: the training pass, rows without a split)."""
     names = [a[0] for a in captured]
     numel = np.array([a[1] for a in captured], dtype=np.int64)
     on_device = [i for i, a in enumerate(captured) if isinstance(a[2], torch.Tensor)]
@@ -78,6 +79,8 @@ def record_activations(step: int, captured: Sequence[tuple[str, int, ActivationS
         cols.update(zip(ACTIVATION_STATS, pooled[:, len(RAW):].T))
         cols.update(step=np.full(len(modules), step, dtype=np.int64),
                     kind=[ACTIVATION] * len(modules), name=modules)
+        if split is not None:
+            cols["split"] = [split] * len(modules)
         return [(TENSORS, cols)]
     record.add(rows, packed)
 

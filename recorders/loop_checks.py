@@ -84,6 +84,7 @@ class Passes:
     def __init__(self) -> None:
         self.training = False  # a training pass (autograd on) began and reached no backward yet
         self.begun = 0  # training passes begun so far
+        self.calls = 0  # forward passes of the model begun so far, training or evaluation
         self.retry = False  # the last one began while the one before reached no backward
 
 
@@ -265,6 +266,7 @@ class EvalModes:
         eager = not torch.compiler.is_compiling() and (_GRAPH_TASK is None or _GRAPH_TASK() < 0)
         if eager:
             passes = self.passes
+            passes.calls += 1
             if grad:
                 passes.retry = passes.training
                 passes.begun += 1

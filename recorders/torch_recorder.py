@@ -50,7 +50,7 @@ from tracelab.recorders.parameters import ParameterStats
 from tracelab.recorders.scalars import Scalars, Skip, WarnOnce, scalar_value
 from tracelab.recorders.sentinel import Sentinel, as_tensors
 from tracelab.recorders.transfer import StepRecord
-from tracelab.core.schema import (DATA_TIME, LOSS_NAME, LR_PREFIX, META_ABSENT,
+from tracelab.core.schema import (DATA_TIME, EVAL, LOSS_NAME, LR_PREFIX, META_ABSENT,
                                    META_OPTIMIZERS, META_SCHEDULERS, META_LOSS_FN,
                                    META_OUTPUTS, STEP_TIME, TARGETS, TRAIN)
 from tracelab.core.writer import RunWriter
@@ -427,6 +427,7 @@ class Recorder:
                               weights, updates, grads, norms)
             if activations:
                 self._produce("activations", record_activations, step, activations, record)
+            self._evaluation(record, EVAL, claimed=False)
             self._produce("signals", add_signals, record, step, TRAIN, signals)
             self._batch(step, TRAIN, inputs, targets, record, cadence.inputs(step), outputs)
         self.writer.write(record.seal())
@@ -452,6 +453,15 @@ class Recorder:
         if targets is not None:
             self._produce("targets", self._targets.record, step, split, targets, record)
             self._produce("classes", record_classes, step, split, targets, record)
+
+    def _evaluation(self, record: StepRecord, split: str, claimed: bool) -> None:
+        """The activations of an evaluation forward pass (activation_hooks), as `split`, at
+        the recording step they were read in; unless `claimed`, only once a whole step ended
+        since they were read without a log() naming their split."""
+        step, rows = self._hooks.take_evaluation(claimed)
+        if rows:
+            self._produce("evaluation activations", record_activations, step, rows, record,
+                          split)
 
     def _new_output_shapes(self, split: str, shapes: dict[str, Any]) -> None:
         self._output_shapes[split] = shapes
@@ -490,6 +500,7 @@ class Recorder:
                 if str(split) != TRAIN:
                     self._produce("signals", add_signals, record, step, str(split),
                                   self._eval_modes.take())
+                    self._evaluation(record, str(split), claimed=True)
                 self._batch(step, str(split), inputs, targets, record, True, outputs)
             self.writer.write(record.seal())
         except Exception as exc:  # never raise into the training loop
@@ -531,6 +542,10 @@ class Recorder:
                        f"{type(status).__name__}; the run is closed as completed")
             status = None
         self._hooks.arm(False)
+        if not (self.writer.closed or self.writer.failed):
+            record = StepRecord(self._warn)  # an evaluation no log() or step() followed
+            self._evaluation(record, EVAL, claimed=True)
+            self.writer.write(record.seal())
         for handle in self._handles:
             handle.remove()
         self._handles.clear()

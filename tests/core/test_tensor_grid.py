@@ -21,7 +21,8 @@ def _rows(steps, kind, names, rng, **fixed) -> pd.DataFrame:
     df = pd.DataFrame({"step": np.repeat(steps, len(names)), "kind": kind,
                        "name": list(names) * len(steps)})
     for col in SCHEMA.names[3:]:
-        df[col] = (rng.integers(0, 3, n) if SCHEMA.field(col).type == pa.int64()
+        df[col] = (None if col == "split"  # the training rows have none
+                   else rng.integers(0, 3, n) if SCHEMA.field(col).type == pa.int64()
                    else rng.standard_normal(n))
     for col, value in fixed.items():
         df[col] = value

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from tracelab.core.errors import TraceError
 from tracelab.core.files import open_regular
 from tracelab.core.schema import (ARROWS, ARROW_SCHEMAS, META_FILE, PARQUET, SAMPLES,
-                                  SCHEMA_VERSION, rank_of_meta, rank_of_part)
+                                  SCHEMA_VERSION, SPLIT_DEFAULTS, rank_of_meta, rank_of_part)
 
 
 class _UnsupportedVersion(TraceError):
@@ -200,12 +200,15 @@ def read_part(file: Path, dictionary: tuple[str, ...] = (),
               columns: list[str] | None = None) -> pa.Table:
     """A Parquet part, or every complete batch of an Arrow IPC tail (a kill may have cut the
     last one short). `dictionary`: string columns kept dictionary-encoded as Parquet stores
-    them (no string object per row). `columns`: only those (a Parquet part reads no other)."""
+    them (no string object per row). `columns`: only those the part has (a Parquet part reads
+    no other; a column added to the table since it was written is left out)."""
     # Opened by Python, not by Arrow: a path that is not valid UTF-8 (surrogate escapes) opens.
     if file.suffix == f".{PARQUET}":
         with open_regular(file) as source:
-            return pq.read_table(source, columns=columns,
-                                 read_dictionary=list(dictionary) or None)
+            parquet = pq.ParquetFile(source, read_dictionary=list(dictionary) or None)
+            if columns is not None:
+                columns = [c for c in columns if c in parquet.schema_arrow.names]
+            return parquet.read(columns=columns)
     batches = []
     with open_regular(file) as source:
         try:
@@ -218,27 +221,31 @@ def read_part(file: Path, dictionary: tuple[str, ...] = (),
             if not batches:
                 raise
     table = pa.Table.from_batches(batches)
-    return table.select(columns) if columns is not None else table
+    if columns is None:
+        return table
+    return table.select([c for c in columns if c in table.column_names])
 
 
-def read_table(path: Path | None, table: str, *,
-               distributed: bool) -> tuple[pd.DataFrame, list[str]]:
+def read_table(path: Path | None, table: str, *, distributed: bool,
+               split: str | None = "") -> tuple[pd.DataFrame, list[str]]:
     """One table of the run directory `path` (None: an empty one), sorted by step (and rank;
     the samples as written), and the problems met. `distributed`: the table gets a `rank`
-    column (int32)."""
-    arrow, problems = read_arrow(path, table, distributed=distributed)
+    column (int32). `split`: see read_parts."""
+    arrow, problems = read_arrow(path, table, distributed=distributed, split=split)
     return to_frame(arrow, table), problems
 
 
 def read_arrow(path: Path | None, table: str, *, distributed: bool,
-               dictionary: tuple[str, ...] = ()) -> tuple[pa.Table, list[str]]:
+               dictionary: tuple[str, ...] = (),
+               split: str | None = "") -> tuple[pa.Table, list[str]]:
     """One table as Arrow, in the order its parts hold it, and the problems met; the string
-    columns named in `dictionary` stay dictionary-encoded (int32 codes per row)."""
+    columns named in `dictionary` stay dictionary-encoded (int32 codes per row). `split`: see
+    read_parts."""
     problems: list[str] = []
     target = dictionary_schema(table, dictionary)
     tables, ranks = [], []
     for name, part, _ in read_parts(table, part_files(path, table, problems),
-                                    dictionary=dictionary, problems=problems):
+                                    dictionary=dictionary, problems=problems, split=split):
         tables.append(part)
         ranks.append(rank_of_part(name))
     if distributed:
@@ -267,20 +274,28 @@ def part_files(path: Path | None, table: str, problems: list[str]) -> dict[str, 
 
 def read_parts(table: str, parts: dict[str, Path], *, dictionary: tuple[str, ...] = (),
                columns: tuple[str, ...] | None = None, rows: dict[str, int] | None = None,
-               problems: list[str] | None = None) -> Iterator[tuple[str, pa.Table, int]]:
+               problems: list[str] | None = None,
+               split: str | None = "") -> Iterator[tuple[str, pa.Table, int]]:
     """Each readable part of `parts` in turn, one in memory at a time: its name, its `columns`
     (all by default) in the table's schema without rows that name no step or split or whose
     step is out of range, and how many rows it had before those were left out. `rows`: each
     part's first so many rows only (what an earlier pass saw of a tail still growing).
-    Unreadable parts are skipped and said in `problems`."""
+    Unreadable parts are skipped and said in `problems`. `split`: in a table of
+    schema.SPLIT_DEFAULTS, the rows of that split only ("": the default split; None: every
+    row), a row without one being of the default split."""
     said = problems if problems is not None else []
-    target = dictionary_schema(table, dictionary)
-    if columns is not None:
-        target = pa.schema([target.field(c) for c in columns])
+    full = dictionary_schema(table, dictionary)
+    target = full if columns is None else pa.schema([full.field(c) for c in columns])
+    default = SPLIT_DEFAULTS.get(table)
+    read_as = target  # with the split column, which the rows are chosen by
+    if default is not None and "split" not in target.names:
+        read_as = target.append(full.field("split"))
     for name, file in parts.items():
         try:
-            part = read_part(file, dictionary=dictionary, columns=list(target.names))
-            part = part.select(target.names).cast(target)
+            part = read_part(file, dictionary=dictionary, columns=list(read_as.names))
+            if default is not None and "split" not in part.column_names:  # written before it
+                part = part.append_column("split", pa.nulls(part.num_rows, pa.string()))
+            part = part.select(read_as.names).cast(read_as)
         except Exception as exc:  # a corrupt part must not hide the rest of the run
             if isinstance(exc, OSError) and exc.errno is not None:
                 # Opening it failed (no permission, not a regular file): not the file's fault.
@@ -297,12 +312,15 @@ def read_parts(table: str, parts: dict[str, Path], *, dictionary: tuple[str, ...
             part = part.slice(0, rows.get(name, 0))
         read = part.num_rows
         for key in _KEYS:  # what every row of a table names: which step, which split
-            if key in target.names and part.column(key).null_count:
+            if key in target.names and part.column(key).null_count \
+                    and not (key == "split" and default is not None):
                 said.append(f"{table}/{name}: {part.column(key).null_count} of "
                             f"{part.num_rows} rows without a {key} skipped")
                 part = part.filter(pc.is_valid(part.column(key)))
         if "step" in target.names and part.num_rows:
             part = steps_in_range(part, f"{table}/{name}", said)
+        if default is not None:
+            part = of_split(part, default, split, "split" in target.names)
         yield name, part, read
 
 
@@ -324,6 +342,23 @@ def steps_in_range(part: pa.Table, where: str, problems: list[str]) -> pa.Table:
     problems.append(f"{where}: {dropped} of {part.num_rows} rows with a step outside "
                     f"0..2**62 skipped")
     return part.filter(keep)
+
+
+def of_split(part: pa.Table, default: str, split: str | None, keep: bool) -> pa.Table:
+    """`part`'s rows of `split` ("": `default`; None: all), a null split being `default`;
+    its split column filled in when `keep`, else dropped."""
+    column = part.column("split")
+    if split is not None and not (split in ("", default) and column.null_count == len(column)):
+        named = pc.equal(column, split or default)
+        part = part.filter(pc.or_kleene(pc.is_null(column), named) if split in ("", default)
+                           else pc.fill_null(named, False))
+        column = part.column("split")
+    if not keep:
+        return part.drop_columns(["split"])
+    if not column.null_count:
+        return part
+    return part.set_column(part.schema.get_field_index("split"), "split",
+                           pc.fill_null(column, default))
 
 
 def dictionary_schema(table: str, dictionary: tuple[str, ...]) -> pa.Schema:

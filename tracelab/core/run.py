@@ -40,6 +40,16 @@ def open_run(path: str | os.PathLike) -> "Run":
     return run
 
 
+def _train_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """An in-memory tensors frame's train rows, as rules read them, and all its rows; a row
+    without a split is of the train split (schema.SPLIT_DEFAULTS)."""
+    if "split" not in df or not df["split"].notna().any():
+        df["split"] = TRAIN
+        return df, df
+    df["split"] = df["split"].fillna(TRAIN)
+    return df[df["split"] == TRAIN].reset_index(drop=True), df
+
+
 def _imported_problems(meta: dict) -> list[str]:
     """What an import could not read of its source log (meta.json's source.problems): the
     imported run is analyzed knowing it, as the log itself would be."""
@@ -70,6 +80,9 @@ class Run:
         self._sample_table: pa.Table | None = None
         self._tensor_parts: tuple[dict[str, Path], dict[str, int]] | None = None
         self._nonfinite: pd.DataFrame | None = None
+        self._split_tensors: pd.DataFrame | None = None  # in memory: every split's rows
+        if TENSORS in self._tables:
+            self._tables[TENSORS], self._split_tensors = _train_rows(self._tables[TENSORS])
 
     @classmethod
     def from_frames(cls, meta: Mapping[str, Any] | None = None, **frames: pd.DataFrame) -> "Run":
@@ -130,6 +143,18 @@ class Run:
     @property
     def tensors(self) -> pd.DataFrame:
         return self._table(TENSORS)
+
+    def tensors_of(self, split: str | None) -> pd.DataFrame:
+        """The tensors table's rows of `split` (None: of every split) with their `split`
+        column: "val", "eval", ... hold the activations of evaluation forward passes, which
+        `tensors` (the train rows, all that rules read) leaves out. Read anew on each call."""
+        if self._split_tensors is not None or self.path is None:
+            df = self._split_tensors if self._split_tensors is not None else self.tensors
+            return df if split is None else df[df["split"] == split].reset_index(drop=True)
+        df, problems = reader.read_table(self.path, TENSORS, distributed=len(self.ranks) > 1,
+                                         split=split)
+        self.problems.extend(p for p in problems if p not in self.problems)
+        return df
 
     @property
     def _tensors_in_pieces(self) -> bool:

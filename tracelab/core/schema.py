@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: tensors.split (evaluation activations), which 1 would read as train
 
 SCALARS = "scalars"
 TENSORS = "tensors"
@@ -102,6 +102,7 @@ KINDS = (WEIGHT, GRAD, UPDATE, ACTIVATION)
 
 # Splits and scalar names the recorder writes itself.
 TRAIN = "train"
+EVAL = "eval"  # the split of an evaluation's activations that no log() call named
 LOSS_NAME = "loss"
 STEP_TIME = "step_time"
 DATA_TIME = "data_time"
@@ -180,7 +181,8 @@ ARROW_SCHEMAS: dict[str, pa.Schema] = {
     SCALARS: pa.schema([("step", _i64), ("split", _str), ("name", _str), ("value", _f64),
                         ("wall_time", _f64)]),
     TENSORS: pa.schema([("step", _i64), ("kind", _str), ("name", _str),
-                        *_stat_fields(TENSOR_STATS), *_stat_fields(ACTIVATION_STATS)]),
+                        *_stat_fields(TENSOR_STATS), *_stat_fields(ACTIVATION_STATS),
+                        ("split", _str)]),
     INPUTS: pa.schema([("step", _i64), ("split", _str), ("feature", _str), ("dtype", _str),
                        *_stat_fields(INPUT_STATS), ("resolution", _str),
                        ("time_min", pa.timestamp("ns")), ("time_max", pa.timestamp("ns"))]),
@@ -194,6 +196,11 @@ ARROW_SCHEMAS: dict[str, pa.Schema] = {
                              ("hash", _i64)]),
 }
 ARROW_SCHEMAS[TARGETS] = ARROW_SCHEMAS[INPUTS]
+# Tables whose split column came later, with the split of a row that has none (null, or a part
+# written before the column existed). tensors.split names the evaluation whose forward pass an
+# activation row read ("val", "eval"); the training rows have none. Readers read this split
+# only unless asked for another (reader.read_parts, Run.tensors_of).
+SPLIT_DEFAULTS = {TENSORS: TRAIN}
 # A row producer's pseudo-table for the writer: its columns replace the samples snapshot (the
 # whole reservoir, one file) instead of appending rows to a table.
 SAMPLES_SNAPSHOT = "__samples__"
