@@ -9,7 +9,14 @@ Per optimizer step (after clipping, before the gradients are zeroed): the loss t
 returned (over the step's micro-batches), lr, weight/grad/update statistics, activations and
 the batch the model received (`input_ids`, `attention_mask`, `labels`, ...; integer tensors
 such as token ids are profiled as one feature each) at the Recorder's cadences. After each
-evaluation: the `eval_` metrics as the "val" split, with the first evaluation batch's profile.
+evaluation: the `eval_` metrics as the "val" split, with the first evaluation batch's profile
+and, in a recording step's window, its activations.
+
+What enters the loss (`Recorder.step(outputs=..., targets=...)`): the `logits` of the model's
+output and the `labels` it was called with, on the steps that profile inputs, from the last
+micro-batch of a step and the first evaluation batch. A callback sees no more than the model's
+call: a loss that the Trainer computes itself from other outputs (`compute_loss_func`, a
+`compute_loss` override) still reads them from the logits the model returned.
 Each process writes its own rank's shard. An exception that ends the script marks the run
 failed. Needs the `hf` extra.
 """
@@ -53,6 +60,19 @@ def batch_inputs(kwargs: Mapping[str, Any]) -> dict[str, torch.Tensor]:
     return out
 
 
+def model_logits(output: Any) -> torch.Tensor | None:
+    """The logits of a model's output (a ModelOutput, a dict or a tuple whose second element
+    follows the loss), detached; None when it has none."""
+    if isinstance(output, Mapping):
+        logits = output.get("logits")
+    elif isinstance(output, (tuple, list)) and len(output) > 1:
+        logits = output[1] if isinstance(output[0], torch.Tensor) and output[0].dim() == 0 \
+            else output[0]
+    else:
+        logits = output
+    return logits.detach() if isinstance(logits, torch.Tensor) and logits.numel() else None
+
+
 def batch_labels(kwargs: Mapping[str, Any] | None) -> torch.Tensor | None:
     """The labels a model was called with (the Trainer passes them as `labels`), or None."""
     labels = (kwargs or {}).get("labels")
@@ -79,6 +99,8 @@ class TracelabCallback(Guard, TrainerCallback):
         self._summed = False
         self._train_batch: Any = None
         self._eval_batch: Any = None
+        self._train_logits: torch.Tensor | None = None  # on steps that profile inputs
+        self._eval_logits: torch.Tensor | None = None
         self._excepthook = None
 
     @guarded
@@ -118,8 +140,14 @@ class TracelabCallback(Guard, TrainerCallback):
 
     @guarded
     def _after_forward(self, module, args, output) -> None:
-        if self.recorder is None or not module.training:
+        if self.recorder is None:
             return
+        if not module.training:
+            if self._eval_logits is None:  # the first evaluation batch's
+                self._eval_logits = model_logits(output)
+            return
+        if self.recorder.records_inputs:  # the last micro-batch's, as its batch is
+            self._train_logits = model_logits(output)
         loss = loss_value(output)
         if isinstance(loss, torch.Tensor) and loss.numel() == 1:
             # A model given num_items_in_batch already divides by the whole step's token count.
@@ -130,19 +158,22 @@ class TracelabCallback(Guard, TrainerCallback):
         if self.recorder is None:
             return
         batch, self._train_batch = self._train_batch, None
+        logits, self._train_logits = self._train_logits, None
         # The step's loss: that of its micro-batches (accumulate_loss).
         self.recorder.step(inputs=batch_inputs(batch) if batch else None,
-                           targets=batch_labels(batch), data_time=self._take_data_time())
+                           targets=batch_labels(batch), outputs=logits,
+                           data_time=self._take_data_time())
         self._mark_step_end()
 
     @guarded
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
         batch, self._eval_batch = self._eval_batch, None
+        logits, self._eval_logits = self._eval_logits, None
         if self.recorder is None or not metrics:
             return
         self.recorder.log("val", metrics=metrics_for(metrics, "val", unprefixed=False),
                           inputs=batch_inputs(batch) if batch else None,
-                          targets=batch_labels(batch))
+                          targets=batch_labels(batch), outputs=logits)
 
     @guarded
     def on_train_end(self, args, state, control, **kwargs):

@@ -86,13 +86,15 @@ def _plain(run_dir):
                 out = model(**batch)
                 out.loss.backward()
                 opt.step()
-                rec.step(loss=out.loss, inputs=batch_inputs(batch), targets=batch["labels"])
+                rec.step(loss=out.loss, inputs=batch_inputs(batch), targets=batch["labels"],
+                         outputs=out.logits)
                 step += 1
                 if step % EVAL_EVERY == 0:
                     model.eval()
                     with torch.no_grad():
-                        rec.log("val", metrics={"loss": model(**val).loss},
-                                inputs=batch_inputs(val), targets=val["labels"])
+                        out = model(**val)
+                        rec.log("val", metrics={"loss": out.loss}, inputs=batch_inputs(val),
+                                targets=val["labels"], outputs=out.logits)
                     model.train()
                 if step == STEPS:
                     break
@@ -121,6 +123,40 @@ def test_accumulated_steps_record_the_loss_the_trainer_optimizes(tmp_path):
     assert run.loss().to_numpy() == pytest.approx(logged, abs=1e-4)
     grads = run.stat("grad", "norm")
     assert len(grads) == STEPS and (grads.fillna(0).sum(axis=1) > 0).all()
+
+
+def test_trainer_passes_logits_labels_and_evaluation_activations(tmp_path):
+    """What entered the loss at each profiled step, and the first evaluation batch's logits
+    and activations, checked against the logits the model returned."""
+    model = _model()
+    seen = []  # (training, logits) of every model call, in order
+    model.register_forward_hook(lambda m, a, out: seen.append((m.training, out.logits.detach())))
+    trainer = transformers.Trainer(model=model, args=_args(tmp_path),
+                                   train_dataset=Tokens(320, 1), eval_dataset=Tokens(64, 2),
+                                   callbacks=[TracelabCallback(str(tmp_path / "run"),
+                                                               **CADENCE)])
+    trainer.train()
+    train = [out for training, out in seen if training]
+    evals = [out for training, out in seen if not training]
+    run = open_run(tmp_path / "run")
+    assert run.meta["outputs"]["train"]["shape"] == [BATCH, 2]
+    assert run.meta["outputs"]["train"]["targets_shape"] == [BATCH]
+    assert run.meta["outputs"]["val"]["shape"] == [32, 2]  # the first evaluation batch
+    signals = run.signals
+    for split, step, logits in (("train", 0, train[0]), ("train", 25, train[25]),
+                                ("val", 9, evals[0]), ("val", 19, evals[2])):
+        rows = signals[(signals.split == split) & (signals.step == step)].set_index("name")
+        assert rows.loc["outputs/numel", "value"] == logits.numel()
+        assert rows.loc["outputs/min", "value"] == pytest.approx(float(logits.min()), rel=1e-5)
+        assert rows.loc["outputs/max", "value"] == pytest.approx(float(logits.max()), rel=1e-5)
+    # Each evaluation ran in the window of a recording step (10, 20): its first batch's
+    # classifier output is the logits the model returned.
+    val = run.tensors_of("val")
+    head = val[val["name"] == "classifier"].set_index("step")
+    assert list(head.index) == [10, 20, 30]
+    for step, logits in ((10, evals[0]), (20, evals[2])):
+        assert head.loc[step, "max"] == pytest.approx(float(logits.max()), rel=1e-5)
+        assert head.loc[step, "numel"] == logits.numel()
 
 
 class Broken(Tokens):
