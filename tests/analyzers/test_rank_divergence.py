@@ -124,3 +124,85 @@ def test_single_rank_and_empty_runs_are_quiet():
     assert rank_divergence(Run.from_frames()) == []
     short = _loss_rows({0: _curve()[:10], 1: 2 * _curve()[:10]})
     assert rank_divergence(Run.from_frames(scalars=short)) == []
+
+
+def _weight_rows(per_rank: dict[int, np.ndarray], names=("fc1.weight", "fc2.weight"),
+                 steps=STEPS):
+    """Weight statistics per rank: `per_rank[r]` scales every statistic of rank r's weights at
+    each step (ones for a replica identical to the others)."""
+    rows = []
+    for rank, scale in per_rank.items():
+        for i, name in enumerate(names):
+            base = 1.0 + 0.01 * steps + i
+            rows.append(pd.DataFrame({"step": steps, "kind": "weight", "name": name,
+                                      "numel": 64, "norm": 8 * base * scale,
+                                      "mean": 0.1 * base * scale, "min": -2 * base * scale,
+                                      "max": 2 * base * scale, "rank": rank}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def _replicas(weights, n_ranks=2, grads=None, meta=None, seed=8):
+    rng = np.random.default_rng(seed)
+    tensors = [_weight_rows(weights)]
+    tensors.append(_grad_rows(grads if grads is not None else _synced_grads(n_ranks, rng)))
+    return Run.from_frames(meta, scalars=_loss_rows(_healthy(n_ranks, rng)),
+                           tensors=pd.concat(tensors, ignore_index=True))
+
+
+def test_weights_that_differ_at_one_late_step_are_an_error_from_that_step():
+    # Gradients all-reduced and identical, but rank 1's weights move off at step 70 (its
+    # learning rate changed there): a median over the run would not see it.
+    drift = np.ones(len(STEPS))
+    drift[70:] = 1 + 1e-3 * np.arange(1, 51)
+    [f] = rank_divergence(_replicas({0: np.ones(len(STEPS)), 1: drift}))
+    assert (f.severity, f.subject, f.steps) == (ERROR, "rank 1", (70, 119))
+    assert f.evidence["first_step"] == 70 and f.evidence["steps_differing"] == 50
+    assert "from step 70 on" in f.message and "though the gradients agree" in f.message
+    assert "on every rank" in f.fix and "step 70" in f.fix
+
+
+def test_a_single_differing_step_is_enough():
+    drift = np.ones(len(STEPS))
+    drift[90] = 1 + 1e-4
+    [f] = rank_divergence(_replicas({0: np.ones(len(STEPS)), 1: drift}))
+    assert f.evidence["first_step"] == 90 and f.evidence["steps_differing"] == 1
+
+
+def test_float_rounding_between_identical_replicas_stays_quiet():
+    rng = np.random.default_rng(9)
+    noise = {r: 1 + 1e-7 * rng.standard_normal(len(STEPS)) for r in range(4)}
+    assert rank_divergence(_replicas(noise, n_ranks=4)) == []
+
+
+def test_among_four_ranks_the_one_that_differs_is_named():
+    weights = {r: np.ones(len(STEPS)) for r in range(4)}
+    weights[2] = np.full(len(STEPS), 1.01)  # started from other weights (a checkpoint)
+    [f] = rank_divergence(_replicas(weights, n_ranks=4))
+    assert f.subject == "rank 2" and f.evidence["first_step"] == 0
+
+
+def test_unsynchronized_replicas_are_one_error_with_the_ddp_fix():
+    rng = np.random.default_rng(10)
+    grads = {r: 1.0 + 0.3 * rng.random(len(STEPS)) for r in range(2)}
+    weights = {0: np.ones(len(STEPS)), 1: 1 + 0.01 * rng.random(len(STEPS))}
+    [f] = rank_divergence(_replicas(weights, grads=grads))
+    assert f.subject == "rank 1" and "not averaged" in f.message
+    assert f.fix.startswith("Wrap the model in DistributedDataParallel")
+    assert f.evidence["median_relative_difference"] > 0.05
+
+
+def test_shards_and_parameters_of_some_ranks_are_not_replicas():
+    differ = {0: np.ones(len(STEPS)), 1: np.full(len(STEPS), 1.5)}
+    # FSDP2: every rank holds its own shard of these parameters, by design.
+    sharded = {"sharded_parameters": ["fc1.weight", "fc2.weight"]}
+    assert rank_divergence(_replicas(differ, meta=sharded)) == []
+    flat = _weight_rows(differ, names=("_fsdp_wrapped_module._flat_param",))
+    stage = _weight_rows({1: np.ones(len(STEPS))}, names=("head.weight",))
+    rng = np.random.default_rng(11)
+    run = Run.from_frames(scalars=_loss_rows(_healthy(2, rng)),
+                          tensors=pd.concat([flat, stage, _weight_rows(
+                              {0: np.ones(len(STEPS)), 1: np.ones(len(STEPS))})],
+                              ignore_index=True))
+    assert rank_divergence(run) == []
+    # Replicas averaged only now and then (local SGD): the check is turned off by config.
+    assert rank_divergence(_replicas(differ), weight_rtol=float("inf")) == []
