@@ -66,6 +66,13 @@ def reordered(differ: list[dict], samples: dict, *, min_w: float, min_ks: float,
     from scipy.optimize import linear_sum_assignment
 
     cost = distances([r["ref"] for r in differ], [r["other"] for r in differ])
+    quantiles = _quantiles(differ, samples)
+    if quantiles is not None:  # finer than the summaries: twins of one mean and std differ
+        a, b = quantiles
+        scale = np.array([r["ref"].std for r in differ])[:, None]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            w = np.abs(a[:, None, :] - b[None, :, :]).mean(axis=2) / scale
+        cost = np.where(np.isfinite(w) & (scale > 0), w, cost)
     rows, cols = linear_sum_assignment(cost)
     moved = []
     for i, j in zip(rows.tolist(), cols.tolist()):
@@ -77,6 +84,25 @@ def reordered(differ: list[dict], samples: dict, *, min_w: float, min_ks: float,
         if x is not None and y is not None and len(x) and len(y):
             if float(ks_wasserstein_rows(x[None, :], y[None, :])[0][0]) >= min_ks:
                 continue
+        # How much worse the next best partner fits: near twins (pixels that are almost
+        # always 0) pair with either, and are named last.
+        runner_up = float(np.min(np.delete(cost[i], j)))
         moved.append({"feature": other, "holds": ref, "cost": float(matched),
-                      "namesake": float(own)})
-    return moved if len(moved) >= max(2, len(differ) / 2) else []
+                      "namesake": float(own), "margin": runner_up - float(matched)})
+    if len(moved) < max(2, len(differ) / 2):
+        return []
+    moved.sort(key=lambda m: -m["margin"])
+    return moved
+
+
+_LEVELS = np.linspace(0.01, 0.99, 33)
+
+
+def _quantiles(differ: list[dict], samples: dict) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each differing feature's sampled quantiles on both sides (the 1-Wasserstein distance of
+    two features is about the mean gap of their quantiles), or None unless all are sampled."""
+    pairs = [samples.get(r["feature"], (None, None)) for r in differ]
+    if any(a is None or b is None or not len(a) or not len(b) for a, b in pairs):
+        return None
+    return (np.array([np.quantile(a, _LEVELS) for a, _ in pairs]),
+            np.array([np.quantile(b, _LEVELS) for _, b in pairs]))

@@ -4,9 +4,10 @@ What it detects
     A validation accuracy-like metric (a name containing "acc"; "auc" too, whose chance is 0.5)
     whose last half of evaluations all sit at chance. Chance comes from the targets' class
     counts (the classes table) of the evaluated split, or of train when that split's targets
-    were not given: between 1/k for k classes (guessing) and the largest class's share (always
-    predicting it), widened by `tolerance` of chance or `min_band`, but never by more than
-    `tolerance` of the headroom above the largest share.
+    were not given: a prediction independent of the labels scores between the smallest and the
+    largest class's share (1/k for k balanced classes). That interval is widened by
+    `tolerance` of the largest share or `min_band`, never by more than `tolerance` of the
+    headroom above it.
 
 Why it matters
     A model at chance learned nothing usable, however the loss looks: typical causes are wrong
@@ -94,9 +95,9 @@ def metric_stagnation(run: Run, *, min_evals: int = 3, tolerance: float = 0.15,
 
 
 def _chances(run: Run) -> dict[str, tuple[int, float, float, str]]:
-    """Per split of the classes table: (k, 1/k or the largest share if lower, the largest
-    class's share, the words saying so); none for a split holding labels beyond the table's
-    range or a single class."""
+    """Per split of the classes table: (k, the smallest and the largest class's share, the
+    words saying so): a prediction independent of the labels scores between the two. None
+    for a split holding labels beyond the table's range or a single class."""
     cl = run.classes
     out = {}
     for split, rows in cl.groupby("split", sort=False):
@@ -106,8 +107,8 @@ def _chances(run: Run) -> dict[str, tuple[int, float, float, str]]:
         k = len(counts)
         if k < 2:
             continue
-        top = float(counts.max() / counts.sum())
+        top, least = float(counts.max() / counts.sum()), float(counts.min() / counts.sum())
         how = (f"{k} classes in {split}'s targets" + ("" if top <= 1.5 / k else
-               f", the largest {top:.0%} of them"))
-        out[str(split)] = (k, min(1.0 / k, top), top, how)
+               f", from {least:.0%} to {top:.0%} of them"))
+        out[str(split)] = (k, least, top, how)
     return out
