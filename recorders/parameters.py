@@ -4,7 +4,8 @@ The update is the weight after `optimizer.step()` minus the weight before it, so
 runs in the optimizer's step pre-hook, on the steps that record updates only: one
 `torch._foreach_copy_` of every parameter into buffers kept from one such step to the next.
 `record()` after the step reduces the weights, the grads and the updates (the snapshot turned
-into the update in place: no allocation on devices) with the fused reductions of stats.py,
+into the weights before minus after in place, whose statistics are negated on the host: no
+allocation on devices, no extra pass) with the fused reductions of stats.py,
 which join the step's packed copy; on a step that records only the grads' norms, one
 `_foreach_norm` does. `end_step()` says whether the step took its snapshot, and starts the
 next one without.
@@ -18,9 +19,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from tracelab.recorders.stats import dense_equivalent, finish, norms, raw_stats
+from tracelab.recorders.stats import (RAW, dense_equivalent, finish, norms, raw_stats)
 from tracelab.recorders.transfer import StepRecord
 from tracelab.core.schema import GRAD, TENSORS, UPDATE, WEIGHT
+
+RAW_SUM, RAW_MAX, RAW_NEGMIN = RAW.index("sum"), RAW.index("max"), RAW.index("negmin")
 
 try:
     from torch.distributed.tensor import DTensor
@@ -80,9 +83,10 @@ class ParameterStats:
             names += grad_names
             kinds += [GRAD] * len(named)
             sizes += grad_sizes
+        flipped = slice(0, 0)  # the rows of before - after: the update with its sign flipped
         if updates and self._layout == [(p.shape, p.dtype, p.device) for p in params]:
             torch._foreach_sub_(self._snapshot, params)
-            torch._foreach_neg_(self._snapshot)
+            flipped = slice(len(full), len(full) + len(params))
             full += self._snapshot
             names += weight_names
             kinds += [UPDATE] * len(params)
@@ -91,7 +95,13 @@ class ParameterStats:
             numel = np.array(sizes, dtype=np.int64)
 
             def rows(values: list[np.ndarray]) -> list[tuple[str, dict]]:
-                cols = finish(values[0].reshape(len(names), -1), numel)
+                raw = values[0].reshape(len(names), -1)
+                if flipped.stop:  # negated on the host, not in a pass over every value
+                    raw = raw.copy()
+                    raw[flipped, RAW_SUM] *= -1
+                    raw[flipped, RAW_MAX], raw[flipped, RAW_NEGMIN] = \
+                        raw[flipped, RAW_NEGMIN].copy(), raw[flipped, RAW_MAX].copy()
+                cols = finish(raw, numel)
                 cols.update(step=np.full(len(names), step, dtype=np.int64), kind=kinds,
                             name=names)
                 return [(TENSORS, cols)]

@@ -24,6 +24,9 @@ import torch
 from tracelab.core.schema import TENSOR_STATS
 
 _HALF = (torch.float16, torch.bfloat16)
+# The integer type of each float type's width, to read its values' bits.
+_BITS = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32,
+         torch.float64: torch.int64}
 # Columns of the raw aggregate tensor.
 RAW = ("sum", "l2", "l1", "nonzero", "max", "negmin", "nan", "inf")
 
@@ -40,11 +43,14 @@ def raw_stats(tensors: list[torch.Tensor]) -> torch.Tensor:
     # so asking costs no sync.
     extremes = [torch.aminmax(t if t.numel() else t.new_full((1,), math.nan)) for t in ts]
     f64 = torch.float64
+    # abs then sum: twice as fast as the foreach L1 norm on the CPU. The non-zeros are counted
+    # on the absolute values' bits as integers (+0.0 and -0.0 both become 0): a float
+    # count_nonzero branches on every value, 2-3 times slower where zeros are scattered.
+    absolute = torch._foreach_abs(ts)
     cols = [torch.stack([t.sum(dtype=acc) for t in ts]),
             torch.stack(torch._foreach_norm(ts, 2, dtype=acc)),
-            # abs then sum: twice as fast as the foreach L1 norm on the CPU.
-            torch.stack([a.sum(dtype=acc) for a in torch._foreach_abs(ts)]),
-            torch.stack([torch.count_nonzero(t) for t in ts]),
+            torch.stack([a.sum(dtype=acc) for a in absolute]),
+            torch.stack([_nonzero(a) for a in absolute]),
             torch.stack([m.max for m in extremes]), torch.stack([m.min for m in extremes]).neg()]
     if cpu:
         raw = torch.stack([c.to(f64) for c in cols] + [torch.zeros(len(ts), dtype=f64)] * 2,
@@ -56,6 +62,12 @@ def raw_stats(tensors: list[torch.Tensor]) -> torch.Tensor:
     cols += [torch.stack([torch.isnan(t).sum() for t in ts]),
              torch.stack([torch.isinf(t).sum() for t in ts])]
     return torch.stack([c.to(f64) for c in cols], dim=1)
+
+
+def _nonzero(absolute: torch.Tensor) -> torch.Tensor:
+    """The non-zero values of a tensor of absolute values, counted on their bits."""
+    bits = _BITS.get(absolute.dtype)
+    return torch.count_nonzero(absolute if bits is None else absolute.view(bits))
 
 
 def norms(tensors: list[torch.Tensor]) -> torch.Tensor:
