@@ -199,3 +199,39 @@ def test_an_evaluation_before_step_is_named_by_the_log_after_it(tmp_path):
     assert set(named["split"]) == {"test"} and sorted(set(named["step"])) == [0, 5]
     for step in (0, 5):
         _check(named[named["step"] == step], evals[step])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_evaluation_activations_never_sync_the_host_on_cuda(tmp_path):
+    """On CUDA the evaluation's statistics ride the log() call's packed copy: no host sync on
+    the training thread (CUDA's sync detector in "error" mode raises at the first one)."""
+    dev = torch.device("cuda")
+    model = _model().to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(64, 4, device=dev), torch.randn(64, 3, device=dev)
+    xv = torch.randn(4096, 4, device=dev)  # outputs larger than the activation subsample
+    evals = {}
+    with tracelab.Recorder(str(tmp_path / "run"), model, opt, activation_every=EVERY) as rec:
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            for step in range(2 * EVERY):
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                rec.step(loss)
+                model.eval()
+                with torch.no_grad():
+                    evals[step + 1], val = _outputs(model, xv)
+                model.train()
+                rec.log("val", metrics={"loss": val.square().mean()})
+            assert rec.writer.flush() and not rec.writer.failed
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    val = open_run(tmp_path / "run").tensors_of("val")
+    assert sorted(set(val["step"])) == [EVERY, 2 * EVERY]
+    rows = val[val["step"] == EVERY].set_index("name")
+    for name, out in evals[EVERY].items():
+        assert rows.loc[name, "mean"] == pytest.approx(float(out.double().mean()), rel=1e-5,
+                                                       abs=1e-7)
+        assert rows.loc[name, "max"] == pytest.approx(float(out.max()), rel=1e-5)
