@@ -216,6 +216,8 @@ def print_runs(set_name: str, runs: Sequence[Scored]) -> None:
         if r.false_alarm:
             print(f"false alarm {r.name}: {', '.join(r.alarms) or r.error}")
     for r in runs:
+        if not r.healthy and not r.top1 and not r.error:
+            print(f"{r.verdict} {r.name}: raised {', '.join(r.alarms) or 'no warning'}")
         if r.error and not r.healthy:
             print(f"not analyzed {r.name}: {r.error}")
         for e in r.rule_errors:
