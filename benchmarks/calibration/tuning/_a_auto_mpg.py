@@ -16,7 +16,10 @@ recorded as the DataFrame of the features the model reads.
 - "shuffled-frame": the feature frame shuffled (df.sample(frac=1)) after the targets were
   taken, so rows and targets no longer match;
 - "chronological": healthy, with the split by Model Year (train up to 1979, test 1980-82)
-  instead of at random.
+  instead of at random;
+- "accumulate": healthy, with gradient accumulation: 4 micro-batches of 8 per optimizer step,
+  each loss divided by 4 before backward, zero_grad after each step (40 epochs, 400 steps);
+- "accum-no-divide": the same accumulation with the micro-batch losses not divided by 4.
 """
 from __future__ import annotations
 
@@ -32,7 +35,8 @@ import tracelab
 SOURCE = ("https://github.com/rasbt/machine-learning-book/blob/"
           "35ab3774e8e249c43a98209d8efd94c060102003/ch13/ch13_part2.py")
 BUGS = (None, "test-unnormalized", "mpg-feature", "keep-nan", "raw-units", "year-four-digits",
-        "shuffled-frame", "chronological")
+        "shuffled-frame", "chronological", "accumulate", "accum-no-divide")
+ACCUMULATE = 4
 COLUMNS = ["MPG", "Cylinders", "Displacement", "Horsepower", "Weight", "Acceleration",
            "Model Year", "Origin"]
 
@@ -128,16 +132,32 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 12) -
                            feature_names=list(x_train_df.columns),
                            config={"lr": 0.001, "batch_size": 8, "hidden_units": hidden_units}
                            ) as rec:
-        for _ in range(epochs):
+        accumulate = bug in ("accumulate", "accum-no-divide")
+        for _ in range(40 if accumulate else epochs):
             model.train()
-            for idx in torch.randperm(len(x_train), generator=gen).split(8):
-                pred = model(x_train[idx])[:, 0]
-                loss = loss_fn(pred, y_train[idx])
-                loss.backward()
-                optimizer.step()
-                optimizer.zero_grad()
-                rec.step(loss=loss, inputs=x_train_df.iloc[idx.numpy()], targets=y_train[idx],
-                         outputs=pred)
+            batches = torch.randperm(len(x_train), generator=gen).split(8)
+            if accumulate:
+                for start in range(0, len(batches) - ACCUMULATE + 1, ACCUMULATE):
+                    for idx in batches[start:start + ACCUMULATE]:
+                        pred = model(x_train[idx])[:, 0]
+                        loss = loss_fn(pred, y_train[idx])
+                        if bug == "accumulate":
+                            loss = loss / ACCUMULATE
+                        loss.backward()
+                        rec.accumulate_loss(loss)
+                    optimizer.step()
+                    optimizer.zero_grad()
+                    rec.step(inputs=x_train_df.iloc[idx.numpy()], targets=y_train[idx],
+                             outputs=pred)
+            else:
+                for idx in batches:
+                    pred = model(x_train[idx])[:, 0]
+                    loss = loss_fn(pred, y_train[idx])
+                    loss.backward()
+                    optimizer.step()
+                    optimizer.zero_grad()
+                    rec.step(loss=loss, inputs=x_train_df.iloc[idx.numpy()],
+                             targets=y_train[idx], outputs=pred)
             model.eval()
             with torch.no_grad():
                 pred = model(x_test)[:, 0]
