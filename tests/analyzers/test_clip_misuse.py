@@ -78,3 +78,17 @@ def test_the_bounds_on_frames():
     assert f.evidence["kind"] == "after_step" and f.evidence["max_norm"] == pytest.approx(0.8)
     # zeroed after the step (zero_grad(set_to_none=False) before step()) is no clip
     assert clip_misuse(_frames(grads, grads, rows=np.zeros(30))) == []
+
+
+def test_each_kind_explains_its_own_symptoms():
+    from tracelab.core.causes import link_between
+    from tracelab.core.findings import Finding
+    links = clip_misuse.spec.links
+
+    def joins(kind, effect_rule):
+        cause = Finding("clip-misuse", "TL209", "warning", "gradient clip", (0, 100), "m",
+                        {"kind": kind})
+        effect = Finding(effect_rule, "TL000", "warning", "loss", (10, 90), "m", {})
+        return link_between(links, cause, effect) is not None
+    assert joins("too_small", "loss-plateau") and not joins("after_step", "loss-plateau")
+    assert joins("after_step", "loss-spike") and not joins("too_small", "loss-spike")

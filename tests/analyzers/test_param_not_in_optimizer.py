@@ -70,3 +70,17 @@ def test_a_gan_with_two_optimizers_given_as_a_list_stays_quiet(tmp_path):
             rec.step(loss=loss_g, metrics={"loss_d": loss_d})
     rules = {f.rule for f in _diagnosis(tmp_path / "r").findings}
     assert not rules & {"param-not-in-optimizer", "optimizer-step-missing", "missing-zero-grad"}
+
+
+def test_it_explains_a_missing_zero_grad_only_when_it_holds_the_watched_parameter():
+    from tracelab.analyzers.param_not_in_optimizer import param_not_in_optimizer
+    from tracelab.core.causes import link_between
+    from tracelab.core.findings import Finding
+
+    def cause(watched):
+        return Finding("param-not-in-optimizer", "TL213", "warning", "4", (0, 50), "m",
+                       {"holds_watched": watched, "subjects": ["4"]})
+    effect = Finding("missing-zero-grad", "TL602", "error", "optimizer", (1, 59), "m", {})
+    links = param_not_in_optimizer.spec.links
+    assert link_between(links, cause(True), effect) is not None
+    assert link_between(links, cause(False), effect) is None

@@ -20,6 +20,8 @@ VARIANTS = {
                    {"cause": "input_outlier"}, {"cause": "lr_increase"}],
     "nonfinite-values": [{"source": "input"}, {"source": "loss"}],
     "update-ratio": [{"worst_ratio": 1e-6}, {"worst_ratio": 0.5}],
+    "clip-misuse": [{"kind": "too_small"}, {"kind": "after_step"}],
+    "param-not-in-optimizer": [{"holds_watched": True}, {"holds_watched": False}],
 }
 # place -> (cause subject, cause evidence, joining effect subject, differing effect subject)
 PLACES = {
