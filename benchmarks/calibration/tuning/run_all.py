@@ -4,8 +4,8 @@
 
 Each scenario is a file `[a-z][0-9][0-9].py` of this folder with a module-level `LABEL` and a
 `run(run_dir, seed=0)` that trains one small model with `tracelab.Recorder` into `run_dir`
-(README.md). Each is run into `OUT_DIR/NAME`, one line printed per scenario (wall seconds, the
-recorded train loss at the first and the last step, the warnings it raised), and
+(README.md). Each is run into `OUT_DIR/NAME`, one line printed per scenario (wall and CPU
+seconds, the recorded train loss at the first and the last step, the warnings it raised), and
 `OUT_DIR/labels.json` maps each name to its `LABEL`. A scenario that fails to import or raises
 is reported and the others go on; the exit code is 1 when one did.
 """
@@ -55,7 +55,7 @@ def _loss_ends(run_dir: Path) -> str:
 
 def run_one(name: str, out: Path, seed: int) -> tuple[dict | None, str, bool]:
     """Run one scenario into `out/name`: its label, its report line, whether it succeeded."""
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     label = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -68,10 +68,10 @@ def run_one(name: str, out: Path, seed: int) -> tuple[dict | None, str, bool]:
             last = traceback.extract_tb(exc.__traceback__)[-1]
             error = f"FAILED {type(exc).__name__}: {exc} ({Path(last.filename).name}:{last.lineno})"
             ok = False
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     seen = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0][:120]}"
                    for w in caught})
-    parts = [f"{name}", f"{wall:6.1f}s"]
+    parts = [f"{name}", f"wall {wall:5.1f}s cpu {cpu:5.1f}s"]
     parts.append(_loss_ends(out / name) if ok else error)
     if label is not None:
         parts.append(f"cause={label.get('cause')}")
