@@ -15,7 +15,7 @@ from tracelab.reports.finding_plots import PLOTS, finding_figure, generic, menti
 from tracelab.reports.chart import Chart
 from tracelab.reports.plots import binned, envelope
 from tracelab.core.run import Run
-from tracelab.core.schema import Needs
+from tracelab.core.schema import REQUIREMENTS, Needs
 
 # The rule names fixed by the project (issue 3 and the rule codes list).
 RULE_NAMES = {
@@ -25,7 +25,9 @@ RULE_NAMES = {
     "collapsed-outputs", "train-val-mismatch", "input-collapse", "unnormalized-inputs",
     "nondeterminism-risk", "gpu-unused", "input-pipeline-bound", "rank-divergence",
     "loss-collapse", "missing-zero-grad", "eval-in-train-mode", "target-problems",
-    "amp-overflow", "train-val-overlap"}
+    "amp-overflow", "train-val-overlap",
+    "loss-input-contract", "shape-broadcast", "train-in-eval-mode", "batchnorm-small-batch",
+    "wrong-batch-axis", "loss-below-bound"}
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +156,12 @@ def test_sections_environment_config_recorded_skipped_errors(ctx):
     # The fixture predates the batch and loop checks: the report lists them as not recorded.
     new = [Needs.BATCHES, Needs.TARGETS, Needs.CLASSES, Needs.GRAD_RESETS, Needs.EVAL_MODES,
            Needs.AMP, Needs.FINGERPRINTS]
-    assert ctx["recorded"]["missing"] == [r.label for r in new]
+    missing = ctx["recorded"]["missing"]
+    # ... and the facts added since (what enters the loss, the training steps' modes, ...).
+    later = [r.label for r in REQUIREMENTS[REQUIREMENTS.index(Needs.FINGERPRINTS) + 1:]]
+    assert missing == [r.label for r in new] + [label for label in later if label in missing]
+    assert {Needs.OUTPUTS.label, Needs.TRAIN_MODES.label, Needs.MODULE_SHAPES.label,
+            Needs.MODULE_CONFIG.label} <= set(missing)
     assert ctx["skipped"] == [{"rule": "rank-divergence", "code": "TL501",
                                "reason": "not recorded: a second rank"}]
     assert ctx["errors"][0]["rule"] == "loss-spike"
