@@ -62,15 +62,20 @@ def batch_inputs(kwargs: Mapping[str, Any]) -> dict[str, torch.Tensor]:
 
 def model_logits(output: Any) -> torch.Tensor | None:
     """The logits of a model's output (a ModelOutput, a dict or a tuple whose second element
-    follows the loss), detached; None when it has none."""
+    follows the loss), detached, as rows of classes; None when it has none. Token-level logits
+    (batch, sequence, vocabulary) are read by transformers' losses as `(-1, vocabulary)` rows:
+    so they are given, a view without a copy, with the class dimension that the outputs' row
+    facts read (dim 1)."""
     if isinstance(output, Mapping):
         logits = output.get("logits")
-    elif isinstance(output, (tuple, list)) and len(output) > 1:
-        logits = output[1] if isinstance(output[0], torch.Tensor) and output[0].dim() == 0 \
-            else output[0]
+    elif isinstance(output, (tuple, list)) and output:
+        loss_first = isinstance(output[0], torch.Tensor) and output[0].dim() == 0
+        logits = output[1] if loss_first and len(output) > 1 else output[0]
     else:
         logits = output
-    return logits.detach() if isinstance(logits, torch.Tensor) and logits.numel() else None
+    if not isinstance(logits, torch.Tensor) or not logits.dim() or not logits.numel():
+        return None  # none, or a loss alone
+    return (logits.flatten(0, -2) if logits.dim() > 2 else logits).detach()
 
 
 def batch_labels(kwargs: Mapping[str, Any] | None) -> torch.Tensor | None:

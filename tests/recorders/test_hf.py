@@ -12,7 +12,7 @@ pytest.importorskip("accelerate", reason="the Trainer needs accelerate (extra 'h
 
 import tracelab  # noqa: E402
 from tracelab import open_run  # noqa: E402
-from tracelab.recorders.hf import TracelabCallback, batch_inputs  # noqa: E402
+from tracelab.recorders.hf import TracelabCallback, batch_inputs, model_logits  # noqa: E402
 
 from _equivalence import assert_equivalent  # noqa: E402
 
@@ -157,6 +157,44 @@ def test_trainer_passes_logits_labels_and_evaluation_activations(tmp_path):
     for step, logits in ((10, evals[0]), (20, evals[2])):
         assert head.loc[step, "max"] == pytest.approx(float(logits.max()), rel=1e-5)
         assert head.loc[step, "numel"] == logits.numel()
+
+
+class Text(Tokens):
+    """Token sequences for a causal language model: its labels are its inputs."""
+
+    def __getitem__(self, i):
+        return {"input_ids": self.ids[i], "labels": self.ids[i]}
+
+
+def test_a_language_model_gives_its_logits_as_rows_of_the_vocabulary(tmp_path):
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(vocab_size=VOCAB, n_positions=LENGTH, n_embd=16,
+                                      n_layer=1, n_head=2)
+    model = transformers.GPT2LMHeadModel(config)
+    seen = []
+    model.register_forward_hook(lambda m, a, out: seen.append(out.logits.detach()))
+    trainer = transformers.Trainer(model=model, args=_args(tmp_path, max_steps=3,
+                                                           eval_strategy="no"),
+                                   train_dataset=Text(64, 1),
+                                   callbacks=[TracelabCallback(str(tmp_path / "run"))])
+    trainer.train()
+    run = open_run(tmp_path / "run")
+    # (batch, sequence, vocabulary) logits read as the loss reads them: (-1, vocabulary).
+    assert run.meta["outputs"]["train"]["shape"] == [BATCH * LENGTH, VOCAB]
+    assert run.meta["outputs"]["train"]["targets_shape"] == [BATCH, LENGTH]
+    rows = run.signals[run.signals.step == 0].set_index("name")["value"]
+    assert rows["outputs/classes"] == VOCAB
+    assert rows["outputs/max"] == pytest.approx(float(seen[0].max()), rel=1e-5)
+    assert rows["outputs/broadcast"] == 0
+
+
+def test_model_logits_of_each_output_form():
+    logits = torch.randn(4, 3)
+    assert model_logits({"loss": torch.tensor(1.0), "logits": logits}) is not None
+    assert torch.equal(model_logits((torch.tensor(1.0), logits)), logits)
+    assert torch.equal(model_logits((logits,)), logits)
+    assert model_logits((torch.tensor(1.0),)) is None and model_logits(None) is None
+    assert model_logits({"logits": torch.zeros(2, 5, 7)}).shape == (10, 7)
 
 
 class Broken(Tokens):
