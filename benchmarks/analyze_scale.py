@@ -139,8 +139,9 @@ def generate(path: Path, steps: int, params: int = PARAMS, act_modules: int = AC
         # A part file of its own, as the writer rolls them (zstd Parquet, the table's schema):
         # straight from the arrays, which is minutes faster at 50M rows.
         schema = ARROW_SCHEMAS[TENSORS]
-        part = pa.table({c: pa.array(columns[c][order], f.type) for c, f in zip(
-            schema.names, schema)}, schema=schema)
+        part = pa.table({c: pa.array(columns[c][order], f.type) if c in columns
+                         else pa.nulls(len(order), f.type)  # split: training rows have none
+                         for c, f in zip(schema.names, schema)}, schema=schema)
         (path / TENSORS).mkdir(exist_ok=True)
         pq.write_table(part, path / TENSORS / part_name(0, begin // CHUNK, PARQUET),
                        compression="zstd")
