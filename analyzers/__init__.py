@@ -28,6 +28,7 @@ from tracelab.analyzers.target_problems import target_problems
 from tracelab.analyzers.amp_overflow import amp_overflow
 from tracelab.analyzers.train_val_overlap import train_val_overlap
 from tracelab.analyzers.datetime_units import datetime_units
+from tracelab.analyzers.data_leak import data_leak
 from tracelab.analyzers.weight_decay_too_high import weight_decay_too_high
 from tracelab.analyzers.clip_misuse import clip_misuse
 from tracelab.analyzers.lr_schedule import lr_schedule
@@ -65,6 +66,7 @@ RULES = [
     input_collapse,
     unnormalized_inputs,
     datetime_units,
+    data_leak,
     nondeterminism_risk,
     gpu_unused,
     input_pipeline_bound,

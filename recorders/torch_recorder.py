@@ -43,6 +43,7 @@ from tracelab.recorders.classes import record_classes
 from tracelab.recorders.fingerprints import Fingerprints
 from tracelab.recorders.hook_refs import WeakHook
 from tracelab.recorders.inputs import InputStats
+from tracelab.recorders.rows import JointRows
 from tracelab.recorders.loop_checks import (EvalModes, GradNorms, GradResets, Passes,
                                             add_signals, amp_scale)
 from tracelab.recorders.outputs import OutputFacts
@@ -161,6 +162,7 @@ class Recorder:
         if loss_fn is not None:
             self.writer.update_meta(**{META_LOSS_FN: env.loss_summary(loss_fn)})
         self._fingerprints = Fingerprints(fingerprints, seed=0)
+        self._rows = JointRows(lambda: self._inputs.feature_names, seed=rank)
         passes = Passes()  # the model's training passes, as EvalModes and GradResets see them
         self._grad_resets = GradResets(passes)
         self._eval_modes = EvalModes(passes)
@@ -453,6 +455,8 @@ class Recorder:
         if targets is not None:
             self._produce("targets", self._targets.record, step, split, targets, record)
             self._produce("classes", record_classes, step, split, targets, record)
+        if inputs is not None and targets is not None:
+            self._produce("rows", self._rows.record, step, split, inputs, targets, record)
 
     def _evaluation(self, record: StepRecord, split: str, claimed: bool) -> None:
         """The activations of an evaluation forward pass (activation_hooks), as `split`, at

@@ -26,6 +26,7 @@ from tracelab.core.schema import (ACTIVATION, AMP_SCALE, ARROW_SCHEMAS, BATCHES,
                                   SAMPLES, SCALARS, SCHEMA_VERSION, SIGNALS, TARGETS, TENSORS, TRAIN,
                                   NORM_MODULES, UPDATE, WEIGHT, Needs, Requirement,
                                   META_MODULE_SHAPES, OUTPUT_NUMEL, TRAIN_MODE_MODEL)
+from tracelab.core.schema import ROWS
 
 SAMPLE_CODES = ("split", "feature")  # the samples' columns `sample_table` dictionary-encodes
 
@@ -246,6 +247,12 @@ class Run:
     def fingerprints(self) -> pd.DataFrame:
         return self._table(FINGERPRINTS)
 
+    @property
+    def rows(self) -> pd.DataFrame:
+        """A few whole rows of tabular batches per split, each feature's value beside the
+        row's target (schema.ROWS)."""
+        return self._table(ROWS)
+
     def signal(self, name: str, split: str = TRAIN) -> pd.Series:
         """One signal over steps (float Series indexed by step; several ranks: the lowest
         rank's value at each step)."""
@@ -342,6 +349,8 @@ class Run:
             have.add(Needs.TARGETS)
         if len(self.fingerprints):
             have.add(Needs.FINGERPRINTS)
+        if len(self.rows):
+            have.add(Needs.ROWS)
         if len(self.classes):
             have.add(Needs.CLASSES)
         signals = set(self.signals["name"].unique()) if len(self.signals) else set()

@@ -33,7 +33,9 @@ TARGETS = "targets"  # target profiles, in the inputs table's columns
 SIGNALS = "signals"  # what the recorder observed of the loop itself (SIGNAL_NAMES)
 FINGERPRINTS = "fingerprints"  # a hash per input row, for a bounded sample per split
 CLASSES = "classes"  # class counts of integer targets, per profiled batch
-TABLES = (SCALARS, TENSORS, INPUTS, SAMPLES, BATCHES, TARGETS, CLASSES, SIGNALS, FINGERPRINTS)
+ROWS = "rows"  # a few whole rows of tabular batches, features with their target
+TABLES = (SCALARS, TENSORS, INPUTS, SAMPLES, BATCHES, TARGETS, CLASSES, SIGNALS, FINGERPRINTS,
+          ROWS)
 # classes.label: a label outside 0 .. MAX_CLASSES - 1 is counted under OTHER_CLASS.
 MAX_CLASSES = 1024
 OTHER_CLASS = -1
@@ -194,6 +196,8 @@ ARROW_SCHEMAS: dict[str, pa.Schema] = {
     SIGNALS: pa.schema([("step", _i64), ("split", _str), ("name", _str), ("value", _f64)]),
     FINGERPRINTS: pa.schema([("step", _i64), ("split", _str), ("input", _str),
                              ("hash", _i64)]),
+    ROWS: pa.schema([("step", _i64), ("split", _str), ("row", _i64), ("feature", _str),
+                     ("value", _f64), ("target", _f64)]),
 }
 ARROW_SCHEMAS[TARGETS] = ARROW_SCHEMAS[INPUTS]
 # Tables whose split column came later, with the split of a row that has none (null, or a part
@@ -237,6 +241,8 @@ class Needs:
     EVAL_MODES = Requirement("eval_modes", "module modes at evaluation (log() with a model)")
     AMP = Requirement("amp", "GradScaler scale (Recorder(scaler=...))")
     FINGERPRINTS = Requirement("fingerprints", "input fingerprints")
+    ROWS = Requirement("rows", "rows of tabular inputs with their target "
+                       "(step(inputs=..., targets=...))")
     OUTPUTS = Requirement("outputs", "what enters the loss (step(outputs=...))")
     TRAIN_MODES = Requirement("train_modes", "module modes of the training steps (a Recorder "
                                              "with a model)")

@@ -1,0 +1,108 @@
+"""A few whole rows of tabular batches, features and target together: the rows table.
+
+The inputs and samples tables profile each feature on its own; whether a feature determines
+the target (a label column left in the inputs, a target encoding fitted on every split) needs
+rows. At each profiled batch whose inputs are one 2-D tensor of at most MAX_FEATURES features
+(or a DataFrame's numeric columns) and whose target is one value per row, PER_BATCH rows are
+drawn (4x more from an evaluation's batches; the recorder's own random stream), until a split
+holds LIMIT rows. On a device the
+drawn rows join the step's packed copy: no host sync.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from tracelab.recorders.profile import feature_names, is_frame
+from tracelab.recorders.sentinel import named_tensors
+from tracelab.recorders.transfer import StepRecord
+from tracelab.core.schema import ROWS, TARGET_ROLE, TRAIN
+
+LIMIT = 512  # rows per split
+PER_BATCH = 16  # rows per training batch; an evaluation's batches, seen rarely, give 4x more
+MAX_FEATURES = 256
+
+
+class JointRows:
+    """The rows table of one recorder: drawn on the training thread, counted per split."""
+
+    def __init__(self, names: Callable[[], Any], *, seed: int = 0, limit: int = LIMIT):
+        self._names = names  # the inputs' feature names, as the inputs table names them
+        self._limit = limit
+        self._taken: dict[str, int] = {}
+        self._rng = np.random.default_rng(seed)
+
+    def record(self, step: int, split: str, inputs: Any, targets: Any,
+               record: StepRecord) -> None:
+        taken = self._taken.get(split, 0)
+        if taken >= self._limit:
+            return
+        target = _one_target(targets)
+        if target is None:
+            return
+        n = int(target.shape[0])
+        table = _table(inputs, n, self._names())
+        if table is None or n == 0:
+            return
+        names, values = table
+        k = min(PER_BATCH * (1 if split == TRAIN else 4), n, self._limit - taken)
+        pick = np.sort(self._rng.choice(n, size=k, replace=False))
+        self._taken[split] = taken + k
+        first = taken  # the split's running row number of the first drawn row
+        y = target.detach().reshape(n)[torch.as_tensor(pick, device=target.device)].double()
+        if isinstance(values, np.ndarray):
+            host, device = values[pick], ()
+        else:
+            x = values.detach()[torch.as_tensor(pick, device=values.device)].double()
+            host, device = None, (x,)
+
+        def rows(found: list[np.ndarray]) -> list[tuple[str, dict]]:
+            x = host if host is not None else found[0].reshape(k, len(names))
+            t = found[-1].reshape(k)
+            width = len(names)
+            return [(ROWS, {"step": np.full(k * width, step, dtype=np.int64),
+                            "split": [split] * (k * width),
+                            "row": np.repeat(np.arange(first, first + k, dtype=np.int64), width),
+                            "feature": list(names) * k,
+                            "value": np.asarray(x, dtype=np.float64).reshape(-1),
+                            "target": np.repeat(t.astype(np.float64), width)})]
+        record.add(rows, (*device, y))
+
+
+def _one_target(targets: Any) -> torch.Tensor | None:
+    """The target tensor with one value per row (shape [N] or [N, 1]), when there is one."""
+    named = [x for _, x in named_tensors(targets, TARGET_ROLE)] if targets is not None else []
+    if len(named) != 1:
+        return None
+    y = named[0]
+    if y.dim() == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.dim() != 1 or y.is_complex() or y.layout != torch.strided or y.is_meta:
+        return None
+    return y
+
+
+def _table(inputs: Any, n: int, names: Any
+           ) -> tuple[Sequence[str], np.ndarray | torch.Tensor] | None:
+    """(feature names, [n, features] values) of tabular inputs of n rows, else None."""
+    if is_frame(inputs):
+        import pandas as pd
+
+        cols = [c for c in inputs.columns if pd.api.types.is_numeric_dtype(inputs[c])
+                and not pd.api.types.is_complex_dtype(inputs[c])]
+        if len(inputs) != n or not cols or len(cols) > MAX_FEATURES or \
+                len(set(map(str, cols))) < len(cols):
+            return None
+        values = inputs[cols].to_numpy(dtype=np.float64, na_value=np.nan)
+        return [str(c) for c in cols], values
+    if not isinstance(inputs, torch.Tensor) or inputs.dim() != 2 or inputs.shape[0] != n:
+        return None
+    if inputs.is_complex() or inputs.layout != torch.strided or inputs.is_meta:
+        return None
+    width = int(inputs.shape[1])
+    if not 0 < width <= MAX_FEATURES:
+        return None
+    given = names if names is not None and not isinstance(names, dict) else None
+    return feature_names("", width, given, 2), inputs

@@ -1,0 +1,80 @@
+"""data-leak: a label column left among DataFrame inputs is named from the rows table; an id
+column, a strongly but not perfectly predictive category and honest features stay quiet.
+Tiny real trainings record the DataFrames they train on with their targets."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+from sklearn.datasets import load_breast_cancer  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+import tracelab  # noqa: E402
+from tracelab.analyzers.data_leak import data_leak  # noqa: E402
+from tracelab.core.run import Run  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _frames(extra):
+    """Breast cancer, standardized on train, as DataFrames; `extra(frame, y, rng)` adds columns."""
+    data = load_breast_cancer()
+    xtr, xva, ytr, yva = train_test_split(data.data, data.target, test_size=0.3,
+                                          random_state=0, stratify=data.target)
+    scaler = StandardScaler().fit(xtr)
+    rng = np.random.default_rng(0)
+    out = []
+    for x, y in ((xtr, ytr), (xva, yva)):
+        frame = pd.DataFrame(scaler.transform(x)[:, :8], columns=data.feature_names[:8])
+        out.append((extra(frame, y, rng), y))
+    return out
+
+
+def _train(run_dir, extra, steps=60):
+    (train, ytr), (val, yva) = _frames(extra)
+    xt, yt = torch.tensor(train.to_numpy(np.float32)), torch.tensor(ytr)
+    xv, yv = torch.tensor(val.to_numpy(np.float32)), torch.tensor(yva)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(xt.shape[1], 16), torch.nn.ReLU(),
+                                torch.nn.Linear(16, 2))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    gen = np.random.default_rng(0)
+    with tracelab.Recorder(str(run_dir), model, opt, input_every=1, flush_interval=0.2) as rec:
+        for step in range(steps):
+            idx = gen.integers(0, len(xt), 32)
+            loss = torch.nn.functional.cross_entropy(model(xt[idx]), yt[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=train.iloc[idx].reset_index(drop=True), targets=yt[idx])
+            if (step + 1) % 20 == 0:
+                with torch.no_grad():
+                    vloss = torch.nn.functional.cross_entropy(model(xv), yv)
+                rec.log("val", metrics={"loss": vloss}, inputs=val, targets=yv)
+    return tracelab.analyze(run_dir)
+
+
+def test_a_label_column_among_the_inputs_is_named(tmp_path):
+    d = _train(tmp_path / "run", lambda f, y, rng: f.assign(outcome_code=2.0 * y + 1))
+    [f] = [f for f in d.findings if f.rule == "data-leak"]
+    assert f.code == "TL306" and f.severity.value == "error" and f.subject == "outcome_code"
+    assert "determines the target in train and val" in f.message
+    assert f.evidence["odds"] < 1e-9 and "Drop 'outcome_code'" in f.fix
+
+
+def test_ids_and_a_strong_but_imperfect_category_stay_quiet(tmp_path):
+    def extra(frame, y, rng):
+        flip = rng.random(len(y)) < 0.1  # a category that agrees with the label 90% of the time
+        return frame.assign(row_id=np.arange(len(y), dtype=float) + 1000 * (len(y) < 300),
+                            site=np.where(flip, 1 - y, y).astype(float))
+    d = _train(tmp_path / "run", extra)
+    assert d.errors == [] and "data-leak" not in {f.rule for f in d.findings}
+    assert "data-leak" not in {s.rule for s in d.skipped}
+
+
+def test_a_run_without_rows_is_skipped_as_not_recorded():
+    assert data_leak.spec.requires[0].key == "rows"
+    assert data_leak(Run.from_frames(None)) == []
