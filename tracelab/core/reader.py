@@ -197,17 +197,19 @@ def disk_size(path: Path) -> int:
 
 
 def read_part(file: Path, dictionary: tuple[str, ...] = (),
-              columns: list[str] | None = None) -> pa.Table:
+              columns: list[str] | None = None, unless_null: tuple[str, ...] = ()) -> pa.Table:
     """A Parquet part, or every complete batch of an Arrow IPC tail (a kill may have cut the
     last one short). `dictionary`: string columns kept dictionary-encoded as Parquet stores
     them (no string object per row). `columns`: only those the part has (a Parquet part reads
-    no other; a column added to the table since it was written is left out)."""
+    no other; a column added to the table since it was written is left out), and of those in
+    `unless_null` only those a Parquet part's statistics do not show null in every row."""
     # Opened by Python, not by Arrow: a path that is not valid UTF-8 (surrogate escapes) opens.
     if file.suffix == f".{PARQUET}":
         with open_regular(file) as source:
             parquet = pq.ParquetFile(source, read_dictionary=list(dictionary) or None)
             if columns is not None:
-                columns = [c for c in columns if c in parquet.schema_arrow.names]
+                columns = [c for c in columns if c in parquet.schema_arrow.names
+                           and not (c in unless_null and _all_null(parquet.metadata, c))]
             return parquet.read(columns=columns)
     batches = []
     with open_regular(file) as source:
@@ -224,6 +226,18 @@ def read_part(file: Path, dictionary: tuple[str, ...] = (),
     if columns is None:
         return table
     return table.select([c for c in columns if c in table.column_names])
+
+
+def _all_null(meta: pq.FileMetaData, column: str) -> bool:
+    """Whether a Parquet file's statistics say that `column` is null in every row."""
+    names = [meta.schema.column(j).name for j in range(meta.num_columns)]
+    j = names.index(column)
+    for i in range(meta.num_row_groups):
+        group = meta.row_group(i)
+        stats = group.column(j).statistics
+        if stats is None or not stats.has_null_count or stats.null_count != group.num_rows:
+            return False
+    return True
 
 
 def read_table(path: Path | None, table: str, *, distributed: bool,
@@ -292,8 +306,9 @@ def read_parts(table: str, parts: dict[str, Path], *, dictionary: tuple[str, ...
         read_as = target.append(full.field("split"))
     for name, file in parts.items():
         try:
-            part = read_part(file, dictionary=dictionary, columns=list(read_as.names))
-            if default is not None and "split" not in part.column_names:  # written before it
+            part = read_part(file, dictionary=dictionary, columns=list(read_as.names),
+                             unless_null=("split",) if default is not None else ())
+            if default is not None and "split" not in part.column_names:  # none, or all null
                 part = part.append_column("split", pa.nulls(part.num_rows, pa.string()))
             part = part.select(read_as.names).cast(read_as)
         except Exception as exc:  # a corrupt part must not hide the rest of the run
