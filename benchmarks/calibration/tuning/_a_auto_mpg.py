@@ -68,8 +68,9 @@ def auto_mpg(seed: int, four_digit_years: bool = False) -> pd.DataFrame:
 
 def features(df_norm: pd.DataFrame, numeric: list[str], total_origin: int) -> pd.DataFrame:
     """The model's inputs: the numeric columns, then Origin one-hot (as the script builds
-    x_train with torch.cat), as a frame with named columns."""
-    origin = one_hot(torch.from_numpy(df_norm["Origin"].values) % total_origin).numpy()
+    x_train with torch.cat), as a frame with named columns. torch.tensor copies the column
+    where the script's torch.from_numpy would warn about pandas' read-only arrays."""
+    origin = one_hot(torch.tensor(df_norm["Origin"].values) % total_origin).numpy()
     out = df_norm[numeric].astype("float32").reset_index(drop=True)
     for k in range(total_origin):
         out[f"Origin_{k}"] = origin[:, k].astype("float32")

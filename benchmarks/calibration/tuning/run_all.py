@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import re
 import sys
 import time
@@ -45,12 +46,14 @@ def _loss_ends(run_dir: Path) -> str:
     """The recorded train loss at the first and the last step, or why it could not be read."""
     import tracelab
     try:
-        loss = tracelab.open_run(run_dir).loss().dropna()
+        loss = tracelab.open_run(run_dir).loss()
     except Exception as exc:  # a run that does not open is reported, not raised
         return f"run does not open: {type(exc).__name__}: {exc}"
     if loss.empty:
         return "no loss recorded"
-    return f"steps {len(loss)}, loss {loss.iloc[0]:.4g} -> {loss.iloc[-1]:.4g}"
+    nonfinite = int((~loss.apply(math.isfinite)).sum())
+    return (f"steps {len(loss)}, loss {loss.iloc[0]:.4g} -> {loss.iloc[-1]:.4g}"
+            + (f" ({nonfinite} not finite)" if nonfinite else ""))
 
 
 def run_one(name: str, out: Path, seed: int) -> tuple[dict | None, str, bool]:
