@@ -20,7 +20,8 @@ step and that step's training forward pass: the same weights as that pass) has i
 forward pass read the same way, calls pooled, into rows of its own (`take_evaluation`): the
 recorder writes them at the recording step with the split of the next `log()` call, or as
 "eval" when none comes before the next step ends. What the model runs in eval mode counts as an
-evaluation too. A compiled model's evaluations run compiled (compiled.py), so none is read.
+evaluation too. A compiled model given to the Recorder runs its evaluations compiled
+(compiled.py): none is read.
 """
 from __future__ import annotations
 
