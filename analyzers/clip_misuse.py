@@ -4,7 +4,8 @@ after optimizer.step() and changes nothing.
 What it detects
     Two contracts of `torch.nn.utils.clip_grad_norm_`, read from the grads' total norm at the
     end of backward (`grad_norm/backward`), in the optimizer's step pre-hook (`grad_norm/step`:
-    the grads the optimizer used) and at `Recorder.step()` (the `grad` rows):
+    the grads the optimizer used) and at `Recorder.step()` (the `grad` rows); under AMP the
+    backward norm is divided by the GradScaler's scale (`amp/scale`, `Recorder(scaler=...)`):
     - too small: a binding clip leaves the total norm at exactly max_norm. When the norm the
       optimizer used sits at one value (within `rtol`) on at least `min_share` of the steps,
       below the unclipped norm each time, and the unclipped norm is at least `ratio` times
@@ -47,7 +48,8 @@ from tracelab.core.causes import explains
 from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import GRAD, GRAD_NORM_BACKWARD, GRAD_NORM_STEP, META_OPTIMIZERS, Needs
+from tracelab.core.schema import (AMP_SCALE, GRAD, GRAD_NORM_BACKWARD, GRAD_NORM_STEP,
+                                  META_OPTIMIZERS, Needs)
 
 # Optimizers that divide each step by a running scale of the gradients.
 ADAPTIVE = ("Adam", "AdamW", "Adamax", "NAdam", "RAdam", "SparseAdam", "RMSprop", "Adagrad",
@@ -70,6 +72,10 @@ def _kind_is(kind: str):
 def clip_misuse(run: Run, *, ratio: float = 100.0, min_share: float = 0.9, rtol: float = 1e-3,
                 min_steps: int = 5) -> list[Finding]:
     backward = run.signal(GRAD_NORM_BACKWARD)
+    scale = run.signal(AMP_SCALE)
+    if len(scale):  # backward ran on the scaled loss; the optimizer sees unscaled grads
+        during = scale.shift(1).fillna(scale)  # the scale is recorded after each step
+        backward = backward / during.reindex(backward.index).ffill().bfill()
     optimizers = run.meta.get(META_OPTIMIZERS) or {}
     findings = []
     if len(optimizers) <= 1:

@@ -3,11 +3,12 @@
 What it detects
     From the learning rate of every step (`lr/*` scalars), for each param group:
     - died early: after its peak the LR falls below `floor` of that peak and stays there for
-      at least `min_dead_share` of the run, and while the LR was still high (before it first
-      fell below a tenth of its peak) the loss was falling: its median fell from the first to
-      the last third of that stretch by more than the loss's own step-to-step noise. This is
-      the signature of an epoch scheduler (StepLR, MultiStepLR, ExponentialLR) stepped after
-      every batch.
+      at least `min_dead_share` of the run, longer than its decay from a tenth of the peak
+      took, and at the end of its high stretch (the later half of the steps before it first
+      fell below a tenth of its peak) the loss was still falling: its median fell from the
+      first to the last third of that half by more than the loss's own step-to-step noise.
+      This is the signature of an epoch scheduler (StepLR, MultiStepLR, ExponentialLR)
+      stepped after every batch.
     - never warmed up: the LR stays below `floor` of the group's configured LR (`initial_lr`,
       which a scheduler writes into the group) on every step of the run: a warm-up far longer
       than the run, or a schedule that starts at 0 and never rises.
@@ -29,7 +30,10 @@ How to fix
 False positives
     Cosine or linear decay to ~0 at the end of a run is quiet: the LR is below a thousandth of
     its peak only in the last few percent of the steps, less than `min_dead_share`. A decay
-    whose loss had already flattened while the LR was high is quiet. Warm-up from 0 is quiet
+    whose loss had already flattened while the LR was high is quiet (ReduceLROnPlateau cuts
+    the LR only after the loss stops improving), and so is a slow decay (ExponentialLR per
+    epoch) that takes longer to go from a tenth of the peak to the floor than the run spends
+    below it. Warm-up from 0 is quiet
     once the LR rises past `floor` of its configured value; cyclic schedules that restart
     (CosineAnnealingWarmRestarts) never stay below the floor.
 """
@@ -79,8 +83,9 @@ def lr_schedule(run: Run, *, floor: float = 1e-3, min_dead_share: float = 0.2,
             (dead_at, int(lr.index[-1])),
             f"The learning rate died while the loss was still falling: {name_list([d[0] for d in died])} "
             f"fell from its peak {fmt(peak)} to below {fmt(floor)} of it at step {dead_at} "
-            f"({fmt(level)}) and stayed there for the last {left:.0%} of the run; while it was "
-            f"high the loss fell from {fmt(high_from)} to {fmt(high_to)}"
+            f"({fmt(level)}) and stayed there for the last {left:.0%} of the run; at the end of "
+            f"its high stretch the loss was still falling, from {fmt(high_from)} to "
+            f"{fmt(high_to)}"
             f"{_after(loss, dead_at)}."
             + (f" Scheduler: {scheduler}." if scheduler else ""),
             {"kind": "died", "groups": len(died), "peak_lr": peak, "dead_step": dead_at,
@@ -128,9 +133,12 @@ def _died(lr: pd.Series, loss: pd.Series, floor: float, min_dead_share: float,
     if len(values) - dead_from < max(min_steps, min_dead_share * len(values)):
         return None
     low = peak_at + int(np.argmax(values[peak_at:] < 0.1 * peak))
+    if dead_from - low >= len(values) - dead_from:
+        return None  # a decay as long as what follows it: a schedule, not a unit mistake
     high = loss[(loss.index >= lr.index[peak_at]) & (loss.index < lr.index[low])]
     if len(high) < min_steps:
         return None
+    high = high.iloc[len(high) // 2:] if len(high) >= 2 * min_steps else high
     third = max(1, len(high) // 3)
     start, end = float(high.iloc[:third].median()), float(high.iloc[-third:].median())
     steps = np.diff(high.to_numpy(dtype=float))

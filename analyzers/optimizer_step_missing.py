@@ -78,7 +78,8 @@ def optimizer_step_missing(run: Run, *, rtol: float = 1e-7,
     if not ran:
         cause, kind = ("the optimizer's step pre-hook never ran: optimizer.step() is never "
                        "called, or is called on another optimizer than the one given to the "
-                       "Recorder"), "not_called"
+                       "Recorder (or an AMP GradScaler not given to it skipped every step)"), \
+            "not_called"
         fix = ("Call optimizer.step() after loss.backward() on every step (or every "
                "accumulation cycle), on the optimizer given to Recorder(optimizer=...).")
     elif not (used > 0).any() and (backward > 0).any():

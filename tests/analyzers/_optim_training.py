@@ -32,33 +32,47 @@ def train(run_dir: Path, *, steps: int = 120, optimizer: Callable = None,
           clip: Optional[float] = None, clip_after_step: bool = False,
           params: Optional[Callable] = None, call_step: bool = True,
           zero_grad_before_step: bool = False, net: Optional[nn.Module] = None,
-          seed: int = 0, every: Optional[int] = None, epoch_len: int = 20) -> Path:
+          seed: int = 0, every: Optional[int] = None, epoch_len: int = 20,
+          amp: bool = False) -> Path:
     """Train for `steps` batches; `optimizer(params)` builds the optimizer (SGD lr 0.1,
     momentum 0.9 by default) over `params(model)` (all parameters by default);
     `scheduler(opt)` one stepped after every batch, or after every `epoch_len` batches when not
-    `per_batch_scheduler`."""
+    `per_batch_scheduler`; `amp`: a GradScaler, unscaled before the clip."""
     torch.manual_seed(seed)
     net = net or model()
     opt = (optimizer or (lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)))(
         list(params(net) if params else net.parameters()))
     sched = scheduler(opt) if scheduler else None
     loss_fn = nn.CrossEntropyLoss()
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 16) if amp else None
     with tracelab.Recorder(str(run_dir), model=net, optimizer=opt, scheduler=sched,
-                           loss_fn=loss_fn, every=every, flush_interval=0.5) as rec:
+                           loss_fn=loss_fn, every=every, flush_interval=0.5,
+                           scaler=scaler) as rec:
+        epoch: list[float] = []
         for i, (x, y) in enumerate(batches(steps, seed)):
             opt.zero_grad()
             out = net(x)
             loss = loss_fn(out, y)
-            loss.backward()
+            (scaler.scale(loss) if scaler else loss).backward()
+            if scaler:
+                scaler.unscale_(opt)
             if clip is not None and not clip_after_step:
                 torch.nn.utils.clip_grad_norm_(net.parameters(), clip)
             if zero_grad_before_step:
                 opt.zero_grad()
-            if call_step:
+            if call_step and scaler:
+                scaler.step(opt)
+                scaler.update()
+            elif call_step:
                 opt.step()
             if clip is not None and clip_after_step:
                 torch.nn.utils.clip_grad_norm_(net.parameters(), clip)
+            epoch.append(loss.item())
             if sched is not None and (per_batch_scheduler or (i + 1) % epoch_len == 0):
-                sched.step()
+                if isinstance(sched, torch.optim.lr_scheduler.ReduceLROnPlateau):
+                    sched.step(sum(epoch) / len(epoch))  # the epoch's mean loss
+                else:
+                    sched.step()
+                epoch = []
             rec.step(loss=loss, inputs=x, targets=y, outputs=out)
     return Path(run_dir)

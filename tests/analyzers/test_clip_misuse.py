@@ -51,6 +51,14 @@ def test_no_clip_or_a_sane_one_stays_quiet(tmp_path, clip):
     assert _found(path) == []
 
 
+def test_under_amp_a_clip_after_unscale_that_binds_on_every_step_stays_quiet(tmp_path):
+    path = train(tmp_path / "r", steps=40, clip=0.1, amp=True)
+    run = tracelab.open_run(path)
+    used, backward = run.signal("grad_norm/step"), run.signal("grad_norm/backward")
+    assert (used < 0.101).all() and (backward > 1000 * used).all()  # the scaled backward
+    assert _found(path) == []
+
+
 def _frames(backward, used, rows=None):
     steps = range(len(backward))
     signals = pd.concat([

@@ -26,7 +26,7 @@ def test_an_epoch_scheduler_stepped_per_batch_is_named(tmp_path):
                        scheduler=lambda o: sched.StepLR(o, step_size=30, gamma=0.1)))
     assert f.evidence["kind"] == "died" and f.evidence["peak_lr"] == pytest.approx(0.1)
     assert 90 <= f.evidence["dead_step"] <= 120 and f.evidence["dead_share"] > 0.3
-    assert f.evidence["loss_high_to"] < 0.5 * f.evidence["loss_high_from"]
+    assert f.evidence["loss_high_to"] < f.evidence["loss_high_from"]
     assert "StepLR" in f.message and "once per epoch" in f.fix
 
 
@@ -42,6 +42,7 @@ def test_a_warm_up_that_never_ends_is_named(tmp_path):
     (lambda o: sched.OneCycleLR(o, 0.1, total_steps=STEPS), True),  # warm-up from ~0
     (lambda o: sched.LambdaLR(o, lambda s: min(1.0, (s + 1) / 20)), True),  # linear warm-up
     (lambda o: sched.StepLR(o, step_size=3, gamma=0.1), False),  # an epoch scheduler per epoch
+    (lambda o: sched.ReduceLROnPlateau(o, factor=0.1, patience=0), False),
 ])
 def test_ordinary_schedules_stay_quiet(tmp_path, scheduler, per_batch):
     assert _found(train(tmp_path / "r", steps=STEPS, scheduler=scheduler,
