@@ -13,9 +13,9 @@ What it detects
 Why it matters
     A loss below its minimum is being maximized, not minimized: a sign flipped
     (`loss = -criterion(out, y)`, a reward used as a loss), or inputs outside the loss's
-    domain (logits given to NLLLoss). The optimizer then drives the weights without limit;
-    the run ends in exploding weights, saturated outputs or NaN, while the falling loss curve
-    looks like progress.
+    domain (logits given to NLLLoss, targets of -1 given to BCE). The optimizer then drives
+    the weights without limit; the run ends in exploding weights, saturated outputs or NaN,
+    while the falling loss curve looks like progress.
 
 Example
     The CrossEntropyLoss loss was below 0 on 60 of the last 60 steps (median -41.2, lowest
@@ -38,15 +38,15 @@ import numpy as np
 
 from tracelab.analyzers._dynamics import fmt, finite
 from tracelab.analyzers._loss_contracts import NONNEGATIVE, loss_type
-from tracelab.core.causes import explains
+from tracelab.core.causes import explained_by, explains
 from tracelab.core.findings import ERROR, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import Needs
 
 FIX = ("Minimize the loss itself: remove the minus sign in front of it (to maximize a reward, "
-       "minimize its negative once), and give the loss the inputs it expects (NLLLoss: "
-       "log_softmax outputs).")
+       "minimize its negative once), and give the loss the inputs and targets it expects "
+       "(NLLLoss: log_softmax outputs; BCE: targets in [0, 1]).")
 
 
 @rule(name="loss-below-bound", code="TL612", requires=(Needs.LOSS,), plot=Plot.LOSS,
@@ -54,7 +54,10 @@ FIX = ("Minimize the loss itself: remove the minus sign in front of it (to maxim
                       "collapsed-outputs", "dead-units", "update-ratio", "loss-collapse",
                       "loss-oscillation", "loss-spike",
                       why="a loss that is maximized drives the weights without limit",
-                      timing="overlap"),))
+                      timing="overlap"),
+             explained_by("target-problems",
+                          why="targets outside the loss's domain (BCE targets of -1) make a "
+                              "loss that has no minimum", timing="overlap")))
 def loss_below_bound(run: Run, *, tolerance: float = 0.01,
                      min_steps: int = 8) -> list[Finding]:
     loss = finite(run.loss())
@@ -89,6 +92,6 @@ def loss_below_bound(run: Run, *, tolerance: float = 0.01,
         f"The loss fell without bound: from {fmt(values[0])} to {fmt(values[-1])}, as fast in "
         f"the last quarter of the run ({fmt(-drops[-1])} per quarter) as in the first, with no "
         "floor in sight. A loss that has a minimum slows down as it nears it; this one is "
-        "being maximized or read outside its domain.",
+        "being maximized, or its inputs or targets lie outside its domain.",
         {"loss_fn": None, "quarter_means": quarters, "first": float(values[0]),
          "last": float(values[-1])}, FIX)]

@@ -84,7 +84,7 @@ SCENARIOS: dict[str, Scenario] = {
                                              "vanishing-gradients", "update-ratio"}),
     "silent-bce-minus-one": _s({"target-problems"}, classes=2, fault="bce_minus_one",
                                allow={"loss-plateau", "update-ratio", "loss-oscillation",
-                                      "exploding-gradients", "loss-spike"}),
+                                      "exploding-gradients", "loss-spike", "loss-below-bound"}),
     "silent-sorted-labels": _s({"target-problems"}, fault="sorted",
                                allow={"loss-oscillation", "loss-spike", "metric-stagnation",
                                       "loss-plateau"}),
