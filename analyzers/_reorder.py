@@ -70,25 +70,27 @@ def reordered(differ: list[dict], samples: dict, *, min_w: float, min_ks: float,
     if quantiles is not None:  # finer than the summaries: twins of one mean and std differ
         a, b = quantiles
         scale = np.array([r["ref"].std for r in differ])[:, None]
+        w = np.empty_like(cost)
+        for at in range(0, len(a), 64):  # blocks of rows: the temporary stays small
+            w[at:at + 64] = np.abs(a[at:at + 64, None, :] - b[None, :, :]).mean(axis=2)
         with np.errstate(invalid="ignore", divide="ignore"):
-            w = np.abs(a[:, None, :] - b[None, :, :]).mean(axis=2) / scale
+            w /= scale
         cost = np.where(np.isfinite(w) & (scale > 0), w, cost)
     rows, cols = linear_sum_assignment(cost)
     moved = []
-    for i, j in zip(rows.tolist(), cols.tolist()):
-        matched, own = cost[i, j], cost[i, i]
-        if i == j or not (matched < min_w and matched * gain <= own):
+    pairs = [(i, j) for i, j in zip(rows.tolist(), cols.tolist())
+             if i != j and cost[i, j] < min_w and cost[i, j] * gain <= cost[i, i]]
+    ks = _ks([(samples.get(differ[i]["feature"], (None, None))[0],
+               samples.get(differ[j]["feature"], (None, None))[1]) for i, j in pairs])
+    for (i, j), d in zip(pairs, ks):
+        if d >= min_ks:
             continue
-        ref, other = differ[i]["feature"], differ[j]["feature"]
-        x, y = samples.get(ref, (None, None))[0], samples.get(other, (None, None))[1]
-        if x is not None and y is not None and len(x) and len(y):
-            if float(ks_wasserstein_rows(x[None, :], y[None, :])[0][0]) >= min_ks:
-                continue
         # How much worse the next best partner fits: near twins (pixels that are almost
         # always 0) pair with either, and are named last.
         runner_up = float(np.min(np.delete(cost[i], j)))
-        moved.append({"feature": other, "holds": ref, "cost": float(matched),
-                      "namesake": float(own), "margin": runner_up - float(matched)})
+        moved.append({"feature": differ[j]["feature"], "holds": differ[i]["feature"],
+                      "cost": float(cost[i, j]), "namesake": float(cost[i, i]),
+                      "margin": runner_up - float(cost[i, j])})
     if len(moved) < max(2, len(differ) / 2):
         return []
     moved.sort(key=lambda m: -m["margin"])
@@ -106,3 +108,19 @@ def _quantiles(differ: list[dict], samples: dict) -> tuple[np.ndarray, np.ndarra
         return None
     return (np.array([np.quantile(a, _LEVELS) for a, _ in pairs]),
             np.array([np.quantile(b, _LEVELS) for _, b in pairs]))
+
+
+def _ks(pairs: list[tuple]) -> list[float]:
+    """The KS statistic of each (x, y) pair of samples (0 where either is missing), one call
+    of `ks_wasserstein_rows` per pair of sample sizes."""
+    out = [0.0] * len(pairs)
+    sizes: dict[tuple[int, int], list[int]] = {}
+    for k, (x, y) in enumerate(pairs):
+        if x is not None and y is not None and len(x) and len(y):
+            sizes.setdefault((len(x), len(y)), []).append(k)
+    for at in sizes.values():
+        ks = ks_wasserstein_rows(np.stack([pairs[k][0] for k in at]),
+                                 np.stack([pairs[k][1] for k in at]))[0]
+        for k, d in zip(at, ks.tolist()):
+            out[k] = d
+    return out
