@@ -19,7 +19,9 @@ recorded as the DataFrame of the features the model reads.
   instead of at random;
 - "accumulate": healthy, with gradient accumulation: 4 micro-batches of 8 per optimizer step,
   each loss divided by 4 before backward, zero_grad after each step (40 epochs, 400 steps);
-- "accum-no-divide": the same accumulation with the micro-batch losses not divided by 4.
+- "accum-no-divide": the same accumulation with the micro-batch losses not divided by 4;
+- "negative-bias": the hidden layers' biases initialized to -2 (a custom bias init drawing
+  large negative values), so most ReLU units start, and stay, off.
 """
 from __future__ import annotations
 
@@ -35,7 +37,8 @@ import tracelab
 SOURCE = ("https://github.com/rasbt/machine-learning-book/blob/"
           "35ab3774e8e249c43a98209d8efd94c060102003/ch13/ch13_part2.py")
 BUGS = (None, "test-unnormalized", "mpg-feature", "keep-nan", "raw-units", "year-four-digits",
-        "shuffled-frame", "chronological", "accumulate", "accum-no-divide")
+        "shuffled-frame", "chronological", "accumulate", "accum-no-divide",
+        "negative-bias")
 ACCUMULATE = 4
 COLUMNS = ["MPG", "Cylinders", "Displacement", "Horsepower", "Weight", "Acceleration",
            "Model Year", "Origin"]
@@ -126,6 +129,10 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 12) -
         input_size = hidden_unit
     all_layers.append(nn.Linear(hidden_units[-1], 1))
     model = nn.Sequential(*all_layers)
+    if bug == "negative-bias":
+        for layer in all_layers[:-1]:
+            if isinstance(layer, nn.Linear):
+                nn.init.constant_(layer.bias, -2.0)
     loss_fn = nn.MSELoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.001)
     gen = torch.Generator().manual_seed(seed)
