@@ -81,7 +81,8 @@ def lr_schedule(run: Run, *, floor: float = 1e-3, min_dead_share: float = 0.2,
         findings.append(lr_schedule.finding(
             WARNING, name if len(died) == 1 else f"{name} (+{len(died) - 1} more)",
             (dead_at, int(lr.index[-1])),
-            f"The learning rate died while the loss was still falling: {name_list([d[0] for d in died])} "
+            "The learning rate died while the loss was still falling: "
+            f"{name_list([d[0] for d in died])} "
             f"fell from its peak {fmt(peak)} to below {fmt(floor)} of it at step {dead_at} "
             f"({fmt(level)}) and stayed there for the last {left:.0%} of the run; at the end of "
             f"its high stretch the loss was still falling, from {fmt(high_from)} to "
@@ -99,7 +100,8 @@ def lr_schedule(run: Run, *, floor: float = 1e-3, min_dead_share: float = 0.2,
         findings.append(lr_schedule.finding(
             WARNING, name if len(cold) == 1 else f"{name} (+{len(cold) - 1} more)",
             (int(lr.index[0]), int(lr.index[-1])),
-            f"The learning rate never reached its configured value: {name_list([c[0] for c in cold])} "
+            "The learning rate never reached its configured value: "
+            f"{name_list([c[0] for c in cold])} "
             f"stayed at or below {fmt(top)} on all {len(lr)} steps, under {fmt(floor)} of the "
             f"configured {fmt(base)}: a warm-up far longer than the run, or a schedule that "
             "starts at 0 and does not rise."

@@ -104,7 +104,7 @@ def weight_decay_too_high(run: Run, *, min_decay: float = 1.0, max_shrink: float
                 {"weight_decay": float(wd), "optimizer": kind, "decay_budget": budget,
                  "shrink": shrink, "layers": len(names), "loss_start": start,
                  "loss_end": end},
-                f"Lower weight_decay (now {fmt(wd)}) to the usual range for {kind or 'the optimizer'}"
-                ": about 1e-5 to 1e-3 for SGD and Adam's L2 term, 1e-4 to 0.1 for AdamW; "
-                "exclude biases and normalization weights from decay."))
+                f"Lower weight_decay (now {fmt(wd)}) to the usual range for "
+                f"{kind or 'the optimizer'}: about 1e-5 to 1e-3 for SGD and Adam's L2 term, "
+                "1e-4 to 0.1 for AdamW; exclude biases and normalization weights from decay."))
     return findings
