@@ -78,3 +78,42 @@ def test_ids_and_a_strong_but_imperfect_category_stay_quiet(tmp_path):
 def test_a_run_without_rows_is_skipped_as_not_recorded():
     assert data_leak.spec.requires[0].key == "rows"
     assert data_leak(Run.from_frames(None)) == []
+
+
+def _regression(run_dir, leak):
+    """A linear regression of log prices; `leak(log_price, rng)` is one more feature column."""
+    rng = np.random.default_rng(0)
+    n = 600
+    area = rng.lognormal(7.3, 0.3, n)
+    quality = rng.integers(1, 10, n).astype(float)
+    log_price = 10 + 0.5 * np.log(area / 1500) + 0.1 * quality + rng.normal(0, 0.1, n)
+    frame = pd.DataFrame({"area": (area - area.mean()) / area.std(),
+                          "quality": (quality - 5) / 2.6, "extra": leak(log_price, rng)})
+    x = torch.tensor(frame.to_numpy(np.float32))
+    y = torch.tensor(log_price, dtype=torch.float32).reshape(-1, 1)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    with tracelab.Recorder(str(run_dir), model, opt, input_every=1, flush_interval=0.2) as rec:
+        for step in range(40):
+            idx = torch.randint(0, 480, (32,))
+            loss = torch.nn.functional.mse_loss(model(x[idx]), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=frame.iloc[idx.numpy()], targets=y[idx])
+            if (step + 1) % 10 == 0:
+                rec.log("val", metrics={"loss": 0.1}, inputs=frame.iloc[480:], targets=y[480:])
+    return tracelab.analyze(run_dir)
+
+
+def test_a_standardized_copy_of_a_numeric_target_is_named(tmp_path):
+    d = _regression(tmp_path / "run", lambda t, rng: (t - t.mean()) / t.std())
+    [f] = [f for f in d.findings if f.rule == "data-leak"]
+    assert f.subject == "extra" and f.evidence["kind"] == "affine"
+    assert "affine function of the target" in f.message
+
+
+def test_a_feature_that_only_correlates_with_a_numeric_target_stays_quiet(tmp_path):
+    d = _regression(tmp_path / "run", lambda t, rng: t + rng.normal(0, 0.05, len(t)))
+    assert "data-leak" not in {f.rule for f in d.findings}
