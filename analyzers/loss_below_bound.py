@@ -4,11 +4,12 @@ What it detects
     Cross-entropy, NLL on log-probabilities, BCE, MSE, L1, Huber, KL divergence, margin and
     triplet losses are never below 0 while their inputs keep their contract. With
     `Recorder(loss_fn=...)` naming one of them, the rule fires when the recorded train loss
-    sits below 0 over the last half of the run (its median there is below 0 by more than
-    `tolerance` of the loss's largest magnitude). Without `loss_fn` nothing is assumed of the
-    loss (a Gaussian or flow log-likelihood is negative by nature): the rule fires only on a
-    loss that falls without bound, negative and still falling as fast in the last quarter of
-    the run as in the first, and at least as far below 0 as it started from 0.
+    sits below 0 over the last half of the run: on at least `min_share` of its steps, with a
+    median below 0 by more than `tolerance` of the loss's largest magnitude. Without
+    `loss_fn` nothing is assumed of the loss (a Gaussian or flow log-likelihood is negative
+    by nature): the rule fires only on a loss that falls without bound, negative and still
+    falling as fast in the last quarter of the run as in the first, and at least as far
+    below 0 as it started from 0.
 
 Why it matters
     A loss below its minimum is being maximized, not minimized: a sign flipped
@@ -26,9 +27,11 @@ How to fix
     once), and give the loss the inputs it expects (NLLLoss: log_softmax outputs).
 
 False positives
-    A regularized loss that subtracts a small bonus (an entropy bonus) can dip just below 0;
-    the rule asks for the median of the run's last half to be below 0 by more than
-    `tolerance` of the loss's largest magnitude. Losses that may be negative (Gaussian NLL,
+    A regularized loss that subtracts a small bonus (an entropy bonus) can dip just below 0,
+    and a recorded loss that adds a term of another kind to the named one (a policy-gradient
+    term beside a value loss) swings around 0: the rule asks for nearly every step of the
+    run's last half to be below 0, by more than `tolerance` of the loss's largest magnitude
+    in the median. Losses that may be negative (Gaussian NLL,
     Poisson NLL, a critic's Wasserstein estimate, a log-likelihood) are not in the bounded set
     and, without `loss_fn`, only a loss falling without bound fires.
 """
@@ -58,7 +61,7 @@ FIX = ("Minimize the loss itself: remove the minus sign in front of it (to maxim
              explained_by("target-problems",
                           why="targets outside the loss's domain (BCE targets of -1) make a "
                               "loss that has no minimum", timing="overlap")))
-def loss_below_bound(run: Run, *, tolerance: float = 0.01,
+def loss_below_bound(run: Run, *, tolerance: float = 0.01, min_share: float = 0.9,
                      min_steps: int = 8) -> list[Finding]:
     loss = finite(run.loss())
     values = loss.to_numpy(dtype=float)
@@ -68,9 +71,10 @@ def loss_below_bound(run: Run, *, tolerance: float = 0.01,
     if kind in NONNEGATIVE:
         half = loss.iloc[len(loss) // 2:]
         median = float(half.median())
-        if median >= -tolerance * float(np.abs(values).max()):
-            return []
         below = half[half < 0]
+        if (median >= -tolerance * float(np.abs(values).max())
+                or len(below) < min_share * len(half)):
+            return []
         return [loss_below_bound.finding(
             ERROR, "loss", (int(loss.index[values < 0][0]), int(loss.index[-1])),
             f"The {kind} loss was below 0 on {len(below)} of the last {len(half)} steps "

@@ -81,3 +81,11 @@ def test_without_loss_fn_a_negative_loss_that_flattens_stays_quiet():
 def test_a_loss_that_may_be_negative_is_not_bounded():
     assert loss_below_bound(_run([-1.0 - 0.01 * i for i in range(100)],
                                  {"loss_fn": {"type": "GaussianNLLLoss"}})) == []
+
+
+def test_a_loss_swinging_around_zero_stays_quiet():
+    # a value loss named as loss_fn, recorded with a policy-gradient term beside it
+    swings = [0.8 if i % 3 == 0 else -0.5 for i in range(100)]
+    meta = {"loss_fn": {"type": "SmoothL1Loss"}}
+    assert loss_below_bound(_run(swings, meta)) == []
+    assert len(loss_below_bound(_run([-0.5] * 100, meta))) == 1
