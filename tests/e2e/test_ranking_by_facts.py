@@ -2,6 +2,8 @@
 first; a run recorded without the facts some rules need still opens, and says what to pass."""
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +17,8 @@ from torch import nn  # noqa: E402
 
 import tracelab  # noqa: E402
 from tracelab.app.engine import all_rules  # noqa: E402
-from tracelab.core.findings import NOT_RECORDED  # noqa: E402
+from tracelab.core.findings import NOT_RECORDED, WARNING, Finding  # noqa: E402
+from tracelab.core.run import Run  # noqa: E402
 from tracelab.core.schema import Needs  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -136,3 +139,37 @@ def test_a_run_without_outputs_or_loss_fn_opens_and_names_what_to_pass(tmp_path)
     assert "Traceback" not in cli.stderr
     line = next(x for x in cli.stdout.splitlines() if "skipped" in x)
     assert all(label in line for label in labels), line
+
+
+def test_a_run_from_before_the_loop_facts_opens_and_names_what_to_pass(tmp_path):
+    """A run recorded before meta.json held the optimizers, the loss function, the outputs and
+    the modules' settings, and before the signals table existed."""
+    run_dir = _train(tmp_path / "r", zero_grad=False)
+    meta = json.loads((run_dir / "meta.json").read_text())
+    for key in ("optimizers", "schedulers", "loss_fn", "outputs", "module_shapes",
+                "activation_calls"):
+        meta.pop(key, None)
+    meta["model"]["modules"] = [{"path": m["path"], "type": m["type"]}
+                                for m in meta["model"]["modules"]]
+    for p in meta["model"]["parameters"]:
+        p.pop("in_optimizer", None)
+    (run_dir / "meta.json").write_text(json.dumps(meta))
+    shutil.rmtree(run_dir / "signals")
+    run = tracelab.open_run(run_dir)
+    for need in (Needs.GRAD_RESETS, Needs.OPTIMIZERS, Needs.OUTPUTS, Needs.TRAIN_MODES):
+        assert need not in run.available, need
+    diagnosis = _diagnose(run_dir)
+    skipped = {s.rule: s.reason for s in diagnosis.skipped}
+    assert skipped["missing-zero-grad"] == NOT_RECORDED + Needs.GRAD_RESETS.label
+    for spec in all_rules():
+        for need in (Needs.OPTIMIZERS, Needs.OUTPUTS, Needs.TRAIN_MODES):
+            if need in spec.requires:
+                assert need.label in skipped[spec.name], spec.name
+    # The optimizer's summary of the older format and the lr/ scalars still say that its
+    # learning rate is known; without them the learning-rate rules' fixes say what to pass.
+    from tracelab.analyzers._learning_rate import LR_MOVES_THE_MODEL
+    too_fast = Finding("update-ratio", "TL206", WARNING, "0.weight", (0, 59), "too fast.", {},
+                       "Lower the learning rate.")
+    assert LR_MOVES_THE_MODEL.judge(run, too_fast) == ("", "")
+    bare = Run.from_frames({k: v for k, v in run.meta.items() if k != "optimizer"})
+    assert "pass Recorder(optimizer=...)" in LR_MOVES_THE_MODEL.judge(bare, too_fast).missing
