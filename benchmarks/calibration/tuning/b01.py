@@ -1,4 +1,5 @@
-"""b01: The MNIST CNN of Stack Overflow 60335387 with its fix (zero_grad each batch): healthy."""
+"""b01: The MNIST CNN of Stack Overflow 60335387 with its fix (zero_grad each batch):
+healthy."""
 from _b_tc_mnist import train
 
 LABEL = {"family": "cnn", "optimizer": "adam", "loss_reduction": "mean",

@@ -1,4 +1,5 @@
-"""b07: Udacity's fc_model Network (dropout, log_softmax + NLLLoss) validated every 40 steps: healthy."""
+"""b07: Udacity's fc_model Network (dropout, log_softmax + NLLLoss) validated every 40 steps:
+healthy."""
 from _b_udacity_fc import train
 
 LABEL = {"family": "mlp", "optimizer": "adam", "loss_reduction": "mean",

@@ -1,4 +1,5 @@
-"""b08: Udacity's fc_model loop without the model.train() after validation: trains in eval mode."""
+"""b08: Udacity's fc_model loop without the model.train() after validation: trains in eval
+mode."""
 from _b_udacity_fc import train
 
 LABEL = {"family": "mlp", "optimizer": "adam", "loss_reduction": "mean",

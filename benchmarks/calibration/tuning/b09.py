@@ -1,4 +1,5 @@
-"""b09: Udacity's fc_model loop validating without model.eval(): dropout active in validation."""
+"""b09: Udacity's fc_model loop validating without model.eval(): dropout active in
+validation."""
 from _b_udacity_fc import train
 
 LABEL = {"family": "mlp", "optimizer": "adam", "loss_reduction": "mean",

@@ -1,4 +1,5 @@
-"""b13: Udacity's SentimentRNN with the LSTM built without batch_first=True: batch-first tensors read as time-first."""
+"""b13: Udacity's SentimentRNN with the LSTM built without batch_first=True: batch-first
+tensors read as time-first."""
 from _b_udacity_sentiment import train
 
 LABEL = {"family": "rnn", "optimizer": "adam", "loss_reduction": "mean",

@@ -1,4 +1,5 @@
-"""b15: d2l's Kaggle house-price regression on a pandas table, first of 5 folds held out: healthy."""
+"""b15: d2l's Kaggle house-price regression on a pandas table, first of 5 folds held out:
+healthy."""
 from _b_d2l_house import train
 
 LABEL = {"family": "tabular", "optimizer": "sgd", "loss_reduction": "mean",

@@ -1,4 +1,5 @@
-"""b16: d2l's Kaggle house-price regression validated on the houses sold last (2010): healthy."""
+"""b16: d2l's Kaggle house-price regression validated on the houses sold last (2010):
+healthy."""
 from _b_d2l_house import train
 
 LABEL = {"family": "tabular", "optimizer": "sgd", "loss_reduction": "mean",

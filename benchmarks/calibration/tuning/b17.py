@@ -1,4 +1,5 @@
-"""b17: d2l's house prices with the log of SalePrice, made while exploring, left among the features."""
+"""b17: d2l's house prices with the log of SalePrice, made while exploring, left among the
+features."""
 from _b_d2l_house import train
 
 LABEL = {"family": "tabular", "optimizer": "sgd", "loss_reduction": "mean",

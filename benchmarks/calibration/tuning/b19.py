@@ -1,4 +1,5 @@
-"""b19: d2l's house prices without the fillna(0) of the numeric columns: NaN enters the model."""
+"""b19: d2l's house prices without the fillna(0) of the numeric columns: NaN enters the
+model."""
 from _b_d2l_house import train
 
 LABEL = {"family": "tabular", "optimizer": "sgd", "loss_reduction": "mean",

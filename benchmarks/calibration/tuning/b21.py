@@ -1,4 +1,5 @@
-"""b21: d2l's GAN on Gaussian data (two Adam optimizers, summed BCEWithLogits losses): healthy."""
+"""b21: d2l's GAN on Gaussian data (two Adam optimizers, summed BCEWithLogits losses):
+healthy."""
 from _b_d2l_gan import train
 
 LABEL = {"family": "gan", "optimizer": "adam", "loss_reduction": "sum",

@@ -1,4 +1,5 @@
-"""b22: d2l's GAN whose update_G steps the discriminator's optimizer instead of the generator's."""
+"""b22: d2l's GAN whose update_G steps the discriminator's optimizer instead of the
+generator's."""
 from _b_d2l_gan import train
 
 LABEL = {"family": "gan", "optimizer": "adam", "loss_reduction": "sum",

@@ -1,4 +1,5 @@
-"""b29: d2l's LeNet whose epoch-sized warm-up + cosine schedule is set in the batch loop: LR at its floor after 16 batches."""
+"""b29: d2l's LeNet whose epoch-sized warm-up + cosine schedule is set in the batch loop: LR
+at its floor after 16 batches."""
 from _b_d2l_lrsched import train
 
 LABEL = {"family": "cnn", "optimizer": "sgd", "loss_reduction": "mean",

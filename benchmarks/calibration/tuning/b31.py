@@ -1,4 +1,5 @@
-"""b31: d2l's airfoil regression with Adadelta and the standardization line left out: raw units from 4e-4 to 2e4."""
+"""b31: d2l's airfoil regression with Adadelta and the standardization line left out: raw
+units from 4e-4 to 2e4."""
 from _b_d2l_ch11 import train
 
 LABEL = {"family": "tabular", "optimizer": "adadelta", "loss_reduction": "mean",

@@ -1,4 +1,5 @@
-"""b33: d2l's hand-written adadelta() without its p.grad.data.zero_(): gradients summed over every step."""
+"""b33: d2l's hand-written adadelta() without its p.grad.data.zero_(): gradients summed over
+every step."""
 from _b_d2l_ch11 import train
 
 LABEL = {"family": "tabular", "optimizer": "manual", "loss_reduction": "mean",

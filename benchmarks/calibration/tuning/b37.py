@@ -1,4 +1,5 @@
-"""b37: cleanrl's PPO with Adam given only the actor's parameters: the critic is in no optimizer."""
+"""b37: cleanrl's PPO with Adam given only the actor's parameters: the critic is in no
+optimizer."""
 from _b_cleanrl_ppo import train
 
 LABEL = {"family": "rl", "optimizer": "adam", "loss_reduction": "mean",

@@ -1,4 +1,5 @@
-"""b38: cleanrl's PPO without newvalue.view(-1): (N, 1) values broadcast against (N,) returns in the value loss."""
+"""b38: cleanrl's PPO without newvalue.view(-1): (N, 1) values broadcast against (N,) returns
+in the value loss."""
 from _b_cleanrl_ppo import train
 
 LABEL = {"family": "rl", "optimizer": "adam", "loss_reduction": "mean",
