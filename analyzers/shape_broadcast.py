@@ -8,9 +8,11 @@ What it detects
     by element: MSE, L1, smooth L1 and Huber losses named by `Recorder(loss_fn=...)`, or an
     unknown loss. For a squared error the grid's mean is sum_i (o_i - mean t)^2 / N + var(t):
     never below the batch's target variance (population variance, from the targets profile).
-    Where the loss went below it on a profiled step, the loss did not compare the grid (the
-    outputs given were squeezed before it) and the rule stays quiet; an unknown loss needs
-    that check to pass on every profiled step and the shapes to differ by one dimension of 1.
+    Where a mean MSELoss went below it on a profiled step, the loss did not compare the grid
+    (the outputs given were squeezed before it) and the rule stays quiet. An unknown loss
+    (the recorded loss may add other terms, as PPO's adds a policy term to its value loss)
+    is judged on its shapes alone, and only when they differ by one dimension of 1 (a
+    warning).
 
 Why it matters
     torch broadcasts silently (MSE and L1 only warn once). Every prediction is pulled towards
@@ -28,8 +30,9 @@ How to fix
 False positives
     BCELoss and BCEWithLogitsLoss refuse different sizes, and classification losses take
     `(N, C)` against `(N,)` by design: they stay quiet, as does a run that passes the
-    unsqueezed output as `outputs` while its mean squared error stays below the target
-    variance. Checked against regression with matching shapes and against cross-entropy.
+    unsqueezed output as `outputs` while its MSELoss goes below the target variance.
+    `outputs` is the tensor the loss read: a run that squeezes it in an unnamed or L1 loss
+    but records it unsqueezed is flagged. Checked against regression with matching shapes.
 """
 from __future__ import annotations
 
@@ -91,18 +94,18 @@ def shape_broadcast(run: Run, *, min_share: float = 0.9,
     floor = _variance_floor(run, held)
     loss = run.loss().reindex(floor.index)
     judged = loss.notna() & floor.notna()
-    if (kind is None or kind in SQUARED) and judged.any() and (kind is None or mean_reduced(run)):
-        if (loss[judged] < floor[judged] * (1 - tolerance)).any():
-            return []  # the loss went below what a broadcast squared error allows
-    if kind is None and not (judged.any() and grid and _singleton_apart(shape, target)):
+    # The recorded loss is the named squared error: it bounds what the loss compared.
+    squared = kind in SQUARED and mean_reduced(run) and bool(judged.any())
+    if squared and (loss[judged] < floor[judged] * (1 - tolerance)).any():
+        return []  # the loss went below what a broadcast squared error allows
+    if kind is None and not (grid and _singleton_apart(shape, target)):
         return []
     where = (f"outputs of shape {shape} and targets of shape {target} broadcast to {grid}"
              if grid else "outputs and targets broadcast to a larger shape")
     each = f" all {target[0]}" if target and len(target) else " every"
     variance = (f" Its lowest profiled value ({fmt(float(loss[judged].min()))}) never went "
                 f"below the targets' variance ({fmt(float(floor[judged].min()))}), as a "
-                "broadcast squared error cannot." if judged.any() and
-                (kind is None or kind in SQUARED) else "")
+                "broadcast squared error cannot." if squared else "")
     return [shape_broadcast.finding(
         ERROR if kind is not None else WARNING, "outputs", (int(held[0]), int(held[-1])),
         f"On {len(held)} of {len(facts)} profiled steps {where} in "
