@@ -6,8 +6,10 @@ What it detects
     (a) for class targets, a feature whose every value that repeats among the distinct rows
     belongs to one class only, when the odds of so many pure groups under independence (the
     product over repeated values of the chance that all its rows share a class, given the
-    split's class shares) fall below `chance`; (b) for numeric targets, a feature whose
-    values are an exact affine function of the target (|correlation| at least `min_corr`).
+    split's class shares) fall below `chance`; or one value of a feature that marks exactly
+    the rows of one class (a one-hot label column: odds 1 / C(rows, rows of the class));
+    (b) for numeric targets, a feature whose values are an exact affine function of the
+    target (|correlation| at least `min_corr`).
 
 Why it matters
     The model learns to read the answer from that column: training and validation look
@@ -85,6 +87,9 @@ def data_leak(run: Run, *, chance: float = 1e-9, min_rows: int = 40, max_classes
         how = (f"each of its {h['repeated']} values that repeat holds one class ({h['rows']} "
                f"distinct rows; under independence the odds are {fmt(h['odds'])})"
                if h["kind"] == "classes" else
+               f"its value {fmt(h['value'])} marks exactly the rows of class {fmt(h['label'])} "
+               f"({h['rows']} distinct rows; by chance the odds are {fmt(h['odds'])}): a one-hot "
+               f"label column" if h["kind"] == "indicator" else
                f"its values are an affine function of the target (correlation "
                f"{h['corr']:.6f} over {h['rows']} distinct rows)")
         findings.append(data_leak.finding(
@@ -104,8 +109,10 @@ def _determines(x: np.ndarray, y: np.ndarray, chance: float) -> dict | None:
     groups = frame.groupby("x")["y"]
     size, distinct = groups.size(), groups.nunique()
     repeated = size[size >= 2]
-    if len(repeated) < 2 or (distinct[repeated.index] > 1).any():
+    if len(repeated) < 2:
         return None
+    if (distinct[repeated.index] > 1).any():
+        return _indicator(frame, groups, chance)
     shares = frame["y"].value_counts(normalize=True).to_numpy()
     # log10 of the chance that all rows of each repeated value share one class.
     log_odds = sum(math.log10(float(np.sum(shares ** n))) for n in repeated.to_numpy())
@@ -122,3 +129,22 @@ def _affine(x: np.ndarray, y: np.ndarray, min_corr: float) -> dict | None:
     if not abs(corr) >= min_corr:
         return None
     return {"kind": "affine", "corr": corr, "rows": int(len(x))}
+
+
+def _indicator(frame: pd.DataFrame, groups, chance: float) -> dict | None:
+    """Whether one value of x marks exactly the rows of one class (a one-hot label column):
+    the odds that a random split of the rows puts one class's n_c rows, and only those, under
+    one value are 1 / C(n, n_c)."""
+    n = len(frame)
+    counts = frame["y"].value_counts()
+    first = groups.first()
+    pure = groups.nunique() == 1
+    for value, size in groups.size()[pure].items():
+        label = first[value]
+        if size >= 2 and counts[label] == size and size < n:
+            log_odds = -(math.lgamma(n + 1) - math.lgamma(size + 1)
+                         - math.lgamma(n - size + 1)) / math.log(10)
+            if log_odds <= math.log10(chance):
+                return {"kind": "indicator", "value": float(value), "label": float(label),
+                        "rows": int(n), "odds": 10.0 ** max(log_odds, -300)}
+    return None

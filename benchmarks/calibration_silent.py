@@ -77,7 +77,7 @@ SCENARIOS: dict[str, Scenario] = {
                                      "metric-stagnation", "nonfinite-values"}),
     "silent-eval-in-train-mode": _s({"eval-in-train-mode"}, arch="dropout",
                                     fault="no_eval"),
-    "silent-target-leak": _s({"loss-collapse"}, fault="target_leak", lr=1e-2,
+    "silent-target-leak": _s({"loss-collapse", "data-leak"}, fault="target_leak", lr=1e-2,
                              allow={"update-ratio", "loss-plateau", "frozen-parameters"}),
     "silent-loss-on-wrong-tensor": _s({"loss-collapse"}, classes=1, fault="loss_on_targets",
                                       allow={"loss-plateau", "frozen-parameters",
