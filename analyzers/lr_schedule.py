@@ -2,13 +2,15 @@
 
 What it detects
     From the learning rate of every step (`lr/*` scalars), for each param group:
-    - died early: after its peak the LR falls below `floor` of that peak and stays there for
-      at least `min_dead_share` of the run, longer than its decay from a tenth of the peak
-      took, and at the end of its high stretch (the later half of the steps before it first
-      fell below a tenth of its peak) the loss was still falling: its median fell from the
-      first to the last third of that half by more than the loss's own step-to-step noise.
-      This is the signature of an epoch scheduler (StepLR, MultiStepLR, ExponentialLR)
-      stepped after every batch.
+    - died early: after its peak the LR ends at `drop` of that peak or less, and settles
+      (below `floor` of the peak, or at the value it ends at: a schedule's final LR) for at
+      least `min_dead_share` of the run, longer than its decay from a tenth of the peak took;
+      and just before it first fell below half its peak the loss was still falling: its
+      median fell from the first to the last third of that window (the later half of the
+      high stretch, at least `min_steps`) by more than the loss's own step-to-step noise. An
+      LR that fell before `min_steps` steps were trained and stays down for half the run is
+      flagged as such. This is the signature of an epoch scheduler (StepLR, MultiStepLR,
+      ExponentialLR, a cosine sized in epochs) stepped after every batch.
     - never warmed up: the LR stays below `floor` of the group's configured LR (`initial_lr`,
       which a scheduler writes into the group) on every step of the run: a warm-up far longer
       than the run, or a schedule that starts at 0 and never rises.
@@ -56,8 +58,8 @@ from tracelab.core.schema import LR_PREFIX, META_OPTIMIZERS, META_SCHEDULERS, TR
       links=(explains("update-ratio", "optimizer-step-missing", *OUTCOME,
                       why="a learning rate near 0 leaves the weights where they are",
                       timing="overlap", when=causes.low_updates),))
-def lr_schedule(run: Run, *, floor: float = 1e-3, min_dead_share: float = 0.2,
-                min_steps: int = 10) -> list[Finding]:
+def lr_schedule(run: Run, *, floor: float = 1e-3, drop: float = 0.1,
+                min_dead_share: float = 0.2, min_steps: int = 10) -> list[Finding]:
     loss = run.loss().dropna()
     loss = loss[np.isfinite(loss.to_numpy(dtype=float))]
     died, cold = [], []
@@ -66,7 +68,7 @@ def lr_schedule(run: Run, *, floor: float = 1e-3, min_dead_share: float = 0.2,
         lr = lr[np.isfinite(lr.to_numpy(dtype=float))]
         if len(lr) < min_steps:
             continue
-        found = _died(lr, loss, floor, min_dead_share, min_steps)
+        found = _died(lr, loss, floor, drop, min_dead_share, min_steps)
         if found:
             died.append((name, *found))
             continue
@@ -83,10 +85,9 @@ def lr_schedule(run: Run, *, floor: float = 1e-3, min_dead_share: float = 0.2,
             (dead_at, int(lr.index[-1])),
             "The learning rate died while the loss was still falling: "
             f"{name_list([d[0] for d in died])} "
-            f"fell from its peak {fmt(peak)} to below {fmt(floor)} of it at step {dead_at} "
-            f"({fmt(level)}) and stayed there for the last {left:.0%} of the run; at the end of "
-            f"its high stretch the loss was still falling, from {fmt(high_from)} to "
-            f"{fmt(high_to)}"
+            f"fell from its peak {fmt(peak)} to {fmt(level)} ({fmt(level / peak)} of it) by "
+            f"step {dead_at} and stayed there for the last {left:.0%} of the run; just before "
+            f"it fell the loss was still falling, from {fmt(high_from)} to {fmt(high_to)}"
             f"{_after(loss, dead_at)}."
             + (f" Scheduler: {scheduler}." if scheduler else ""),
             {"kind": "died", "groups": len(died), "peak_lr": peak, "dead_step": dead_at,
@@ -121,29 +122,39 @@ def _lr_names(run: Run) -> list[str]:
     return sorted(n for n in names if n.startswith(LR_PREFIX))
 
 
-def _died(lr: pd.Series, loss: pd.Series, floor: float, min_dead_share: float,
+def _died(lr: pd.Series, loss: pd.Series, floor: float, drop: float, min_dead_share: float,
           min_steps: int):
-    """(lr, peak, step the LR died at, its value there, loss at the start and end of the
-    high stretch) when the LR died early while the loss fell, else None."""
+    """(lr, peak, step the LR settled at, its value there, loss at the start and end of the
+    window before its fall) when the LR settled early while the loss fell, else None."""
     values = lr.to_numpy(dtype=float)
     peak_at = int(np.argmax(values))
     peak = float(values[peak_at])
-    if not peak > 0 or not values[-1] < floor * peak:
+    if not peak > 0 or not values[-1] <= drop * peak:
         return None
-    alive = np.flatnonzero(values >= floor * peak)
-    dead_from = int(alive[-1]) + 1
-    if len(values) - dead_from < max(min_steps, min_dead_share * len(values)):
+    # settled: below the floor, or at the value it ends at (a schedule's final LR)
+    level = max(floor * peak, float(values[-1]) * (1 + 1e-6))
+    above = np.flatnonzero(values > level)
+    dead_from = int(above[-1]) + 1 if len(above) else 0
+    rest = len(values) - dead_from
+    if rest < max(min_steps, min_dead_share * len(values)):
         return None
-    low = peak_at + int(np.argmax(values[peak_at:] < 0.1 * peak))
-    if dead_from - low >= len(values) - dead_from:
+    tenth = peak_at + int(np.argmax(values[peak_at:] < 0.1 * peak))
+    if dead_from - tenth >= rest:
         return None  # a decay as long as what follows it: a schedule, not a unit mistake
-    high = loss[(loss.index >= lr.index[peak_at]) & (loss.index < lr.index[low])]
-    if len(high) < min_steps:
-        return None
-    high = high.iloc[len(high) // 2:] if len(high) >= 2 * min_steps else high
-    third = max(1, len(high) // 3)
-    start, end = float(high.iloc[:third].median()), float(high.iloc[-third:].median())
-    steps = np.diff(high.to_numpy(dtype=float))
+    fall = peak_at + int(np.argmax(values[peak_at:] < 0.5 * peak))
+    before = loss[loss.index < lr.index[fall]]
+    width = max(min_steps, (fall - peak_at) // 2)
+    window = before.iloc[-width:]
+    if len(window) < min_steps:
+        # it fell before training could begin: only a run that then stays there is judged
+        if rest < 0.5 * len(values) or len(loss) < min_steps:
+            return None
+        window = loss.iloc[:min_steps]
+        return (lr, peak, int(lr.index[dead_from]), float(values[dead_from]),
+                float(window.iloc[0]), float(loss.iloc[-min_steps:].median()))
+    third = max(1, len(window) // 3)
+    start, end = float(window.iloc[:third].median()), float(window.iloc[-third:].median())
+    steps = np.diff(window.to_numpy(dtype=float))
     noise = MAD_TO_STD * float(np.median(np.abs(steps - np.median(steps)))) / np.sqrt(2)
     if not start - end > noise:
         return None

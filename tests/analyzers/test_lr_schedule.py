@@ -1,4 +1,6 @@
 """lr-schedule: a learning rate that dies while the loss falls, a warm-up that never ends."""
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -28,6 +30,15 @@ def test_an_epoch_scheduler_stepped_per_batch_is_named(tmp_path):
     assert 90 <= f.evidence["dead_step"] <= 120 and f.evidence["dead_share"] > 0.3
     assert f.evidence["loss_high_to"] < f.evidence["loss_high_from"]
     assert "StepLR" in f.message and "once per epoch" in f.fix
+
+
+def test_a_cosine_sized_in_epochs_set_per_batch_is_named(tmp_path):
+    def cosine(step, span=16, final=0.03):  # to 3 % of the peak in 16 batches, then held
+        return final + (1 - final) * (1 + math.cos(math.pi * min(step, span) / span)) / 2
+    [f] = _found(train(tmp_path / "r", steps=STEPS,
+                       scheduler=lambda o: sched.LambdaLR(o, cosine)))
+    assert f.evidence["kind"] == "died" and f.evidence["dead_step"] <= 20
+    assert f.evidence["lr_at_death"] == pytest.approx(0.003)
 
 
 def test_a_warm_up_that_never_ends_is_named(tmp_path):
