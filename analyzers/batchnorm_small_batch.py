@@ -44,13 +44,13 @@ BATCH_NORMS = frozenset({"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatch
                          "LazyBatchNorm2d", "LazyBatchNorm3d"})
 
 
-def _batches(calls: list) -> list[int]:
-    """dim 0 of each call's first input."""
+def _inputs(calls: list) -> list[list[int]]:
+    """Each call's first input shape (batch, channels, ...)."""
     found = []
     for call in calls if isinstance(calls, list) else []:
         inputs = call.get("inputs") if isinstance(call, dict) else None
         if inputs and isinstance(inputs[0], list) and len(inputs[0]) >= 2:
-            found.append(int(inputs[0][0]))
+            found.append(inputs[0])
     return found
 
 
@@ -65,9 +65,9 @@ def batchnorm_small_batch(run: Run, *, min_batch: int = 8,
     shapes = run.meta.get(META_MODULE_SHAPES) or {}
     small = {}
     for name, calls in shapes.items():
-        sizes = _batches(calls)
-        if types.get(name) in BATCH_NORMS and sizes and max(sizes) < min_batch:
-            small[name] = (max(sizes), calls[0]["inputs"][0])
+        inputs = _inputs(calls)
+        if types.get(name) in BATCH_NORMS and inputs and max(s[0] for s in inputs) < min_batch:
+            small[name] = (max(s[0] for s in inputs), inputs[0])
     norm = run.signal(TRAIN_MODE_NORM)
     if not small or not len(norm) or float((norm > 0).mean()) < min_share:
         return []

@@ -62,7 +62,7 @@ def _count(run: Run, types: frozenset[str], counted: str) -> int:
 
 def _norm_frozen(run: Run) -> bool:
     """Whether every BatchNorm parameter is frozen: requires_grad False or in no optimizer."""
-    paths = {m["path"] for m in _modules(run, NORM_TYPES)}
+    paths = {m.get("path") for m in _modules(run, NORM_TYPES)}
     params = [p for p in (run.meta.get("model") or {}).get("parameters") or []
               if isinstance(p, dict) and str(p.get("name", "")).rsplit(".", 1)[0] in paths]
     return bool(params) and all(p.get("requires_grad") is False or p.get("in_optimizer") is False

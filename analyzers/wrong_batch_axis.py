@@ -70,7 +70,7 @@ def wrong_batch_axis(run: Run) -> list[Finding]:
         config = module.get("config") if isinstance(module, dict) else None
         if not isinstance(config, dict) or not isinstance(config.get("batch_first"), bool):
             continue
-        path = module["path"]
+        path = str(module.get("path", ""))
         inputs = [s for s in _inputs(shapes.get(path) or []) if len(s) == 3]
         first = config["batch_first"]
         batch_axis, seq_axis = (0, 1) if first else (1, 0)
