@@ -6,7 +6,8 @@ log-probabilities), a sigmoid output given to `BCEWithLogitsLoss` (every value i
 `(N, 1)` prediction against an `(N,)` target (they broadcast to `(N, N)`). On a profiled step
 the facts are a few torch reductions on the outputs' device, stacked into one tensor that joins
 the step's packed copy (no host sync); shapes and dtypes are known on the host and go to
-meta.json's `outputs` when they change. At most MAX_ROWS rows are read (the first ones).
+meta.json's `outputs` when they change. At most MAX_ROWS rows and MAX_VALUES values are read
+(the first ones): a language model's rows of 50,000 logits are read 20 at a time.
 
 The rows' class dimension is dim 1 (the last one of a 2-D output); a 1-D output has none, and
 its row facts are NaN. The signals rows (schema.OUTPUT_SIGNALS):
@@ -33,6 +34,7 @@ from tracelab.core.schema import (OUTPUT_BROADCAST, OUTPUT_CLASSES, OUTPUT_LOGSU
                                   SIGNALS)
 
 MAX_ROWS = 4096
+MAX_VALUES = 1 << 20  # 8 MB as float64
 _DEVICE_FACTS = (OUTPUT_MIN, OUTPUT_MAX, OUTPUT_UNIT_ROWS, OUTPUT_ROW_SUM, OUTPUT_LOGSUMEXP)
 
 
@@ -50,7 +52,10 @@ def output_facts(x: torch.Tensor) -> torch.Tensor:
     """_DEVICE_FACTS of one output tensor, float64 on its device."""
     x = x.detach()
     if x.dim() >= 2:  # (N, C, ...): rows along dim 1
-        rows = x[:MAX_ROWS].movedim(1, -1).reshape(-1, x.shape[1])
+        per_sample = max(math.prod(x.shape[1:]), 1)
+        samples = max(1, min(MAX_ROWS, MAX_VALUES // per_sample))
+        rows = x[:samples].movedim(1, -1).reshape(-1, x.shape[1])
+        rows = rows[:max(1, min(MAX_ROWS, MAX_VALUES // max(x.shape[1], 1)))]
     else:
         rows = x.reshape(-1, 1)[:MAX_ROWS]
     rows = rows.to(torch.float64)

@@ -11,7 +11,7 @@ from tracelab.core.run import open_run
 from tracelab.core.schema import (OUTPUT_BROADCAST, OUTPUT_CLASSES, OUTPUT_LOGSUMEXP, OUTPUT_MAX,
                                   OUTPUT_MIN, OUTPUT_NUMEL, OUTPUT_ROW_SUM, OUTPUT_UNIT_ROWS,
                                   TRAIN_MODE_DROPOUT, TRAIN_MODE_MODEL, TRAIN_MODE_NORM)
-from tracelab.recorders.outputs import MAX_ROWS, broadcasts, output_facts
+from tracelab.recorders.outputs import MAX_ROWS, MAX_VALUES, broadcasts, output_facts
 
 
 def _model():
@@ -101,6 +101,21 @@ def test_large_outputs_read_their_first_rows_only():
     x[MAX_ROWS:] = 5.0  # beyond the rows read
     facts = output_facts(x)
     assert float(facts[1]) == 0.0 and float(facts[2]) == 1.0
+
+
+def test_wide_outputs_read_a_bounded_number_of_values():
+    """A language model's (tokens, vocabulary) logits: the rows read hold at most MAX_VALUES
+    values, whatever the vocabulary, and those rows' facts are exact."""
+    vocab = 50_257
+    logits = torch.log_softmax(torch.randn(64, vocab), dim=1)
+    logits[MAX_VALUES // vocab:] = 3.0  # rows beyond the bound: not log-probabilities
+    facts = output_facts(logits)
+    assert float(facts[4]) < 1e-5  # the rows read are log-probability rows (float32 exp)
+    seq = torch.randn(2, vocab, 40)  # (N, C, T): one sample holds more values than the bound
+    seq[1] = 1e6  # the second sample is not read
+    seq[0, :, MAX_VALUES // vocab:] = 1e5  # nor the first sample's rows beyond the bound
+    facts = output_facts(seq)
+    assert float(facts[1]) == float(seq[0, :, :MAX_VALUES // vocab].max())
 
 
 def test_every_training_step_records_the_modes_of_its_training_pass(tmp_path):
