@@ -7,7 +7,9 @@ model.eval() and model.train() as fc_model.train() does; 8x8 digits (64 inputs, 
 Bugs (`bug=`): "no-train-after-val" (the model.train() after validation left out),
 "no-eval" (validation without model.eval()), "logits-to-nll" (forward() returns the last
 layer's output without log_softmax, still given to NLLLoss), "shuffled-labels" (the labels
-shuffled apart from their images, so each image carries another image's label)."""
+shuffled apart from their images, so each image carries another image's label), "sigmoid"
+(the hidden layers' F.relu replaced by torch.sigmoid). `hidden_layers=(64,) * 6, drop_p=0.1`
+trains a deeper Network, the twin of "sigmoid"."""
 from __future__ import annotations
 
 import torch
@@ -19,7 +21,8 @@ from _b_data import batches, digits
 
 
 class Network(nn.Module):
-    def __init__(self, input_size, output_size, hidden_layers, drop_p=0.5, log_softmax=True):
+    def __init__(self, input_size, output_size, hidden_layers, drop_p=0.5, log_softmax=True,
+                 activation=F.relu):
         super().__init__()
         self.hidden_layers = nn.ModuleList([nn.Linear(input_size, hidden_layers[0])])
         layer_sizes = zip(hidden_layers[:-1], hidden_layers[1:])
@@ -27,17 +30,19 @@ class Network(nn.Module):
         self.output = nn.Linear(hidden_layers[-1], output_size)
         self.dropout = nn.Dropout(p=drop_p)
         self.log_softmax = log_softmax
+        self.activation = activation
 
     def forward(self, x):
         for each in self.hidden_layers:
-            x = F.relu(each(x))
+            x = self.activation(each(x))
             x = self.dropout(x)
         x = self.output(x)
         return F.log_softmax(x, dim=1) if self.log_softmax else x
 
 
 def train(run_dir: str, seed: int = 0, *, bug: str | None = None, epochs: int = 12,
-          print_every: int = 40) -> None:
+          print_every: int = 40, hidden_layers: tuple[int, ...] = (128, 64),
+          drop_p: float = 0.5) -> None:
     torch.set_num_threads(1)
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
@@ -48,12 +53,15 @@ def train(run_dir: str, seed: int = 0, *, bug: str | None = None, epochs: int = 
     if bug == "shuffled-labels":
         y_tr = y_tr[torch.randperm(len(y_tr), generator=torch.Generator().manual_seed(seed + 1))]
 
-    model = Network(64, 10, [128, 64], drop_p=0.5, log_softmax=bug != "logits-to-nll")
+    model = Network(64, 10, list(hidden_layers), drop_p=drop_p,
+                    log_softmax=bug != "logits-to-nll",
+                    activation=torch.sigmoid if bug == "sigmoid" else F.relu)
     criterion = nn.NLLLoss()
     optimizer = torch.optim.Adam(model.parameters(), lr=0.001)
     steps = 0
     with tracelab.Recorder(run_dir, model=model, optimizer=optimizer, loss_fn=criterion,
-                           config={"lr": 0.001, "batch_size": 64, "drop_p": 0.5}) as rec:
+                           config={"lr": 0.001, "batch_size": 64, "drop_p": drop_p,
+                                   "hidden_layers": list(hidden_layers)}) as rec:
         for _ in range(epochs):
             model.train()
             for idx in batches(len(x_tr), 64, gen):

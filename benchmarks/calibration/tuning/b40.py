@@ -1,0 +1,12 @@
+"""b40: Udacity's fc_model Network six hidden layers deep with sigmoid in place of ReLU: the
+first layers get almost no gradient."""
+from _b_udacity_fc import train
+
+LABEL = {"family": "mlp", "optimizer": "adam", "loss_reduction": "mean",
+         "healthy": False, "cause": "vanishing-gradients",
+         "source": "https://github.com/udacity/deep-learning-v2-pytorch/blob/c9404fc86181fc3f0906b368697268257f348535/intro-to-pytorch/fc_model.py",
+         "bug_source": "https://github.com/aymericdamien/TensorFlow-Examples/pull/146"}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    train(run_dir, seed, hidden_layers=(64,) * 6, drop_p=0.1, bug="sigmoid")
