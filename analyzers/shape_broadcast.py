@@ -78,7 +78,10 @@ def _variance_floor(run: Run, steps: pd.Index) -> pd.Series:
       links=(explains("collapsed-outputs", *OUTCOME,
                       why="broadcast predictions are each compared with every target, so the "
                           "best the model can do is predict the batch mean",
-                      timing="overlap"),))
+                      timing="overlap"),
+             explains("loss-oscillation", "loss-spike",
+                      why="a broadcast squared error is at least the batch's target variance, "
+                          "which swings from batch to batch", timing="overlap")))
 def shape_broadcast(run: Run, *, min_share: float = 0.9,
                     tolerance: float = 1e-3) -> list[Finding]:
     facts = output_facts(run)[OUTPUT_BROADCAST].dropna()

@@ -129,3 +129,13 @@ def test_without_loss_fn_a_loss_below_the_bound_or_above_it_stays_quiet():
     assert loss_input_contract(_frames([bound + 0.5] * 100)) == []
     # rows that do not sum to 1 are not probabilities
     assert loss_input_contract(_frames([bound + 0.001] * 100, row_sum=0.3)) == []
+
+
+def test_a_run_without_its_outputs_skips_the_rule_naming_what_to_pass(tmp_path):
+    ce = nn.CrossEntropyLoss()
+    path = train(tmp_path / "r", _mlp(last=nn.Softmax(dim=1)), blobs(512), ce, loss_fn=ce,
+                 outputs_of=lambda out: None, steps=20)
+    skipped = {s.rule: s.reason for s in tracelab.analyze(path).skipped}
+    assert skipped["loss-input-contract"] == \
+        "not recorded: what enters the loss (step(outputs=...))"
+    assert "shape-broadcast" in skipped
