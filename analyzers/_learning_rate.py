@@ -11,6 +11,8 @@ parameters (built over another model, or before the layers were replaced) contra
 """
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from tracelab.core.causes import HOLDS, Premise, Verdict, contradicted, unknown
 from tracelab.core.findings import Finding
 from tracelab.core.run import Run
@@ -45,13 +47,15 @@ def held_parameters(run: Run) -> set[str] | None:
     model.parameters' in_optimizer), or None where the run recorded neither."""
     held: set[str] = set()
     known = False
-    for summary in (run.meta.get(META_OPTIMIZERS) or {}).values():
-        for group in (summary or {}).get("groups") or ():
+    optimizers = run.meta.get(META_OPTIMIZERS)
+    for summary in optimizers.values() if isinstance(optimizers, dict) else ():
+        groups = summary.get("groups") if isinstance(summary, dict) else None
+        for group in groups if isinstance(groups, list) else ():
             if isinstance(group, dict) and isinstance(group.get("params"), list):
                 known = True
                 held.update(str(n) for n in group["params"])
-    for p in (run.meta.get("model") or {}).get("parameters") or ():
-        if isinstance(p, dict) and p.get("in_optimizer") is not None:
+    for p in parameters(run.meta):
+        if p.get("in_optimizer") is not None:
             known = True
             if p["in_optimizer"]:
                 held.add(str(p.get("name")))
@@ -61,8 +65,15 @@ def held_parameters(run: Run) -> set[str] | None:
 def trained_parameters(run: Run) -> list[str]:
     """The model's parameters that require gradients, as meta.json's model summary lists
     them ([] where it holds none)."""
-    return [str(p["name"]) for p in (run.meta.get("model") or {}).get("parameters") or ()
-            if isinstance(p, dict) and "name" in p and p.get("requires_grad", True)]
+    return [str(p["name"]) for p in parameters(run.meta)
+            if "name" in p and p.get("requires_grad", True)]
+
+
+def parameters(meta: Mapping[str, Any]) -> list[dict]:
+    """meta.json's model.parameters, the entries that are objects ([] where it has none)."""
+    model = meta.get("model")
+    params = model.get("parameters") if isinstance(model, dict) else None
+    return [p for p in params if isinstance(p, dict)] if isinstance(params, list) else []
 
 
 def _lr_moves_the_model(run: Run, finding: Finding) -> Verdict:

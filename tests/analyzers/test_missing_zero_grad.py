@@ -72,3 +72,15 @@ def test_its_fix_is_contradicted_when_no_optimizer_holds_the_watched_parameter()
     assert not any(_judged([(n, s, None) for n, s, _ in head_left_out], named))
     unknown = _judged([(n, s, None) for n, s, _ in head_left_out])
     assert not unknown.contradicted and "pass model= and optimizer=" in unknown.missing
+
+
+def test_odd_facts_leave_the_premise_undecided():
+    from tracelab.analyzers._learning_rate import LR_MOVES_THE_MODEL
+    from tracelab.analyzers.missing_zero_grad import ZERO_GRAD_RESETS_IT
+    [f] = missing_zero_grad(_run([0.0] + [0.5] * 10))
+    for meta in ({"optimizers": ["SGD"], "model": {"parameters": "all"}},
+                 {"optimizers": {"0": {"groups": "x"}}, "model": "Net"},
+                 {"model": {"parameters": [{"name": "w", "shape": ["?"]}, 3]}}):
+        run = Run.from_frames(meta)
+        assert ZERO_GRAD_RESETS_IT.judge(run, f).missing
+        assert not LR_MOVES_THE_MODEL.judge(run, f).contradicted
