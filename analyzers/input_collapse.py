@@ -9,7 +9,8 @@ What it detects
     (d) its fractional parts vanish (the share of whole numbers jumps to 100%).
     Each is checked between the training split and every other split, within each split from
     some step on, and, with ``--baseline``, against the same split of the baseline run. A feature
-    constant everywhere is reported at info severity.
+    constant in every batch of every split is reported: as a warning when it is a named column
+    holding a value other than 0 (a computed feature that never varies), else as information.
 
 Why it matters
     Nothing raises an error: an ETL step that casts a timestamp to a date turns hour-of-day
@@ -34,10 +35,13 @@ False positives
     while validation keeps the raw levels. Values whose range spans `span_ratio` times the
     other side's (uint8 pixels never scaled to [0, 1]) are on another scale, which
     train-val-mismatch reports. A split that really covers less (a validation month during
-    which a month feature is constant) is still reported.
+    which a month feature is constant) is still reported. A column constant at 0 everywhere
+    (the dummy of a category never seen, `get_dummies(dummy_na=True)` without NaNs) and a
+    tensor's numbered columns (an image's blank border pixels) are information only.
 """
 from __future__ import annotations
 
+import re
 from functools import lru_cache, partial
 
 import numpy as np
@@ -51,6 +55,8 @@ from tracelab.core.findings import ERROR, INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import TRAIN, Needs
+
+_NUMBERED = re.compile(r"[A-Za-z_]*\d*\[\d+\]")  # a tensor's unnamed columns: feature[3]
 
 _FIX = {
     "resolution": "Find the step that truncates this timestamp ({where}): .dt.floor('D'), "
@@ -160,9 +166,24 @@ def _finding(feature: str, where: str, ref: str, rows: Batches, symptoms: list[d
 
 def _constant(feature: str, groups: list[Batches], value: float) -> Finding:
     steps = np.concatenate([g["step"] for g in groups])
+    # A column the user named and computed (a bucketing, a derived field) that never varies
+    # lost what it was built for; 0 is an indicator of a category never seen (a one-hot or
+    # dummy_na column), and a tensor's numbered columns (border pixels) are not built one by
+    # one: those are information.
+    built = value == value and value != 0 and not _NUMBERED.fullmatch(feature)
+    shown = f" ({fmt(value)})" if value == value else ""
+    if built:
+        return input_collapse.finding(
+            WARNING, feature, (int(steps.min()), int(steps.max())),
+            f"Feature '{feature}' is constant{shown} in every recorded batch of every split: "
+            "the column was computed to vary and carries no information.",
+            {"value": value, "batches": len(steps)},
+            f"Check how '{feature}' is computed: bucket boundaries outside the values' range "
+            "(years written 1970-1982 against boundaries 73/76/79), a fill value, a failed "
+            "join or a truncated timestamp leave one value everywhere.")
     return input_collapse.finding(
         INFO, feature, (int(steps.min()), int(steps.max())),
-        f"Feature '{feature}' is constant{f' ({fmt(value)})' if value == value else ''} in every "
+        f"Feature '{feature}' is constant{shown} in every "
         "recorded batch of every split: it carries no information.",
         {"value": value, "batches": len(steps)},
         "Drop the feature, or check how it is computed if it should vary (a fill value, a failed "

@@ -136,14 +136,17 @@ def test_without_targets_chance_is_unknown_whatever_the_output_width(tmp_path):
 def test_a_dataframe_column_constant_in_every_split_is_named(tmp_path):
     xtr, xva, ytr, yva = _digits()
     cols = [f"px{i}" for i in range(64)]
-    train = pd.DataFrame(xtr, columns=cols).assign(source=1.0)
-    val = pd.DataFrame(xva, columns=cols).assign(source=1.0)
+
+    def frame(x):  # a bucketing whose boundaries miss the values, and a dummy never set
+        return pd.DataFrame(x, columns=cols).assign(year_bucket=3.0, region_nan=0.0)
+    train, val = frame(xtr), frame(xva)
     d = _fit(tmp_path / "run", xtr.astype(np.float32), ytr, xva.astype(np.float32), yva,
              steps=40, record_train=lambda idx: train.iloc[idx].reset_index(drop=True),
              record_val=lambda: val)
-    [f] = [f for f in d.findings if f.rule == "input-collapse"
-           and "source" in (f.evidence.get("subjects") or [f.subject])]
-    # Merged with the digits' blank border pixels: information, never an alarm (MNIST's
-    # borders are constant too), each subject with its own value.
-    assert f.severity.value == "info" and "px0" in f.evidence["subjects"]
-    assert f.evidence["per_subject"]["source"]["value"] == 1.0
+    found = [f for f in d.findings if f.rule == "input-collapse"]
+    [warning] = [f for f in found if f.severity.value == "warning"]
+    assert warning.subject == "year_bucket" and "constant (3) in every" in warning.message
+    assert "bucket boundaries" in warning.fix
+    # The dummy of a category never seen and the digits' blank border pixels: information.
+    [info] = [f for f in found if f.severity.value == "info"]
+    assert {"region_nan", "px0"} <= set(info.evidence["subjects"])

@@ -108,10 +108,13 @@ def test_collapse_against_the_baseline_run():
     assert input_collapse(_run(TRAIN, VAL, seed=2), baseline=baseline) == []
 
 
-def test_a_feature_constant_everywhere_is_info():
+def test_a_named_feature_constant_everywhere_is_a_warning_and_a_zero_column_info():
     x = np.c_[RNG.normal(size=(500, 2)), np.ones(500)]
     [f] = input_collapse(_run(x[:400], x[400:]))
-    assert f.severity.value == "info" and f.subject == "x/2" and "constant (1)" in f.message
+    assert f.severity.value == "warning" and f.subject == "x/2" and "constant (1)" in f.message
+    x[:, 2] = 0.0  # the dummy of a category never seen
+    [f] = input_collapse(_run(x[:400], x[400:]))
+    assert f.severity.value == "info" and "constant (0)" in f.message
 
 
 @pytest.mark.parametrize("batch", [{"train": 64, "val": 128}, {"train": 8, "val": 500},
