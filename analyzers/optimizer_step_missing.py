@@ -2,9 +2,10 @@
 
 What it detects
     A run given an optimizer whose loss is recorded and whose gradients are non-zero, while no
-    trainable parameter the optimizers hold changes over the recorded steps (every recorded
-    update exactly 0, or every weight statistic the same from first to last). The cause is
-    named from what the optimizer's step pre-hook saw:
+    trainable parameter that optimizer holds changes over the recorded steps (every recorded
+    update exactly 0, or every weight statistic the same from first to last); each optimizer
+    is judged on its own (a GAN whose discriminator's step was left out). The cause is named
+    from what the optimizer's step pre-hook saw:
     - it never ran (no `grad_norm/step`, no update recorded): `optimizer.step()` is never
       called, or called on another optimizer object than the one given to the Recorder;
     - it ran on grads of norm 0 or None while backward produced non-zero ones: `zero_grad()`
@@ -41,7 +42,7 @@ from tracelab.core.findings import ERROR, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import (AMP_SKIPPED, GRAD, GRAD_NORM_BACKWARD, GRAD_NORM_STEP,
-                                  LR_PREFIX, TRAIN, UPDATE, WEIGHT, Needs)
+                                  LR_PREFIX, META_OPTIMIZERS, TRAIN, UPDATE, WEIGHT, Needs)
 
 
 @rule(name="optimizer-step-missing", code="TL212",
@@ -53,56 +54,81 @@ from tracelab.core.schema import (AMP_SKIPPED, GRAD, GRAD_NORM_BACKWARD, GRAD_NO
 def optimizer_step_missing(run: Run, *, rtol: float = 1e-7,
                            min_steps: int = 5) -> list[Finding]:
     norms = run.stat(WEIGHT, "norm")
-    info = param_info(run)
-    held = [n for n in norms.columns
-            if info.get(n, {}).get("requires_grad", True)
-            and info.get(n, {}).get("in_optimizer") is not False]
-    if len(norms) < min_steps or not held or run.loss().dropna().empty:
+    if len(norms) < min_steps or run.loss().dropna().empty:
         return []
     if run.signal(AMP_SKIPPED).sum() > 0:  # amp-overflow names skipped steps
         return []
+    optimizers = run.meta.get(META_OPTIMIZERS) or {}
+    findings = []
+    for key, held in _held(run, norms, optimizers).items():
+        found = _judge(run, norms, key, held, len(optimizers), rtol)
+        findings += [found] if found else []
+    return findings
+
+
+def _held(run: Run, norms: pd.DataFrame, optimizers: dict) -> dict[str, list[str]]:
+    """Each optimizer's trainable parameters with recorded weights (a single optimizer without
+    parameter names: every parameter some optimizer holds)."""
+    info = param_info(run)
+    trainable = [n for n in norms.columns if info.get(n, {}).get("requires_grad", True)]
+    held = {}
+    for key, summary in optimizers.items():
+        groups = (summary or {}).get("groups") or []
+        if groups and all("params" in g for g in groups):
+            names = {p for g in groups for p in g["params"]}
+            held[key] = [n for n in trainable if n in names]
+        elif len(optimizers) == 1:
+            held[key] = [n for n in trainable if info.get(n, {}).get("in_optimizer") is not False]
+    return {k: v for k, v in held.items() if v}
+
+
+def _judge(run: Run, norms: pd.DataFrame, key: str, held: list[str], count: int,
+           rtol: float) -> Finding | None:
     upd = run.stat(UPDATE, "norm")
     if any(not _unchanged(run, upd, n, rtol) for n in held):
-        return []
+        return None
     grads = run.stat(GRAD, "norm")
     cols = [n for n in held if n in grads.columns]
     peak = float(np.nanmax(grads[cols].to_numpy(dtype=float))) if cols else 0.0
-    backward = run.signal(GRAD_NORM_BACKWARD).dropna()
+    peak = peak if np.isfinite(peak) else 0.0
+    backward = run.signal(GRAD_NORM_BACKWARD).dropna() if count == 1 else pd.Series(dtype=float)
     if not (peak > 0 or (backward > 0).any()):
-        return []  # no gradient reached the weights: vanishing-gradients and frozen-parameters
-    used = _used_norms(run)
-    ran = not used.empty or not upd.dropna(how="all").empty
+        return None  # no gradient reached the weights: vanishing-gradients, frozen-parameters
+    used = run.signal(GRAD_NORM_STEP if count == 1 else f"{GRAD_NORM_STEP}/{key}").dropna()
+    # the step pre-hook records the grads' norm, and with one optimizer the update snapshot
+    ran = not used.empty or (count == 1 and not upd.dropna(how="all").empty)
     steps = (int(norms.index[0]), int(norms.index[-1]))
     largest = max(peak, float(backward.max()) if len(backward) else 0.0)
-    seen = f"the grads' largest norm was {fmt(largest)}"
+    which = "the optimizer" if count == 1 else f"optimizer '{key}'"
+    call = "optimizer.step()" if count == 1 else f"the step() of optimizer '{key}'"
     if not ran:
-        cause, kind = ("the optimizer's step pre-hook never ran: optimizer.step() is never "
-                       "called, or is called on another optimizer than the one given to the "
-                       "Recorder (or an AMP GradScaler not given to it skipped every step)"), \
-            "not_called"
-        fix = ("Call optimizer.step() after loss.backward() on every step (or every "
-               "accumulation cycle), on the optimizer given to Recorder(optimizer=...).")
+        cause, kind = (f"{which}'s step pre-hook never ran: {call} is never called, or "
+                       "another optimizer is stepped in its place (or an AMP GradScaler not "
+                       "given to the Recorder skipped every step)"), "not_called"
+        fix = (f"Call {call} after loss.backward() on every step (or every accumulation "
+               "cycle), on the optimizer that holds these parameters.")
     elif not (used > 0).any() and (backward > 0).any():
-        cause, kind = ("the optimizer stepped on gradients that were zero or None while "
-                       "backward produced non-zero ones: zero_grad() runs between backward() "
-                       "and step()"), "zeroed_before_step"
+        cause, kind = (f"{which} stepped on gradients that were zero or None while backward "
+                       "produced non-zero ones: zero_grad() runs between backward() and "
+                       "step()"), "zeroed_before_step"
         fix = ("Call optimizer.zero_grad() before loss.backward() (or right after "
                "optimizer.step()), never between backward() and step().")
-    elif _all_zero_lr(run):
-        cause, kind = "every param group's learning rate is 0", "zero_lr"
+    elif _all_zero_lr(run, key, count):
+        cause, kind = f"every param group of {which} has learning rate 0", "zero_lr"
         fix = "Set a non-zero learning rate, and check the schedule's factor at every step."
     else:
-        cause, kind = ("the optimizer stepped on non-zero gradients and still changed nothing "
-                       "(a step that skips, or an update that is undone)"), "no_change"
+        cause, kind = (f"{which} stepped on non-zero gradients and still changed nothing (a "
+                       "step that skips, or an update that is undone)"), "no_change"
         fix = ("Check what the optimizer's step does with these parameters (a wrapper or a "
                "closure that skips the update, weights restored after the step).")
-    return [optimizer_step_missing.finding(
-        ERROR, "optimizer", steps,
-        f"No weight changed over {len(norms)} recorded steps ({steps[0]}-{steps[1]}) although "
-        f"the loss was computed and {seen}: {cause}.",
+    return optimizer_step_missing.finding(
+        ERROR, "optimizer" if count == 1 else f"optimizer '{key}'", steps,
+        f"No weight {which} holds changed over {len(norms)} recorded steps "
+        f"({steps[0]}-{steps[1]}) although the loss was computed and the grads' largest norm "
+        f"was {fmt(largest)}: {cause}.",
         {"cause": kind, "steps": len(norms), "parameters": len(held), "grad_norm_max": largest,
-         "step_norms_recorded": int(len(used))},
-        fix)]
+         "step_norms_recorded": int(len(used)), **({"optimizer": key} if count > 1 else {})},
+        fix)
 
 
 def _unchanged(run: Run, upd, name: str, rtol: float) -> bool:
@@ -115,20 +141,10 @@ def _unchanged(run: Run, upd, name: str, rtol: float) -> bool:
     return True
 
 
-def _used_norms(run: Run):
-    """The grads' total norms every optimizer's step pre-hook saw, over the steps."""
-    sg = run.signals
-    if not len(sg):
-        return run.signal(GRAD_NORM_STEP)
-    names = [n for n in sg["name"].astype(str).unique()
-             if n == GRAD_NORM_STEP or n.startswith(GRAD_NORM_STEP + "/")]
-    values = [run.signal(n).dropna() for n in names]
-    return pd.concat(values) if values else run.signal(GRAD_NORM_STEP)
-
-
-def _all_zero_lr(run: Run) -> bool:
+def _all_zero_lr(run: Run, key: str, count: int) -> bool:
     sc = run.scalars
     if not len(sc):
         return False
-    rows = sc[(sc["split"] == TRAIN) & sc["name"].astype(str).str.startswith(LR_PREFIX)]
+    prefix = LR_PREFIX if count == 1 else f"{LR_PREFIX}{key}/"
+    rows = sc[(sc["split"] == TRAIN) & sc["name"].astype(str).str.startswith(prefix)]
     return len(rows) > 0 and bool((rows["value"].astype(float) == 0).all())

@@ -25,9 +25,10 @@ How to fix
 False positives
     Parameters frozen with `requires_grad=False` get no gradient and are not judged. Several
     optimizers given as a list or a dict (a GAN's generator and discriminator) count together.
-    When the parameters left out all come before every optimized one (a backbone under a
-    trained head), the finding is information: that is how a backbone is often frozen,
-    wastefully but harmlessly.
+    When the modules left out all run before every optimized one in the forward pass (a
+    backbone under a trained head; the model's parameter order without activations), the
+    finding is information: that is how a backbone is often frozen, wastefully but
+    harmlessly. A critic left out beside its actor runs after it, and is a warning.
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ from tracelab.core.causes import explains
 from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import GRAD, UPDATE, WEIGHT, Needs
+from tracelab.core.schema import ACTIVATION, GRAD, UPDATE, WEIGHT, Needs
 
 
 def _holds_watched(cause: Finding, effect: Finding) -> bool:
@@ -73,9 +74,7 @@ def param_not_in_optimizer(run: Run, *, rtol: float = 1e-7,
     if not left:
         return []
     inside = [n for n in trainable if info[n].get("in_optimizer") is True]
-    order = list(info)
-    upstream = bool(inside) and max(order.index(n) for n in left) < min(
-        order.index(n) for n in inside)
+    upstream = bool(inside) and _runs_first(run, left, inside, list(info))
     modules = list(dict.fromkeys(layer_of(n) for n in left))
     watched = _watched(info)
     steps = (int(norms.index[0]), int(norms.index[-1]))
@@ -99,6 +98,16 @@ def param_not_in_optimizer(run: Run, *, rtol: float = 1e-7,
         "Build the optimizer after the model is complete, from model.parameters(), or add "
         "them with optimizer.add_param_group({'params': module.parameters()}); pass every "
         "optimizer to Recorder(optimizer=[...]).")]
+
+
+def _runs_first(run: Run, left: list[str], inside: list[str], order: list[str]) -> bool:
+    """Whether every module left out runs before every optimized one: in the order of the
+    forward pass's calls (the activations'), else of the model's parameters."""
+    calls = {m: i for i, m in enumerate(run.names(ACTIVATION))}
+    out, opt = {layer_of(n) for n in left}, {layer_of(n) for n in inside}
+    if calls and all(m in calls for m in out | opt):
+        return max(calls[m] for m in out) < min(calls[m] for m in opt)
+    return max(order.index(n) for n in left) < min(order.index(n) for n in inside)
 
 
 def _peak(grads, name: str) -> float:

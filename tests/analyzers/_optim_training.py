@@ -76,3 +76,33 @@ def train(run_dir: Path, *, steps: int = 120, optimizer: Callable = None,
                 epoch = []
             rec.step(loss=loss, inputs=x, targets=y, outputs=out)
     return Path(run_dir)
+
+
+def train_gan(run_dir: Path, *, steps: int = 60, skip: Optional[str] = None,
+              seed: int = 0) -> Path:
+    """A tiny GAN on 2-D points, one Adam per network given to the Recorder as a list;
+    `skip`: "d" leaves out the discriminator's step, "g" steps the discriminator's optimizer
+    in the generator's update instead of the generator's."""
+    torch.manual_seed(seed)
+    gan = nn.ModuleDict({"g": nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2)),
+                         "d": nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 1))})
+    opt_g = torch.optim.Adam(gan["g"].parameters(), lr=1e-3)
+    opt_d = torch.optim.Adam(gan["d"].parameters(), lr=1e-3)
+    bce = nn.BCEWithLogitsLoss()
+    with tracelab.Recorder(str(run_dir), model=gan, optimizer=[opt_g, opt_d],
+                           flush_interval=0.5) as rec:
+        for _ in range(steps):
+            real = torch.randn(32, 2) * 0.5 + 2.0
+            fake = gan["g"](torch.randn(32, 4))
+            opt_d.zero_grad()
+            loss_d = bce(gan["d"](real), torch.ones(32, 1)) + \
+                bce(gan["d"](fake.detach()), torch.zeros(32, 1))
+            loss_d.backward()
+            if skip != "d":
+                opt_d.step()
+            opt_g.zero_grad()
+            loss_g = bce(gan["d"](fake), torch.ones(32, 1))
+            loss_g.backward()  # also leaves grads in D, which its next zero_grad resets
+            (opt_d if skip == "g" else opt_g).step()
+            rec.step(loss=loss_g, metrics={"loss_d": loss_d})
+    return Path(run_dir)

@@ -4,7 +4,7 @@ import pytest
 pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
 
 import torch  # noqa: E402
-from _optim_training import train  # noqa: E402
+from _optim_training import train, train_gan  # noqa: E402
 
 import tracelab  # noqa: E402
 
@@ -27,6 +27,14 @@ def test_a_step_that_changes_nothing_is_named_first(tmp_path, fault, cause, fix)
     first = diagnosis.diagnoses[0].finding
     assert first.rule == "optimizer-step-missing" and first.evidence["cause"] == cause
     assert fix in first.fix
+
+
+@pytest.mark.parametrize("skip,stuck", [("d", "1"), ("g", "0")])
+def test_a_gan_network_whose_optimizer_never_steps_is_named(tmp_path, skip, stuck):
+    found = [f for f in _diagnosis(train_gan(tmp_path / "r", skip=skip)).findings
+             if f.rule == "optimizer-step-missing"]
+    assert [f.evidence["optimizer"] for f in found] == [stuck]
+    assert found[0].evidence["cause"] == "not_called" and f"'{stuck}'" in found[0].fix
 
 
 def test_ordinary_runs_stay_quiet(tmp_path):

@@ -5,7 +5,7 @@ pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch
 
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
-from _optim_training import model, train  # noqa: E402
+from _optim_training import model, train, train_gan  # noqa: E402
 
 import tracelab  # noqa: E402
 
@@ -47,28 +47,7 @@ def test_a_backbone_frozen_with_requires_grad_stays_quiet(tmp_path):
 
 
 def test_a_gan_with_two_optimizers_given_as_a_list_stays_quiet(tmp_path):
-    torch.manual_seed(0)
-    gan = nn.ModuleDict({"g": nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2)),
-                         "d": nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 1))})
-    opt_g = torch.optim.Adam(gan["g"].parameters(), lr=1e-3)
-    opt_d = torch.optim.Adam(gan["d"].parameters(), lr=1e-3)
-    bce = nn.BCEWithLogitsLoss()
-    with tracelab.Recorder(str(tmp_path / "r"), model=gan, optimizer=[opt_g, opt_d],
-                           flush_interval=0.5) as rec:
-        for _ in range(60):
-            real = torch.randn(32, 2) * 0.5 + 2.0
-            fake = gan["g"](torch.randn(32, 4))
-            opt_d.zero_grad()
-            loss_d = bce(gan["d"](real), torch.ones(32, 1)) + \
-                bce(gan["d"](fake.detach()), torch.zeros(32, 1))
-            loss_d.backward()
-            opt_d.step()
-            opt_g.zero_grad()
-            loss_g = bce(gan["d"](fake), torch.ones(32, 1))
-            loss_g.backward()  # also leaves grads in D, which its next zero_grad resets
-            opt_g.step()
-            rec.step(loss=loss_g, metrics={"loss_d": loss_d})
-    rules = {f.rule for f in _diagnosis(tmp_path / "r").findings}
+    rules = {f.rule for f in _diagnosis(train_gan(tmp_path / "r")).findings}
     assert not rules & {"param-not-in-optimizer", "optimizer-step-missing", "missing-zero-grad"}
 
 
@@ -84,3 +63,21 @@ def test_it_explains_a_missing_zero_grad_only_when_it_holds_the_watched_paramete
     links = param_not_in_optimizer.spec.links
     assert link_between(links, cause(True), effect) is not None
     assert link_between(links, cause(False), effect) is None
+
+
+class _ActorCritic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.critic = nn.Linear(16, 1)  # defined first, called after the actor
+        self.actor = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.actor(x) * (1 + torch.tanh(self.critic(x)))
+
+
+def test_a_critic_left_out_beside_its_actor_is_a_warning(tmp_path):
+    torch.manual_seed(0)
+    path = train(tmp_path / "r", steps=40, net=_ActorCritic(),
+                 params=lambda m: m.actor.parameters())
+    [f] = [f for f in _diagnosis(path).findings if f.rule == "param-not-in-optimizer"]
+    assert f.severity.value == "warning" and f.evidence["subjects"] == ["critic"]
