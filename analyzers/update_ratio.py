@@ -26,7 +26,9 @@ False positives
     side. Biases and normalization scales are not judged. Its fix presumes that an optimizer's
     learning rate moves these weights: where no optimizer holds any of the model's trained
     parameters (meta.json's optimizers), the diagnosis ranks below every one the recorded facts
-    do not contradict.
+    do not contradict. Softmax rows given to a loss that expects logits starve the gradients
+    and make updates tiny too: for a classification loss (or an unknown one) recorded without
+    what enters it, the diagnosis says to pass step(outputs=logits).
 """
 from __future__ import annotations
 
@@ -34,8 +36,9 @@ import numpy as np
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt, matrix_params, name_list, subject_of
 from tracelab.analyzers._learning_rate import LR_MOVES_THE_MODEL, lr_fix
+from tracelab.analyzers._loss_contracts import BCE_LOGITS, CROSS_ENTROPY, NLL, loss_type
 from tracelab.core import causes
-from tracelab.core.causes import explains
+from tracelab.core.causes import HOLDS, Premise, Verdict, explains, unknown
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
@@ -46,12 +49,28 @@ def _low_side(cause: Finding, effect: Finding) -> bool:
     return causes.update_side(cause) == "low"
 
 
+def _loss_reads_what_it_expects(run: Run, finding: Finding) -> Verdict:
+    kind = loss_type(run)
+    if (kind is not None and kind not in CROSS_ENTROPY | NLL | BCE_LOGITS) \
+            or Needs.OUTPUTS in run.available:  # loss-input-contract judges what was recorded
+        return HOLDS
+    return unknown("what enters the loss (softmax rows given to a loss that expects logits "
+                   "also make the updates tiny)", "pass step(outputs=logits) to record it")
+
+
+# Tiny updates call for a larger learning rate only when the gradients are not starved by
+# probabilities given to a loss that expects logits.
+LOSS_READS_LOGITS = Premise("the loss reads the logits or log-probabilities it expects",
+                            _loss_reads_what_it_expects,
+                            when=lambda f: causes.update_side(f) == "low")
+
+
 @rule(name="update-ratio", code="TL206", requires=(Needs.UPDATES, Needs.WEIGHTS),
       plot=Plot.UPDATE_RATIOS,
       links=(explains("frozen-parameters", *OUTCOME,
                       why="updates far below 1e-3 of the weights leave the model where it started",
                       timing="overlap", when=_low_side),),
-      presumes=(LR_MOVES_THE_MODEL,))
+      presumes=(LR_MOVES_THE_MODEL, LOSS_READS_LOGITS))
 def update_ratio(run: Run, *, high: float = 0.1, low: float = 1e-5,
                  min_steps: int = 5) -> list[Finding]:
     upd, w = run.stat(UPDATE, "norm"), run.stat(WEIGHT, "norm")

@@ -82,3 +82,22 @@ def test_without_the_optimizer_s_facts_it_says_what_to_pass():
     assert not verdict.contradicted and "pass Recorder(optimizer=...)" in verdict.missing
     # The parameters' in_optimizer flags decide it, the optimizer's summary aside.
     assert not any(LR_MOVES_THE_MODEL.judge(_run({}), f))
+
+
+def test_tiny_updates_without_the_loss_s_input_say_to_record_it():
+    from tracelab.app.diagnose import diagnose
+    from tracelab.core.schema import Needs
+    tiny = {name: np.full(N, 1e-7) for name, _ in PARAMS}
+    run = _run(tiny)
+    assert Needs.OUTPUTS not in run.available
+    [d] = diagnose(run, update_ratio(run))[1]
+    assert "not recorded: what enters the loss (softmax rows given to a loss that expects " \
+           "logits also make the updates tiny); pass step(outputs=logits) to record it" in d.basis
+    assert not d.contradicted and d.fix.startswith("Raise the learning rate")
+    # A loss that reads no logits (MSE) needs no such fact; nor do updates too large.
+    run = make_run({**model_meta(PARAMS), "loss_fn": {"type": "MSELoss"}}, tensors=[run.tensors])
+    [d] = diagnose(run, update_ratio(run))[1]
+    assert not any(b.startswith("not recorded") for b in d.basis)
+    run = _run({"fc2.weight": _ratio(0.4, 7)})
+    [d] = diagnose(run, update_ratio(run))[1]
+    assert not any(b.startswith("not recorded") for b in d.basis)
