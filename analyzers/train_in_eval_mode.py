@@ -115,7 +115,8 @@ def train_in_eval_mode(run: Run, *, min_share: float = 0.9, min_steps: int = 5) 
     return [train_in_eval_mode.finding(
         ERROR, "model", (int(steps[0]), int(steps[-1])),
         f"From step {int(first)} on, {int(after.sum())} of {len(after)} training steps ran "
-        f"with {' and '.join(parts)} modules in training mode (the model was in eval mode): {cause}.",
+        f"with {' and '.join(parts)} modules in training mode (the model was in eval "
+        f"mode): {cause}.",
         {"first_step": int(first), "steps_in_eval": int(after.sum()),
          "steps_judged": len(after), "share": float(after.mean()), "dropout_modules": n_drop,
          "batchnorm_modules": n_norm, "evaluations_in_train_mode": swapped},
