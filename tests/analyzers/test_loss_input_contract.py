@@ -93,6 +93,21 @@ def test_logits_given_to_bce_with_logits_stay_quiet(tmp_path):
     assert _findings(path) == []
 
 
+@pytest.mark.parametrize("twice", [True, False])
+def test_a_sigmoid_applied_twice_before_bce_fires(tmp_path, twice):
+    bce = nn.BCELoss()
+
+    def probabilities(out):
+        return torch.sigmoid(out) if twice else out
+    path = train(tmp_path / "r", _mlp(1, nn.Sigmoid()), _binary(),
+                 lambda out, y: bce(probabilities(out).squeeze(1), y), loss_fn=bce,
+                 outputs_of=probabilities)
+    found = _findings(path)
+    assert len(found) == twice
+    if twice:
+        assert "a sigmoid applied twice" in found[0].message
+
+
 def test_outputs_other_than_what_the_loss_read_are_caught_by_the_bound(tmp_path):
     # softmax rows passed as outputs, the loss on the logits: it goes below the bound.
     ce = nn.CrossEntropyLoss()
