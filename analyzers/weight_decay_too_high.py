@@ -2,14 +2,17 @@
 high.
 
 What it detects
-    Weight decay alone multiplies the weights by (1 - lr * wd) at every step (AdamW, and SGD's
-    L2 term, which momentum m turns into lr * wd / (1 - m) once it builds up), so over the run
-    they shrink by about exp(-D), D = wd * (sum of the recorded learning rates) / (1 - m): the
-    decay budget, read from meta.json's optimizers (weight_decay, momentum) and the `lr/`
-    scalars. The rule fires when, for a param group, D is at least `min_decay`, the weight
-    norm of every weight matrix the group holds ends below where it started (their geometric
-    mean at most `max_shrink` of it), and the train loss ended at more than
-    `min_loss_ratio` of where it started: the decay won over the gradients.
+    D, the decay budget: how far decay alone would shrink the weights over the run, as
+    exp(-D), from meta.json's optimizers (weight_decay, momentum) and the `lr/` scalars.
+    AdamW (decoupled) multiplies the weights by (1 - lr * wd) at each step: D = wd * sum(lr).
+    SGD adds wd * w to the gradient, which momentum m carries: D = wd * sum(lr) / (1 - m).
+    Adam, RMSprop and Adagrad add it too, then divide each element by the gradients' scale,
+    about ||g|| / sqrt(numel) at the start: D = wd * sum(lr) * sqrt(numel) / ||g|| (the layer
+    where that is least). The rule fires when, for a param group, D is at least `min_decay`,
+    the norm of every weight matrix the group holds ends below where it started (their
+    geometric mean at most `max_shrink` of it), and the train loss ended at more than
+    `min_loss_ratio` of where it started: the decay won over the gradients. Optimizers whose
+    step is not measured in learning rates (Adadelta, LBFGS) are not judged.
 
 Why it matters
     Decay pulls the weights towards 0 at a rate set by lr * wd; when that outweighs the
@@ -17,9 +20,9 @@ Why it matters
     what the same model reaches with the usual decay, and it looks like a capacity problem.
 
 Example
-    SGD with lr 0.1, momentum 0.9 and weight_decay 0.5: decay budget 100 over 200 steps; all
-    3 weight matrices shrank (to 0.08 of their initial norm on average) while the loss went
-    from 1.39 to 1.37.
+    Adam with lr 1e-3 and weight_decay 0.1 (AdamW's value, given to Adam as an L2 term):
+    decay budget 0.6 over 150 steps; all 3 weight matrices shrank (to 0.4 of their initial
+    norm on average) while the loss went from 1.37 to 1.36.
 
 How to fix
     Lower weight_decay to the usual range for the optimizer: about 1e-5 to 1e-3 for SGD and
@@ -42,7 +45,7 @@ from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import LR_PREFIX, META_OPTIMIZERS, WEIGHT, Needs
+from tracelab.core.schema import GRAD, LR_PREFIX, META_OPTIMIZERS, WEIGHT, Needs
 
 
 @rule(name="weight-decay-too-high", code="TL211",
@@ -52,7 +55,7 @@ from tracelab.core.schema import LR_PREFIX, META_OPTIMIZERS, WEIGHT, Needs
                       "collapsed-outputs", *OUTCOME,
                       why="decay that outweighs the gradients holds the weights near zero",
                       timing="overlap"),))
-def weight_decay_too_high(run: Run, *, min_decay: float = 1.0, max_shrink: float = 0.5,
+def weight_decay_too_high(run: Run, *, min_decay: float = 0.5, max_shrink: float = 0.5,
                           min_loss_ratio: float = 0.5, min_steps: int = 5) -> list[Finding]:
     norms = run.stat(WEIGHT, "norm")
     loss = run.loss().dropna()
@@ -76,13 +79,10 @@ def weight_decay_too_high(run: Run, *, min_decay: float = 1.0, max_shrink: float
             name = f"{LR_PREFIX}{i}" if len(optimizers) == 1 else f"{LR_PREFIX}{key}/{i}"
             lr = run.scalar(name).dropna()
             lr = lr[(lr.index >= first) & (lr.index < last)]
-            momentum = group.get("momentum") if kind == "SGD" else 0
-            carry = 1 / (1 - momentum) if isinstance(momentum, (int, float)) and \
-                0 <= momentum < 1 else 1.0
-            budget = float(wd * lr.sum() * carry)
             names = matrix_params(run, [n for n in group.get("params") or []
                                         if n in norms.columns])
-            if budget < min_decay or not names:
+            budget = _budget(run, kind, group, float(wd), float(lr.sum()), names)
+            if not names or not budget >= min_decay:
                 continue
             ends = norms[names].ffill().iloc[-1] / norms[names].bfill().iloc[0]
             ends = ends[np.isfinite(ends.to_numpy(dtype=float))]
@@ -108,3 +108,32 @@ def weight_decay_too_high(run: Run, *, min_decay: float = 1.0, max_shrink: float
                 f"{kind or 'the optimizer'}: about 1e-5 to 1e-3 for SGD and Adam's L2 term, "
                 "1e-4 to 0.1 for AdamW; exclude biases and normalization weights from decay."))
     return findings
+
+
+
+# Optimizers that divide each step by a running scale of the gradients (per element).
+_ADAPTIVE = ("Adam", "NAdam", "RAdam", "Adamax", "RMSprop", "Adagrad")
+
+
+def _budget(run: Run, kind: str, group: dict, wd: float, lr_sum: float,
+            names: list[str]) -> float:
+    """D, the log of how much decay alone shrinks the weights over the run (NaN for an
+    optimizer whose step is not measured in learning rates, such as Adadelta or LBFGS)."""
+    if kind == "AdamW" or group.get("decoupled_weight_decay") is True:
+        return wd * lr_sum  # w <- w (1 - lr wd)
+    if kind == "SGD":
+        momentum = group.get("momentum")
+        carry = 1 / (1 - momentum) if isinstance(momentum, (int, float)) and \
+            0 <= momentum < 1 else 1.0
+        return wd * lr_sum * carry  # wd w added to the gradient, carried by momentum
+    if kind in _ADAPTIVE and names:
+        # wd w added to the gradient, then divided per element by the gradients' scale,
+        # about ||g|| / sqrt(numel) at the start: the decay's share of a step of size lr
+        grads = run.stat(GRAD, "norm")
+        if not set(names) <= set(grads.columns):
+            return float("nan")
+        scale = grads[names].iloc[:5].median() / np.sqrt(
+            run.numel(WEIGHT).reindex(names).astype(float))
+        scale = scale[scale > 0]
+        return wd * lr_sum / float(scale.max()) if len(scale) == len(names) else float("nan")
+    return float("nan")

@@ -21,12 +21,13 @@ def _diagnosis(path):
 @pytest.mark.parametrize("optimizer,kind", [
     (lambda p: O.SGD(p, lr=0.1, momentum=0.9, weight_decay=0.1), "SGD"),
     (lambda p: O.AdamW(p, lr=1e-2, weight_decay=50.0), "AdamW"),
+    (lambda p: O.Adam(p, lr=1e-3, weight_decay=0.1), "Adam"),  # AdamW's value as Adam's L2
 ])
 def test_decay_that_outweighs_the_gradients_is_named_first(tmp_path, optimizer, kind):
     diagnosis = _diagnosis(train(tmp_path / "r", steps=150, optimizer=optimizer))
     first = diagnosis.diagnoses[0].finding
     assert first.rule == "weight-decay-too-high" and first.evidence["optimizer"] == kind
-    assert first.evidence["decay_budget"] >= 1 and first.evidence["shrink"] < 0.5
+    assert first.evidence["decay_budget"] >= 0.5 and first.evidence["shrink"] < 0.5
     assert "Lower weight_decay" in first.fix
 
 
@@ -34,6 +35,7 @@ def test_decay_that_outweighs_the_gradients_is_named_first(tmp_path, optimizer, 
     lambda p: O.SGD(p, lr=0.1, momentum=0.9, weight_decay=5e-4),
     lambda p: O.SGD(p, lr=0.1, momentum=0.9, weight_decay=5e-3),
     lambda p: O.AdamW(p, lr=1e-2, weight_decay=0.1),
+    lambda p: O.Adam(p, lr=1e-3, weight_decay=1e-4),
 ])
 def test_usual_decay_stays_quiet(tmp_path, optimizer):
     found = _diagnosis(train(tmp_path / "r", steps=150, optimizer=optimizer)).findings
