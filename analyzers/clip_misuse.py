@@ -10,9 +10,11 @@ What it detects
       optimizer used sits at one value (within `rtol`) on at least `min_share` of the steps,
       below the unclipped norm each time, and the unclipped norm is at least `ratio` times
       that value (median), max_norm is far below every gradient: one optimizer only.
-    - after the step: the grads read at `step()` differ from those the optimizer used, and
-      sit at one value (within `rtol`) on every step where they differ, never above it: a
-      clip ran after `optimizer.step()`, on grads that were already applied.
+    - after the step: the grads read at `step()` differ from those the optimizer used (one
+      tensor, unless something changed it in between) on at least `min_clipped` steps, sit
+      at one value (within `rtol`) on each of them, and never above it on any step (their
+      norm is read on every step): a clip ran after `optimizer.step()`, on grads that were
+      already applied. A clip that never binds changes nothing and cannot be seen.
 
 Why it matters
     A max_norm a hundred times below the gradients turns every update into the same short
@@ -70,7 +72,7 @@ def _kind_is(kind: str):
                       why="a clip after optimizer.step() leaves the applied gradients unclipped",
                       timing="overlap", when=_kind_is("after_step"))))
 def clip_misuse(run: Run, *, ratio: float = 100.0, min_share: float = 0.9, rtol: float = 1e-3,
-                min_steps: int = 5) -> list[Finding]:
+                min_steps: int = 5, min_clipped: int = 2) -> list[Finding]:
     backward = run.signal(GRAD_NORM_BACKWARD)
     scale = run.signal(AMP_SCALE)
     if len(scale):  # backward ran on the scaled loss; the optimizer sees unscaled grads
@@ -86,7 +88,7 @@ def clip_misuse(run: Run, *, ratio: float = 100.0, min_share: float = 0.9, rtol:
     for name in names:
         used = run.signal(GRAD_NORM_STEP if name is None else f"{GRAD_NORM_STEP}/{name}")
         found = _after_step(run, used, _params(optimizers, name), name, rtol=rtol,
-                            min_steps=min_steps)
+                            min_clipped=min_clipped)
         findings += [found] if found else []
     return findings
 
@@ -147,21 +149,24 @@ def _too_small(run: Run, backward: pd.Series, used: pd.Series, optimizers: dict,
 
 
 def _after_step(run: Run, used: pd.Series, params: list[str] | None, name,
-                *, rtol: float, min_steps: int) -> Finding | None:
+                *, rtol: float, min_clipped: int) -> Finding | None:
     norms = run.stat(GRAD, "norm")
     cols = [c for c in norms.columns if params is None or c in params]
     if used.empty or not cols:
         return None
-    squares = norms[cols].reindex(used.index).astype(float) ** 2
-    seen = squares.notna().any(axis=1)
-    read = np.sqrt(squares[seen].sum(axis=1, min_count=1))
+    squares = norms[cols].astype(float) ** 2
+    read = np.sqrt(squares[squares.notna().any(axis=1)].sum(axis=1, min_count=1)).dropna()
     both = pd.concat([used.rename("s"), read.rename("r")], axis=1).dropna()
     both = both[np.isfinite(both.to_numpy()).all(axis=1) & (both["s"] > 0)]
+    # the optimizer's grads and those read after its step are one tensor unless something
+    # changed the grads in between
     differ = both[np.abs(both["r"] - both["s"]) > rtol * both["s"]]
-    if len(differ) < min_steps:
+    if len(differ) < min_clipped:
         return None
     level = _constant(differ["r"].to_numpy(dtype=float), rtol)
-    if level is None or (both["r"] > level * (1 + rtol)).any() or (differ["r"] > differ["s"]).any():
+    finite = read[np.isfinite(read.to_numpy(dtype=float))]
+    if level is None or (finite > level * (1 + rtol)).any() or \
+            (differ["r"] > differ["s"]).any():
         return None
     steps = differ.index
     which = "the optimizer" if name is None else f"optimizer '{name}'"

@@ -41,6 +41,15 @@ def test_a_clip_after_the_step_is_named(tmp_path):
     assert "between loss.backward()" in f.fix
 
 
+def test_a_clip_after_the_step_that_binds_on_some_steps_only_is_named(tmp_path):
+    path = train(tmp_path / "r", steps=60, clip=0.3, clip_after_step=True)
+    run = tracelab.open_run(path)
+    used = run.signal("grad_norm/step")
+    assert 2 <= (used > 0.3).sum() < len(used)  # the unclipped norm passes 0.3 now and then
+    [f] = _found(path)
+    assert f.evidence["kind"] == "after_step" and f.evidence["clipped_steps"] == (used > 0.3).sum()
+
+
 @pytest.mark.parametrize("clip", [None, 0.3, 1.0])
 def test_no_clip_or_a_sane_one_stays_quiet(tmp_path, clip):
     path = train(tmp_path / "r", steps=60, clip=clip)
