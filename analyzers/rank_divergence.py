@@ -62,9 +62,10 @@ False positives
     Weights and gradients are compared only where the ranks hold replicas: FSDP2's sharded
     parameters (meta.json's `sharded_parameters`), FSDP1's flat parameters, empty weight
     placeholders (ZeRO-3) and parameters only some ranks hold (pipeline stages) are left out.
-    Training that averages the replicas only now and then (local SGD), tensor-parallel shards
-    that are plain tensors, or ranks that train different models on purpose differ by design:
-    set ``weight_rtol = inf``. Checked quiet on real DDP and FSDP2 jobs (gloo, two ranks).
+    Training that averages the replicas only now and then (local SGD), that syncs them during
+    the next backward pass (``ZeroRedundancyOptimizer(overlap_with_ddp=True)``), tensor-parallel
+    shards that are plain tensors, or ranks that train different models on purpose differ by
+    design: set ``weight_rtol = inf``. Checked quiet on real DDP and FSDP2 jobs (gloo, two ranks).
 """
 from __future__ import annotations
 
