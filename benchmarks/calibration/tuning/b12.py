@@ -1,4 +1,5 @@
-"""b12: Udacity's SentimentRNN (batch-first LSTM, BCELoss, clip 5 before step): healthy."""
+"""b12: Udacity's SentimentRNN (batch-first LSTM, BCELoss, clip_grad_norm_ before step):
+healthy."""
 from _b_udacity_sentiment import train
 
 LABEL = {"family": "rnn", "optimizer": "adam", "loss_reduction": "mean",
