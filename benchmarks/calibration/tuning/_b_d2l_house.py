@@ -1,16 +1,15 @@
 """d2l-en chapter_multilayer-perceptrons/kaggle-house-price.md (PyTorch tab), shrunk: the same
 preprocess() (numeric columns standardized over all rows then NaN filled with 0, categorical
 ones one-hot with dummy_na), log prices as (N, 1) targets, the first of its 5 folds held out,
-d2l.LinearRegression (one Linear layer, MSE, SGD; lr 0.05 where d2l gives 0.01 for ten epochs of
-the real table), batch size 64, validation loss at
-each epoch's end. A synthetic house table (1,460 rows: areas, quality, years, garage, zoning,
-neighborhood, some values missing) instead of the Kaggle download. Each batch is recorded as
-the DataFrame rows it came from.
+d2l.LinearRegression (one Linear layer, MSE, SGD; lr 0.05 where d2l gives 0.01 for ten epochs
+of the real table), batch size 64, validation loss at each epoch's end. A synthetic house
+table (1,460 rows: areas, quality, years, garage, zoning, neighborhood, some values missing)
+instead of the Kaggle download. Each batch is recorded as the DataFrame rows it came from.
 
-Bugs (`bug=`): "log-label-in-features" (the log of SalePrice, added as a column while exploring
-the data, left among the features), "fold-in-train" (the
-held-out fold not dropped from the training rows), "no-fillna" (the NaN of numeric columns not
-replaced), "target-shape" (log prices left as (N,), broadcast against (N, 1) predictions).
+Bugs (`bug=`): "log-label-in-features" (the log of SalePrice, added as a column while
+exploring the data, left among the features), "fold-in-train" (the held-out fold not dropped
+from the training rows), "no-fillna" (the NaN of numeric columns not replaced),
+"target-shape" (log prices left as (N,), broadcast against (N, 1) predictions).
 `chronological=True` holds out the houses sold in 2010 instead of a fold (ordinary practice)."""
 from __future__ import annotations
 
