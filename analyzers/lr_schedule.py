@@ -78,21 +78,25 @@ def lr_schedule(run: Run, *, floor: float = 1e-3, drop: float = 0.1,
     findings = []
     scheduler = _scheduler_types(run)
     if died:
-        name, lr, peak, dead_at, level, high_from, high_to = max(died, key=lambda d: -d[3])
+        name, lr, peak, dead_at, level, high_from, high_to, untrained = \
+            max(died, key=lambda d: -d[3])
         left = float(np.mean(lr.index >= dead_at))
+        loss_text = (f"it fell before {min_steps} steps were trained, and the loss went from "
+                     f"{fmt(high_from)} to {fmt(high_to)} over the run" if untrained else
+                     f"just before it fell the loss was still falling, from {fmt(high_from)} "
+                     f"to {fmt(high_to)}{_after(loss, dead_at)}")
         findings.append(lr_schedule.finding(
             WARNING, name if len(died) == 1 else f"{name} (+{len(died) - 1} more)",
             (dead_at, int(lr.index[-1])),
-            "The learning rate died while the loss was still falling: "
+            "The learning rate fell to a fraction of its peak and stayed there: "
             f"{name_list([d[0] for d in died])} "
             f"fell from its peak {fmt(peak)} to {fmt(level)} ({fmt(level / peak)} of it) by "
-            f"step {dead_at} and stayed there for the last {left:.0%} of the run; just before "
-            f"it fell the loss was still falling, from {fmt(high_from)} to {fmt(high_to)}"
-            f"{_after(loss, dead_at)}."
+            f"step {dead_at} and stayed there for the last {left:.0%} of the run; "
+            f"{loss_text}."
             + (f" Scheduler: {scheduler}." if scheduler else ""),
             {"kind": "died", "groups": len(died), "peak_lr": peak, "dead_step": dead_at,
              "dead_share": left, "lr_at_death": level, "loss_high_from": high_from,
-             "loss_high_to": high_to},
+             "loss_high_to": high_to, "before_training": untrained},
             "Step an epoch scheduler once per epoch, after the loop over batches, or give its "
             "sizes in batches (step_size, milestones, T_max times the batches per epoch), so "
             "that the learning rate decays over the whole run."))
@@ -125,7 +129,8 @@ def _lr_names(run: Run) -> list[str]:
 def _died(lr: pd.Series, loss: pd.Series, floor: float, drop: float, min_dead_share: float,
           min_steps: int):
     """(lr, peak, step the LR settled at, its value there, loss at the start and end of the
-    window before its fall) when the LR settled early while the loss fell, else None."""
+    window before its fall, whether it fell before training began) when the LR settled early
+    while the loss fell, else None."""
     values = lr.to_numpy(dtype=float)
     peak_at = int(np.argmax(values))
     peak = float(values[peak_at])
@@ -149,16 +154,15 @@ def _died(lr: pd.Series, loss: pd.Series, floor: float, drop: float, min_dead_sh
         # it fell before training could begin: only a run that then stays there is judged
         if rest < 0.5 * len(values) or len(loss) < min_steps:
             return None
-        window = loss.iloc[:min_steps]
         return (lr, peak, int(lr.index[dead_from]), float(values[dead_from]),
-                float(window.iloc[0]), float(loss.iloc[-min_steps:].median()))
+                float(loss.iloc[0]), float(loss.iloc[-min_steps:].median()), True)
     third = max(1, len(window) // 3)
     start, end = float(window.iloc[:third].median()), float(window.iloc[-third:].median())
     steps = np.diff(window.to_numpy(dtype=float))
     noise = MAD_TO_STD * float(np.median(np.abs(steps - np.median(steps)))) / np.sqrt(2)
     if not start - end > noise:
         return None
-    return lr, peak, int(lr.index[dead_from]), float(values[dead_from]), start, end
+    return lr, peak, int(lr.index[dead_from]), float(values[dead_from]), start, end, False
 
 
 def _after(loss: pd.Series, dead_at: int) -> str:

@@ -76,3 +76,11 @@ def test_a_decay_after_the_loss_flattened_stays_quiet():
     assert lr_schedule(_frames(lr, loss)) == []
     falling = np.linspace(2.0, 0.3, 200) + 0.05 * rng.standard_normal(200)
     assert lr_schedule(_frames(lr, falling))[0].evidence["kind"] == "died"
+
+
+def test_an_lr_that_falls_before_training_begins_is_named():
+    rng = np.random.default_rng(0)
+    lr = 1.0 * 0.7 ** np.arange(200)  # StepLR(step_size=1, gamma=0.7) stepped per batch
+    [f] = lr_schedule(_frames(lr, 2.3 + 0.05 * rng.standard_normal(200)))
+    assert f.evidence["before_training"] is True and f.evidence["dead_step"] <= 20
+    assert "before 10 steps were trained" in f.message
