@@ -32,7 +32,8 @@ class JointRows:
         self._names = names  # the inputs' feature names, as the inputs table names them
         self._limit = limit
         self._taken: dict[str, int] = {}
-        self._rng = np.random.default_rng(seed)
+        self._seed = seed
+        self._generators: dict[str, torch.Generator] = {}
 
     def record(self, step: int, split: str, inputs: Any, targets: Any,
                record: StepRecord) -> None:
@@ -48,15 +49,16 @@ class JointRows:
             return
         names, values = table
         k = min(PER_BATCH * (1 if split == TRAIN else 4), n, self._limit - taken)
-        pick = np.sort(self._rng.choice(n, size=k, replace=False))
         self._taken[split] = taken + k
         first = taken  # the split's running row number of the first drawn row
-        y = target.detach().reshape(n)[torch.as_tensor(pick, device=target.device)].double()
+        # The rows are drawn where the values live: a device's own generator, no host sync.
+        device = values.device if isinstance(values, torch.Tensor) else torch.device("cpu")
+        pick = torch.randperm(n, device=device, generator=self._generator(device))[:k]
+        y = target.detach().reshape(n).index_select(0, pick.to(target.device)).double()
         if isinstance(values, np.ndarray):
-            host, device = values[pick], ()
+            host, parts = values[pick.cpu().numpy()], ()
         else:
-            x = values.detach()[torch.as_tensor(pick, device=values.device)].double()
-            host, device = None, (x,)
+            host, parts = None, (values.detach().index_select(0, pick).double(),)
 
         def rows(found: list[np.ndarray]) -> list[tuple[str, dict]]:
             x = host if host is not None else found[0].reshape(k, len(names))
@@ -68,7 +70,15 @@ class JointRows:
                             "feature": list(names) * k,
                             "value": np.asarray(x, dtype=np.float64).reshape(-1),
                             "target": np.repeat(t.astype(np.float64), width)})]
-        record.add(rows, (*device, y))
+        record.add(rows, (*parts, y))
+
+
+    def _generator(self, device: torch.device) -> torch.Generator:
+        """The recorder's own random stream per device: drawing rows never moves the user's."""
+        key = str(device)
+        if key not in self._generators:
+            self._generators[key] = torch.Generator(device=device).manual_seed(self._seed)
+        return self._generators[key]
 
 
 def _one_target(targets: Any) -> torch.Tensor | None:
