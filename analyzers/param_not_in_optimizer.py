@@ -25,10 +25,11 @@ How to fix
 False positives
     Parameters frozen with `requires_grad=False` get no gradient and are not judged. Several
     optimizers given as a list or a dict (a GAN's generator and discriminator) count together.
-    When the modules left out all run before every optimized one in the forward pass (a
-    backbone under a trained head; the model's parameter order without activations), the
-    finding is information: that is how a backbone is often frozen, wastefully but
-    harmlessly. A critic left out beside its actor runs after it, and is a warning.
+    When the modules left out hold most of the model's elements and all run before every
+    optimized one in the forward pass (a backbone under a trained head; the model's parameter
+    order without activations), the finding is information: that is how a backbone is often
+    frozen, wastefully but harmlessly. An embedding left out runs first but is a small part,
+    and a critic left out beside its actor runs after it: both are warnings.
 """
 from __future__ import annotations
 
@@ -74,7 +75,9 @@ def param_not_in_optimizer(run: Run, *, rtol: float = 1e-7,
     if not left:
         return []
     inside = [n for n in trainable if info[n].get("in_optimizer") is True]
-    upstream = bool(inside) and _runs_first(run, left, inside, list(info))
+    # a backbone frozen by leaving it out: most of the model, running before the trained head
+    upstream = bool(inside) and _share(info, left, trainable) >= 0.5 and \
+        _runs_first(run, left, inside, list(info))
     modules = list(dict.fromkeys(layer_of(n) for n in left))
     watched = _watched(info)
     steps = (int(norms.index[0]), int(norms.index[-1]))
@@ -98,6 +101,14 @@ def param_not_in_optimizer(run: Run, *, rtol: float = 1e-7,
         "Build the optimizer after the model is complete, from model.parameters(), or add "
         "them with optimizer.add_param_group({'params': module.parameters()}); pass every "
         "optimizer to Recorder(optimizer=[...]).")]
+
+
+def _share(info: dict, names: list[str], of: list[str]) -> float:
+    """The share of the elements of parameters `of` that `names` hold."""
+    def size(n: str) -> int:
+        return int(np.prod(info[n].get("shape") or [1]))
+    total = sum(size(n) for n in of)
+    return sum(size(n) for n in names) / total if total else 0.0
 
 
 def _runs_first(run: Run, left: list[str], inside: list[str], order: list[str]) -> bool:

@@ -81,3 +81,22 @@ def test_a_critic_left_out_beside_its_actor_is_a_warning(tmp_path):
                  params=lambda m: m.actor.parameters())
     [f] = [f for f in _diagnosis(path).findings if f.rule == "param-not-in-optimizer"]
     assert f.severity.value == "warning" and f.evidence["subjects"] == ["critic"]
+
+
+class _Embedded(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(8, 4)  # runs first, a small part of the model
+        self.body = nn.Sequential(nn.Linear(16 + 4, 64), nn.ReLU(), nn.Linear(64, 4))
+
+    def forward(self, x):
+        position = self.embed(torch.zeros(len(x), dtype=torch.long))
+        return self.body(torch.cat([x, position], dim=1))
+
+
+def test_an_embedding_left_out_is_a_warning_though_it_runs_first(tmp_path):
+    torch.manual_seed(0)
+    path = train(tmp_path / "r", steps=40, net=_Embedded(),
+                 params=lambda m: m.body.parameters())
+    [f] = [f for f in _diagnosis(path).findings if f.rule == "param-not-in-optimizer"]
+    assert f.severity.value == "warning" and f.evidence["subjects"] == ["embed"]
