@@ -136,7 +136,8 @@ def profiles(groups: list[Batches]) -> list[Profile]:
     for i, (g, (n, k, m, sd, a, b, frac_, r, first_, last_, bu, bc)) in enumerate(
             zip(groups, fields)):
         out.append(Profile(
-            dtypes=(first_dtype[i],) if one_dtype[i] else g.dtypes(), batches=n, count=int(k), mean=m, std=sd, min=a, max=b,
+            dtypes=(first_dtype[i],) if one_dtype[i] else g.dtypes(), batches=n, count=int(k),
+            mean=m, std=sd, min=a, max=b,
             int_frac=frac_, resolution=RESOLUTIONS[int(r)][0] if r == r else None,
             time_min=g.time("time_min", min) if timed else None,
             time_max=g.time("time_max", max) if timed else None,

@@ -36,9 +36,9 @@ from collections import Counter
 import numpy as np
 
 from tracelab.analyzers._input_table import ks_wasserstein_rows
-from tracelab.analyzers._reorder import reordered
 from tracelab.analyzers._inputs import (Profile, feature_profiles, fmt, range_label,
                                         rescaled, samples_of, stats_text)
+from tracelab.analyzers._reorder import reordered
 from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -101,8 +101,8 @@ def train_val_mismatch(run: Run, *, min_ks: float = 0.15, min_wasserstein: float
         findings.append(train_val_mismatch.finding(
             sev, subject, steps,
             f"{split} inputs differ from {ref_name} in {len(differ)} of {len(results)} features "
-            f"({len(strong)} strongly): {scale or ''}{_headline(differ, ref_name, split)}. Worst (KS "
-            f"statistic, Wasserstein distance W in {ref_name} stds σ): {listed}.",
+            f"({len(strong)} strongly): {scale or ''}{_headline(differ, ref_name, split)}. "
+            f"Worst (KS statistic, Wasserstein distance W in {ref_name} stds σ): {listed}.",
             {"split": split, "reference": ref_name, "features_compared": len(results),
              "features_differing": len(differ), "features_strong": len(strong),
              "worst": [{"feature": r["feature"], "ks": r["ks"], "w_over_std": r["w"],
@@ -226,8 +226,10 @@ def _rescaled(differ: list[dict], ref_name: str, split: str, *, share: float,
         return None, None
     wider, narrower, factor = (split, ref_name, mid) if mid > 1 else (ref_name, split, 1 / mid)
     hint = " (uint8 images never divided by 255?)" if 100 <= factor <= 300 else ""
+    plural = "s" if len(found) > 1 else ""
     return factor, (f"{wider} values span ~{fmt(round(factor, 1))}x the range of {narrower}'s "
-                    f"in {len(found)} feature{'s' if len(found) > 1 else ''}: a scaling applied to {narrower} only{hint}; ")
+                    f"in {len(found)} feature{plural}: a scaling applied to {narrower} "
+                    f"only{hint}; ")
 
 
 def _headline(differ: list[dict], ref_name: str, split: str) -> str:
