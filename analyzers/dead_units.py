@@ -2,9 +2,16 @@
 
 What it detects
     For each ReLU or ReLU6 module, the share of its units (channels of conv outputs, features
-    otherwise) whose output is <= 0 for every sample of the batch (`dead_frac`), taken as the
-    median over the last third of the recorded steps. A layer is flagged at `min_dead` or more,
-    as an error at `error_dead` or more.
+    otherwise) whose output is <= 0 for every sample of the batch (`dead_frac`). A layer is
+    flagged when that share is `min_dead` or more on every one of its last third of recorded
+    steps (at least `min_recordings`): the units counted dead on the recording with the fewest
+    are the most that can have been silent for every sample of every recorded batch.
+    A layer whose units are all dead on every recording (`error_dead` or more) is an error:
+    nothing after it depends on the input. A partly dead layer is a warning only while the
+    train loss, averaged over those steps, does no better than the best constant prediction
+    (the targets' variance for MSELoss, the entropy of the class shares for cross-entropy, of
+    the positive rate for BCE); where it does better, the live units carry the signal and the
+    finding is info.
 
 Why it matters
     A dead ReLU unit passes no gradient, so it never recovers: the layer's capacity is lost for
@@ -12,26 +19,39 @@ Why it matters
     bulk early in training.
 
 Example
-    `features.relu2` has 88% of its 64 channels dead over the last 100 steps, against 3% at the
-    first recorded step.
+    `features.relu2` has 88% or more of its 64 channels dead on each of its last 10 recordings,
+    against 3% at the first recorded step, and the loss stays at the constant prediction's.
 
 How to fix
     Lower the learning rate (or warm it up), use LeakyReLU/GELU, check the bias initialization,
     and put BatchNorm before the activation.
 
 False positives
-    With very small batches a unit can be silent for a whole batch by chance; the median over
-    many recorded steps smooths that out. LeakyReLU, GELU and other activations that pass
-    negative values are not judged. Functional `F.relu` calls are not modules and are not seen.
+    A unit that fires for few inputs is silent for a whole small batch by chance, so one
+    batch's share overstates the dead ones: a unit silent on some recordings and firing on
+    others is alive, hence the least share over the window, not its median. A small tabular MLP
+    (a last hidden layer of 4 units, batches of 8) often keeps a few units silent while its
+    loss falls far below the constant prediction's: ordinary sparsity, reported as info only.
+    The constant-prediction level is read from recorded facts (`Recorder(loss_fn=...)` with a
+    mean reduction, and `step(targets=...)`); a summed loss, an L1 loss or a run without those
+    facts is not judged against it and a partly dead layer stays a warning. A loss divided
+    for gradient accumulation reads lower, never higher, than that level. Label smoothing
+    raises the constant prediction's cross-entropy and is taken into account. LeakyReLU, GELU
+    and other activations that pass negative values are not judged. Functional `F.relu` calls
+    are not modules and are not seen.
 """
 from __future__ import annotations
 
-from tracelab.analyzers._dynamics import OUTCOME, finite_stat, fmt, sustained
+import numpy as np
+
+from tracelab.analyzers._dynamics import OUTCOME, finite_stat, fmt, tail
+from tracelab.analyzers._loss_contracts import (BCE, BCE_LOGITS, CROSS_ENTROPY, NLL, SQUARED,
+                                                loss_fn, loss_type, mean_reduced)
 from tracelab.core.causes import explains
-from tracelab.core.findings import ERROR, WARNING, Finding
+from tracelab.core.findings import ERROR, INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import ACTIVATION, Needs
+from tracelab.core.schema import ACTIVATION, OTHER_CLASS, TRAIN, Needs
 
 RELU_TYPES = ("ReLU", "ReLU6")
 
@@ -49,19 +69,116 @@ def dead_units(run: Run, *, min_dead: float = 0.5, error_dead: float = 0.95,
     types = run.module_types()
     dead = finite_stat(run, ACTIVATION, "dead_frac")
     modules = [m for m in dead.columns if types.get(m) in RELU_TYPES]
+    baseline = constant_loss(run)
     findings = []
-    for module, series, recent, level in sustained(dead, modules, min_dead, window,
-                                                   min_recordings):
+    for module in modules:
+        series = dead[module].dropna()
+        if len(series) < min_recordings:
+            continue
+        recent = tail(series, window, minimum=min_recordings)
+        level = float(recent.min())
+        if level < min_dead:
+            continue
+        span = (int(recent.index[0]), int(series.index[-1]))
+        loss = _mean_loss(run, span)
+        learns = baseline is not None and loss is not None and loss < baseline
+        severity = ERROR if level >= error_dead else INFO if learns else WARNING
         first = float(series.iloc[0])
         onset = series[series >= min_dead]
-        since = int(onset.index[0]) if len(onset) else int(recent.index[0])
+        since = int(onset.index[0]) if len(onset) else span[0]
         findings.append(dead_units.finding(
-            ERROR if level >= error_dead else WARNING, module, (since, int(series.index[-1])),
-            f"{fmt(100 * level)}% of the units of '{module}' ({types[module]}) are dead over "
-            f"its last {len(recent)} recordings, against {fmt(100 * first)}% at step "
-            f"{int(series.index[0])}.",
-            {"dead_frac": level, "dead_frac_first": first, "dead_frac_max": float(series.max()),
-             "recordings": len(recent)},
+            severity, module, (since, span[1]),
+            f"{_share(level)} of the units of '{module}' ({types[module]}) are dead on each "
+            f"of its last {len(recent)} recordings, against {fmt(100 * first)}% at step "
+            f"{int(series.index[0])}; {_verdict(severity, level, loss, baseline)}.",
+            {"dead_frac": level, "dead_frac_median": float(recent.median()),
+             "dead_frac_first": first, "dead_frac_max": float(series.max()),
+             "recordings": len(recent), "loss_mean": loss, "constant_loss": baseline},
             "Lower or warm up the learning rate, switch to LeakyReLU/GELU, or add BatchNorm "
             "before this activation."))
     return findings
+
+
+def constant_loss(run: Run) -> float | None:
+    """The mean-reduced train loss of the best prediction that ignores the input, from the
+    recorded targets; None where the loss or its targets do not say."""
+    kind = loss_type(run)
+    if kind is None or not mean_reduced(run):
+        return None
+    if kind in SQUARED:
+        return _target_variance(run)
+    if kind in CROSS_ENTROPY | NLL:
+        shares = _class_shares(run)
+        if shares is None:
+            return None
+        smoothing = float(loss_fn(run).get("label_smoothing") or 0.0) if kind in \
+            CROSS_ENTROPY else 0.0
+        return _entropy((1 - smoothing) * shares + smoothing / len(shares))
+    if kind in BCE | BCE_LOGITS:
+        rows = _train_targets(run)
+        if rows is None or rows["min"].min() < 0 or rows["max"].max() > 1:
+            return None
+        p = float(np.average(rows["mean"], weights=rows["count"]))
+        return _entropy(np.array([p, 1 - p]))
+    return None
+
+
+def _train_targets(run: Run):
+    rows = run.targets
+    rows = rows[(rows["split"] == TRAIN) & (rows["count"] > 1)]
+    rows = rows[np.isfinite(rows[["mean", "std", "min", "max"]].to_numpy(dtype=float)).all(1)]
+    return rows if len(rows) else None
+
+
+def _target_variance(run: Run) -> float | None:
+    """The targets' variance pooled over the profiled batches, averaged over target columns."""
+    rows = _train_targets(run)
+    if rows is None:
+        return None
+    variances = []
+    for _, f in rows.groupby("feature"):
+        n, m, s = (f[c].to_numpy(dtype=float) for c in ("count", "mean", "std"))
+        total = n.sum()
+        grand = (n * m).sum() / total
+        variances.append((((n - 1) * s ** 2).sum() + (n * (m - grand) ** 2).sum()) / total)
+    return float(np.mean(variances))
+
+
+def _class_shares(run: Run) -> np.ndarray | None:
+    cl = run.classes
+    cl = cl[cl["split"] == TRAIN]
+    if not len(cl) or cl["target"].nunique() != 1 or (cl["label"] == OTHER_CLASS).any():
+        return None
+    counts = cl.groupby("label")["count"].sum().to_numpy(dtype=float)
+    return counts / counts.sum() if len(counts) >= 2 else None
+
+
+def _entropy(p: np.ndarray) -> float:
+    p = p[p > 0]
+    return float(-(p * np.log(p)).sum())
+
+
+def _mean_loss(run: Run, span: tuple[int, int]) -> float | None:
+    loss = run.loss()
+    loss = loss[(loss.index >= span[0]) & (loss.index <= span[1])]
+    loss = loss[np.isfinite(loss.to_numpy(dtype=float))]
+    return float(loss.mean()) if len(loss) else None
+
+
+def _share(level: float) -> str:
+    return "All" if level >= 1 else f"{fmt(100 * level)}% or more"
+
+
+def _verdict(severity, level: float, loss: float | None, baseline: float | None) -> str:
+    if severity is ERROR:
+        return ("nothing after it depends on the input, and no gradient reaches the layers "
+                "before it" if level >= 1 else "the few live units left carry all the signal "
+                "and the gradient")
+    if baseline is None or loss is None:
+        return ("the loss's constant-prediction level was not recorded (pass loss_fn= to the "
+                "Recorder and targets= to step()), so the cost of the lost units is not judged")
+    if severity is INFO:
+        return (f"the train loss averages {fmt(loss)} there, below the {fmt(baseline)} of "
+                "the best constant prediction, so the live units carry the signal")
+    return (f"the train loss stays at {fmt(loss)} there, no better than the {fmt(baseline)} of "
+            "the best constant prediction")

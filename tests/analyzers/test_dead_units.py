@@ -1,5 +1,7 @@
-"""dead-units: ReLU layers whose units never fire; other activations and NaN rows are ignored."""
+"""dead-units: ReLU layers whose units never fire, judged against the loss of the best constant
+prediction; other activations and NaN rows are ignored."""
 import numpy as np
+import pytest
 from dynamics_frames import make_run, model_meta, tensor_rows
 
 from tracelab.analyzers.dead_units import dead_units
@@ -31,7 +33,9 @@ def _run(per_module, nan_from=None):
 def test_fires_on_a_relu_layer_that_died_during_training():
     [f] = dead_units(_run({"act1": _frac(0.05, 0.9)}))
     assert f.code == "TL203" and f.severity.value == "warning" and f.subject == "act1"
-    assert f.evidence["dead_frac"] > 0.75 and f.evidence["dead_frac_first"] < 0.1
+    assert f.evidence["dead_frac_median"] > 0.75 and f.evidence["dead_frac_first"] < 0.1
+    assert 0.5 <= f.evidence["dead_frac"] < f.evidence["dead_frac_median"]  # the least share
+    assert "constant-prediction level was not recorded" in f.message
     assert "(ReLU)" in f.message and f.steps[1] == STEPS[-1]
 
 
@@ -45,6 +49,12 @@ def test_quiet_on_healthy_sparsity_and_on_leaky_relu():
     assert dead_units(_run({"act2": np.ones(len(STEPS))})) == []  # LeakyReLU passes negatives
 
 
+def test_a_share_that_drops_below_on_some_recording_is_quiet():
+    # Units silent for one batch and firing on the next are alive: the least share decides.
+    dead = np.tile([0.75, 0.25], len(STEPS) // 2)
+    assert np.median(dead[-10:]) >= 0.5 and dead_units(_run({"act1": dead})) == []
+
+
 def test_recordings_holding_nan_are_ignored():
     # After a NaN every output reads as "not > 0": that is nonfinite-values' business.
     dead = _frac(0.05, 0.05)
@@ -56,3 +66,90 @@ def test_quiet_without_enough_recordings():
     run = make_run(model_meta(modules=[("act", "ReLU")]), tensors=[tensor_rows(
         "activation", {"act": {"dead_frac": [1.0, 1.0]}}, steps=[0, 10])])
     assert dead_units(run) == []
+
+
+# -- real tiny trainings -------------------------------------------------------------------------
+def _train(run_dir, *, kill=None, target="linear", loss="mse", widths=(16, 8), batch=32,
+           steps=150, lr=1e-2, sgd=False, seed=0):
+    """An MLP on fresh Gaussian batches of 8 features. `kill`: "all" sets every hidden bias to
+    -50 (no unit ever fires), "half" the first half of the last hidden layer's biases.
+    `target`: "linear" (a linear function of the inputs plus noise), "noise" (3 + N(0, 1), not
+    a function of the inputs), "classes" (the argmax of 3 linear scores)."""
+    torch = pytest.importorskip("torch")
+    import tracelab
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    layers, width = [], 8
+    for w in widths:
+        layers += [torch.nn.Linear(width, w), torch.nn.ReLU()]
+        width = w
+    classes = target == "classes"
+    net = torch.nn.Sequential(*layers, torch.nn.Linear(width, 3 if classes else 1))
+    hidden = [m for m in net[:-1] if isinstance(m, torch.nn.Linear)]
+    with torch.no_grad():
+        if kill == "all":
+            for m in hidden:
+                m.bias.fill_(-50.0)
+        elif kill == "half":
+            hidden[-1].bias[:widths[-1] // 2] = -50.0
+    loss_fn = torch.nn.CrossEntropyLoss(label_smoothing=0.1) if classes else torch.nn.MSELoss()
+    opt = (torch.optim.SGD if sgd else torch.optim.Adam)(net.parameters(), lr=lr)
+    w = torch.randn(8, 3, generator=g)
+    with tracelab.Recorder(str(run_dir), model=net, optimizer=opt, loss_fn=loss_fn,
+                           activation_every=10, input_every=10) as rec:
+        for _ in range(steps):
+            x = torch.randn(batch, 8, generator=g)
+            if classes:
+                y = (x @ w).argmax(1)
+            elif target == "noise":
+                y = 3 + torch.randn(batch, generator=g)
+            else:
+                y = x @ w[:, 0] + 0.1 * torch.randn(batch, generator=g)
+            out = net(x)
+            value = loss_fn(out if classes else out[:, 0], y)
+            opt.zero_grad()
+            value.backward()
+            opt.step()
+            rec.step(loss=value, targets=y)
+    return tracelab.open_run(str(run_dir))
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_a_net_whose_biases_kill_every_unit_is_an_error(tmp_path):
+    found = dead_units(_train(tmp_path / "r", kill="all", sgd=True, lr=1e-3))
+    assert {f.subject for f in found} == {"1", "3"}
+    assert all(f.severity.value == "error" and f.evidence["dead_frac"] == 1.0 for f in found)
+    assert "All of the units of '1' (ReLU)" in found[0].message
+    assert "nothing after it depends on the input" in found[0].message
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_a_half_dead_layer_in_a_model_no_better_than_a_constant_is_a_warning(tmp_path):
+    # The targets do not depend on the inputs and the small steps have not yet found their
+    # mean: the loss stays above the targets' variance, what the best constant would reach.
+    [f] = dead_units(_train(tmp_path / "r", kill="half", target="noise", sgd=True, lr=1e-3))
+    assert f.subject == "3" and f.severity.value == "warning"
+    assert f.evidence["dead_frac"] >= 0.5 and f.evidence["loss_mean"] > f.evidence["constant_loss"]
+    assert 0.5 < f.evidence["constant_loss"] < 2  # the variance of N(0, 1) targets
+    assert "no better than" in f.message
+
+
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("target", ["linear", "classes"])
+def test_a_half_dead_layer_in_a_model_that_learns_is_info_only(tmp_path, target):
+    [f] = dead_units(_train(tmp_path / "r", kill="half", target=target))
+    assert f.subject == "3" and f.severity.value == "info"
+    assert f.evidence["loss_mean"] < f.evidence["constant_loss"]
+    if target == "classes":  # label smoothing 0.1 raises the constant's loss above ln 3 ~ 1.10
+        assert 1.0 < f.evidence["constant_loss"] < 1.1
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_a_small_tabular_mlp_with_batches_of_8_raises_no_warning(tmp_path):
+    # A last hidden layer of 4 units seen on 8 samples: one batch often leaves half of them
+    # silent while every one fires on other batches, and the loss falls as it should.
+    run = _train(tmp_path / "r", widths=(8, 4), batch=8, steps=300, sgd=True, lr=1e-2, seed=1)
+    recent = run.stat("activation", "dead_frac")["3"].iloc[-10:]
+    assert recent.median() >= 0.5  # what a median over the recordings read as dead
+    assert [f for f in dead_units(run) if f.severity.value != "info"] == []
+    assert run.loss().iloc[-50:].mean() < 0.5 * run.loss().iloc[:10].mean()
