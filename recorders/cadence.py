@@ -6,27 +6,29 @@ one (`Recorder(every=..., ...)`):
 
     grad_norm_every   per-layer grad norms (one fused `_foreach_norm`)          every step
     every             the grads' full statistics (mean, std, range, zeros, ...)  every 10th
-    weight_every      weight and update statistics (a pre-step copy for these)   every 10th
-    activation_every  activation statistics (forward hooks on leaf modules)      every 10th
-    input_every       the input and target profiles of `step(inputs=...)`        every 10th
+    weight_every      weight and update statistics (a pre-step copy for these)   every 25th
+    activation_every  activation statistics (forward hooks on leaf modules)      every 25th
+    input_every       the input and target profiles of `step(inputs=...)`        every 25th
     dense_steps       the first steps record full grad, weight and update stats  20
 
-The defaults were chosen by measurement (benchmarks/recorder_overhead.py, docs/trace-format.md):
-a grad's norm is one fused reduction that every step can afford, and the rules that watch
+The defaults were chosen by measurement (benchmarks/recorder_overhead.py, BENCHMARKS.md): a
+grad's norm is one fused reduction that every step can afford, and the rules that watch
 gradients every step (exploding and vanishing gradients, loss spikes) read the norm only. The
-full statistics read every tensor several times, and with the pre-step copy of the weights
-for the updates they cost as much as a large share of a small model's step: at every 10th
-step, with the activations and inputs on the same steps, they stay within 3 % of the training.
-A run's start is where gradients go wrong most, and where the learning-rate diagnosis reads its
-early update ratios: its first `dense_steps` steps record the full statistics of the grads,
-weights and updates on every step.
+grads' full statistics are a few more passes over the same memory: every 10th step. Weights and
+updates need a copy of every weight before the optimizer step and two passes after it;
+activations read the largest tensors of a CNN, and on a compiled model their step runs
+uncompiled (compiled.py); an input profile is a few dozen small ops: these three every 25th
+step, where each changes slowly. A run's start is where gradients go wrong most, and where the
+learning-rate diagnosis reads its early update ratios: its first `dense_steps` steps record the
+full statistics of the grads, weights and updates on every step.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
 DENSE_STEPS = 20
-DEFAULT_EVERY = 10
+DEFAULT_EVERY = 10  # the grads' full statistics
+SPARSE_EVERY = 25  # weights and updates, activations, input profiles
 
 
 def due(step: int, every: int) -> bool:
@@ -40,9 +42,9 @@ class Cadence:
 
     grad_norm_every: int = 1
     every: int = DEFAULT_EVERY
-    weight_every: int = DEFAULT_EVERY
-    activation_every: int = DEFAULT_EVERY
-    input_every: int = DEFAULT_EVERY
+    weight_every: int = SPARSE_EVERY
+    activation_every: int = SPARSE_EVERY
+    input_every: int = SPARSE_EVERY
     dense_steps: int = DENSE_STEPS
 
     def __post_init__(self) -> None:

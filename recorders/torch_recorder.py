@@ -12,8 +12,8 @@ also checks its input and target batches (sentinel.py: min, max, NaN and Inf cou
 loop itself (loop_checks.py: gradient resets, modes at evaluation, the GradScaler's scale).
 
 Which steps record what is fixed in advance (cadence.py): per-layer grad norms every step, the
-full statistics of grads, weights and updates, the activations and the input profile every 10th
-step, the full statistics on each of the first 20 steps too. The recorder never changes it by
+grads' full statistics every 10th step, weights, updates, activations and the input profile
+every 25th step, the grads', weights' and updates' statistics on each of the first 20 steps too. The recorder never changes it by
 itself: the same script records the same steps on any machine. meta.json's `recorder` holds it.
 
 Cost model. The statistics are torch's own ops on the tensors' device, the same on the CPU and
@@ -38,7 +38,7 @@ from tracelab.recorders import compiled
 from tracelab.recorders import environment as env
 from tracelab.recorders.activation_hooks import ActivationHooks
 from tracelab.recorders.activations import record_activations
-from tracelab.recorders.cadence import DEFAULT_EVERY, Cadence
+from tracelab.recorders.cadence import DEFAULT_EVERY, SPARSE_EVERY, Cadence
 from tracelab.recorders.classes import record_classes
 from tracelab.recorders.fingerprints import Fingerprints
 from tracelab.recorders.hook_refs import WeakHook
@@ -85,15 +85,15 @@ class Recorder:
     every: the grads' full statistics (None: every 10th step), and on each of the first 20
     steps (cadence.DENSE_STEPS).
     grad_norm_every: the grads' per-layer norms on the other steps (every step).
-    weight_every: weight and update statistics (every 10th step, and the first 20 steps):
+    weight_every: weight and update statistics (every 25th step, and the first 20 steps):
     weights change slowly, and reading them and their pre-step copy is most of the
     statistics' cost on a large model.
-    activation_every: activation statistics (forward hooks on leaf modules), every 10th step.
+    activation_every: activation statistics (forward hooks on leaf modules), every 25th step.
     activations: False records no activations, and a compiled model then never leaves its
     compiled graph (compiled.py): its numbers are those of the same compiled run without the
     recorder. meta.json's `absent` says why they are missing.
     input_every: input-batch (and target) profile for `step(inputs=..., targets=...)`; None:
-    every 10th step. `log()` always profiles. Every step checks its batches' range and NaN/Inf
+    every 25th step. `log()` always profiles. Every step checks its batches' range and NaN/Inf
     (the sentinel).
     feature_names: names of the input features (dim 1), or a dict of them per input key.
     sample_size: values kept per (split, feature) in the uniform reservoir (the samples table).
@@ -112,8 +112,8 @@ class Recorder:
     def __init__(self, run_dir: str, model: torch.nn.Module | None = None,
                  optimizer: torch.optim.Optimizer | None = None, *,
                  config: Mapping[str, Any] | None = None, every: int | None = None,
-                 grad_norm_every: int = 1, weight_every: int = DEFAULT_EVERY,
-                 activation_every: int = DEFAULT_EVERY, input_every: int | None = None,
+                 grad_norm_every: int = 1, weight_every: int = SPARSE_EVERY,
+                 activation_every: int = SPARSE_EVERY, input_every: int | None = None,
                  activations: bool = True,
                  feature_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
                  sample_size: int = 2_000, flush_interval: float = 1.0,
@@ -123,7 +123,7 @@ class Recorder:
         self.cadence = Cadence(
             grad_norm_every=grad_norm_every, every=DEFAULT_EVERY if every is None else every,
             weight_every=weight_every, activation_every=activation_every,
-            input_every=DEFAULT_EVERY if input_every is None else input_every)
+            input_every=SPARSE_EVERY if input_every is None else input_every)
         if isinstance(sample_size, bool) or not isinstance(sample_size, int) or sample_size < 1:
             raise ValueError(f"Recorder: sample_size must be a positive integer, got "
                              f"{sample_size!r}")

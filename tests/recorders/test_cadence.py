@@ -10,17 +10,17 @@ def _steps(test, steps: int = 100) -> list[int]:
     return [s for s in range(steps) if test(s)]
 
 
-def test_the_defaults_record_norms_every_step_and_the_rest_every_10th():
+def test_the_defaults_record_norms_every_step_full_grads_every_10th_and_the_rest_every_25th():
     cadence = Cadence()
     dense = list(range(DENSE_STEPS))
-    tenths = list(range(DENSE_STEPS, 100, 10))
-    assert _steps(cadence.grads) == _steps(cadence.weights) == dense + tenths
+    assert _steps(cadence.grads) == dense + list(range(DENSE_STEPS, 100, 10))
+    assert _steps(cadence.weights) == dense + [25, 50, 75]
     assert _steps(cadence.grad_norms) == [s for s in range(DENSE_STEPS, 100) if s % 10]
-    assert _steps(cadence.activations) == _steps(cadence.inputs) == list(range(0, 100, 10))
+    assert _steps(cadence.activations) == _steps(cadence.inputs) == [0, 25, 50, 75]
     # Every step has its grads' norms, from the full statistics or on their own.
     assert all(cadence.grads(s) != cadence.grad_norms(s) for s in range(100))
-    assert cadence.settings() == {"grad_norm_every": 1, "every": 10, "weight_every": 10,
-                                  "activation_every": 10, "input_every": 10,
+    assert cadence.settings() == {"grad_norm_every": 1, "every": 10, "weight_every": 25,
+                                  "activation_every": 25, "input_every": 25,
                                   "dense_steps": DENSE_STEPS}
 
 
