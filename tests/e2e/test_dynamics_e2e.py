@@ -43,10 +43,14 @@ def test_backward_never_called(tmp_path):
 
 
 def test_layer_left_out_of_the_optimizer(tmp_path):
-    found = _alarms(_analyze(tmp_path, "mlp-adam-frozen-layer", 100))
-    assert set(found) == {"frozen-parameters"}
+    diagnosis = _analyze(tmp_path, "mlp-adam-frozen-layer", 100)
+    found = _alarms(diagnosis)
+    assert set(found) == {"frozen-parameters", "param-not-in-optimizer"}
     frozen = found["frozen-parameters"]
     assert frozen.subject == "2" and "optimizer's param groups do not hold them" in frozen.message
+    first = diagnosis.diagnoses[0]
+    assert first.finding.rule == "param-not-in-optimizer" and first.finding.subject == "2"
+    assert frozen in first.explains
 
 
 def test_deep_sigmoid_net_has_vanishing_gradients(tmp_path):
