@@ -140,6 +140,16 @@ def rescaled(pa: Profile, pb: Profile, *, ratio: float) -> float | None:
     return times if times >= ratio else None
 
 
+def apart(pa: Profile, pb: Profile) -> bool:
+    """Whether two varying sides' value ranges do not meet (standardized train values beside
+    raw validation ones): the same feature transformed differently, not one that lost
+    information: rounding or truncating keeps values within the other side's range or makes
+    them constant."""
+    if pa.kind in "MO" or pb.kind in "MO" or not (pa.max > pa.min and pb.max > pb.min):
+        return False
+    return pb.min > pa.max or pa.min > pb.max
+
+
 def spread_matches(pa: Profile, pb: Profile, *, tolerance: float) -> bool:
     """Whether b's values have a's mean, std and range, each within `tolerance` (of a's std for
     the mean, of a's range for its ends, as a ratio for the std). Fewer distinct values with the

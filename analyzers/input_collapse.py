@@ -33,8 +33,9 @@ False positives
     with the same mean, std and range (within `spread_tolerance`) are a coarser grid, not a
     collapse: train-only augmentation (random shifts, mixup) makes training images continuous
     while validation keeps the raw levels. Values whose range spans `span_ratio` times the
-    other side's (uint8 pixels never scaled to [0, 1]) are on another scale, which
-    train-val-mismatch reports. A split that really covers less (a validation month during
+    other side's (uint8 pixels never scaled to [0, 1]), or whose range does not meet the other
+    side's (a split left unstandardized), are on another scale, which train-val-mismatch
+    reports. A split that really covers less (a validation month during
     which a month feature is constant) is still reported. A column constant at 0 everywhere
     (the dummy of a category never seen, `get_dummies(dummy_na=True)` without NaNs) and a
     tensor's numbered columns (an image's blank border pixels) are information only.
@@ -46,7 +47,7 @@ from functools import lru_cache, partial
 
 import numpy as np
 
-from tracelab.analyzers._inputs import (Batches, Side, check_pair, feature_profiles, fmt,
+from tracelab.analyzers._inputs import (Batches, Side, apart, check_pair, feature_profiles, fmt,
                                         may_change, may_collapse, rescaled, samples_of,
                                         spread_matches, time_changes)
 from tracelab.analyzers._reorder import reordered_between
@@ -103,7 +104,8 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
         def report(split: str, a: Side, b: Side) -> bool:
             # One dtype change explains itself wherever it shows: told once per feature.
             key = lambda s: ("*" if s["kind"] == "dtype" else split, s["kind"])  # noqa: E731
-            if not may_collapse(a.p, b.p, **limits) or rescaled(a.p, b.p, ratio=span_ratio):
+            if (not may_collapse(a.p, b.p, **limits) or rescaled(a.p, b.p, ratio=span_ratio)
+                    or apart(a.p, b.p)):
                 return False
             sym = [s for s in check_pair(a, b, **limits) if key(s) not in reported]
             if spread_matches(a.p, b.p, tolerance=spread_tolerance):

@@ -26,7 +26,9 @@ How to fix
     std (0.229, 0.224, 0.225).
 
 False positives
-    Integer-dtype features (ids for an embedding) are never flagged, nor whole-number floats
+    A few features above `max_rms` whose scales stay within `max_scale_ratio` of the others,
+    while most are near unit scale (polynomial features x, x², x³, x⁴ of a standardized x),
+    are information only. Integer-dtype features (ids for an embedding) are never flagged, nor whole-number floats
     when the model holds an Embedding; without one, category codes stored as floats reach a
     linear layer as numbers and are judged like any feature. Integer columns of a DataFrame
     holding raw counts are missed for the same reason. A standardized feature with rare
@@ -46,7 +48,7 @@ from tracelab.analyzers._inputs import (Profile, dtype_kind, feature_profiles, f
                                         stats_text)
 from tracelab.core import causes
 from tracelab.core.causes import explains
-from tracelab.core.findings import WARNING, Finding
+from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import TRAIN, Needs
@@ -105,15 +107,6 @@ def unnormalized_inputs(run: Run, *, max_rms: float = 10.0, max_scale_ratio: flo
             "Normalize(mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225)) for ImageNet-like "
             "images, or the channel statistics of your training set."))
     rms = {f: float(np.hypot(p.mean, _nan_to_num(p.std))) for f, p in profiles.items()}
-    large = sorted((f for f in profiles if rms[f] > max_rms and f not in pixels),
-                   key=lambda f: -rms[f])
-    if large:
-        findings.append(unnormalized_inputs.finding(
-            WARNING, large[0] if len(large) == 1 else f"{len(large)} features", (first, last),
-            f"{len(large)} of {len(profiles)} {split} input features are far from unit scale "
-            f"(typical magnitude sqrt(mean²+std²) above {fmt(max_rms)}): {listed(large)}.",
-            {"split": split, "features": large[:50], "rms": {f: rms[f] for f in large[:50]}},
-            _STANDARDIZE))
     # A rare 0/1 indicator has a tiny RMS but is on unit scale: its reach counts too.
     scale = {f: max(rms[f], 0.5 * min(max(abs(p.min), abs(p.max)), 1.0))
              for f, p in profiles.items() if rms[f] > 0}
@@ -130,6 +123,21 @@ def unnormalized_inputs(run: Run, *, max_rms: float = 10.0, max_scale_ratio: flo
                 {"split": split, "ratio": ratio, "largest": big, "largest_scale": scale[big],
                  "smallest": small, "smallest_scale": scale[small]},
                 _STANDARDIZE))
+    large = sorted((f for f in profiles if rms[f] > max_rms and f not in pixels),
+                   key=lambda f: -rms[f])
+    if large:
+        # Features of comparable scales, most of them near unit scale (a polynomial's x**4
+        # beside x), condition the first layer well; its step size then shows in the loss.
+        # Raw units throughout, or scales far apart (above), are the defect.
+        spread = any("ratio" in f.evidence for f in findings)
+        severe = spread or len(large) >= len(profiles) / 2
+        findings.append(unnormalized_inputs.finding(
+            WARNING if severe else INFO, large[0] if len(large) == 1 else
+            f"{len(large)} features", (first, last),
+            f"{len(large)} of {len(profiles)} {split} input features are far from unit scale "
+            f"(typical magnitude sqrt(mean²+std²) above {fmt(max_rms)}): {listed(large)}.",
+            {"split": split, "features": large[:50], "rms": {f: rms[f] for f in large[:50]}},
+            _STANDARDIZE))
     return findings
 
 

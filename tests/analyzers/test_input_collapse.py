@@ -140,3 +140,17 @@ def test_quiet_when_validation_batches_come_in_time_order():
 
 def test_empty_run():
     assert input_collapse(Run.from_frames()) == []
+
+
+def test_a_split_left_unscaled_is_no_collapse():
+    """Cylinders (4, 6, 8) standardized in train and raw in val: whole numbers in val only,
+    but on another scale (train-val-mismatch's); raw pixels beside pixels / 255 too."""
+    cylinders = RNG.choice([4.0, 6.0, 8.0], 2000)
+    z = (cylinders - cylinders.mean()) / cylinders.std()
+    assert input_collapse(_run(z[:1500, None], cylinders[1500:, None])) == []
+    pixels = RNG.integers(0, 256, 2000).astype(float)
+    assert input_collapse(_run(pixels[:1500, None] / 255, pixels[1500:, None])) == []
+    # The same values rounded in val (their range kept) are a collapse.
+    x = RNG.normal(5, 2, 2000)
+    [f] = input_collapse(_run(x[:1500, None], np.round(x[1500:, None])))
+    assert "share of whole numbers" in f.message

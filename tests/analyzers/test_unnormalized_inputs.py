@@ -29,6 +29,12 @@ def test_raw_tabular_features_fire_with_both_patterns():
     assert "StandardScaler" in spread.fix
 
 
+def test_polynomial_features_of_a_standardized_input_are_information():
+    x = np.random.default_rng(1).normal(0, 1.05, 2000)
+    [f] = unnormalized_inputs(_run(np.c_[x, x ** 2, x ** 3, x ** 4]))  # x**4: rms 12
+    assert f.severity.value == "info" and f.subject == "x/3" and "far from unit" in f.message
+
+
 def test_raw_pixels_of_a_conv_model_or_uint8_images():
     pixels = RNG.integers(0, 256, (300, 3)).astype(float)
     [f] = unnormalized_inputs(_run(pixels, CONV, names=["channel[0]", "channel[1]", "channel[2]"]))
