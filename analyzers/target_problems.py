@@ -10,7 +10,7 @@ What it detects
       least `per_class` rows per class) where the data has `min_classes` or more: an
       unshuffled, sorted dataset;
     - regression targets (not integer-valued) whose typical magnitude is above `max_scale` or
-      below `min_scale`;
+      below `min_scale` (a target tensor of several columns by its largest column);
     - as information, a binary task whose positive class is rarer than `rare`, or a task of
       three or more classes (the classes table) whose largest class outnumbers its rarest
       `ratio` times or more in the train targets, with the validation split's balance beside.
@@ -41,6 +41,8 @@ False positives
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -63,6 +65,7 @@ def target_problems(run: Run, *, negative_share: float = 0.1, min_classes: int =
                     rare: float = 0.1, ratio: float = 10.0) -> list[Finding]:
     tg = run.targets
     findings = _class_balance(run, ratio)  # 3+ classes; _imbalance below: 0/1 labels only
+    numeric: dict[str, list[tuple[str, pd.DataFrame]]] = {}
     for feature, rows in tg.groupby("feature", sort=False):
         train = rows[rows["split"] == TRAIN]
         ints = bool((rows["int_frac"].astype(float) >= 1.0).all())
@@ -72,7 +75,14 @@ def target_problems(run: Run, *, negative_share: float = 0.1, min_classes: int =
                                 per_class, min_batches)
             findings += _imbalance(str(feature), train, rare)
         elif len(train):
-            findings += _scale(str(feature), train, max_scale, min_scale)
+            numeric.setdefault(_NUMBERED.sub("", str(feature)), []).append((str(feature), train))
+    for columns in numeric.values():
+        # A target tensor of many columns (a VAE's images) is judged by its largest column:
+        # the blank border pixels of an image are no scale of their own.
+        scales = [_typical(train) for _, train in columns]
+        feature, train = columns[int(np.nanargmax(scales))] if len(columns) > 1 and \
+            np.isfinite(scales).any() else columns[0]
+        findings += _scale(feature, train, max_scale, min_scale)
     return findings
 
 
@@ -175,10 +185,19 @@ def _class_balance(run: Run, ratio: float) -> list[Finding]:
     return findings
 
 
+_NUMBERED = re.compile(r"\[\d+\]$")  # target[3]: one column of a target tensor
+
+
+def _typical(train: pd.DataFrame) -> float:
+    """The median over batches of sqrt(mean² + std²): a column's typical magnitude."""
+    mean, std = train["mean"].astype(float), train["std"].astype(float)
+    return float(np.sqrt(mean ** 2 + std ** 2).median())
+
+
 def _scale(feature: str, train: pd.DataFrame, max_scale: float,
            min_scale: float) -> list[Finding]:
     mean, std = train["mean"].astype(float), train["std"].astype(float)
-    scale = float(np.sqrt(mean ** 2 + std ** 2).median())
+    scale = _typical(train)
     if not np.isfinite(scale) or (min_scale <= scale <= max_scale) or scale == 0:
         return []
     return [target_problems.finding(

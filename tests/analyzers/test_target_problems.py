@@ -98,3 +98,14 @@ def test_balanced_classes_stay_quiet():
     cl = _classes({0: 22, 1: 18, 2: 20, 3: 25, 4: 15})
     assert target_problems(Run.from_frames(None, targets=tg, classes=cl, scalars=scalar_rows(
         "loss", np.linspace(1, 0.3, 100)))) == []
+
+
+def test_an_image_target_is_judged_by_its_largest_column():
+    # A VAE's reconstruction targets: a blank border pixel beside a bright centre one.
+    border = _targets([(0, 0.2, 5, 6e-4, 6e-3, 0.9)] * 10, dtype="float32").assign(
+        feature="target[0]")
+    centre = _targets([(0, 1, 30, 0.4, 0.4, 0.3)] * 10, dtype="float32").assign(
+        feature="target[40]")
+    assert target_problems(_run(pd.concat([border, centre], ignore_index=True))) == []
+    [f] = target_problems(_run(border))  # alone, the tiny column is the target's scale
+    assert "far from unit scale" in f.message
