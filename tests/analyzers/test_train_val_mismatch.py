@@ -103,3 +103,29 @@ def test_datetime_features_are_not_compared():
 
 def test_empty_run():
     assert train_val_mismatch(Run.from_frames()) == []
+
+
+def test_the_year_a_chronological_split_was_made_by_is_no_finding_alone():
+    rng = np.random.default_rng(4)
+    year = np.sort(rng.integers(2006, 2011, 3000)).astype(float)
+    x = np.c_[rng.normal(size=(3000, 6)), (year - 2008) / 1.4]
+    train, val = x[year < 2010], x[year == 2010]  # the houses sold last
+    assert train_val_mismatch(_run(train, val, epochs=1)) == []
+    far = val.copy()
+    far[:, 6] = 2010.0  # the year left raw in val only: far past train's range, still named
+    [f] = train_val_mismatch(_run(train, far, epochs=1))
+    assert f.evidence["worst"][0]["feature"] == "x/6"
+
+
+def test_generated_samples_logged_as_a_split_are_not_compared():
+    """A GAN's fake samples, logged as val inputs, move towards the real data over training."""
+    rng = np.random.default_rng(5)
+    real = rng.normal([1, 2], [1, 2], size=(4000, 2))
+    fakes = [rng.normal([1 - 0.8 / (i + 1), 2 - 1.5 / (i + 1)], 1.2, size=(200, 2))
+             for i in range(6)]
+    frames = input_frames({"train": real, "val": fakes}, batch={"train": 64, "val": 200},
+                          step_of=lambda split, i: 100 * i)
+    assert train_val_mismatch(Run.from_frames(**frames)) == []
+    fixed = input_frames({"train": real, "val": [fakes[0]] * 6},
+                         batch={"train": 64, "val": 200}, step_of=lambda split, i: 100 * i)
+    assert train_val_mismatch(Run.from_frames(**fixed)) != []  # one set read at every evaluation
