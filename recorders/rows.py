@@ -5,8 +5,8 @@ the target (a label column left in the inputs, a target encoding fitted on every
 rows. At each profiled batch whose inputs are one 2-D tensor of at most MAX_FEATURES features
 (or a DataFrame's numeric columns) and whose target is one value per row, PER_BATCH rows are
 drawn (4x more from an evaluation's batches; the recorder's own random stream), until a split
-holds LIMIT rows. On a device the
-drawn rows join the step's packed copy: no host sync.
+holds LIMIT rows. On a device the drawn rows, their positions and the batch's targets join the
+step's packed copy: no host sync.
 """
 from __future__ import annotations
 
@@ -51,18 +51,26 @@ class JointRows:
         k = min(PER_BATCH * (1 if split == TRAIN else 4), n, self._limit - taken)
         self._taken[split] = taken + k
         first = taken  # the split's running row number of the first drawn row
-        # The rows are drawn where the values live: a device's own generator, no host sync.
-        device = values.device if isinstance(values, torch.Tensor) else torch.device("cpu")
-        pick = torch.randperm(n, device=device, generator=self._generator(device))[:k]
-        y = target.detach().reshape(n).index_select(0, pick.to(target.device)).double()
+        # The rows are drawn where the values live, by the recorder's own generator, and a
+        # device batch is indexed there; the target comes whole (one value per row) and is
+        # indexed on the host: no host sync, whichever devices the two are on.
+        y_all = target.detach().reshape(n).double()
         if isinstance(values, np.ndarray):
-            host, parts = values[pick.cpu().numpy()], ()
+            pick = torch.randperm(n, generator=self._generator(torch.device("cpu")))[:k]
+            host, at = values[pick.numpy()], pick.numpy()
+            parts: tuple = (y_all,)
         else:
-            host, parts = None, (values.detach().index_select(0, pick).double(),)
+            pick = torch.randperm(n, device=values.device,
+                                  generator=self._generator(values.device))[:k]
+            host, at = None, None
+            parts = (values.detach().index_select(0, pick).double(), pick.double(), y_all)
 
         def rows(found: list[np.ndarray]) -> list[tuple[str, dict]]:
-            x = host if host is not None else found[0].reshape(k, len(names))
-            t = found[-1].reshape(k)
+            if host is None:
+                x, drawn = found[0].reshape(k, len(names)), found[1].astype(np.int64)
+            else:
+                x, drawn = host, at
+            t = found[-1].reshape(-1)[drawn]
             width = len(names)
             return [(ROWS, {"step": np.full(k * width, step, dtype=np.int64),
                             "split": [split] * (k * width),
@@ -70,7 +78,7 @@ class JointRows:
                             "feature": list(names) * k,
                             "value": np.asarray(x, dtype=np.float64).reshape(-1),
                             "target": np.repeat(t.astype(np.float64), width)})]
-        record.add(rows, (*parts, y))
+        record.add(rows, parts)
 
 
     def _generator(self, device: torch.device) -> torch.Generator:
