@@ -55,14 +55,14 @@ class JointRows:
         # device batch is indexed there; the target comes whole (one value per row) and is
         # indexed on the host: no host sync, whichever devices the two are on.
         y_all = target.detach().reshape(n).double()
-        if isinstance(values, np.ndarray):
-            pick = torch.randperm(n, generator=self._generator(torch.device("cpu")))[:k]
-            host, at = values[pick.numpy()], pick.numpy()
+        if is_frame(values):
+            at = torch.randperm(n, generator=self._generator(torch.device("cpu")))[:k].numpy()
+            host = values.iloc[at].to_numpy(dtype=np.float64, na_value=np.nan)
             parts: tuple = (y_all,)
         else:
             pick = torch.randperm(n, device=values.device,
                                   generator=self._generator(values.device))[:k]
-            host, at = None, None
+            host = at = None
             parts = (values.detach().index_select(0, pick).double(), pick.double(), y_all)
 
         def rows(found: list[np.ndarray]) -> list[tuple[str, dict]]:
@@ -103,8 +103,9 @@ def _one_target(targets: Any) -> torch.Tensor | None:
 
 
 def _table(inputs: Any, n: int, names: Any
-           ) -> tuple[Sequence[str], np.ndarray | torch.Tensor] | None:
-    """(feature names, [n, features] values) of tabular inputs of n rows, else None."""
+           ) -> tuple[Sequence[str], Any] | None:
+    """(feature names, the [n, features] tensor or DataFrame of their values) of tabular inputs
+    of n rows, else None."""
     if is_frame(inputs):
         import pandas as pd
 
@@ -113,8 +114,7 @@ def _table(inputs: Any, n: int, names: Any
         if len(inputs) != n or not cols or len(cols) > MAX_FEATURES or \
                 len(set(map(str, cols))) < len(cols):
             return None
-        values = inputs[cols].to_numpy(dtype=np.float64, na_value=np.nan)
-        return [str(c) for c in cols], values
+        return [str(c) for c in cols], inputs[cols]  # converted once the rows are drawn
     if not isinstance(inputs, torch.Tensor) or inputs.dim() != 2 or inputs.shape[0] != n:
         return None
     if inputs.is_complex() or inputs.layout != torch.strided or inputs.is_meta:
