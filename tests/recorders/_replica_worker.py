@@ -21,6 +21,7 @@ import tracelab
 from _gloo import serve
 
 STEPS, BATCH, LATE = 50, 32, 30
+WEIGHT_EVERY = 10  # weights every step up to 20, then every 10th: step LATE records them
 
 
 def train(rank: int, world: int, run_dir: str, scenario: str) -> None:
@@ -37,7 +38,8 @@ def train(rank: int, world: int, run_dir: str, scenario: str) -> None:
                 p.mul_(1.5)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     batches = torch.Generator().manual_seed(100 + rank)
-    with tracelab.Recorder(run_dir, model=model, optimizer=opt, flush_interval=0.2) as rec:
+    with tracelab.Recorder(run_dir, model=model, optimizer=opt, weight_every=WEIGHT_EVERY,
+                           flush_interval=0.2) as rec:
         for step in range(STEPS):
             if scenario == "lr-one-rank" and rank == 1 and step == LATE:
                 for group in opt.param_groups:

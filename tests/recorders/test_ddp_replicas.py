@@ -47,8 +47,8 @@ def test_identical_replicas_record_identical_weights(runs):
 def test_a_learning_rate_lowered_on_one_rank_is_named_at_its_step(runs):
     [f] = _divergence(runs / "lr-one-rank")
     assert (f.severity, f.subject) == (ERROR, "rank 1")
-    # Weights are recorded every step up to 20, then every 10th: step 30 is the first after
-    # the change (the step that applied the lower rate).
+    # The worker records weights every step up to 20, then every 10th: step 30 is the first
+    # after the change (the step that applied the lower rate).
     assert f.evidence["first_step"] == 30, f.message
     assert "though the gradients agree" in f.message and "on every rank" in f.fix
 
