@@ -34,6 +34,7 @@ False positives
 from __future__ import annotations
 
 from tracelab.analyzers._dynamics import OUTCOME, name_list, subject_of
+from tracelab.core import causes
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -54,11 +55,19 @@ def _inputs(calls: list) -> list[list[int]]:
     return found
 
 
+def _large_updates(_: Finding, effect: Finding) -> bool:
+    return causes.update_side(effect) == "high"
+
+
 @rule(name="batchnorm-small-batch", code="TL610",
       requires=(Needs.MODULE_SHAPES, Needs.MODEL, Needs.TRAIN_MODES), plot=Plot.NONE,
       links=(explains("overfitting", "loss-oscillation", "loss-spike", *OUTCOME,
                       why="batch statistics of a few samples are noisy and differ from the "
-                          "running statistics used at evaluation"),))
+                          "running statistics used at evaluation"),
+             explains("update-ratio",
+                      why="the gradient of a few samples, normalized by their own noisy "
+                          "statistics, makes steps large for the weights",
+                      when=_large_updates)))
 def batchnorm_small_batch(run: Run, *, min_batch: int = 8,
                           min_share: float = 0.5) -> list[Finding]:
     types = run.module_types()

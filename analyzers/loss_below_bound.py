@@ -7,9 +7,10 @@ What it detects
     sits below 0 over the last half of the run: on at least `min_share` of its steps, with a
     median below 0 by more than `tolerance` of the loss's largest magnitude. Without
     `loss_fn` nothing is assumed of the loss (a Gaussian or flow log-likelihood is negative
-    by nature): the rule fires only on a loss that falls without bound, negative and still
-    falling as fast in the last quarter of the run as in the first, and at least as far
-    below 0 as it started from 0.
+    by nature): the rule fires only on a loss that falls without bound, negative in the last
+    quarter of the run and either still falling there as fast as in the first quarter (and
+    at least as far below 0 as it started from 0), or gone more than `orders` orders of
+    magnitude below the scale of its first steps.
 
 Why it matters
     A loss below its minimum is being maximized, not minimized: a sign flipped
@@ -39,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracelab.analyzers._dynamics import fmt, finite
+from tracelab.analyzers._dynamics import edge_len, finite, fmt
 from tracelab.analyzers._loss_contracts import NONNEGATIVE, loss_type
 from tracelab.core.causes import explained_by, explains
 from tracelab.core.findings import ERROR, WARNING, Finding
@@ -62,7 +63,7 @@ FIX = ("Minimize the loss itself: remove the minus sign in front of it (to maxim
                           why="targets outside the loss's domain (BCE targets of -1) make a "
                               "loss that has no minimum", timing="overlap")))
 def loss_below_bound(run: Run, *, tolerance: float = 0.01, min_share: float = 0.9,
-                     min_steps: int = 8) -> list[Finding]:
+                     orders: float = 3.0, min_steps: int = 8) -> list[Finding]:
     loss = finite(run.loss())
     values = loss.to_numpy(dtype=float)
     if len(values) < min_steps:
@@ -88,14 +89,20 @@ def loss_below_bound(run: Run, *, tolerance: float = 0.01, min_share: float = 0.
     quarters = [float(np.mean(q)) for q in np.array_split(values, 4)]
     drops = np.diff(quarters) * -1
     start = quarters[0]
-    if not (quarters[-1] < 0 and (drops > 0).all() and drops[-1] >= drops[0] / 2
-            and quarters[-1] <= -abs(start)):
+    steady = (drops > 0).all() and drops[-1] >= drops[0] / 2 and quarters[-1] <= -abs(start)
+    scale = float(np.abs(values[:edge_len(len(values))]).max())
+    lowest = float(values.min())
+    exploded = lowest <= -(10 ** orders) * scale
+    if not (quarters[-1] < 0 and (steady or exploded)):
         return []
+    how = (f"as fast in the last quarter of the run ({fmt(-drops[-1])} per quarter) as in the "
+           "first, with no floor in sight" if steady else
+           f"its lowest, {fmt(lowest)}, lies over {orders:g} orders of magnitude below the scale "
+           f"it started at ({fmt(scale)})")
     return [loss_below_bound.finding(
         WARNING, "loss", (int(loss.index[0]), int(loss.index[-1])),
-        f"The loss fell without bound: from {fmt(values[0])} to {fmt(values[-1])}, as fast in "
-        f"the last quarter of the run ({fmt(-drops[-1])} per quarter) as in the first, with no "
-        "floor in sight. A loss that has a minimum slows down as it nears it; this one is "
-        "being maximized, or its inputs or targets lie outside its domain.",
+        f"The loss fell without bound: from {fmt(values[0])} to {fmt(values[-1])}, {how}. A "
+        "loss that has a minimum slows down as it nears it; this one is being maximized, or "
+        "its inputs or targets lie outside its domain.",
         {"loss_fn": None, "quarter_means": quarters, "first": float(values[0]),
          "last": float(values[-1])}, FIX)]

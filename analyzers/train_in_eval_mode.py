@@ -3,9 +3,10 @@
 What it detects
     At each training step's first forward pass the recorder notes the model's mode and how
     many of its Dropout (p > 0) and BatchNorm modules were in training mode. The rule fires
-    when a model that has such modules trained in eval mode, all of them with it, on at least
-    `min_share` of the steps from the first such step on (at least `min_steps` steps): a
-    `model.eval()` for validation that was never undone by `model.train()`. A model without
+    when a model that has such modules trained in eval mode, all of them with it, for at
+    least `min_steps` consecutive steps: a `model.eval()` for validation not undone by
+    `model.train()` (for the rest of the run when that holds on `never_back` of the steps
+    from the first one, else until the next epoch's `model.train()`). A model without
     Dropout or BatchNorm computes the same in both modes and is never judged.
 
 Why it matters
@@ -79,12 +80,22 @@ def _swapped(run: Run) -> bool:
     return bool(on.mean() >= 0.5)
 
 
+def _longest_stretch(flags) -> int:
+    """The most consecutive True values."""
+    longest = run = 0
+    for flag in flags:
+        run = run + 1 if flag else 0
+        longest = max(longest, run)
+    return longest
+
+
 @rule(name="train-in-eval-mode", code="TL609", requires=(Needs.TRAIN_MODES,), plot=Plot.LOSS,
       links=(explains("overfitting", "eval-in-train-mode", "loss-oscillation", *OUTCOME,
                       why="training without Dropout overfits, and BatchNorm in eval mode "
                           "normalizes the training batches with statistics that no longer "
                           "update"),))
-def train_in_eval_mode(run: Run, *, min_share: float = 0.9, min_steps: int = 5) -> list[Finding]:
+def train_in_eval_mode(run: Run, *, min_steps: int = 5, never_back: float = 0.9
+                       ) -> list[Finding]:
     model = run.signal(TRAIN_MODE_MODEL)
     if not len(model):
         return []
@@ -98,26 +109,28 @@ def train_in_eval_mode(run: Run, *, min_share: float = 0.9, min_steps: int = 5) 
     # The model's own flag off too: a module put in eval mode on purpose after
     # model.train() (frozen statistics) leaves it on.
     off = (model == 0) & ((n_drop == 0) | (dropout == 0)) & ((n_norm == 0) | (norm == 0))
-    if int(off.sum()) < min_steps:
+    longest = _longest_stretch(off.to_numpy())
+    if longest < min_steps:
         return []
     first = off.index[off.to_numpy()][0]
     after = off.loc[first:]
-    if float(after.mean()) < min_share:
-        return []
     steps = after.index[after.to_numpy()]
     parts = ([f"0 of {n_drop} Dropout"] if n_drop else []) + (
         [f"0 of {n_norm} BatchNorm"] if n_norm else [])
     swapped = _swapped(run)
     cause = ("the evaluations ran in training mode: model.train() and model.eval() are "
              "swapped" if swapped else
+             "the model was put in eval mode before training" if first == model.index[0] else
              "model.eval() was called and model.train() was not called again"
-             if first > model.index[0] else "the model was put in eval mode before training")
+             if float(after.mean()) >= never_back else
+             "after an evaluation, training went on in eval mode until model.train() was "
+             "called again")
     return [train_in_eval_mode.finding(
         ERROR, "model", (int(steps[0]), int(steps[-1])),
         f"From step {int(first)} on, {int(after.sum())} of {len(after)} training steps ran "
         f"with {' and '.join(parts)} modules in training mode (the model was in eval "
-        f"mode): {cause}.",
-        {"first_step": int(first), "steps_in_eval": int(after.sum()),
+        f"mode; the longest stretch {longest} steps): {cause}.",
+        {"first_step": int(first), "steps_in_eval": int(after.sum()), "longest": longest,
          "steps_judged": len(after), "share": float(after.mean()), "dropout_modules": n_drop,
          "batchnorm_modules": n_norm, "evaluations_in_train_mode": swapped},
         ("Swap them: model.eval() before validating, model.train() before training. "

@@ -89,3 +89,12 @@ def test_a_loss_swinging_around_zero_stays_quiet():
     meta = {"loss_fn": {"type": "SmoothL1Loss"}}
     assert loss_below_bound(_run(swings, meta)) == []
     assert len(loss_below_bound(_run([-0.5] * 100, meta))) == 1
+
+
+def test_without_loss_fn_a_loss_gone_orders_of_magnitude_negative_fires():
+    # a VAE whose KL term's sign is flipped: the loss explodes to -1e17, then wanders
+    exploded = [5000.0] * 10 + [-10.0 ** (i / 4) for i in range(10, 70)] + [-1e15] * 40
+    [f] = loss_below_bound(_run(exploded))
+    assert "orders of magnitude below the scale it started at" in f.message
+    # a Gaussian log-likelihood going from 3 to -5 stays quiet
+    assert loss_below_bound(_run([3 - 8 * (1 - 0.97 ** i) for i in range(100)])) == []

@@ -94,3 +94,10 @@ def test_swapped_modes_are_named_as_one_defect():
 def test_a_few_steps_in_eval_mode_stay_quiet():
     assert train_in_eval_mode(_frames([1] * 20 + [0] * 3 + [1] * 27)) == []
     assert train_in_eval_mode(_frames([0] * 50, n_drop=0)) == []
+
+
+def test_eval_mode_until_the_next_epochs_model_train_fires():
+    # validation mid-epoch without model.train() after it; the next epoch calls it again
+    [f] = train_in_eval_mode(_frames(([1] * 20 + [0] * 10) * 3))
+    assert f.evidence["first_step"] == 20 and f.evidence["longest"] == 10
+    assert "until model.train() was called again" in f.message
