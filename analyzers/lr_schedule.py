@@ -11,6 +11,9 @@ What it detects
       LR that fell before `min_steps` steps were trained and stays down for half the run is
       flagged as such. This is the signature of an epoch scheduler (StepLR, MultiStepLR,
       ExponentialLR, a cosine sized in epochs) stepped after every batch.
+    - wrapped: a CosineAnnealingLR's LR falls to `drop` of its peak and rises back to half
+      of it: the schedule anneals once over T_max steps, so it was stepped more than T_max
+      times (per batch, with T_max in epochs); CosineAnnealingWarmRestarts is another class.
     - never warmed up: the LR stays below `floor` of the group's configured LR (`initial_lr`,
       which a scheduler writes into the group) on every step of the run: a warm-up far longer
       than the run, or a schedule that starts at 0 and never rises.
@@ -62,7 +65,7 @@ def lr_schedule(run: Run, *, floor: float = 1e-3, drop: float = 0.1,
                 min_dead_share: float = 0.2, min_steps: int = 10) -> list[Finding]:
     loss = run.loss().dropna()
     loss = loss[np.isfinite(loss.to_numpy(dtype=float))]
-    died, cold = [], []
+    died, cold, cycles = [], [], []
     for name in _lr_names(run):
         lr = run.scalar(name).dropna()
         lr = lr[np.isfinite(lr.to_numpy(dtype=float))]
@@ -75,8 +78,25 @@ def lr_schedule(run: Run, *, floor: float = 1e-3, drop: float = 0.1,
         base = _configured(run, name)
         if base and base > 0 and float(lr.max()) < floor * base:
             cold.append((name, base, float(lr.max()), lr))
+            continue
+        wrapped = _wrapped(run, lr, drop)
+        if wrapped is not None:
+            cycles.append((name, lr, wrapped))
     findings = []
     scheduler = _scheduler_types(run)
+    if cycles:
+        name, lr, (low_at, t_max) = cycles[0]
+        findings.append(lr_schedule.finding(
+            WARNING, name if len(cycles) == 1 else f"{name} (+{len(cycles) - 1} more)",
+            (int(lr.index[0]), int(lr.index[-1])),
+            "The cosine schedule ran past its end and started again: "
+            f"{name_list([c[0] for c in cycles])} reached its floor at step {low_at} and "
+            f"rose back to half its peak or more, so CosineAnnealingLR (T_max {t_max}) was "
+            "stepped more than T_max times (after every batch with T_max counted in epochs, "
+            "or for more epochs than T_max).",
+            {"kind": "wrapped", "groups": len(cycles), "low_step": low_at, "t_max": t_max},
+            "Step the scheduler once per epoch, or set T_max to the number of times it is "
+            "stepped (epochs times batches per epoch when stepped per batch)."))
     if died:
         name, lr, peak, dead_at, level, high_from, high_to, untrained = \
             max(died, key=lambda d: -d[3])
@@ -163,6 +183,22 @@ def _died(lr: pd.Series, loss: pd.Series, floor: float, drop: float, min_dead_sh
     if not start - end > noise:
         return None
     return lr, peak, int(lr.index[dead_from]), float(values[dead_from]), start, end, False
+
+
+def _wrapped(run: Run, lr: pd.Series, drop: float) -> tuple[int, object] | None:
+    """(the step of the first low, T_max) when a CosineAnnealingLR's LR fell to `drop` of its
+    peak or less and rose back to half the peak: it anneals once over T_max steps, so it was
+    stepped more often than that."""
+    schedulers = [s for s in (run.meta.get(META_SCHEDULERS) or {}).values()
+                  if isinstance(s, dict) and s.get("type") == "CosineAnnealingLR"]
+    if len(schedulers) != 1:
+        return None
+    values = lr.to_numpy(dtype=float)
+    peak = float(values.max())
+    low = np.flatnonzero(values <= drop * peak)
+    if not peak > 0 or not len(low) or not (values[low[0]:] >= 0.5 * peak).any():
+        return None
+    return int(lr.index[low[0]]), (schedulers[0].get("settings") or {}).get("T_max")
 
 
 def _after(loss: pd.Series, dead_at: int) -> str:

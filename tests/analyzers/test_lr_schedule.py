@@ -84,3 +84,15 @@ def test_an_lr_that_falls_before_training_begins_is_named():
     [f] = lr_schedule(_frames(lr, 2.3 + 0.05 * rng.standard_normal(200)))
     assert f.evidence["before_training"] is True and f.evidence["dead_step"] <= 20
     assert "before 10 steps were trained" in f.message
+
+
+def test_a_cosine_annealing_stepped_past_its_t_max_is_named(tmp_path):
+    [f] = _found(train(tmp_path / "r", steps=STEPS,
+                       scheduler=lambda o: sched.CosineAnnealingLR(o, T_max=20)))
+    assert f.evidence["kind"] == "wrapped" and f.evidence["t_max"] == 20
+    assert f.evidence["low_step"] <= 20 and "T_max" in f.fix
+
+
+def test_warm_restarts_stay_quiet(tmp_path):
+    assert _found(train(tmp_path / "r", steps=STEPS,
+                        scheduler=lambda o: sched.CosineAnnealingWarmRestarts(o, T_0=50))) == []
