@@ -248,11 +248,6 @@ class Needs:
                                              "with a model)")
     MODULE_SHAPES = Requirement("module_shapes", "module input shapes (activations recorded)")
     MODULE_CONFIG = Requirement("module_config", "module settings (model.modules config)")
-    OUTPUTS = Requirement("outputs", "what enters the loss (step(outputs=...))")
-    TRAIN_MODES = Requirement("train_modes", "module modes of the training steps (a Recorder "
-                                             "with a model)")
-    MODULE_SHAPES = Requirement("module_shapes", "module input shapes (activations recorded)")
-    MODULE_CONFIG = Requirement("module_config", "module settings (model.modules config)")
     OPTIMIZERS = Requirement("optimizers", "the optimizers' param groups (meta.json optimizers: "
                              "Recorder(optimizer=...))")
     LEARNING_RATE = Requirement("learning_rate", "the learning rate of every step (lr/ scalars: "
