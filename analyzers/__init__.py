@@ -14,9 +14,16 @@ from tracelab.analyzers.frozen_parameters import frozen_parameters
 from tracelab.analyzers.update_ratio import update_ratio
 from tracelab.analyzers.collapsed_outputs import collapsed_outputs
 from tracelab.analyzers.learning_rate_too_high import learning_rate_too_high
+from tracelab.analyzers.clip_misuse import clip_misuse
+from tracelab.analyzers.lr_schedule import lr_schedule
+from tracelab.analyzers.weight_decay_too_high import weight_decay_too_high
+from tracelab.analyzers.optimizer_step_missing import optimizer_step_missing
+from tracelab.analyzers.param_not_in_optimizer import param_not_in_optimizer
 from tracelab.analyzers.train_val_mismatch import train_val_mismatch
 from tracelab.analyzers.input_collapse import input_collapse
 from tracelab.analyzers.unnormalized_inputs import unnormalized_inputs
+from tracelab.analyzers.datetime_units import datetime_units
+from tracelab.analyzers.data_leak import data_leak
 from tracelab.analyzers.nondeterminism_risk import nondeterminism_risk
 from tracelab.analyzers.gpu_unused import gpu_unused
 from tracelab.analyzers.input_pipeline_bound import input_pipeline_bound
@@ -27,19 +34,12 @@ from tracelab.analyzers.eval_in_train_mode import eval_in_train_mode
 from tracelab.analyzers.target_problems import target_problems
 from tracelab.analyzers.amp_overflow import amp_overflow
 from tracelab.analyzers.train_val_overlap import train_val_overlap
-from tracelab.analyzers.datetime_units import datetime_units
-from tracelab.analyzers.data_leak import data_leak
-from tracelab.analyzers.weight_decay_too_high import weight_decay_too_high
-from tracelab.analyzers.clip_misuse import clip_misuse
-from tracelab.analyzers.lr_schedule import lr_schedule
-from tracelab.analyzers.optimizer_step_missing import optimizer_step_missing
-from tracelab.analyzers.param_not_in_optimizer import param_not_in_optimizer
 from tracelab.analyzers.loss_input_contract import loss_input_contract
 from tracelab.analyzers.shape_broadcast import shape_broadcast
-from tracelab.analyzers.loss_below_bound import loss_below_bound
 from tracelab.analyzers.train_in_eval_mode import train_in_eval_mode
 from tracelab.analyzers.batchnorm_small_batch import batchnorm_small_batch
 from tracelab.analyzers.wrong_batch_axis import wrong_batch_axis
+from tracelab.analyzers.loss_below_bound import loss_below_bound
 
 RULES = [
     loss_oscillation,

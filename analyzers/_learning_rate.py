@@ -37,6 +37,25 @@ def lr_fix(run: Run, fix: str) -> str:
     return NO_OPTIMIZER_FIX if without_optimizer(run) else fix
 
 
+_LOWER = ("Lower or warm up the learning rate", "Lower the learning rate",
+          "lower the learning rate")
+HAND_WRITTEN = ("shrink the step the training loop applies (no optimizer object was recorded, so "
+                "its learning rate is unknown: pass Recorder(optimizer=...) to record it)")
+
+
+def lower_lr_fix(run: Run, fix: str) -> str:
+    """`fix`, whose advice to lower the learning rate speaks of the hand-written update's step
+    on a run recorded without an optimizer: there is no learning rate to lower."""
+    if not without_optimizer(run):
+        return fix
+    for words in _LOWER:
+        if words in fix:
+            told = HAND_WRITTEN[0].upper() + HAND_WRITTEN[1:] if words[0].isupper() else \
+                HAND_WRITTEN
+            return fix.replace(words, told, 1)
+    return fix
+
+
 def _lr_scalars(run: Run) -> bool:
     names = run.scalars["name"] if len(run.scalars) else ()
     return any(str(n).startswith(LR_PREFIX) for n in set(names))

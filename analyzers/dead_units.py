@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracelab.analyzers._learning_rate import lower_lr_fix
 from tracelab.analyzers._dynamics import OUTCOME, finite_stat, fmt, tail
 from tracelab.analyzers._loss_contracts import (BCE, BCE_LOGITS, CROSS_ENTROPY, NLL, SQUARED,
                                                 loss_fn, loss_type, mean_reduced)
@@ -94,8 +95,8 @@ def dead_units(run: Run, *, min_dead: float = 0.5, error_dead: float = 0.95,
             {"dead_frac": level, "dead_frac_median": float(recent.median()),
              "dead_frac_first": first, "dead_frac_max": float(series.max()),
              "recordings": len(recent), "loss_mean": loss, "constant_loss": baseline},
-            "Lower or warm up the learning rate, switch to LeakyReLU/GELU, or add BatchNorm "
-            "before this activation."))
+            lower_lr_fix(run, "Lower or warm up the learning rate, switch to LeakyReLU/GELU, "
+                         "or add BatchNorm before this activation.")))
     return findings
 
 

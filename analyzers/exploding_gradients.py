@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracelab.analyzers._learning_rate import lower_lr_fix
 from tracelab.analyzers._dynamics import (OUTCOME, edge_len, fmt, matrix_params, name_list,
                                           subject_of)
 from tracelab.core import causes
@@ -83,8 +84,9 @@ def exploding_gradients(run: Run, *, max_norm: float = 100.0, growth: float = 10
         {"layers": len(hot), "of_layers": len(names), "peak_norm": float(peak[worst]),
          "start_norm": float(start[worst]), "growth": float(grew[worst]),
          "ratio_to_other_layers": ratio, "peak_step": int(at)},
-        "Clip gradients (clip_grad_norm_ with max_norm about 1), lower the learning rate and "
-        "normalize the inputs; check the named layers' initialization.")]
+        lower_lr_fix(run, "Clip gradients (clip_grad_norm_ with max_norm about 1), lower the "
+                     "learning rate and normalize the inputs; check the named layers' "
+                     "initialization."))]
 
 
 def _onset(series, max_norm: float, grown: float) -> int:

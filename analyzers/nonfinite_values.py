@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tracelab.analyzers._learning_rate import lower_lr_fix
 from tracelab.analyzers._batches import INPUT_BATCH
 from tracelab.analyzers._dynamics import EVAL_SPLITS, OUTCOME
 from tracelab.core import causes
@@ -110,7 +111,7 @@ def nonfinite_values(run: Run) -> list[Finding]:
                 "last_step": last_step}
     subject = "loss" if kind == "loss" else str(source["name"])  # "val loss": its split's
     return [nonfinite_values.finding(severity, subject, (first_step, last_step), message,
-                                     evidence, _FIX[kind])]
+                                     evidence, lower_lr_fix(run, _FIX[kind]))]
 
 
 def _events(run: Run) -> pd.DataFrame:

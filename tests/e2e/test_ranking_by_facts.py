@@ -17,7 +17,7 @@ from torch import nn  # noqa: E402
 
 import tracelab  # noqa: E402
 from tracelab.app.engine import all_rules  # noqa: E402
-from tracelab.core.findings import NOT_RECORDED, WARNING, Finding  # noqa: E402
+from tracelab.core.findings import ERROR, NOT_RECORDED, WARNING, Finding  # noqa: E402
 from tracelab.core.run import Run  # noqa: E402
 from tracelab.core.schema import Needs  # noqa: E402
 
@@ -112,6 +112,18 @@ def test_a_run_without_an_optimizer_is_never_told_to_lower_its_learning_rate(tmp
     first = diagnosis.diagnoses[0]
     assert not first.fix.startswith("Lower the learning rate"), first.fix
     assert "Recorder(optimizer=...)" in first.fix
+
+
+def test_no_finding_of_a_run_without_an_optimizer_tells_it_to_lower_its_learning_rate(tmp_path):
+    """A hand-written update far too large: the weights blow up (NaN, dead or exploding
+    units). Every fix speaks of the step the loop applies, none of a learning rate to lower."""
+    fixes = []
+    for lr in (30.0, 300.0):  # NaN in an activation, in the loss
+        diagnosis = _diagnose(_train(tmp_path / str(lr), manual_lr=lr))
+        fixes += [f.fix for f in diagnosis.findings if f.severity in (WARNING, ERROR)]
+    assert fixes, "the blown-up run went unnoticed"
+    assert not [fix for fix in fixes if "lower the learning rate" in fix.lower()
+                or "lower or warm up the learning rate" in fix.lower()], fixes
 
 
 def test_a_run_without_outputs_or_loss_fn_opens_and_names_what_to_pass(tmp_path):

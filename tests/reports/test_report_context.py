@@ -27,7 +27,8 @@ RULE_NAMES = {
     "loss-collapse", "missing-zero-grad", "eval-in-train-mode", "target-problems",
     "amp-overflow", "train-val-overlap",
     "loss-input-contract", "shape-broadcast", "train-in-eval-mode", "batchnorm-small-batch",
-    "wrong-batch-axis", "loss-below-bound"}
+    "wrong-batch-axis", "loss-below-bound", "clip-misuse", "lr-schedule", "weight-decay-too-high",
+    "optimizer-step-missing", "param-not-in-optimizer", "datetime-units", "data-leak"}
 
 
 @pytest.fixture(scope="module")
