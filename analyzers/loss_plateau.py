@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracelab.analyzers._learning_rate import lower_lr_fix, lr_fix
 from tracelab.analyzers._dynamics import (edge_len, finite, finite_stat, fmt, matrix_params,
                                           name_list, update_ratios)
 from tracelab.analyzers.dead_units import RELU_TYPES
@@ -59,6 +60,7 @@ def loss_plateau(run: Run, *, min_steps: int = 30, min_drop: float = 0.03,
     if drop >= min_drop or drop < -max_rise:  # a rising loss is not a plateau
         return []
     severity, hint, evidence, fix = _hint(run, low_update_ratio)
+    fix = lower_lr_fix(run, fix)
     first, last = int(loss.index[0]), int(loss.index[-1])
     evidence.update(start_loss=start, end_loss=end, relative_drop=drop, steps=len(values))
     return [loss_plateau.finding(
@@ -112,7 +114,7 @@ def _hint(run: Run, low_update_ratio: float, high_update_ratio: float = 0.1) -> 
         return (WARNING, f"even the fastest layer's updates are only {fmt(ratio)} of its "
                 "weights' norm per step, so the learning rate is far too low",
                 {"update_ratio": ratio},
-                "Raise the learning rate (an LR range test finds a good one).")
+                lr_fix(run, "Raise the learning rate (an LR range test finds a good one)."))
     if ratio is not None and ratio > high_update_ratio:
         return (WARNING, f"updates reach {fmt(ratio)} of the weights' norm per step, so the "
                 "learning rate is too high to settle (see loss-oscillation)",

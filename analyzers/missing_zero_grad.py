@@ -37,7 +37,7 @@ from typing import Any, Optional
 import numpy as np
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt
-from tracelab.analyzers._learning_rate import held_parameters, parameters
+from tracelab.analyzers._learning_rate import held_parameters, parameters, without_optimizer
 from tracelab.core import causes
 from tracelab.core.causes import HOLDS, Premise, Verdict, contradicted, explains, unknown
 from tracelab.core.findings import ERROR, Finding
@@ -59,6 +59,8 @@ def watched_parameter(meta: dict[str, Any]) -> Optional[str]:
 
 
 def _zero_grad_resets_it(run: Run, finding: Finding) -> Verdict:
+    if without_optimizer(run):  # the loop's own update is the step, its own reset the fix
+        return HOLDS
     name = watched_parameter(run.meta)
     held = held_parameters(run)
     if name is None or held is None:
@@ -104,5 +106,11 @@ def missing_zero_grad(run: Run, *, min_share: float = 0.5, min_steps: int = 5) -
         "sum of all gradients so far.",
         {"steps_not_reset": int(kept.sum()), "steps_observed": len(values), "share": share,
          "median_leftover": typical},
+        HAND_WRITTEN_RESET if without_optimizer(run) else
         "Call optimizer.zero_grad() once per optimizer step, before loss.backward() (with "
         "gradient accumulation: after each optimizer.step()).")]
+
+
+HAND_WRITTEN_RESET = ("Reset every parameter's gradient after the loop's hand-written update, "
+                      "once per step (p.grad = None, or p.grad.zero_()): no optimizer object "
+                      "was recorded, so there is no zero_grad() to call.")

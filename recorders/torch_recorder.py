@@ -395,6 +395,8 @@ class Recorder:
         signals = modes + self._grad_resets.take() + self._grad_norms.take(
             len(self.optimizers) <= 1) + amp_scale(
             self.scaler, stepped if self.optimizer is not None else None)
+        if not self.optimizers:  # a hand-written update: step() ends the optimizer step
+            self._grad_resets.optimizer_stepped()
         if self._losses:
             loss = self._accumulated_loss(loss)
         if stopped:

@@ -55,7 +55,8 @@ def _train(run_dir: Path, *, steps: int = 60, head_in_optimizer: bool = True,
                 with torch.no_grad():
                     for p in net.parameters():
                         p -= manual_lr * p.grad
-                        p.grad = None
+                        if zero_grad:
+                            p.grad = None
             rec.step(loss=loss, inputs=x, targets=y, **({"outputs": out} if outputs else {}))
     return run_dir
 
@@ -124,6 +125,17 @@ def test_no_finding_of_a_run_without_an_optimizer_tells_it_to_lower_its_learning
     assert fixes, "the blown-up run went unnoticed"
     assert not [fix for fix in fixes if "lower the learning rate" in fix.lower()
                 or "lower or warm up the learning rate" in fix.lower()], fixes
+
+
+def test_a_hand_written_update_that_never_resets_its_grads_is_named_with_its_own_fix(tmp_path):
+    """No optimizer object: step() marks the end of each step, so grads summed over steps show,
+    and the fix speaks of resetting .grad by hand, not of optimizer.zero_grad()."""
+    diagnosis = _diagnose(_train(tmp_path / "r", manual_lr=0.05, zero_grad=False))
+    first = diagnosis.diagnoses[0]
+    assert first.finding.rule == "missing-zero-grad", [d.finding.rule for d in diagnosis.diagnoses]
+    assert "p.grad = None" in first.fix and "optimizer.zero_grad()" not in first.fix
+    healthy = _diagnose(_train(tmp_path / "h", manual_lr=0.05))
+    assert "missing-zero-grad" not in {f.rule for f in healthy.findings}
 
 
 def test_a_run_without_outputs_or_loss_fn_opens_and_names_what_to_pass(tmp_path):
