@@ -3,8 +3,9 @@
 What it detects
     For each weight matrix or kernel, its gradient norm smoothed over a few recorded steps
     (rolling median, so a single bad batch does not count). A layer is flagged when that
-    sustained norm reaches `max_norm`, or grows to `growth` times its level at the start while
-    exceeding `min_norm`. The finding names the layers, with the peak's ratio to the median of
+    sustained norm grows to `growth` times its level at the start while exceeding `min_norm`,
+    or, for a loss recorded as a mean (`Recorder(loss_fn=...)` with reduction "mean"), when it
+    reaches `max_norm`. The finding names the layers, with the peak's ratio to the median of
     the other layers at the same step. Non-finite gradients are left to nonfinite-values.
 
 Why it matters
@@ -23,14 +24,18 @@ How to fix
 
 False positives
     Losses summed (not averaged) over large batches or sequences have proportionally larger
-    gradients by design; raise `max_norm` for them. A gradient that grows from a tiny start
+    gradients by design: the absolute `max_norm` applies only to a loss recorded as a mean, and
+    every other run is judged by its gradients' growth alone. A gradient that grows from a tiny start
     (a zero-initialized layer) must still exceed `min_norm` to count.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tracelab.analyzers._learning_rate import lower_lr_fix
+from tracelab.analyzers._loss_contracts import mean_reduced
 from tracelab.analyzers._dynamics import (OUTCOME, edge_len, fmt, matrix_params, name_list,
                                           subject_of)
 from tracelab.core import causes
@@ -66,7 +71,10 @@ def exploding_gradients(run: Run, *, max_norm: float = 100.0, growth: float = 10
     start = norms.iloc[:edge_len(len(norms), lo=smooth, hi=50)].median()
     peak = sustained.max()
     grew = peak / start.where(start > 0)
-    hot = [n for n in names if peak[n] >= max_norm or (peak[n] >= min_norm and grew[n] >= growth)]
+    # An absolute norm means something only for a loss known to be a mean: a sum's gradients
+    # grow with the batch, the sequence or the pixels it adds up, by the user's choice.
+    absolute = max_norm if mean_reduced(run) else math.inf
+    hot = [n for n in names if peak[n] >= absolute or (peak[n] >= min_norm and grew[n] >= growth)]
     if not hot:
         return []
     worst = max(hot, key=lambda n: peak[n])

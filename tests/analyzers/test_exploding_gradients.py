@@ -4,6 +4,7 @@ import pytest
 from dynamics_frames import GRAD_LEVELS, grad_run, noisy
 
 from tracelab.analyzers.exploding_gradients import exploding_gradients
+from tracelab.core.schema import META_LOSS_FN
 
 N = 100
 HEALTHY = GRAD_LEVELS
@@ -18,9 +19,26 @@ def test_exploding_names_a_growing_layer_and_its_ratio_to_the_others():
     assert "'l2.weight'" in f.message and "median of the other layers" in f.message
 
 
-def test_exploding_fires_on_a_sustained_huge_norm():
-    [f] = exploding_gradients(grad_run({**HEALTHY, "l0.weight": 300.0}))
+def _with_loss(run, reduction):
+    run.meta[META_LOSS_FN] = {"type": "CrossEntropyLoss", "reduction": reduction}
+    return run
+
+
+def test_exploding_fires_on_a_sustained_huge_norm_of_a_mean_loss():
+    run = _with_loss(grad_run({**HEALTHY, "l0.weight": 300.0}), "mean")
+    [f] = exploding_gradients(run)
     assert f.subject == "l0.weight" and f.evidence["peak_norm"] > 100
+
+
+@pytest.mark.parametrize("reduction", ["sum", None])
+def test_a_steady_large_norm_of_a_summed_or_unknown_loss_is_its_scale_not_an_explosion(
+        reduction):
+    """A sum over the batch (a VAE's summed BCE, as pytorch/examples writes it) has gradients
+    hundreds of times a mean's from the first step on: no growth, no finding."""
+    run = grad_run({**HEALTHY, "l0.weight": 300.0})
+    if reduction:
+        _with_loss(run, reduction)
+    assert exploding_gradients(run) == []
 
 
 @pytest.mark.parametrize("seed", range(3))
