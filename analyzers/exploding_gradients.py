@@ -26,7 +26,9 @@ False positives
     Losses summed (not averaged) over large batches or sequences have proportionally larger
     gradients by design: the absolute `max_norm` applies only to a loss recorded as a mean, and
     every other run is judged by its gradients' growth alone. A gradient that grows from a tiny start
-    (a zero-initialized layer) must still exceed `min_norm` to count.
+    (a zero-initialized layer) must still exceed `min_norm` to count. Gradients of a deep
+    network often grow 100x from a tiny start as it learns: while the loss, finite throughout,
+    ends the span at half its start or less, the finding is information, not a warning.
 """
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ from tracelab.analyzers._dynamics import (OUTCOME, edge_len, fmt, matrix_params,
                                           subject_of)
 from tracelab.core import causes
 from tracelab.core.causes import explains
-from tracelab.core.findings import WARNING, Finding
+from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import GRAD, Needs
@@ -84,17 +86,34 @@ def exploding_gradients(run: Run, *, max_norm: float = 100.0, growth: float = 10
     first = min(_onset(sustained[n], max_norm, max(min_norm, growth * start[n])) for n in hot)
     rise = f", {fmt(grew[worst])}x its start ({fmt(start[worst])})" if grew[worst] > 0 else ""
     rel = f", {fmt(ratio)}x the median of the other layers" if ratio == ratio else ""
+    learning = _loss_fell(run, first, int(at))
+    told = "; the loss kept falling meanwhile (grads that grow from a small start as a deep " \
+        "network learns)" if learning else ""
     return [exploding_gradients.finding(
-        WARNING, subject_of(hot), (first, int(at)),
+        INFO if learning else WARNING, subject_of(hot), (first, int(at)),
         f"Gradients explode in {len(hot)} of {len(names)} layers ({name_list(hot)}): "
         f"'{worst}' reaches a sustained norm of {fmt(peak[worst])} at step {int(at)}"
-        f"{rise}{rel}.",
+        f"{rise}{rel}{told}.",
         {"layers": len(hot), "of_layers": len(names), "peak_norm": float(peak[worst]),
          "start_norm": float(start[worst]), "growth": float(grew[worst]),
          "ratio_to_other_layers": ratio, "peak_step": int(at)},
         lower_lr_fix(run, "Clip gradients (clip_grad_norm_ with max_norm about 1), lower the "
                      "learning rate and normalize the inputs; check the named layers' "
                      "initialization."))]
+
+
+def _loss_fell(run: Run, first: int, last: int) -> bool:
+    """Whether the training loss, finite throughout, ended the span of growing gradients at
+    most half of where it began the run: growth that did the loss no harm. A loss that goes
+    negative has no such ratio (False)."""
+    loss = run.loss()
+    if not len(loss) or not np.isfinite(loss.to_numpy(dtype=float)).all():
+        return False
+    start = float(loss.iloc[:edge_len(len(loss), lo=5, hi=50)].median())
+    span = loss[(loss.index >= first) & (loss.index <= last)]
+    if not len(span) or start <= 0 or float(span.min()) < 0:
+        return False
+    return float(span.iloc[-edge_len(len(span), lo=1, hi=20):].median()) <= 0.5 * start
 
 
 def _onset(series, max_norm: float, grown: float) -> int:

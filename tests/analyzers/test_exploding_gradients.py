@@ -1,7 +1,8 @@
 """exploding-gradients: sustained huge or fast-growing gradient norms per layer, named."""
 import numpy as np
 import pytest
-from dynamics_frames import GRAD_LEVELS, grad_run, noisy
+from dynamics_frames import (GRAD_LAYERS, GRAD_LEVELS, grad_run, make_run, model_meta, noisy,
+                             scalar_rows, tensor_rows)
 
 from tracelab.analyzers.exploding_gradients import exploding_gradients
 from tracelab.core.schema import META_LOSS_FN
@@ -63,3 +64,25 @@ def test_exploding_ignores_nonfinite_norms():
     blown = noisy(0.3, 6)
     blown[60:] = np.nan
     assert exploding_gradients(grad_run({**HEALTHY, "l1.weight": blown})) == []
+
+
+def _growing_run(loss: np.ndarray):
+    """Every layer's grads grow 150x from a tiny start (a deep ReLU net leaving its
+    initialization), beside the given training loss."""
+    growing = 0.01 * np.exp(np.linspace(0, np.log(150), N))
+    per = {name: {"norm": growing * (1 + 0.1 * i), "numel": [4096] * N}
+           for i, (name, _) in enumerate(GRAD_LAYERS)}
+    return make_run(model_meta(GRAD_LAYERS), scalars=[scalar_rows("loss", loss)],
+                    tensors=[tensor_rows("grad", per)])
+
+
+def test_grads_that_grow_while_the_loss_falls_are_information():
+    [f] = exploding_gradients(_growing_run(2.3 * np.exp(-np.linspace(0, 3, N))))
+    assert f.severity.value == "info" and "kept falling" in f.message
+
+
+@pytest.mark.parametrize("loss", [np.full(N, 2.3), np.linspace(2.3, 9.0, N),
+                                  np.r_[np.full(N - 1, 2.3), np.nan]])
+def test_grads_that_grow_while_the_loss_stalls_rises_or_breaks_are_a_warning(loss):
+    [f] = exploding_gradients(_growing_run(loss))
+    assert f.severity.value == "warning"
