@@ -11,8 +11,9 @@ os.environ.setdefault("PYTHONHASHSEED", "0")
 
 @pytest.fixture
 def one_thread():
-    """Tiny models train faster on one thread than with OpenMP workers fighting for 2 cores."""
-    import torch
+    """Tiny models train faster on one thread than with OpenMP workers fighting for 2 cores.
+    A test that trains needs torch: without it (the analysis side's venv) it is skipped."""
+    torch = pytest.importorskip("torch", reason="trains a model: needs torch (extra 'torch')")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
