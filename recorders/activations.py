@@ -196,23 +196,45 @@ def _torch_sum(x: torch.Tensor) -> tuple[float, float, float]:
 
 def _cpu_stats_torch(x: torch.Tensor, lo: float, hi: float) -> np.ndarray:
     """The CPU row: one full torch sum (exact mean, and NaN/Inf show up in it), and the
-    subsample copied and reduced in numpy."""
+    subsample copied and reduced in numpy: a few whole-array reductions, no temporaries beyond
+    the centred copy."""
     total = nan = inf = 0.0
     if x.numel() > ACTIVATION_SUBSAMPLE:
         total, nan, inf = _torch_sum(x)
     s = subsample(_flat_view(x)).numpy().astype(np.float64)
     n, k = x.numel(), len(s)
-    if k == n:  # the whole output
-        total, nan, inf = float(s.sum()), float(np.isnan(s).sum()), float(np.isinf(s).sum())
+    whole = k == n
+    if whole:  # the whole output
+        total = float(s.sum())
+        if not math.isfinite(total):
+            nan, inf = float(np.isnan(s).sum()), float(np.isinf(s).sum())
+    # NaN propagates into the extremes (and the moments): one test instead of a pass.
+    top, bottom = float(s.max()), float(s.min())
+    if math.isnan(top) or math.isnan(bottom):
+        top = bottom = math.nan
     with np.errstate(invalid="ignore", over="ignore"):
-        var = float(s.var(ddof=1)) if k > 1 else 0.0
-        square = float(np.square(s).sum()) if k == n else var * (n - 1) + total * total / n
-    top, bottom = (math.nan, math.nan) if np.isnan(s).any() else (float(s.max()), float(s.min()))
-    n_units = _units(x)[0].shape[1]
+        # Not `@`: a BLAS dot of this size wakes BLAS's threads, which then fight torch's.
+        centred = s - s.mean()
+        var = float(np.square(centred).sum()) / (k - 1) if k > 1 else 0.0
+        square = float(np.square(s).sum()) if whole else var * (n - 1) + total * total / n
+    n_units = x.shape[1] if x.dim() >= 4 else x.shape[-1] if x.dim() else 1
     saturated = np.count_nonzero((s <= lo) | (s >= hi)) / k if math.isfinite(lo) else math.nan
+    dead = _dead_units_whole(s, x) if whole else _dead_units_torch(x)
     return np.array([total, math.sqrt(max(square, 0.0)) if math.isfinite(square) else math.nan,
                      float(np.abs(s).sum()) * n / k, np.count_nonzero(s) * n / k, top, -bottom,
-                     nan, inf, _dead_units_torch(x) / max(n_units, 1), saturated])
+                     nan, inf, dead / max(n_units, 1), saturated])
+
+
+def _dead_units_whole(s: np.ndarray, x: torch.Tensor) -> int:
+    """dead_units of a contiguous output read whole into `s` (its values in memory order), in
+    numpy; a strided one in torch."""
+    if not x.is_contiguous():
+        return _dead_units_torch(x)
+    if x.dim() >= 4:
+        units = s.reshape(x.shape[0], x.shape[1], -1)
+        return int((~(units > 0).any(axis=(0, 2))).sum())
+    width = x.shape[-1] if x.dim() else 1
+    return int((~(s.reshape(-1, width) > 0).any(axis=0)).sum())
 
 
 def _dead_units_torch(x: torch.Tensor) -> int:

@@ -359,6 +359,32 @@ def test_dead_units_reads_every_sample_of_candidate_units():
     assert dead_units(conv) == (~(conv > 0).any(dim=3).any(dim=2).any(dim=0)).sum().item() == 3
 
 
+@pytest.mark.parametrize("layout", ["2d", "3d", "4d", "channels_last", "nan"])
+def test_small_outputs_read_whole_count_their_dead_units_exactly(layout):
+    """An output no larger than the subsample is read whole, and its dead units are counted on
+    those values: the same count as plain torch's, for every layout."""
+    torch.manual_seed(0)
+    x = {"2d": torch.randn(32, 20), "3d": torch.randn(4, 8, 20), "4d": torch.randn(8, 6, 5, 5),
+         "channels_last": torch.randn(8, 6, 5, 5), "nan": torch.randn(32, 20)}[layout]
+    x = torch.relu(x)
+    if x.dim() == 4:
+        x[:, [1, 4]] = 0.0
+        x[7, 4, 4, 4] = 1e-3  # channel 4 fires once, in the last sample
+        expected = (~(x > 0).any(dim=3).any(dim=2).any(dim=0)).sum().item()
+    else:
+        x[..., [3, 11, 17]] = 0.0
+        x.reshape(-1, 20)[-1, 11] = 2.0  # unit 11 fires once, in the last row
+        expected = (~(x.reshape(-1, 20) > 0).any(dim=0)).sum().item()
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=torch.channels_last)
+    if layout == "nan":
+        x[0, 5] = math.nan  # NaN is not > 0 and hides nothing
+    units = x.shape[1] if x.dim() == 4 else x.shape[-1]
+    row = activation_row(x, "ReLU")
+    assert row[len(RAW)] * units == pytest.approx(expected)
+    assert expected == (1 if x.dim() == 4 else 2)  # what was planted
+
+
 def test_device_statistics_match_the_cpu_path_where_both_are_exact():
     from tracelab.recorders.activations import _device_stats
     torch.manual_seed(1)
