@@ -67,7 +67,9 @@ def tensor_profile(x: torch.Tensor, generator: torch.Generator | None = None
     # A first value that is NaN or infinite centres nothing.
     shift = work[:, :1].double()
     shift = torch.where(torch.isfinite(shift), shift, torch.zeros_like(shift))
-    centered = work.double() - shift
+    # A fresh float64 copy (never the caller's batch: a float64 input's `double()` is itself),
+    # centred in place.
+    centered = work.to(torch.float64, copy=True).sub_(shift)
     # Accumulated in float64: float32 sums of squares overflow long before the values do.
     total = centered.sum(dim=1, dtype=torch.float64)
     squares = torch.linalg.vector_norm(centered, dim=1, dtype=torch.float64) ** 2

@@ -244,6 +244,16 @@ def test_tensor_profile_is_exact_for_offset_data_and_subsamples_large_channels()
     assert packed[0, 0].item() == pytest.approx(images[:, 0].double().mean().item(), abs=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_tensor_profile_never_changes_the_batch(dtype):
+    """The profile centres a copy: a float64 batch's features are views of the batch itself."""
+    x = (torch.randn(128, 16, generator=torch.Generator().manual_seed(0)) * 3 + 2000).to(dtype)
+    before = x.clone()
+    packed, _ = tensor_profile(x)
+    assert torch.equal(x, before)
+    assert packed[:, 1].numpy() == pytest.approx(before.double().std(dim=0).numpy(), rel=1e-9)
+
+
 def test_tensor_profile_int_frac_unique_and_nonfinite():
     x = torch.tensor([[1.0, 0.5], [2.0, float("nan")], [2.0, float("inf")], [3.0, 0.5]])
     packed, sample = tensor_profile(x)
