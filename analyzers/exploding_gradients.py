@@ -25,8 +25,8 @@ How to fix
 False positives
     Losses summed (not averaged) over large batches or sequences have proportionally larger
     gradients by design: the absolute `max_norm` applies only to a loss recorded as a mean, and
-    every other run is judged by its gradients' growth alone. A gradient that grows from a tiny start
-    (a zero-initialized layer) must still exceed `min_norm` to count. Gradients of a deep
+    every other run is judged by its gradients' growth alone. A gradient that grows from a tiny
+    start (a zero-initialized layer) must still exceed `min_norm` to count. Gradients of a deep
     network often grow 100x from a tiny start as it learns: while the loss, finite throughout,
     ends the span at half its start or less, the finding is information, not a warning.
 """

@@ -80,7 +80,6 @@ class JointRows:
                             "target": np.repeat(t.astype(np.float64), width)})]
         record.add(rows, parts)
 
-
     def _generator(self, device: torch.device) -> torch.Generator:
         """The recorder's own random stream per device: drawing rows never moves the user's."""
         key = str(device)

@@ -13,8 +13,9 @@ loop itself (loop_checks.py: gradient resets, modes at evaluation, the GradScale
 
 Which steps record what is fixed in advance (cadence.py): per-layer grad norms every step, the
 grads' full statistics every 10th step, weights, updates, activations and the input profile
-every 25th step, the grads', weights' and updates' statistics on each of the first 20 steps too. The recorder never changes it by
-itself: the same script records the same steps on any machine. meta.json's `recorder` holds it.
+every 25th step, the grads', weights' and updates' statistics on each of the first 20 steps too.
+The recorder never changes it by itself: the same script records the same steps on any machine.
+meta.json's `recorder` holds it.
 
 Cost model. The statistics are torch's own ops on the tensors' device, the same on the CPU and
 on accelerators (stats.py): a few fused foreach reductions, one `_foreach_copy_` of the weights
