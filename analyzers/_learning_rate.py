@@ -61,6 +61,13 @@ def _lr_scalars(run: Run) -> bool:
     return any(str(n).startswith(LR_PREFIX) for n in set(names))
 
 
+def groups_of(summary: Any) -> list[dict[str, Any]]:
+    """An optimizer summary's param groups (meta.json's optimizers[*].groups) that are
+    mappings; [] where the summary is missing or malformed."""
+    groups = summary.get("groups") if isinstance(summary, dict) else None
+    return [g for g in groups if isinstance(g, dict)] if isinstance(groups, list) else []
+
+
 def held_parameters(run: Run) -> set[str] | None:
     """The names of the parameters some optimizer holds (meta.json's optimizers' groups and
     model.parameters' in_optimizer), or None where the run recorded neither."""
@@ -68,9 +75,8 @@ def held_parameters(run: Run) -> set[str] | None:
     known = False
     optimizers = run.meta.get(META_OPTIMIZERS)
     for summary in optimizers.values() if isinstance(optimizers, dict) else ():
-        groups = summary.get("groups") if isinstance(summary, dict) else None
-        for group in groups if isinstance(groups, list) else ():
-            if isinstance(group, dict) and isinstance(group.get("params"), list):
+        for group in groups_of(summary):
+            if isinstance(group.get("params"), list):
                 known = True
                 held.update(str(n) for n in group["params"])
     for p in parameters(run.meta):

@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt
+from tracelab.analyzers._learning_rate import groups_of
 from tracelab.core import causes
 from tracelab.core.causes import explains
 from tracelab.core.findings import INFO, WARNING, Finding
@@ -96,8 +97,8 @@ def clip_misuse(run: Run, *, ratio: float = 100.0, min_share: float = 0.9, rtol:
 def _params(optimizers: dict, name) -> list[str] | None:
     """The tracked parameters an optimizer holds (None: all, when unknown)."""
     summary = optimizers.get(name) if name is not None else next(iter(optimizers.values()), None)
-    groups = (summary or {}).get("groups") or []
-    if not groups or any("params" not in g for g in groups):
+    groups = groups_of(summary)
+    if not groups or any(not isinstance(g.get("params"), list) for g in groups):
         return None
     return [p for g in groups for p in g["params"]]
 

@@ -84,11 +84,13 @@ def loss_input_contract(run: Run, *, tolerance: float = 1e-3, min_share: float =
     if len(facts) < min_profiles or not len(loss):
         return []
     kind = loss_type(run)
-    classes = int(facts[OUTPUT_CLASSES].max())
+    widest = facts[OUTPUT_CLASSES].max()
+    classes = int(widest) if np.isfinite(widest) else 0
     probabilities = ((facts[OUTPUT_UNIT_ROWS] >= 1) & (facts[OUTPUT_ROW_SUM] <= tolerance)
                      ).to_numpy()
     unit_values = ((facts[OUTPUT_MIN] >= 0) & (facts[OUTPUT_MAX] <= 1)).to_numpy()
-    log_probabilities = (facts[OUTPUT_LOGSUMEXP] <= tolerance).to_numpy()
+    # A step whose logsumexp was not read counts as log-probability rows: no evidence against.
+    log_probabilities = ~(facts[OUTPUT_LOGSUMEXP] > tolerance).to_numpy()
     lowest = float(loss.min())
     mean = mean_reduced(run)
     steps = facts.index.to_numpy()

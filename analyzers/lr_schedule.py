@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._dynamics import MAD_TO_STD, OUTCOME, fmt, name_list
+from tracelab.analyzers._learning_rate import groups_of
 from tracelab.core import causes
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
@@ -214,7 +215,7 @@ def _configured(run: Run, name: str) -> float | None:
     optimizers = run.meta.get(META_OPTIMIZERS) or {}
     parts = name[len(LR_PREFIX):].split("/")
     key, index = (next(iter(optimizers), None), parts[0]) if len(parts) == 1 else parts[:2]
-    groups = (optimizers.get(key) or {}).get("groups") or []
+    groups = groups_of(optimizers.get(key)) if isinstance(optimizers, dict) else []
     try:
         value = groups[int(index)].get("initial_lr")
     except (ValueError, IndexError):
@@ -223,5 +224,6 @@ def _configured(run: Run, name: str) -> float | None:
 
 
 def _scheduler_types(run: Run) -> str:
-    schedulers = run.meta.get(META_SCHEDULERS) or {}
-    return ", ".join(str(s.get("type")) for s in schedulers.values() if isinstance(s, dict))
+    schedulers = run.meta.get(META_SCHEDULERS)
+    found = schedulers.values() if isinstance(schedulers, dict) else ()
+    return ", ".join(str(s.get("type")) for s in found if isinstance(s, dict))

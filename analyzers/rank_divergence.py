@@ -195,6 +195,8 @@ def _grad_gaps(run: Run, min_grad_steps: int) -> tuple[dict, pd.Index]:
     """rank -> median relative difference of its total gradient norm from the other ranks'
     (with two ranks, rank 1's from rank 0's), and the steps compared."""
     tn = run.tensors
+    if "rank" not in tn:
+        return {}, pd.Index([])
     grads = tn[(tn["kind"] == GRAD)]
     grads = grads[grads["name"].isin(_replicated(run, grads))].assign(
         sq=lambda d: d["norm"].astype(float) ** 2)

@@ -48,9 +48,8 @@ NORM_TYPES = frozenset({"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchN
 
 
 def _modules(run: Run, types: frozenset[str]) -> list[dict]:
-    modules = (run.meta.get("model") or {}).get("modules") or []
-    return [m for m in modules if isinstance(m, dict) and m.get("type") in types
-            and (m.get("config") or {}).get("p", 1) != 0]
+    return [m for m in run.modules() if m.get("type") in types
+            and (m.get("config") if isinstance(m.get("config"), dict) else {}).get("p", 1) != 0]
 
 
 def _count(run: Run, types: frozenset[str], counted: str) -> int:

@@ -66,8 +66,8 @@ def wrong_batch_axis(run: Run) -> list[Finding]:
         return []
     shapes = run.meta.get(META_MODULE_SHAPES) or {}
     findings = []
-    for module in (run.meta.get("model") or {}).get("modules") or []:
-        config = module.get("config") if isinstance(module, dict) else None
+    for module in run.modules():
+        config = module.get("config")
         if not isinstance(config, dict) or not isinstance(config.get("batch_first"), bool):
             continue
         path = str(module.get("path", ""))

@@ -95,6 +95,25 @@ def test_every_rule_returns_nothing_on_a_run_with_only_metadata(spec):
     assert spec.func(Run.from_frames(meta), *([[]] if spec.reads else [])) == []
 
 
+MALFORMED_METAS = [
+    {"model": {"modules": None, "parameters": None}, "optimizers": [], "loss_fn": "CE"},
+    {"model": {"modules": ["fc", 3, {"path": "fc"}, {"type": "LSTM", "config": None}]},
+     "optimizers": {"0": None, "1": {"groups": None}}, "module_shapes": {"fc": None}},
+    {"model": {"modules": []}, "optimizers": {"0": {"groups": [None, {"lr": "x", "params": 1}]}},
+     "schedulers": [1], "outputs": None},
+]
+
+
+@pytest.mark.parametrize("meta", MALFORMED_METAS, ids=range(len(MALFORMED_METAS)))
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_every_rule_reads_a_malformed_summary_without_raising(spec, meta):
+    """A meta.json edited by hand or written by another tool, its top-level fields of the right
+    type (the reader refuses others in one line): the rule finds what it can."""
+    run = Run.from_frames(meta)
+    assert isinstance(run.available, frozenset) and isinstance(run.module_types(), dict)
+    assert isinstance(spec.func(run, *([[]] if spec.reads else [])), list)
+
+
 # -- what each rule declares about the others --------------------------------------------------
 @pytest.mark.parametrize("spec", SPECS, ids=IDS)
 def test_every_declared_link_names_registered_rules(spec):

@@ -45,9 +45,9 @@ def _train_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """An in-memory tensors frame's train rows, as rules read them, and all its rows; a row
     without a split is of the train split (schema.SPLIT_DEFAULTS)."""
     if "split" not in df or not df["split"].notna().any():
-        df["split"] = TRAIN
+        df = df.assign(split=TRAIN)  # never the caller's frame
         return df, df
-    df["split"] = df["split"].fillna(TRAIN)
+    df = df.assign(split=df["split"].fillna(TRAIN))
     return df[df["split"] == TRAIN].reset_index(drop=True), df
 
 
@@ -375,8 +375,7 @@ class Run:
             have.add(Needs.TRAIN_MODES)
         if self.meta.get(META_MODULE_SHAPES):
             have.add(Needs.MODULE_SHAPES)
-        if any("config" in m for m in (self.meta.get("model") or {}).get("modules", [])
-               if isinstance(m, dict)):
+        if any("config" in m for m in self.modules()):
             have.add(Needs.MODULE_CONFIG)
         if self.meta.get("environment"):
             have.add(Needs.ENVIRONMENT)
@@ -411,9 +410,17 @@ class Run:
         """Parameter or module names of a kind, in recording (model) order."""
         return self._views.names(kind)
 
+    def modules(self) -> list[dict[str, Any]]:
+        """The model summary's module entries (meta.json's model.modules) that are mappings;
+        [] where the summary is missing or malformed."""
+        model = self.meta.get("model")
+        found = model.get("modules") if isinstance(model, dict) else None
+        return [m for m in found if isinstance(m, dict)] if isinstance(found, list) else []
+
     def module_types(self) -> dict[str, str]:
         """Module path → type name, from the model summary."""
-        return {m["path"]: m["type"] for m in (self.meta.get("model") or {}).get("modules", [])}
+        return {str(m["path"]): str(m["type"]) for m in self.modules()
+                if "path" in m and "type" in m}
 
     def summary(self) -> dict[str, Any]:
         status = self.status
