@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+import numpy as np
+
 from tracelab.core.causes import HOLDS, Premise, Verdict, contradicted, unknown
 from tracelab.core.findings import Finding
 from tracelab.core.run import Run
@@ -66,6 +68,18 @@ def groups_of(summary: Any) -> list[dict[str, Any]]:
     mappings; [] where the summary is missing or malformed."""
     groups = summary.get("groups") if isinstance(summary, dict) else None
     return [g for g in groups if isinstance(g, dict)] if isinstance(groups, list) else []
+
+
+def watched_parameter(meta: dict[str, Any]) -> str | None:
+    """The parameter whose gradient the recorder watches (recorders/loop_checks.py): the last
+    of the smallest trainable, unsharded parameters of meta.json's model summary."""
+    sharded = set(map(str, meta.get("sharded_parameters") or ()))
+    plain = [(int(np.prod(p["shape"])), str(p["name"])) for p in parameters(meta)
+             if "name" in p and p.get("requires_grad", True) and str(p["name"]) not in sharded
+             and isinstance(p.get("shape"), list)
+             and all(isinstance(n, int) for n in p["shape"])]
+    plain = [(n, name) for n, name in plain if n]
+    return min(reversed(plain), key=lambda p: p[0])[1] if plain else None
 
 
 def held_parameters(run: Run) -> set[str] | None:

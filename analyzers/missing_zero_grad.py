@@ -32,30 +32,17 @@ False positives
 """
 from __future__ import annotations
 
-from typing import Any, Optional
-
 import numpy as np
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt
-from tracelab.analyzers._learning_rate import held_parameters, parameters, without_optimizer
+from tracelab.analyzers._learning_rate import (held_parameters, watched_parameter,
+                                               without_optimizer)
 from tracelab.core import causes
 from tracelab.core.causes import HOLDS, Premise, Verdict, contradicted, explains, unknown
 from tracelab.core.findings import ERROR, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import GRAD_LEFTOVER, Needs
-
-
-def watched_parameter(meta: dict[str, Any]) -> Optional[str]:
-    """The parameter whose gradient the recorder watches (recorders/loop_checks.py): the last
-    of the smallest trainable, unsharded parameters of meta.json's model summary."""
-    sharded = set(map(str, meta.get("sharded_parameters") or ()))
-    plain = [(int(np.prod(p["shape"])), str(p["name"])) for p in parameters(meta)
-             if "name" in p and p.get("requires_grad", True) and str(p["name"]) not in sharded
-             and isinstance(p.get("shape"), list)
-             and all(isinstance(n, int) for n in p["shape"])]
-    plain = [(n, name) for n, name in plain if n]
-    return min(reversed(plain), key=lambda p: p[0])[1] if plain else None
 
 
 def _zero_grad_resets_it(run: Run, finding: Finding) -> Verdict:

@@ -37,6 +37,7 @@ import numpy as np
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt, layer_of, name_list, param_info, \
     subject_of
+from tracelab.analyzers._learning_rate import watched_parameter
 from tracelab.core.causes import explains
 from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -79,7 +80,7 @@ def param_not_in_optimizer(run: Run, *, rtol: float = 1e-7,
     upstream = bool(inside) and _share(info, left, trainable) >= 0.5 and \
         _runs_first(run, left, inside, list(info))
     modules = list(dict.fromkeys(layer_of(n) for n in left))
-    watched = _watched(info)
+    watched = watched_parameter(run.meta)
     steps = (int(norms.index[0]), int(norms.index[-1]))
     text = (f"{'Parameter' if len(left) == 1 else 'Parameters'} {name_list(left)} "
             f"{'gets' if len(left) == 1 else 'get'} gradients (largest norm "
@@ -143,12 +144,3 @@ def _unchanged(run: Run, name: str, rtol: float) -> bool:
     return True
 
 
-def _watched(info: dict) -> str | None:
-    """The parameter whose gradient resets the recorder watches: the last of the smallest
-    trainable ones (recorders/loop_checks.py)."""
-    sizes = [(n, int(np.prod(p.get("shape") or [1]))) for n, p in info.items()
-             if p.get("requires_grad", True)]
-    sizes = [(n, s) for n, s in sizes if s > 0]
-    if not sizes:
-        return None
-    return min(reversed(sizes), key=lambda item: item[1])[0]

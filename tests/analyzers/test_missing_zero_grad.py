@@ -50,7 +50,7 @@ def _judged(params, optimizers=None):
 
 
 def test_the_watched_parameter_is_the_last_of_the_smallest():
-    from tracelab.analyzers.missing_zero_grad import watched_parameter
+    from tracelab.analyzers._learning_rate import watched_parameter
     params = [{"name": n, "shape": s} for n, s in
               (("0.weight", [4, 8]), ("0.bias", [4]), ("2.weight", [2, 4]), ("2.bias", [4]),
                ("3.empty", [0]))]
