@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from tracelab.core.run import Run
-from tracelab.core.schema import META_LOSS_FN, META_OUTPUTS, OUTPUT_SIGNALS, TRAIN
+from tracelab.core.schema import META_LOSS_FN, META_OUTPUTS, OTHER_CLASS, OUTPUT_SIGNALS, TRAIN
 
 # Each family names the losses whose inputs follow one contract.
 CROSS_ENTROPY = frozenset({"CrossEntropyLoss", "cross_entropy"})  # logits, any real rows
@@ -62,3 +63,62 @@ def output_shapes(run: Run, split: str = TRAIN) -> dict[str, Any]:
     """meta.json's `outputs` of a split: shape, dtype, targets_shape, targets_dtype, step."""
     found = (run.meta.get(META_OUTPUTS) or {}).get(split)
     return found if isinstance(found, dict) else {}
+
+
+def constant_loss(run: Run) -> float | None:
+    """The mean-reduced train loss of the best prediction that ignores the input, from the
+    recorded targets; None where the loss or its targets do not say."""
+    kind = loss_type(run)
+    if kind is None or not mean_reduced(run):
+        return None
+    if kind in SQUARED:
+        return _target_variance(run)
+    if kind in CROSS_ENTROPY | NLL:
+        shares = _class_shares(run)
+        if shares is None:
+            return None
+        smoothing = float(loss_fn(run).get("label_smoothing") or 0.0) if kind in \
+            CROSS_ENTROPY else 0.0
+        return _entropy((1 - smoothing) * shares + smoothing / len(shares))
+    if kind in BCE | BCE_LOGITS:
+        rows = _train_targets(run)
+        if rows is None or rows["min"].min() < 0 or rows["max"].max() > 1:
+            return None
+        p = float(np.average(rows["mean"], weights=rows["count"]))
+        return _entropy(np.array([p, 1 - p]))
+    return None
+
+
+def _train_targets(run: Run):
+    rows = run.targets
+    rows = rows[(rows["split"] == TRAIN) & (rows["count"] > 1)]
+    rows = rows[np.isfinite(rows[["mean", "std", "min", "max"]].to_numpy(dtype=float)).all(1)]
+    return rows if len(rows) else None
+
+
+def _target_variance(run: Run) -> float | None:
+    """The targets' variance pooled over the profiled batches, averaged over target columns."""
+    rows = _train_targets(run)
+    if rows is None:
+        return None
+    variances = []
+    for _, f in rows.groupby("feature"):
+        n, m, s = (f[c].to_numpy(dtype=float) for c in ("count", "mean", "std"))
+        total = n.sum()
+        grand = (n * m).sum() / total
+        variances.append((((n - 1) * s ** 2).sum() + (n * (m - grand) ** 2).sum()) / total)
+    return float(np.mean(variances))
+
+
+def _class_shares(run: Run) -> np.ndarray | None:
+    cl = run.classes
+    cl = cl[cl["split"] == TRAIN]
+    if not len(cl) or cl["target"].nunique() != 1 or (cl["label"] == OTHER_CLASS).any():
+        return None
+    counts = cl.groupby("label")["count"].sum().to_numpy(dtype=float)
+    return counts / counts.sum() if len(counts) >= 2 else None
+
+
+def _entropy(p: np.ndarray) -> float:
+    p = p[p > 0]
+    return float(-(p * np.log(p)).sum())
