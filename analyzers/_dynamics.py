@@ -156,3 +156,28 @@ def tail(frame: pd.DataFrame | pd.Series, frac: float, minimum: int = 1):
     n = len(frame)
     k = min(n, max(minimum, int(np.ceil(n * frac))))
     return frame.iloc[n - k:]
+
+
+WEIGHT_STATS = ("norm", "mean", "min", "max")
+
+
+def weights_unchanged(run: Run, name: str, rtol: float = 1e-7) -> bool:
+    """Whether parameter `name` never changed over the recorded steps: every recorded update
+    exactly 0, or else every recorded weight statistic (norm, mean, min, max) the same, within
+    `rtol`, from its first recording to its last. False when neither was recorded (at least
+    two recordings of some statistic); a statistic that was not recorded is not judged."""
+    upd = run.stat(UPDATE, "norm")
+    if name in upd.columns and upd[name].notna().any():
+        return bool((upd[name].dropna() == 0).all())
+    judged = False
+    for stat in WEIGHT_STATS:
+        frame = run.stat(WEIGHT, stat)
+        if name not in frame.columns:
+            continue
+        col = frame[name].dropna().to_numpy(dtype=float)
+        if len(col) < 2:
+            continue
+        if np.any(np.abs(col - col[0]) > rtol * max(abs(col[0]), 1e-30)):
+            return False
+        judged = True
+    return judged

@@ -32,15 +32,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracelab.analyzers._dynamics import OUTCOME, layer_of, name_list, param_info, subject_of
+from tracelab.analyzers._dynamics import OUTCOME, layer_of, name_list, param_info, subject_of, \
+    weights_unchanged
 from tracelab.core.causes import explains
 from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import GRAD, UPDATE, WEIGHT, Needs
-
-_STATS = ("norm", "mean", "min", "max")
-
+from tracelab.core.schema import GRAD, WEIGHT, Needs
 
 @rule(name="frozen-parameters", code="TL205", requires=(Needs.WEIGHTS,), merge="module group",
       plot=Plot.WEIGHT_CHANGE,
@@ -57,7 +55,7 @@ def frozen_parameters(run: Run, *, rtol: float = 1e-7, negligible: float = 1e-6,
         trainable = [n for n in norms.columns if info.get(n, {}).get("requires_grad", True)]
     else:
         trainable = [n for n in norms.columns if n in grads.columns]
-    still = [n for n in trainable if _unchanged(run, n, rtol)]
+    still = [n for n in trainable if weights_unchanged(run, n, rtol)]
     if not still or len(still) == len(trainable):
         return []
     first, last = int(norms.index[0]), int(norms.index[-1])
@@ -80,19 +78,6 @@ def frozen_parameters(run: Run, *, rtol: float = 1e-7, negligible: float = 1e-6,
              "changing_parameters": len(trainable) - len(still)},
             fix))
     return findings
-
-
-def _unchanged(run: Run, name: str, rtol: float) -> bool:
-    upd = run.stat(UPDATE, "norm")
-    if name in upd.columns and upd[name].notna().any():
-        return bool((upd[name].dropna() == 0).all())
-    for stat in _STATS:
-        col = run.stat(WEIGHT, stat)[name].dropna().to_numpy(dtype=float)
-        if len(col) < 2:
-            return False
-        if np.any(np.abs(col - col[0]) > rtol * max(abs(col[0]), 1e-30)):
-            return False
-    return True
 
 
 def _grad_max(grads, params) -> float:

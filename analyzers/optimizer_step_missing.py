@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracelab.analyzers._dynamics import OUTCOME, fmt, param_info
+from tracelab.analyzers._dynamics import OUTCOME, fmt, param_info, weights_unchanged
 from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, Finding
 from tracelab.core.rules import Plot, rule
@@ -85,7 +85,7 @@ def _held(run: Run, norms: pd.DataFrame, optimizers: dict) -> dict[str, list[str
 def _judge(run: Run, norms: pd.DataFrame, key: str, held: list[str], count: int,
            rtol: float) -> Finding | None:
     upd = run.stat(UPDATE, "norm")
-    if any(not _unchanged(run, upd, n, rtol) for n in held):
+    if any(not weights_unchanged(run, n, rtol) for n in held):
         return None
     grads = run.stat(GRAD, "norm")
     cols = [n for n in held if n in grads.columns]
@@ -129,16 +129,6 @@ def _judge(run: Run, norms: pd.DataFrame, key: str, held: list[str], count: int,
         {"cause": kind, "steps": len(norms), "parameters": len(held), "grad_norm_max": largest,
          "step_norms_recorded": int(len(used)), **({"optimizer": key} if count > 1 else {})},
         fix)
-
-
-def _unchanged(run: Run, upd, name: str, rtol: float) -> bool:
-    if name in upd.columns and upd[name].notna().any():
-        return bool((upd[name].dropna() == 0).all())
-    for stat in ("norm", "mean", "min", "max"):
-        col = run.stat(WEIGHT, stat)[name].dropna().to_numpy(dtype=float)
-        if len(col) < 2 or np.any(np.abs(col - col[0]) > rtol * max(abs(col[0]), 1e-30)):
-            return False
-    return True
 
 
 def _all_zero_lr(run: Run, key: str, count: int) -> bool:

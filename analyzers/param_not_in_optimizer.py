@@ -36,13 +36,13 @@ from __future__ import annotations
 import numpy as np
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt, layer_of, name_list, param_info, \
-    subject_of
+    subject_of, weights_unchanged
 from tracelab.analyzers._learning_rate import watched_parameter
 from tracelab.core.causes import explains
 from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import ACTIVATION, GRAD, UPDATE, WEIGHT, Needs
+from tracelab.core.schema import ACTIVATION, GRAD, WEIGHT, Needs
 
 
 def _holds_watched(cause: Finding, effect: Finding) -> bool:
@@ -72,7 +72,7 @@ def param_not_in_optimizer(run: Run, *, rtol: float = 1e-7,
         return []
     grads = run.stat(GRAD, "norm")
     peaks = {n: _peak(grads, n) for n in outside}
-    left = [n for n in outside if peaks[n] > 0 and _unchanged(run, n, rtol)]
+    left = [n for n in outside if peaks[n] > 0 and weights_unchanged(run, n, rtol)]
     if not left:
         return []
     inside = [n for n in trainable if info[n].get("in_optimizer") is True]
@@ -128,19 +128,3 @@ def _peak(grads, name: str) -> float:
     values = grads[name].to_numpy(dtype=float)
     values = values[np.isfinite(values)]
     return float(values.max()) if values.size else 0.0
-
-
-def _unchanged(run: Run, name: str, rtol: float) -> bool:
-    upd = run.stat(UPDATE, "norm")
-    if name in upd.columns and upd[name].notna().any():
-        return bool((upd[name].dropna() == 0).all())
-    for stat in ("norm", "mean", "min", "max"):
-        frame = run.stat(WEIGHT, stat)
-        if name not in frame.columns:
-            return False
-        col = frame[name].dropna().to_numpy(dtype=float)
-        if len(col) < 2 or np.any(np.abs(col - col[0]) > rtol * max(abs(col[0]), 1e-30)):
-            return False
-    return True
-
-
