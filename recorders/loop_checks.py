@@ -6,6 +6,14 @@
   step's gradient. Legitimate accumulation (several backward passes, one optimizer step, then
   zero_grad) reads 0: only the first pass after an optimizer step is looked at. Cost: one
   Python call per backward pass, and a reduction of the parameter's grad once per step.
+- Backward passes and resets between them (`GradResets` too): the same hook counts the step's
+  backward passes that reached the model, and notes at each pass after the first whether the
+  parameter's grad was reset (None, or all zero although an earlier pass of the step added a
+  nonzero gradient): `zero_grad()` inside a gradient-accumulation loop, so that the optimizer
+  step uses the last micro-batch only. A step here runs from the optimizer's step (with one
+  optimizer) or `step()`, whichever came last, to the next. Cost: a reduction of the small
+  parameter's incoming grad per pass, and of its held grad per pass after the first; on an
+  accelerator they stay device tensors that ride the step's packed copy (no host sync).
 - Modes at evaluation (`EvalModes`): a forward pre-hook on the model notes, for forward passes
   without autograd (evaluation), whether the model and its Dropout and BatchNorm modules were
   in training mode; `log()` of another split records what the last such pass saw (or the
@@ -44,7 +52,8 @@ from tracelab.recorders.hook_refs import WeakHook
 from tracelab.recorders.transfer import StepRecord
 from tracelab.recorders.parameters import local
 from tracelab.recorders.stats import dense_equivalent, norms
-from tracelab.core.schema import (AMP_SCALE, AMP_SKIPPED, DROPOUT_MODULES, GRAD_LEFTOVER,
+from tracelab.core.schema import (AMP_SCALE, AMP_SKIPPED, BACKWARD_PASSES, BACKWARD_RESETS,
+                                  DROPOUT_MODULES, GRAD_LEFTOVER,
                                   GRAD_NORM_BACKWARD, GRAD_NORM_STEP, NORM_MODULES, SIGNALS,
                                   TRAIN_MODE_DROPOUT, TRAIN_MODE_MODEL, TRAIN_MODE_NORM)
 
@@ -97,6 +106,9 @@ class GradResets:
         self._param: torch.Tensor | None = None
         self._fresh = True  # the next backward pass is the first since an optimizer step
         self._leftover: Any = None  # what that pass found: a float, or a device tensor
+        self._count = 0  # backward passes since the step began (optimizer step or step())
+        self._resets: Any = 0  # those of them that found the grad reset: an int or a tensor
+        self._added: Any = False  # an earlier pass of the step added a nonzero gradient
 
     def attach(self, params: list[torch.Tensor]) -> None:
         """Watch the smallest plain parameter of `params` (a tracked model's)."""
@@ -117,22 +129,50 @@ class GradResets:
 
     def _before_accumulation(self, grad: torch.Tensor) -> None:
         self._passes.training = False  # the pass reached its backward
-        if not self._fresh:
-            return None
-        self._fresh = False
         old = self._param.grad if self._param is not None else None
-        if old is None:
-            self._leftover = 0.0
-        elif old.device.type == "cpu":
-            self._leftover = float(old.detach().abs().max())
-        else:
-            self._leftover = old.detach().abs().amax()
+        if self._fresh:
+            self._fresh = False
+            self._count, self._resets, self._added = 0, 0, False
+            if old is None:
+                self._leftover = 0.0
+            elif old.device.type == "cpu":
+                self._leftover = float(old.detach().abs().max())
+            else:
+                self._leftover = old.detach().abs().amax()
+        elif self._count and self._added is not False:
+            # A pass after the step's first, which added to the grad: is its sum still there?
+            # (_added and _resets: Python values on the CPU, read there; on an accelerator
+            # device tensors, never read on the training thread. Inline: hook_refs.)
+            if old is None:
+                self._resets = self._resets + self._added
+            else:
+                zero = old.detach().abs().amax() == 0
+                if zero.device.type == "cpu":
+                    self._resets += bool(zero)
+                else:
+                    self._resets = self._resets + (
+                        zero if self._added is True else torch.logical_and(self._added, zero))
+        self._count += 1
+        if self._added is not True and grad.numel():
+            added = grad.detach().abs().amax() > 0
+            if added.device.type == "cpu":
+                self._added = bool(added)
+            else:
+                self._added = added if self._added is False else torch.logical_or(
+                    self._added, added)
         return None
 
     def take(self) -> list[tuple[str, Any]]:
-        """The observation of the step that ends, if its backward pass was seen."""
+        """The observations of the step that ends: the grad left over, if its first backward
+        pass was seen; the backward passes since the step began and the resets between them,
+        if any pass was seen (then a new step begins)."""
         leftover, self._leftover = self._leftover, None
-        return [] if leftover is None else [(GRAD_LEFTOVER, leftover)]
+        out = [] if leftover is None else [(GRAD_LEFTOVER, leftover)]
+        if self._count:
+            resets = self._resets
+            out += [(BACKWARD_PASSES, self._count), (BACKWARD_RESETS, resets)]
+        self._count, self._resets, self._added = 0, 0, False
+        return out
 
 
 def _smallest_plain(params: list[torch.Tensor]) -> torch.Tensor | None:

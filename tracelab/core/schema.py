@@ -153,9 +153,15 @@ AMP_SKIPPED = "amp/skipped"  # 1 when the step's optimizer.step() did not run (I
 # step shows as step < backward; a clip after the step as recorded grad norms != step.
 GRAD_NORM_BACKWARD = "grad_norm/backward"
 GRAD_NORM_STEP = "grad_norm/step"
+# The step's backward passes that reached the model (the watched parameter), counted from its
+# optimizer step (one optimizer) or the last step(), whichever came later; and how many passes
+# after the first found the watched grad reset (None, or zero though an earlier pass of the step
+# added to it): zero_grad() inside a gradient-accumulation loop.
+BACKWARD_PASSES = "backward/passes"
+BACKWARD_RESETS = "backward/resets"
 SIGNAL_NAMES = (GRAD_LEFTOVER, TRAIN_MODE_MODEL, TRAIN_MODE_DROPOUT, TRAIN_MODE_NORM,
                 DROPOUT_MODULES, NORM_MODULES, AMP_SCALE, AMP_SKIPPED, GRAD_NORM_BACKWARD,
-                GRAD_NORM_STEP)
+                GRAD_NORM_STEP, BACKWARD_PASSES, BACKWARD_RESETS)
 # meta.json: "optimizers" maps each watched optimizer's name to its summary (type, param groups
 # with their hyperparameters and tracked parameter names); {} records that the run was given no
 # optimizer object (manual SGD): its learning rate is unknown. "optimizer" keeps the first one's
