@@ -63,6 +63,29 @@ def _lr_scalars(run: Run) -> bool:
     return any(str(n).startswith(LR_PREFIX) for n in set(names))
 
 
+def lr_name(optimizer: str, group: int, optimizers: int) -> str:
+    """The `lr/` scalar the recorder names for param group `group` of optimizer `optimizer`
+    (meta.json's optimizers key) in a run of `optimizers` optimizers: `lr/<group>` with one,
+    `lr/<optimizer>/<group>` with several (docs/trace-format.md)."""
+    return f"{LR_PREFIX}{group}" if optimizers == 1 else f"{LR_PREFIX}{optimizer}/{group}"
+
+
+def group_of(name: str, optimizers: Any) -> tuple[str | None, int] | None:
+    """(the optimizers key, the param group's index) that the `lr/` scalar `name` names
+    (lr_name's inverse); the key of a one-index name is the run's only optimizer (None where
+    meta.json holds none or several). None where `name` is no such scalar."""
+    name = str(name)
+    if not name.startswith(LR_PREFIX):
+        return None
+    key, _, index = name[len(LR_PREFIX):].rpartition("/")
+    if not index.isdigit():
+        return None
+    if not key:
+        keys = list(optimizers) if isinstance(optimizers, dict) else []
+        return (str(keys[0]) if len(keys) == 1 else None), int(index)
+    return key, int(index)
+
+
 def groups_of(summary: Any) -> list[dict[str, Any]]:
     """An optimizer summary's param groups (meta.json's optimizers[*].groups) that are
     mappings; [] where the summary is missing or malformed."""

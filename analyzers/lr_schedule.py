@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._dynamics import MAD_TO_STD, OUTCOME, fmt, name_list
-from tracelab.analyzers._learning_rate import groups_of
+from tracelab.analyzers._learning_rate import group_of, groups_of
 from tracelab.core import causes
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
@@ -212,14 +212,15 @@ def _after(loss: pd.Series, dead_at: int) -> str:
 
 def _configured(run: Run, name: str) -> float | None:
     """The group's configured LR: the `initial_lr` a scheduler writes into it."""
-    optimizers = run.meta.get(META_OPTIMIZERS) or {}
-    parts = name[len(LR_PREFIX):].split("/")
-    key, index = (next(iter(optimizers), None), parts[0]) if len(parts) == 1 else parts[:2]
-    groups = groups_of(optimizers.get(key)) if isinstance(optimizers, dict) else []
-    try:
-        value = groups[int(index)].get("initial_lr")
-    except (ValueError, IndexError):
+    optimizers = run.meta.get(META_OPTIMIZERS)
+    found = group_of(name, optimizers)
+    if found is None or not isinstance(optimizers, dict):
         return None
+    key, index = found
+    groups = groups_of(optimizers.get(key))
+    if index >= len(groups):
+        return None
+    value = groups[index].get("initial_lr")
     return float(value) if isinstance(value, (int, float)) else None
 
 

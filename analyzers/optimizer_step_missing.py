@@ -37,12 +37,13 @@ import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt, param_info, weights_unchanged
+from tracelab.analyzers._learning_rate import group_of
 from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import (AMP_SKIPPED, GRAD, GRAD_NORM_BACKWARD, GRAD_NORM_STEP,
-                                  LR_PREFIX, META_OPTIMIZERS, TRAIN, UPDATE, WEIGHT, Needs)
+                                  META_OPTIMIZERS, TRAIN, UPDATE, WEIGHT, Needs)
 
 
 @rule(name="optimizer-step-missing", code="TL212",
@@ -113,7 +114,7 @@ def _judge(run: Run, norms: pd.DataFrame, key: str, held: list[str], count: int,
                        "step()"), "zeroed_before_step"
         fix = ("Call optimizer.zero_grad() before loss.backward() (or right after "
                "optimizer.step()), never between backward() and step().")
-    elif _all_zero_lr(run, key, count):
+    elif _all_zero_lr(run, key):
         cause, kind = f"every param group of {which} has learning rate 0", "zero_lr"
         fix = "Set a non-zero learning rate, and check the schedule's factor at every step."
     else:
@@ -131,10 +132,12 @@ def _judge(run: Run, norms: pd.DataFrame, key: str, held: list[str], count: int,
         fix)
 
 
-def _all_zero_lr(run: Run, key: str, count: int) -> bool:
+def _all_zero_lr(run: Run, key: str) -> bool:
     sc = run.scalars
     if not len(sc):
         return False
-    prefix = LR_PREFIX if count == 1 else f"{LR_PREFIX}{key}/"
-    rows = sc[(sc["split"] == TRAIN) & sc["name"].astype(str).str.startswith(prefix)]
+    optimizers = run.meta.get(META_OPTIMIZERS)
+    rows = sc[sc["split"] == TRAIN]
+    mine = rows["name"].map(lambda n: (group_of(n, optimizers) or (None,))[0] == key)
+    rows = rows[mine.astype(bool)]
     return len(rows) > 0 and bool((rows["value"].astype(float) == 0).all())

@@ -41,11 +41,12 @@ from __future__ import annotations
 import numpy as np
 
 from tracelab.analyzers._dynamics import OUTCOME, edge_len, fmt, initial, matrix_params
+from tracelab.analyzers._learning_rate import lr_name
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import GRAD, LR_PREFIX, META_OPTIMIZERS, WEIGHT, Needs
+from tracelab.core.schema import GRAD, META_OPTIMIZERS, WEIGHT, Needs
 
 
 @rule(name="weight-decay-too-high", code="TL211",
@@ -76,7 +77,7 @@ def weight_decay_too_high(run: Run, *, min_decay: float = 0.5, max_shrink: float
             wd = group.get("weight_decay")
             if not isinstance(wd, (int, float)) or wd <= 0:
                 continue
-            name = f"{LR_PREFIX}{i}" if len(optimizers) == 1 else f"{LR_PREFIX}{key}/{i}"
+            name = lr_name(key, i, len(optimizers))
             lr = run.scalar(name).dropna()
             lr = lr[(lr.index >= first) & (lr.index < last)]
             names = matrix_params(run, [n for n in group.get("params") or []

@@ -61,3 +61,40 @@ def test_a_run_without_an_optimizer_is_not_judged_nor_told_to_lower_its_lr(tmp_p
     judged = [f for f in diagnosis.findings
               if f.rule in ("learning-rate-too-high", "update-ratio", "loss-oscillation")]
     assert all("its learning rate is unknown" in f.fix for f in judged)
+
+
+def test_one_of_two_optimizers_at_learning_rate_0_is_named_by_its_lr_scalars(tmp_path):
+    from _optim_training import batches, model
+    from tracelab.analyzers._learning_rate import group_of, lr_name
+    torch.manual_seed(0)
+    net = model()
+    first, rest = list(net[0].parameters()), [p for m in net[1:] for p in m.parameters()]
+    opts = [torch.optim.SGD(first, lr=0.0), torch.optim.SGD(rest, lr=0.1, momentum=0.9)]
+    with tracelab.Recorder(str(tmp_path / "r"), model=net, optimizer=opts,
+                           flush_interval=0.5) as rec:
+        for x, y in batches(40):
+            for opt in opts:
+                opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(net(x), y)
+            loss.backward()
+            for opt in opts:
+                opt.step()
+            rec.step(loss=loss, inputs=x, targets=y)
+    run = tracelab.open_run(tmp_path / "r")
+    keys = list(run.meta["optimizers"])
+    lrs = sorted({str(n) for n in run.scalars["name"] if str(n).startswith("lr/")})
+    assert [group_of(n, run.meta["optimizers"]) for n in lrs] == [(k, 0) for k in keys]
+    assert [lr_name(k, 0, len(keys)) for k in keys] == lrs
+    found = [f for f in _diagnosis(tmp_path / "r").findings
+             if f.rule == "optimizer-step-missing"]
+    assert [(f.evidence["optimizer"], f.evidence["cause"]) for f in found] == [
+        (keys[0], "zero_lr")]
+
+
+def test_a_learning_rate_s_name_gives_its_optimizer_and_group():
+    from tracelab.analyzers._learning_rate import group_of, lr_name
+    one, two = {"0": {}}, {"g": {}, "d/x": {}}
+    assert group_of(lr_name("0", 2, 1), one) == ("0", 2)
+    assert group_of(lr_name("d/x", 1, 2), two) == ("d/x", 1)
+    assert group_of("lr/3", two) == (None, 3) and group_of("lr/3", None) == (None, 3)
+    assert [group_of(n, one) for n in ("loss", "lr/", "lr/x", "lr/g/a", 5)] == [None] * 5
