@@ -1,0 +1,112 @@
+"""gradient-accumulation: gradient accumulation undone by zero_grad() between its backward passes.
+
+What it detects
+    The recorder counts each step's backward passes that reached the model (`backward/passes`,
+    from the optimizer's step or `Recorder.step()`, whichever came last) and the passes after
+    the first that found the watched parameter's grad reset although an earlier pass of the
+    step had added to it (`backward/resets`: None, or zero). The rule fires when at least
+    `min_steps` steps took several backward passes and the grads were reset between them on
+    at least `min_share` of those steps: `zero_grad()` runs inside the accumulation loop, so
+    each optimizer step applies the last micro-batch's gradient only.
+
+    The other fault of the same loop, micro-batch losses not divided by the accumulation count
+    k, cannot be seen in what is recorded: the sum of k mean-reduced gradients applied at a
+    learning rate lr is exactly the update of their mean at k * lr (and Adam-type optimizers
+    cancel the factor altogether), so the grads' scale, the update sizes and the loss curve
+    match a run whose learning rate was chosen k times larger. The loss recorded at `step()`
+    is whatever the loop handed the recorder (divided or not), not what entered `backward()`.
+    Telling them apart would take the gradient that reached the model's output, compared with
+    the derivative of the recorded `loss_fn` and its reduction; that is not recorded. On such
+    a run this rule stays quiet; the learning-rate rules judge the steps it takes.
+
+Why it matters
+    Accumulating k micro-batches is meant to train as one batch k times larger. With the grads
+    reset before each micro-batch, k - 1 of every k micro-batches are computed and thrown
+    away: each step follows one small batch's noisy gradient, and when each loss was divided
+    by k, at a k-times smaller step, so training is slower and noisier than the loop intends.
+
+Example
+    On 98 of 100 steps that took 4 backward passes each, the grads were reset before 3 of
+    them: zero_grad() runs between the micro-batches, and each optimizer step used the last
+    micro-batch's gradient only.
+
+How to fix
+    Call `optimizer.zero_grad()` once per optimizer step, right after `optimizer.step()` (or
+    before the first micro-batch of each step), never between the micro-batches' `backward()`
+    calls; divide each micro-batch's loss by the number of micro-batches.
+
+False positives
+    Correct accumulation (zero_grad after the step, each loss divided by k) and ordinary
+    one-pass training read no resets. Runs with several optimizers are not judged: a GAN's
+    generator pass reaches the discriminator, whose grads its own `zero_grad()` may reset
+    between passes of one step on purpose. Grads assembled by hand from several passes
+    (gradient surgery: each task's backward read and reset, their combination written into
+    `.grad`) reset on purpose too; when the recorded grads the optimizer used
+    (`grad_norm/step`) are larger than those of the last backward pass (`grad_norm/backward`)
+    on most steps where both were recorded, they were written after backward and the rule is
+    quiet. A watched parameter whose gradient is exactly zero in every pass reads as never
+    added to, and is not judged.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tracelab.analyzers._dynamics import OUTCOME
+from tracelab.core import causes
+from tracelab.core.causes import explains
+from tracelab.core.findings import ERROR, Finding
+from tracelab.core.rules import Plot, rule
+from tracelab.core.run import Run
+from tracelab.core.schema import (BACKWARD_PASSES, BACKWARD_RESETS, GRAD_NORM_BACKWARD,
+                                  GRAD_NORM_STEP, META_OPTIMIZERS, Needs)
+
+
+@rule(name="gradient-accumulation", code="TL613", requires=(Needs.GRAD_RESETS,),
+      plot=Plot.NONE,
+      links=(explains("loss-oscillation", "loss-spike", *OUTCOME,
+                      why="each optimizer step applies one micro-batch's gradient, the other "
+                          "micro-batches' reset before it",
+                      timing="overlap", when=causes.not_input),))
+def gradient_accumulation(run: Run, *, min_share: float = 0.5,
+                          min_steps: int = 5) -> list[Finding]:
+    optimizers = run.meta.get(META_OPTIMIZERS)
+    if isinstance(optimizers, dict) and len(optimizers) > 1:
+        return []
+    passes = run.signal(BACKWARD_PASSES)
+    resets = run.signal(BACKWARD_RESETS).reindex(passes.index)
+    several = passes.index[(passes >= 2).to_numpy()]
+    if len(several) < min_steps:
+        return []
+    reset = resets.loc[several].to_numpy(dtype=float) >= 1
+    share = float(np.mean(reset))
+    if share < min_share or _written_after_backward(run):
+        return []
+    steps = several[reset]
+    k = float(np.median(passes.loc[steps]))
+    lost = float(np.median(resets.loc[steps]))
+    return [gradient_accumulation.finding(
+        ERROR, "optimizer", (int(steps[0]), int(steps[-1])),
+        f"On {int(reset.sum())} of {len(several)} steps that took several backward passes "
+        f"(median {k:g}), the grads were reset between them (median {lost:g} resets a step): "
+        "zero_grad() runs inside the accumulation loop, so each optimizer step applies the "
+        "last micro-batch's gradient only.",
+        {"steps_reset": int(reset.sum()), "steps_accumulating": len(several), "share": share,
+         "median_passes": k, "median_resets": lost},
+        "Call optimizer.zero_grad() once per optimizer step, right after optimizer.step(), "
+        "not between the micro-batches' backward() calls; divide each micro-batch's loss by "
+        "the number of micro-batches.")]
+
+
+def _written_after_backward(run: Run) -> bool:
+    """Whether the grads the optimizer used were larger than the last backward pass left them
+    on most steps where both were recorded (beyond float rounding): written by hand after
+    backward, from grads read between the passes. A clip only makes them smaller."""
+    backward = run.signal(GRAD_NORM_BACKWARD)
+    used = run.signal(GRAD_NORM_STEP).reindex(backward.index)
+    both = pd.DataFrame({"backward": backward, "used": used}).dropna()
+    both = both[np.isfinite(both).all(axis=1)]
+    if not len(both):
+        return False
+    larger = both["used"] > both["backward"] * (1 + 1e-5)
+    return bool(larger.mean() > 0.5)
