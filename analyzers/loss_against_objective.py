@@ -1,0 +1,161 @@
+"""loss-against-objective: the objective the user logs got worse while the loss did not.
+
+What it detects
+    A metric logged beside the loss whose name says which way is better (reward, return,
+    score, accuracy, F1, AUC, precision, recall, IoU, BLEU, ROUGE, Dice: higher; error,
+    perplexity, MAE, MSE, RMSE, WER, CER: lower) that moves the wrong way over the run, while
+    the same split's loss, the quantity the optimizer minimizes, does not get worse. Only a
+    split's loss is set against the same split's metric, at the steps both were recorded
+    (at least `min_points`), cut into `blocks` equal runs of steps. The rule fires when
+    the metric's median in every later block is worse than in the first block (training
+    left it worse than the model it started from, and it never came back), its last half is
+    worse than its first block by a one-sided Mann-Whitney test at `alpha`, it falls as a
+    trend (Spearman rank correlation with the step at `alpha_trend`), and the loss's last
+    half is not higher than its first block (the same test, at `alpha_loss`).
+
+Why it matters
+    The optimizer minimizes the loss. When the loss falls or holds while the objective it
+    stands for gets steadily worse, the loss optimizes the opposite of the objective: a sign
+    flipped (`log_prob * R` written for `-log_prob * R`, a reward or an accuracy used as a
+    loss, a loss maximized). A policy-gradient loss has no lower bound and its value is no
+    measure of progress, so nothing else shows it: the run trains, quietly, towards the worst
+    policy it can find.
+
+Example
+    train episode_reward got worse as the loss held: median 12 over steps 0-14, 10 over the
+    last half of the run (Mann-Whitney p = 3.1e-05; rank correlation with the step -0.26);
+    the train loss went from a median of -2.09 to -1.63.
+
+How to fix
+    Check the sign of every term of the loss: the optimizer minimizes it, so a quantity to
+    maximize (a return, a log-likelihood, an accuracy) enters with a minus sign, once
+    (REINFORCE: `-log_prob * R`; PPO: `-advantage * ratio`).
+
+False positives
+    Overfitting is the training loss falling while the validation metric falls: the rule
+    never sets one split's loss against another split's metric. A metric that worsens while
+    the loss rises too (a diverging run) agrees with its loss and stays quiet; so does a
+    metric that rises and falls back (a reinforcement learner forgetting, PPO's noisy
+    returns), which ends no worse than it started. Names that say no direction (a length,
+    `d_fake`, anything holding "loss", a spread like `return_std`) are never judged, nor is a
+    metric logged at fewer than `min_points` of the loss's steps. A curriculum that makes the
+    task harder as it goes, with a loss that does not show it, can look the same.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from scipy.stats import mannwhitneyu, spearmanr
+
+from tracelab.analyzers._dynamics import fmt
+from tracelab.core.causes import explained_by, explains
+from tracelab.core.findings import WARNING, Finding
+from tracelab.core.rules import Plot, rule
+from tracelab.core.run import Run
+from tracelab.core.schema import LOSS_NAME, Needs
+
+_WORD = r"(?:^|[^a-z])({})s?(?:$|[^a-z])"
+_HIGHER = re.compile(_WORD.format("reward|rew|return|score|acc|accuracy|f1|auc|precision|recall"
+                                  "|iou|bleu|rouge|dice"))
+_LOWER = re.compile(_WORD.format("error|err|perplexity|ppl|mae|mse|rmse|wer|cer"))
+# A name holding one of these says no direction of its own (a loss, a spread, a distance).
+_UNDIRECTED = re.compile(r"loss|cost|penalty|regret|std|var|spread|dist|fid|energy|nll|grad")
+
+FIX = ("Check the sign of every term of the loss: the optimizer minimizes it, so a quantity to "
+       "maximize (a return, a log-likelihood, an accuracy) enters with a minus sign, once "
+       "(REINFORCE: -log_prob * R, not log_prob * R).")
+
+
+def direction(name: str) -> int:
+    """+1 when the metric's name says higher is better, -1 lower, 0 when it says neither or
+    both."""
+    low = str(name).lower()
+    if _UNDIRECTED.search(low):
+        return 0
+    up, down = bool(_HIGHER.search(low)), bool(_LOWER.search(low))
+    return 0 if up == down else (1 if up else -1)
+
+
+@rule(name="loss-against-objective", code="TL614", requires=(Needs.LOSS,), plot=Plot.SCALAR,
+      links=(explains("metric-stagnation", "overfitting", "collapsed-outputs",
+                      why="a loss that optimizes the opposite of the objective drives the "
+                          "model to its worst", timing="overlap"),
+             explained_by("loss-below-bound", why="a loss maximized below its bound is the "
+                                                  "same flipped sign, seen on the loss",
+                          timing="overlap")))
+def loss_against_objective(run: Run, *, blocks: int = 8, min_points: int = 24,
+                           alpha: float = 1e-3, alpha_trend: float = 0.01,
+                           alpha_loss: float = 0.05) -> list[Finding]:
+    sc = run.scalars
+    if not {"split", "name"} <= set(sc.columns):
+        return []
+    findings = []
+    pairs = sc[["split", "name"]].drop_duplicates()
+    for split in dict.fromkeys(pairs["split"]):
+        loss = run.loss(split)
+        if len(loss) < min_points:
+            continue
+        judged = [_judge(run, split, name, loss, blocks, min_points, alpha, alpha_trend,
+                         alpha_loss)
+                  for name in pairs[pairs["split"] == split]["name"] if direction(name)]
+        judged = sorted((j for j in judged if j), key=lambda j: j["p_worse"])
+        if judged:
+            findings.append(_finding(split, judged))
+    return findings
+
+
+def _judge(run: Run, split, name, loss, blocks: int, min_points: int, alpha: float,
+           alpha_trend: float, alpha_loss: float) -> dict | None:
+    metric = run.scalar(name, split)
+    steps = metric.index.intersection(loss.index)
+    m = metric.loc[steps].to_numpy(dtype=float)
+    l = loss.loc[steps].to_numpy(dtype=float)
+    keep = np.isfinite(m) & np.isfinite(l)
+    m, l, steps = m[keep], l[keep], np.asarray(steps)[keep]
+    if len(m) < max(min_points, 2 * blocks):
+        return None
+    sign = direction(name)
+    good = sign * m  # higher is better
+    cut = np.array_split(np.arange(len(m)), blocks)
+    first, half = cut[0], np.concatenate(cut[blocks // 2:])
+    medians = [float(np.median(good[b])) for b in cut]
+    if not all(x < medians[0] for x in medians[1:]):
+        return None
+    if np.ptp(good[first]) == 0 and np.ptp(good[half]) == 0 and medians[-1] == medians[0]:
+        return None
+    p_worse = float(mannwhitneyu(good[first], good[half], alternative="greater").pvalue)
+    rho, p_two = spearmanr(steps, good)
+    p_trend = float(p_two) / 2 if rho < 0 else 1.0
+    p_loss_up = float(mannwhitneyu(l[half], l[first], alternative="greater").pvalue)
+    if not (p_worse < alpha and p_trend < alpha_trend and p_loss_up >= alpha_loss):
+        return None
+    p_loss_down = float(mannwhitneyu(l[half], l[first], alternative="less").pvalue)
+    return {"metric": str(name), "direction": "higher" if sign > 0 else "lower",
+            "first_steps": (int(steps[first[0]]), int(steps[first[-1]])),
+            "steps": (int(steps[0]), int(steps[-1])), "points": len(m),
+            "metric_first": float(np.median(m[first])),
+            "metric_last_half": float(np.median(m[half])),
+            "loss_first": float(np.median(l[first])), "loss_last_half": float(np.median(l[half])),
+            "p_worse": p_worse, "rank_correlation": float(rho), "p_loss_up": p_loss_up,
+            "loss_fell": bool(p_loss_down < alpha)}
+
+
+def _finding(split: str, judged: list[dict]) -> Finding:
+    j = judged[0]
+    how = "fell" if j["loss_fell"] else "held"
+    others = [o["metric"] for o in judged[1:]]
+    also = f" ({', '.join(others)} as well)" if others else ""
+    a, b = j["first_steps"]
+    return loss_against_objective.finding(
+        WARNING, f"{split}/{j['metric']}", j["steps"],
+        f"{split} {j['metric']} got worse while the {split} loss {how}{also}: median "
+        f"{fmt(j['metric_first'])} over steps {a}-{b}, {fmt(j['metric_last_half'])} over the "
+        f"last half of the run ({j['direction']} is better; Mann-Whitney p = "
+        f"{fmt(j['p_worse'])}, rank correlation with the step "
+        f"{fmt(j['rank_correlation'] * (1 if j['direction'] == 'higher' else -1))}), while the "
+        f"loss went from a median of {fmt(j['loss_first'])} to {fmt(j['loss_last_half'])}. The "
+        "optimizer minimizes the loss; this loss leads away from the objective: a sign "
+        "flipped, or a quantity to maximize minimized.",
+        {"split": split, **{k: v for k, v in j.items() if k not in ("first_steps", "steps")},
+         "first_block": list(j["first_steps"]), "also": others}, FIX)
