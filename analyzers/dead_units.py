@@ -38,31 +38,46 @@ False positives
     for gradient accumulation reads lower, never higher, than that level. Label smoothing
     raises the constant prediction's cross-entropy and is taken into account. LeakyReLU, GELU
     and other activations that pass negative values are not judged. Functional `F.relu` calls
-    are not modules and are not seen.
+    are not modules and are not seen by the activations: then only the gradients speak.
+
+From the gradients
+    Where no ReLU module's activations were recorded (a hand-written `relu`, `F.relu`, a run
+    recorded without activations), a weight matrix that requires grad and whose recorded
+    gradient is exactly zero (a gradient, not None) on every one of its last third of
+    recordings, while other parameters' gradients are non-zero at those steps, is named an
+    error: the loss has gradient, and none of it flows through that layer, which is what a
+    ReLU layer whose every unit is dead does to the weights before it (and to the weights
+    after it, whose inputs are all zero). Parameters whose gradient is None (unused, detached)
+    are left to frozen-parameters; a run whose every gradient is zero is not judged (the
+    gradients were reset before they were recorded, or nothing depends on the weights).
+    A mask that zeroes a whole layer's output reads the same, and the message says so.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tracelab.analyzers._learning_rate import lower_lr_fix
-from tracelab.analyzers._dynamics import OUTCOME, finite_stat, fmt, tail
+from tracelab.analyzers._dynamics import OUTCOME, finite_stat, fmt, layer_of, matrix_params, \
+    name_list, param_info, subject_of, tail
 from tracelab.analyzers._loss_contracts import constant_loss
 from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import ACTIVATION, Needs
+from tracelab.core.schema import ACTIVATION, GRAD, Needs
 
 RELU_TYPES = ("ReLU", "ReLU6")
 
 
-@rule(name="dead-units", code="TL203", requires=(Needs.ACTIVATIONS, Needs.MODEL), merge="layer",
+@rule(name="dead-units", code="TL203", requires=(Needs.MODEL,), merge="layer",
       plot=Plot.DEAD_FRACTION,
       links=(explains("collapsed-outputs", why="dead units leave the outputs nothing to vary",
                       place="downstream"),
              explains("vanishing-gradients", "frozen-parameters",
                       why="dead ReLUs pass no gradient to the layers before them",
                       timing="overlap", place="upstream"),
+             explains("frozen-parameters", why="no gradient flows through dead units, so the "
+                      "weights around them never change", timing="overlap", place="same"),
              explains(*OUTCOME, why="a network with dead units stops learning", timing="overlap")))
 def dead_units(run: Run, *, min_dead: float = 0.5, error_dead: float = 0.95,
                window: float = 1 / 3, min_recordings: int = 3) -> list[Finding]:
@@ -70,6 +85,8 @@ def dead_units(run: Run, *, min_dead: float = 0.5, error_dead: float = 0.95,
     dead = finite_stat(run, ACTIVATION, "dead_frac")
     modules = [m for m in dead.columns if types.get(m) in RELU_TYPES]
     baseline = constant_loss(run)
+    if not modules:
+        return _from_gradients(run, window, min_recordings)
     findings = []
     for module in modules:
         series = dead[module].dropna()
@@ -97,6 +114,52 @@ def dead_units(run: Run, *, min_dead: float = 0.5, error_dead: float = 0.95,
             lower_lr_fix(run, "Lower or warm up the learning rate, switch to LeakyReLU/GELU, "
                          "or add BatchNorm before this activation.")))
     return findings
+
+
+def _from_gradients(run: Run, window: float, min_recordings: int) -> list[Finding]:
+    """One finding naming the trainable parameters whose gradient is exactly zero on each of
+    their recent recordings while others' are not, when a weight matrix is among them."""
+    info = param_info(run)
+    grads = finite_stat(run, GRAD, "norm")
+    trainable = [n for n in grads.columns if info.get(n, {}).get("requires_grad") is True]
+    zero, since, recent_steps = [], [], set()
+    for name in trainable:
+        series = grads[name].dropna()
+        if len(series) < min_recordings:
+            continue
+        recent = tail(series, window, minimum=min_recordings)
+        if (recent == 0).all():
+            zero.append(name)
+            moved = series[series != 0]
+            since.append(int(series.index[series.index > moved.index[-1]][0]) if len(moved)
+                         else int(series.index[0]))
+            recent_steps.update(int(s) for s in recent.index)
+    if not zero or not matrix_params(run, zero):
+        return []
+    live = [n for n in trainable if n not in zero]
+    steps = sorted(recent_steps)
+    elsewhere = grads.loc[grads.index.isin(steps), live].to_numpy(dtype=float) if live else None
+    if elsewhere is None or not np.nanmax(elsewhere, initial=0.0) > 0:
+        return []
+    peak = float(np.nanmax(elsewhere))
+    modules = list(dict.fromkeys(layer_of(n) for n in zero))
+    span = (min(since), int(grads.index[-1]))
+    one = len(zero) == 1
+    return [dead_units.finding(
+        ERROR, subject_of(modules), span,
+        f"The {'gradient' if one else 'gradients'} of {name_list(zero)} "
+        f"{'is' if one else 'are'} exactly zero on each of {'its' if one else 'their'} "
+        f"recordings from step {span[0]} to {span[1]}, while {len(live)} other "
+        f"{'parameter gets' if len(live) == 1 else 'parameters get'} gradients (largest "
+        f"norm {fmt(peak)}): no gradient flows through "
+        f"{'it' if one else 'them'}, as when every unit of the ReLU layer they feed or read "
+        "is dead (or a mask zeroes the layer's output); no ReLU module's activations were "
+        "recorded to show it.",
+        {"parameters": len(zero), "subjects": modules, "zero_grad_parameters": zero,
+         "recordings": len(steps), "grad_norm_max_elsewhere": peak, "source": "gradients"},
+        lower_lr_fix(run, "Check the bias initialization of the layer before the ReLU (a "
+                     "negative bias kills every unit), lower or warm up the learning rate, or "
+                     "use LeakyReLU/GELU."))]
 
 
 def _mean_loss(run: Run, span: tuple[int, int]) -> float | None:

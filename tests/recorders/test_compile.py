@@ -301,7 +301,7 @@ def test_activations_compiled_code_kept_from_the_hooks_are_named_absent(tmp_path
     from tracelab.app.engine import analyze
     reasons = {s.rule: s.reason for s in analyze(run).skipped}
     assert "activations (absent: the report's What was recorded says why)" in \
-        reasons["dead-units"]
+        reasons["saturated-activations"]
 
 
 def _three_steps(run_dir, model: torch.nn.Module, activation_every: int) -> dict:
