@@ -40,8 +40,8 @@ from tracelab.analyzers.train_in_eval_mode import train_in_eval_mode
 from tracelab.analyzers.batchnorm_small_batch import batchnorm_small_batch
 from tracelab.analyzers.wrong_batch_axis import wrong_batch_axis
 from tracelab.analyzers.loss_below_bound import loss_below_bound
-from tracelab.analyzers.loss_against_objective import loss_against_objective
 from tracelab.analyzers.gradient_accumulation import gradient_accumulation
+from tracelab.analyzers.loss_against_objective import loss_against_objective
 
 RULES = [
     loss_oscillation,
@@ -85,6 +85,6 @@ RULES = [
     batchnorm_small_batch,
     wrong_batch_axis,
     loss_below_bound,
-    loss_against_objective,
     gradient_accumulation,
+    loss_against_objective,
 ]
