@@ -1,7 +1,16 @@
 """vanishing-gradients: some layers receive orders of magnitude less gradient than the rest.
 
 What it detects
-    For each weight matrix or kernel, the typical gradient size per element (gradient norm /
+    First, the contract of backpropagation through a deep stack: each layer's gradient relative
+    to its weights (||grad|| / ||weight||, medians over the first half of the recorded steps)
+    in the model's layer order (the order its parameters were registered in, the input
+    first). When that ratio falls by at least `fall` from each layer to
+    the one before it over `min_chain` or more consecutive layers, and by `1 / ratio` or more
+    over the chain, the gradient shrinks geometrically on its way to the input: the finding
+    names the chain's input half, its fall per layer, and the Sigmoid/Tanh outputs recorded
+    as saturated that explain it. A healthy net shows a step at its head and a flat profile
+    below it; the ratio is free of the layers' widths and of the loss's scale.
+    Then, for each weight matrix or kernel, the typical gradient size per element (gradient norm /
     sqrt(numel), median over the later `1 - settle` of the recorded steps, so that the first
     steps' transients do not count). A layer is flagged when that is below `ratio` times the
     largest layer's value (or below the absolute `floor`) and below `median_ratio` times the
@@ -26,7 +35,11 @@ False positives
     design; their ratio is rarely below 1e-3. A transformer's attention query/key weights get
     tiny gradients at initialization, while attention is still uniform, and a classifier head
     can get far larger ones than every other layer: hence the median test and the settling
-    period. Biases and normalization scales are not judged.
+    period. Biases and normalization scales are not judged. Under Adam the early layers of a
+    chain still move (Adam divides by the gradients' scale), but slowly and on noise: the
+    chain is judged on the gradients, not on the updates. A net whose profile is flat below
+    its head (ReLU with the default initialization, residual or normalized nets) has no
+    chain; a layer that starts at zero weights has no ratio and breaks the chain.
     A diverging run is judged only up to its first non-finite gradient, and not at all when a
     layer's median gradient norm exceeds `max_reference`: the gap then comes from an exploding
     layer, which exploding-gradients reports.
@@ -34,6 +47,7 @@ False positives
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt, matrix_params, name_list, subject_of
 from tracelab.core import causes
@@ -41,7 +55,7 @@ from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import GRAD, Needs
+from tracelab.core.schema import ACTIVATION, GRAD, WEIGHT, Needs
 
 
 @rule(name="vanishing-gradients", code="TL201", requires=(Needs.GRADS,), plot=Plot.GRADIENT_LAYERS,
@@ -51,6 +65,7 @@ from tracelab.core.schema import GRAD, Needs
              explains(*OUTCOME, why="layers that get no gradient do not learn", timing="overlap")))
 def vanishing_gradients(run: Run, *, ratio: float = 1e-3, median_ratio: float = 1e-2,
                         floor: float = 1e-9, settle: float = 0.5, max_reference: float = 100.0,
+                        fall: float = 2.0, min_chain: int = 4,
                         min_steps: int = 3) -> list[Finding]:
     norms = run.stat(GRAD, "norm")
     numel = run.numel(GRAD)
@@ -64,6 +79,9 @@ def vanishing_gradients(run: Run, *, ratio: float = 1e-3, median_ratio: float = 
     if len(norms) < min_steps:
         return []
     steps = (int(norms.index[0]), int(norms.index[-1]))
+    chain = _depth_chain(run, norms, names, settle, fall, min_chain, 1 / ratio, min_steps)
+    if chain is not None:
+        return [_chain_finding(run, chain, steps, len(names))]
     norms = norms.iloc[min(int(len(norms) * settle), len(norms) - min_steps):]
     rms = (norms[names] / np.sqrt(numel[names])).median()
     rms = rms[np.isfinite(rms) & (rms > 0)]
@@ -86,3 +104,69 @@ def vanishing_gradients(run: Run, *, ratio: float = 1e-3, median_ratio: float = 
          "ratio_to_largest": float(low[worst] / top)},
         "Use ReLU-family activations, BatchNorm or residual connections, and Kaiming/Xavier "
         "initialization for the named layers.")]
+
+
+def _depth_chain(run: Run, norms: pd.DataFrame, names: list[str], settle: float, fall: float,
+                 min_chain: int, span: float, min_steps: int) -> pd.Series | None:
+    """The longest run of consecutive layers, in the model's order (the input first), whose
+    ||grad|| / ||weight|| falls by `fall` or more from each layer to the one before it, over
+    `min_chain` layers or more and by `span` or more in all: their ratios, else None. A
+    ratio that falls toward the output is a small-initialized head (a policy's last layer),
+    not a gradient that vanishes on its way back."""
+    early = norms.iloc[:max(int(len(norms) * (1 - settle)), min_steps)]
+    weights = run.stat(WEIGHT, "norm")
+    weights = weights.loc[weights.index <= early.index[-1]] if len(weights) else weights
+    known = [n for n in names if n in weights.columns]
+    if len(known) < min_chain:
+        return None
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rel = early[known].median() / weights[known].median()
+    rel = rel.where(np.isfinite(rel) & (rel > 0))
+    best: list[str] = []
+    run_: list[str] = [known[0]]
+    for prev, name in zip(known, known[1:]):
+        if rel[prev] == rel[prev] and rel[name] == rel[name] and rel[name] >= fall * rel[prev]:
+            run_.append(name)
+        else:
+            run_ = [name]
+        if len(run_) > len(best):
+            best = list(run_)
+    if len(best) < min_chain or rel[best[-1]] < span * rel[best[0]]:
+        return None
+    return rel[best]
+
+
+def _chain_finding(run: Run, chain: pd.Series, steps: tuple[int, int], of: int) -> Finding:
+    names = list(chain.index)
+    starved = [n for n in names if chain[n] < np.sqrt(chain.iloc[0] * chain.iloc[-1])]
+    per_layer = float((chain.iloc[-1] / chain.iloc[0]) ** (1 / (len(chain) - 1)))
+    worst, top = names[0], names[-1]
+    saturated = _saturated(run)
+    why = (f"; {name_list(list(saturated.index))} (Sigmoid/Tanh) hold "
+           f"{fmt(100 * float(saturated.max()))}% of their outputs at a bound, where their "
+           "gradient is near zero" if len(saturated) else "")
+    return vanishing_gradients.finding(
+        WARNING, subject_of(starved), steps,
+        f"Gradients vanish on their way back through {len(names)} layers ({name_list(names)}): "
+        f"each layer's gradient relative to its weights is about {fmt(per_layer)}x smaller "
+        f"than the next one's, so '{worst}' gets {fmt(chain[worst] / chain[top])}x the "
+        f"ratio of '{top}' ({fmt(chain[worst])} against {fmt(chain[top])}){why}.",
+        {"layers": len(starved), "of_layers": of, "chain": names,
+         "fall_per_layer": per_layer, "ratio_to_largest": float(chain[worst] / chain[top]),
+         "worst_grad_to_weight": float(chain[worst]), "largest_grad_to_weight": float(chain[top]),
+         "saturated": {k: float(v) for k, v in saturated.items()}},
+        "Use ReLU-family activations in place of sigmoid/tanh between the named layers, add "
+        "BatchNorm/LayerNorm or residual connections, and use Kaiming/Xavier initialization.")
+
+
+def _saturated(run: Run, share: float = 0.5) -> pd.Series:
+    """Modules whose median recorded saturation (Sigmoid/Tanh outputs at a bound) is `share`
+    or more: what explains a geometric fall."""
+    t = run.tensors
+    if not len(t) or "saturated_frac" not in t.columns or "kind" not in t.columns:
+        return pd.Series(dtype=float)
+    act = t[(t["kind"] == ACTIVATION) & t["saturated_frac"].notna()]
+    if not len(act):
+        return pd.Series(dtype=float)
+    frac = act.groupby("name")["saturated_frac"].median()
+    return frac[frac >= share].sort_values(ascending=False)
