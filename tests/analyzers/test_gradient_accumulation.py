@@ -1,0 +1,159 @@
+"""gradient-accumulation: real tiny trainings whose recorded backward passes and resets
+(backward/passes, backward/resets) are checked against what the loop did."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from tracelab.analyzers.gradient_accumulation import gradient_accumulation
+from tracelab.core.run import Run, open_run
+
+K = 4
+STEPS = 8
+
+
+def _mlp():
+    import torch
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+
+
+def _accumulating(path, *, reset_inside=None, divide=True, k=K):
+    """SGD on a regression, k micro-batches per optimizer step. reset_inside: None (zero_grad
+    after the step), "none" or "zeros" (zero_grad(set_to_none=...) before each micro-batch).
+    Returns the run and the resets the loop made between passes of each step."""
+    import torch
+    import tracelab
+    model = _mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    g = torch.Generator().manual_seed(1)
+    made = []
+    with tracelab.Recorder(str(path), model=model, optimizer=opt,
+                           loss_fn=torch.nn.MSELoss()) as rec:
+        for _ in range(STEPS):
+            resets = 0
+            for i in range(k):
+                if reset_inside is not None:
+                    resets += i > 0  # the first micro-batch's reset is the step's own
+                    opt.zero_grad(set_to_none=reset_inside == "none")
+                x = torch.randn(8, 6, generator=g)
+                loss = torch.nn.functional.mse_loss(model(x)[:, 0], x.sum(1))
+                (loss / k if divide else loss).backward()
+                rec.accumulate_loss(loss)
+            opt.step()
+            if reset_inside is None:
+                opt.zero_grad()
+            rec.step()
+            made.append(resets)
+    return open_run(path), made
+
+
+@pytest.mark.parametrize("reset_inside", ["none", "zeros"])
+def test_fires_on_zero_grad_inside_the_accumulation_loop(tmp_path, one_thread, reset_inside):
+    run, made = _accumulating(tmp_path / "run", reset_inside=reset_inside)
+    assert run.signal("backward/passes").tolist() == [K] * STEPS
+    assert run.signal("backward/resets").tolist() == made == [K - 1] * STEPS
+    [f] = gradient_accumulation(run)
+    assert f.code == "TL613" and f.severity.value == "error"
+    assert f.evidence["steps_reset"] == STEPS and f.evidence["median_passes"] == K
+    assert "after optimizer.step()" in f.fix
+
+
+def test_quiet_on_correct_accumulation(tmp_path, one_thread):
+    run, made = _accumulating(tmp_path / "run")
+    assert run.signal("backward/passes").tolist() == [K] * STEPS
+    assert run.signal("backward/resets").tolist() == made == [0] * STEPS
+    assert gradient_accumulation(run) == []
+
+
+def test_quiet_on_losses_not_divided_by_the_count(tmp_path, one_thread):
+    """The other fault of the loop is a learning rate k times larger in every recorded fact:
+    not seen (the rule's docstring), and the passes are recorded as they were."""
+    run, _ = _accumulating(tmp_path / "run", divide=False)
+    assert run.signal("backward/resets").tolist() == [0] * STEPS
+    assert gradient_accumulation(run) == []
+
+
+def test_quiet_on_one_pass_training(tmp_path, one_thread):
+    from _contract_runs import regression, train
+    import torch
+    run = open_run(train(tmp_path / "run", torch.nn.Linear(8, 1), regression(256),
+                         lambda out, y: torch.nn.functional.mse_loss(out[:, 0], y), steps=12))
+    assert run.signal("backward/passes").tolist() == [1] * 12
+    assert run.signal("backward/resets").tolist() == [0] * 12
+    assert gradient_accumulation(run) == []
+
+
+def test_quiet_on_a_gan(tmp_path, one_thread):
+    """DCGAN's loop with the discriminator's update after the generator's: the generator's pass
+    adds to the discriminator's grads, which its zero_grad() resets before its own passes."""
+    import torch
+    import tracelab
+    torch.manual_seed(0)
+    gen = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 6))
+    disc = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    model = torch.nn.ModuleDict({"g": gen, "d": disc})
+    opt_g = torch.optim.Adam(gen.parameters(), lr=1e-3)
+    opt_d = torch.optim.Adam(disc.parameters(), lr=1e-3)
+    bce = torch.nn.BCEWithLogitsLoss()
+    with tracelab.Recorder(str(tmp_path / "run"), model=model,
+                           optimizer={"g": opt_g, "d": opt_d}) as rec:
+        for _ in range(STEPS):
+            real = torch.randn(16, 6) + 2
+            fake = gen(torch.randn(16, 4))
+            opt_g.zero_grad()
+            err_g = bce(disc(fake)[:, 0], torch.ones(16))
+            err_g.backward()  # reaches the discriminator's watched bias
+            opt_g.step()
+            opt_d.zero_grad()  # resets what the generator's pass added there
+            bce(disc(real)[:, 0], torch.ones(16)).backward()
+            bce(disc(fake.detach())[:, 0], torch.zeros(16)).backward()
+            opt_d.step()
+            rec.step(loss=err_g)
+    run = open_run(tmp_path / "run")
+    assert run.signal("backward/passes").tolist() == [3] * STEPS
+    assert run.signal("backward/resets").tolist() == [1] * STEPS  # recorded as it happened
+    assert gradient_accumulation(run) == []
+
+
+def test_quiet_when_the_grads_were_assembled_after_backward(tmp_path, one_thread):
+    """Gradient surgery: each task's grads read and reset, their sum written into .grad."""
+    import torch
+    import tracelab
+    model = _mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    params = list(model.parameters())
+    with tracelab.Recorder(str(tmp_path / "run"), model=model, optimizer=opt) as rec:
+        for _ in range(STEPS):
+            x = torch.randn(8, 6)
+            out = model(x)[:, 0]
+            per_task = []
+            for target in (x.sum(1), x[:, 0]):
+                opt.zero_grad()
+                torch.nn.functional.mse_loss(out, target).backward(retain_graph=True)
+                per_task.append([p.grad.clone() for p in params])
+            for p, *grads in zip(params, *per_task):
+                p.grad = sum(grads)
+            opt.step()
+            rec.step(loss=1.0)
+    run = open_run(tmp_path / "run")
+    assert run.signal("backward/resets").tolist() == [1] * STEPS
+    assert gradient_accumulation(run) == []
+
+
+def _frames(passes, resets, optimizers=1):
+    n = len(passes)
+    signals = pd.DataFrame({"step": list(range(n)) * 2, "split": "train",
+                            "name": ["backward/passes"] * n + ["backward/resets"] * n,
+                            "value": np.r_[np.asarray(passes, float), np.asarray(resets, float)]})
+    meta = {"optimizers": {str(i): {"type": "SGD"} for i in range(optimizers)}}
+    return Run.from_frames(signals=signals, meta=meta)
+
+
+def test_rare_resets_few_steps_several_optimizers_and_bad_values_are_quiet():
+    assert gradient_accumulation(_frames([4] * 10, [3] * 4 + [0] * 6)) == []  # 40 %
+    assert gradient_accumulation(_frames([4] * 4, [3] * 4)) == []  # too few steps
+    assert gradient_accumulation(_frames([4] * 10, [3] * 10, optimizers=2)) == []
+    assert gradient_accumulation(_frames([np.nan] * 10, [np.inf] * 10)) == []
+    assert gradient_accumulation(Run.from_frames()) == []
+    [f] = gradient_accumulation(_frames([1] * 5 + [4] * 10, [0] * 5 + [3] * 10))
+    assert f.evidence["steps_accumulating"] == 10
