@@ -43,6 +43,7 @@ from tracelab.core.run import Run
 from tracelab.core.schema import TRAIN, Needs
 
 _FULL = 1 << 52  # the recorder's hash range (recorders/fingerprints.py)
+_ITEMS = "items:"  # an item unit's input name (recorders/fingerprints.py)
 
 
 def _threshold(hashes: np.ndarray) -> int:
@@ -53,46 +54,102 @@ def _threshold(hashes: np.ndarray) -> int:
 
 @rule(name="train-val-overlap", code="TL606", requires=(Needs.FINGERPRINTS,), plot=Plot.NONE)
 def train_val_overlap(run: Run, *, min_overlap: float = 0.05, over_chance: float = 3.0,
-                      min_rows: int = 50) -> list[Finding]:
+                      min_matches: int = 3, alpha: float = 1e-3) -> list[Finding]:
     fp = run.fingerprints
-    hashes = {s: np.unique(g["hash"].to_numpy(dtype=np.int64)) for s, g in fp.groupby("split")}
-    train = hashes.get(TRAIN)
-    if train is None:
+    if not len(fp) or not {"step", "split", "input", "hash"} <= set(fp.columns):
         return []
+    fp = fp[fp["hash"].notna() & fp["split"].notna() & fp["input"].notna()]
+    units = {key: np.unique(g["hash"].to_numpy(dtype=np.int64))
+             for key, g in fp.groupby(["split", "input"])}
     findings = []
-    for split, rows in sorted(hashes.items()):
-        if split == TRAIN:
+    for split in sorted({s for s, _ in units}):
+        if TRAIN in str(split).lower():  # train itself, or training data evaluated again
             continue
-        limit = min(_threshold(train), _threshold(rows))
-        mine, theirs = rows[rows < limit], train[train < limit]
-        if len(mine) < min_rows:
+        best = None
+        for (s, unit), rows in units.items():
+            train = units.get((TRAIN, unit))
+            if s != split or train is None:
+                continue
+            limit = min(_threshold(train), _threshold(rows))
+            mine, theirs = rows[rows < limit], train[train < limit]
+            matches = int(np.isin(mine, theirs).sum())
+            if not len(mine) or matches < min_matches or matches < min_overlap * len(mine):
+                continue
+            chance = _chance(run, fp, unit, len(theirs) * _FULL / limit)
+            bound = _tail_bound(matches, len(mine), min(1.0, over_chance * chance))
+            if bound <= alpha and (best is None or matches / len(mine) > best[0]):
+                best = (matches / len(mine), unit, matches, len(mine), len(theirs), chance, bound)
+        if best is None:
             continue
-        share = float(np.isin(mine, theirs).mean())
-        chance = _chance(run, len(theirs) * _FULL / limit)
-        if share < min_overlap or share < over_chance * chance:
-            continue
+        share, unit, matches, n, train_n, chance, bound = best
+        what = (f"items ({unit[len(_ITEMS):]}, each on its own)" if unit.startswith(_ITEMS)
+                else "rows")
+        steps = fp.loc[fp["split"] == split, "step"]
         findings.append(train_val_overlap.finding(
-            WARNING, split, (int(fp.loc[fp["split"] == split, "step"].min()),
-                             int(fp.loc[fp["split"] == split, "step"].max())),
-            f"{share:.0%} of the {len(mine)} distinct '{split}' rows fingerprinted are "
-            f"identical to training rows, where chance in this feature space gives "
-            f"{chance:.1%}: its metrics partly measure memory of the training data.",
-            {"overlap_share": share, "rows": len(mine), "train_rows": len(theirs),
-             "chance": chance},
+            WARNING, split, (int(steps.min()), int(steps.max())),
+            f"{matches} of the {n} distinct '{split}' {what} fingerprinted ({share:.0%}) are "
+            f"identical to training {what.split()[0]}, where chance in this feature space "
+            f"gives {chance:.1%}: its metrics partly measure memory of the training data.",
+            {"overlap_share": share, "matches": matches, "rows": n, "train_rows": train_n,
+             "chance": chance, "p_bound": bound, "input": unit},
             "Split before any augmentation or oversampling, deduplicate rows across the "
             "splits (by id or content), and split grouped data with a group-aware splitter."))
     return findings
 
 
-def _chance(run: Run, train_rows: float) -> float:
-    """The chance that a random row equals one of `train_rows` distinct training rows, when
-    each feature takes as many values as its profiles saw at most (rows uniform over them)."""
+def _tail_bound(matches: int, n: int, p: float) -> float:
+    """Chernoff's bound on P(at least `matches` of `n` rows match by chance p each):
+    exp(-n KL(matches/n || p)), 1 when the share is no more than p."""
+    share = matches / n
+    if share <= p:
+        return 1.0
+    p = min(max(p, 1e-300), 1.0 - 1e-12)
+    kl = share * math.log(share / p)
+    if share < 1.0:
+        kl += (1.0 - share) * math.log((1.0 - share) / (1.0 - p))
+    return math.exp(-n * kl)
+
+
+def _chance(run: Run, fp, unit: str, train_rows: float) -> float:
+    """The chance that a random row (or item) of `unit` equals one of `train_rows` distinct
+    training ones, when each value of a profiled feature is uniform over as many values as
+    the feature's training profiles saw at most: a row holds count / batch values of a
+    feature (a column one, an image channel its pixels), the batch being the rows the
+    training split fingerprinted at its first batch. 1 when the profiles cannot say."""
     inp = run.inputs
+    if not len(inp) or not {"split", "feature", "n_unique", "count", "step"} <= set(inp.columns):
+        return 1.0
     profiled = inp[inp["split"] == TRAIN]
-    if not len(profiled):
-        return 0.0
-    distinct = profiled.groupby("feature")["n_unique"].max().astype(float).clip(lower=1)
-    log_space = float(np.log(distinct).sum())
+    train = fp[fp["split"] == TRAIN]
+    members = unit[len(_ITEMS):] if unit.startswith(_ITEMS) else unit
+    rows_unit = [u for u in train["input"].unique() if not u.startswith(_ITEMS)
+                 and set(members.split(",")) <= set(u.split(","))]
+    if not len(profiled) or not rows_unit:
+        return 1.0
+    kept = train[train["input"] == rows_unit[0]]
+    first = kept[kept["step"] == kept["step"].min()]
+    batch = len(first) * _FULL / _threshold(kept["hash"].to_numpy(dtype=np.int64))
+    at = profiled[profiled["step"] == first["step"].iloc[0]]
+    if not len(at) or batch <= 0:
+        return 1.0
+    distinct = profiled.groupby("feature")["n_unique"].max().astype(float)
+    count = at.groupby("feature")["count"].max().astype(float)
+    bits = {f: max(1.0, c / batch) * math.log(max(distinct.get(f, 1.0), 1.0))
+            for f, c in count.items() if np.isfinite(c) and np.isfinite(distinct.get(f, np.nan))}
+    if not unit.startswith(_ITEMS):
+        log_space = sum(bits.values())
+    else:
+        names = members.split(",")
+        spaces = []
+        for name in names:
+            mine = [b for f, b in bits.items() if f == name or f.startswith(name + "[")]
+            if not mine and len(names) == 1:
+                mine = list(bits.values())
+            if not mine:
+                return 1.0
+            # a stacked tensor's item is one of its channels; a tuple's item its whole tensor
+            spaces.append(min(mine) if len(names) == 1 else sum(mine))
+        log_space = min(spaces)
     if log_space > 700:
         return 0.0
     return 1.0 - math.exp(-train_rows / math.exp(log_space))
