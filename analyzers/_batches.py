@@ -1,9 +1,11 @@
-"""What the rules read of the per-batch sentinel (the batches table): every step's input and
-target tensors' min, max and NaN/Inf counts, so that a spike or a NaN is traced to its batch
-at any step, profiled or not. Pure functions; no rule lives here."""
+"""What the rules read of the batches: the per-batch sentinel (the batches table: every step's
+input and target tensors' min, max and NaN/Inf counts, so that a spike or a NaN is traced to its
+batch at any step, profiled or not), the shapes of the batches each module was given (meta.json's
+module_shapes), and which modules normalize with their batch's statistics. Pure functions; no
+rule lives here."""
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -11,6 +13,30 @@ import pandas as pd
 from tracelab.core.rules import Unseen
 from tracelab.core.run import Run
 from tracelab.core.schema import TRAIN
+
+# BatchNorm's module types: torch.nn.modules.batchnorm._BatchNorm's subclasses, the modules the
+# recorder counts as BatchNorm (train_mode/batchnorm, modules/batchnorm). In training mode each
+# normalizes with the mean and variance of the batch it is given.
+BATCH_NORMS = frozenset({"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d",
+                         "LazyBatchNorm2d", "LazyBatchNorm3d", "SyncBatchNorm"})
+# Those whose batch statistics pool the batches of every process, not this process's batch.
+POOLED_BATCH_NORMS = frozenset({"SyncBatchNorm"})
+
+
+def input_shapes(calls: Any) -> list[list[int]]:
+    """Each recorded call's first input shape, from a module's entry in meta.json's
+    module_shapes (a list of {"inputs": [shape, ...], "output": shape}): the shapes that are
+    lists of integers. Never raises: a malformed entry (a scalar, an empty or missing inputs
+    list, a string, a shape holding something else than integers) is left out."""
+    found = []
+    for call in calls if isinstance(calls, list) else []:
+        inputs = call.get("inputs") if isinstance(call, dict) else None
+        first = inputs[0] if isinstance(inputs, list) and inputs else None
+        if isinstance(first, list) and all(isinstance(n, int) and not isinstance(n, bool)
+                                           for n in first):
+            found.append(list(first))
+    return found
+
 
 # What names a finding's input cause at its step, for the rules that blame a batch.
 INPUT_BATCH = Unseen("the input batch", "record every batch's inputs: Recorder(input_every=1)")

@@ -33,6 +33,7 @@ False positives
 """
 from __future__ import annotations
 
+from tracelab.analyzers._batches import BATCH_NORMS, POOLED_BATCH_NORMS, input_shapes
 from tracelab.analyzers._dynamics import OUTCOME, name_list, subject_of
 from tracelab.core import causes
 from tracelab.core.causes import explains
@@ -41,18 +42,8 @@ from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import META_MODULE_SHAPES, TRAIN_MODE_NORM, Needs
 
-BATCH_NORMS = frozenset({"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d",
-                         "LazyBatchNorm2d", "LazyBatchNorm3d"})
-
-
-def _inputs(calls: list) -> list[list[int]]:
-    """Each call's first input shape (batch, channels, ...)."""
-    found = []
-    for call in calls if isinstance(calls, list) else []:
-        inputs = call.get("inputs") if isinstance(call, dict) else None
-        if inputs and isinstance(inputs[0], list) and len(inputs[0]) >= 2:
-            found.append(inputs[0])
-    return found
+# BatchNorm that normalizes with this process's batch alone (SyncBatchNorm pools them all).
+_PER_PROCESS = BATCH_NORMS - POOLED_BATCH_NORMS
 
 
 def _large_updates(_: Finding, effect: Finding) -> bool:
@@ -71,11 +62,11 @@ def _large_updates(_: Finding, effect: Finding) -> bool:
 def batchnorm_small_batch(run: Run, *, min_batch: int = 8,
                           min_share: float = 0.5) -> list[Finding]:
     types = run.module_types()
-    shapes = run.meta.get(META_MODULE_SHAPES) or {}
+    shapes = run.meta.get(META_MODULE_SHAPES)
     small = {}
-    for name, calls in shapes.items():
-        inputs = _inputs(calls)
-        if types.get(name) in BATCH_NORMS and inputs and max(s[0] for s in inputs) < min_batch:
+    for name, calls in shapes.items() if isinstance(shapes, dict) else ():
+        inputs = [s for s in input_shapes(calls) if len(s) >= 2]  # (batch, channels, ...)
+        if types.get(name) in _PER_PROCESS and inputs and max(s[0] for s in inputs) < min_batch:
             small[name] = (max(s[0] for s in inputs), inputs[0])
     norm = run.signal(TRAIN_MODE_NORM)
     if not small or not len(norm) or float((norm > 0).mean()) < min_share:

@@ -33,6 +33,7 @@ False positives
 """
 from __future__ import annotations
 
+from tracelab.analyzers._batches import BATCH_NORMS
 from tracelab.analyzers._dynamics import OUTCOME
 from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, Finding
@@ -43,8 +44,6 @@ from tracelab.core.schema import (DROPOUT_MODULES, NORM_MODULES, TRAIN, TRAIN_MO
 
 DROPOUT_TYPES = frozenset({"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
                            "FeatureAlphaDropout"})
-NORM_TYPES = frozenset({"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm",
-                        "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"})
 
 
 def _modules(run: Run, types: frozenset[str]) -> list[dict]:
@@ -62,7 +61,7 @@ def _count(run: Run, types: frozenset[str], counted: str) -> int:
 
 def _norm_frozen(run: Run) -> bool:
     """Whether every BatchNorm parameter is frozen: requires_grad False or in no optimizer."""
-    paths = {m.get("path") for m in _modules(run, NORM_TYPES)}
+    paths = {m.get("path") for m in _modules(run, BATCH_NORMS)}
     params = [p for p in (run.meta.get("model") or {}).get("parameters") or []
               if isinstance(p, dict) and str(p.get("name", "")).rsplit(".", 1)[0] in paths]
     return bool(params) and all(p.get("requires_grad") is False or p.get("in_optimizer") is False
@@ -101,7 +100,7 @@ def train_in_eval_mode(run: Run, *, min_steps: int = 5, never_back: float = 0.9
     dropout = run.signal(TRAIN_MODE_DROPOUT).reindex(model.index).fillna(0)
     norm = run.signal(TRAIN_MODE_NORM).reindex(model.index).fillna(0)
     n_drop = max(_count(run, DROPOUT_TYPES, DROPOUT_MODULES), int(dropout.max()))
-    n_norm = max(_count(run, NORM_TYPES, NORM_MODULES), int(norm.max()))
+    n_norm = max(_count(run, BATCH_NORMS, NORM_MODULES), int(norm.max()))
     norm_matters = n_norm > 0 and not _norm_frozen(run)
     if not (n_drop > 0 or norm_matters):
         return []

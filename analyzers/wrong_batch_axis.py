@@ -30,6 +30,7 @@ False positives
 """
 from __future__ import annotations
 
+from tracelab.analyzers._batches import input_shapes
 from tracelab.analyzers._dynamics import OUTCOME
 from tracelab.analyzers._loss_contracts import output_shapes
 from tracelab.core.causes import explains
@@ -50,11 +51,6 @@ def _batch_size(run: Run) -> int | None:
     return int(rows["count"].iloc[0]) if len(rows) else None
 
 
-def _inputs(calls: list) -> list[list[int]]:
-    return [call["inputs"][0] for call in calls if isinstance(call, dict) and call.get("inputs")
-            and isinstance(call["inputs"][0], list)]
-
-
 @rule(name="wrong-batch-axis", code="TL611",
       requires=(Needs.MODULE_SHAPES, Needs.MODULE_CONFIG), plot=Plot.NONE,
       links=(explains("overfitting", "loss-oscillation", *OUTCOME,
@@ -64,14 +60,15 @@ def wrong_batch_axis(run: Run) -> list[Finding]:
     batch = _batch_size(run)
     if not batch:
         return []
-    shapes = run.meta.get(META_MODULE_SHAPES) or {}
+    shapes = run.meta.get(META_MODULE_SHAPES)
+    shapes = shapes if isinstance(shapes, dict) else {}
     findings = []
     for module in run.modules():
         config = module.get("config")
         if not isinstance(config, dict) or not isinstance(config.get("batch_first"), bool):
             continue
         path = str(module.get("path", ""))
-        inputs = [s for s in _inputs(shapes.get(path) or []) if len(s) == 3]
+        inputs = [s for s in input_shapes(shapes.get(path)) if len(s) == 3]
         first = config["batch_first"]
         batch_axis, seq_axis = (0, 1) if first else (1, 0)
         if not inputs or not all(s[seq_axis] == batch and s[batch_axis] != batch

@@ -44,3 +44,15 @@ def test_batchnorm_frozen_for_fine_tuning_on_small_batches_stays_quiet(tmp_path)
     model[1].eval()
     ce = nn.CrossEntropyLoss()
     assert _findings(train(tmp_path / "r", model, blobs(512), ce, batch=4, steps=40)) == []
+
+
+def test_odd_recorded_shapes_leave_the_rule_quiet_without_raising(tmp_path):
+    import json
+    ce = nn.CrossEntropyLoss()
+    path = train(tmp_path / "r", _model(), blobs(512), ce, batch=4, steps=40)
+    meta = json.loads((path / "meta.json").read_text())
+    for odd in ({"1": [{"inputs": [["4", 32]]}, {"inputs": 4}, {"inputs": [[4]]}]},
+                {"1": "x"}, ["1"], 4):
+        meta["module_shapes"] = odd
+        (path / "meta.json").write_text(json.dumps(meta))
+        assert _findings(path) == []

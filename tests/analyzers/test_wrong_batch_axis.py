@@ -62,3 +62,24 @@ def test_layouts_that_match_stay_quiet(tmp_path, batch_first, transpose):
     ce = nn.CrossEntropyLoss()
     path = train(tmp_path / "r", Classifier(batch_first, transpose), _sequences(), ce, steps=30)
     assert _findings(path) == []
+
+
+def test_the_input_shapes_of_odd_calls_are_left_out():
+    from tracelab.analyzers._batches import input_shapes
+    odd = [{"inputs": [[32, 12, 8]]}, {"inputs": 5}, {"inputs": []}, {"inputs": "x"},
+           {"inputs": ["32x12"]}, {"inputs": [[32, "12", 8]]}, {"inputs": [[True, 2, 3]]},
+           {"inputs": {"0": [1, 2, 3]}}, {}, 7, "call", None, {"inputs": [[], [4]]},
+           {"inputs": [[12, 32, 8], [1]]}]
+    assert input_shapes(odd) == [[32, 12, 8], [], [12, 32, 8]]
+    assert [input_shapes(c) for c in (None, 3, "abc", {"inputs": [[1, 2]]}, [])] == [[]] * 5
+
+
+def test_odd_recorded_shapes_leave_the_rule_quiet_without_raising(tmp_path):
+    import json
+    ce = nn.CrossEntropyLoss()
+    path = train(tmp_path / "r", Classifier(False), _sequences(), ce, steps=30)
+    meta = json.loads((path / "meta.json").read_text())
+    for odd in ({"lstm": [{"inputs": 32}, {"inputs": [[]]}, "x"]}, {"lstm": "x"}, ["lstm"], 5):
+        meta["module_shapes"] = odd
+        (path / "meta.json").write_text(json.dumps(meta))
+        assert _findings(path) == []
