@@ -1,5 +1,6 @@
 """What the loss-contract rules share: torch's loss functions by family (meta.json's `loss_fn`
-type is a class name or a function's name), and the outputs' facts of a split as a frame.
+type is a class name or a function's name), the outputs' facts of a split as a frame, and the
+loss of the best prediction that ignores the input (`constant_loss`, from the recorded targets).
 
 Pure helpers over a run; no rule lives here.
 """
@@ -74,7 +75,7 @@ def constant_loss(run: Run) -> float | None:
     if kind in SQUARED:
         return _target_variance(run)
     if kind in CROSS_ENTROPY | NLL:
-        shares = _class_shares(run)
+        shares = class_shares(run)
         if shares is None:
             return None
         smoothing = float(loss_fn(run).get("label_smoothing") or 0.0) if kind in \
@@ -110,7 +111,9 @@ def _target_variance(run: Run) -> float | None:
     return float(np.mean(variances))
 
 
-def _class_shares(run: Run) -> np.ndarray | None:
+def class_shares(run: Run) -> np.ndarray | None:
+    """The train targets' class shares from the classes table (one integer target, no label
+    beyond its range, two classes or more); None where it does not say."""
     cl = run.classes
     cl = cl[cl["split"] == TRAIN]
     if not len(cl) or cl["target"].nunique() != 1 or (cl["label"] == OTHER_CLASS).any():

@@ -46,25 +46,66 @@ import re
 import numpy as np
 import pandas as pd
 
-from tracelab.analyzers._dynamics import OUTCOME, finite, fmt
+from tracelab.analyzers._dynamics import (OUTCOME, eval_split, finite, fmt, matrix_params,
+                                          update_ratios)
+from tracelab.analyzers._inputs import spread_matches
+from tracelab.analyzers._learning_rate import parameters, trained_parameters
+from tracelab.analyzers._loss_contracts import SQUARED, class_shares, constant_loss, loss_type
+from tracelab.analyzers._profiles import feature_profiles
 from tracelab.core import causes
-from tracelab.core.causes import explains
+from tracelab.core.causes import explained_by, explains
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import OTHER_CLASS, TRAIN, Needs
+from tracelab.core.schema import LOSS_NAME, OTHER_CLASS, TRAIN, Needs
+
+_ACC = re.compile(r"acc", re.IGNORECASE)
+
+
+def _stated(cause: Finding, effect: Finding) -> bool:
+    """For `when`: a finding at warning or above whose effect does not point at the input
+    data; information (a class balance) explains nothing."""
+    return cause.severity is not INFO and causes.not_input(cause, effect)
+
+
+def _not_information(cause: Finding, _: Finding) -> bool:
+    return cause.severity is not INFO
 
 
 @rule(name="target-problems", code="TL604", requires=(Needs.TARGETS,), plot=Plot.NONE,
       links=(explains("loss-oscillation", "loss-spike", "exploding-gradients", "update-ratio",
-                      *OUTCOME, why="labels the loss cannot fit keep the loss from settling",
-                      timing="overlap", when=causes.not_input),))
+                      "overfitting", *OUTCOME,
+                      why="labels the loss cannot fit keep the loss from settling",
+                      timing="overlap", when=_stated),
+             # What else leaves a moving model at the constant prediction: their findings
+             # name it first.
+             explained_by("weight-decay-too-high", why="decay that holds the weights near zero "
+                          "leaves the prediction constant", timing="overlap",
+                          when=_not_information),
+             explained_by("wrong-batch-axis", why="outputs paired with another row's targets "
+                          "look unrelated to them", timing="overlap", when=_not_information),
+             explained_by("loss-input-contract", why="a loss given the wrong kind of output "
+                          "cannot use what the model learned", timing="overlap",
+                          when=_not_information),
+             explained_by("shape-broadcast", why="outputs broadcast against every target "
+                          "average over unrelated pairs", timing="overlap",
+                          when=_not_information),
+             explained_by("collapsed-outputs", why="outputs that no longer vary are a constant "
+                          "prediction", timing="overlap", when=_not_information)))
 def target_problems(run: Run, *, negative_share: float = 0.1, min_classes: int = 4,
                     sorted_share: float = 0.8, per_class: int = 4, min_batches: int = 5,
                     max_scale: float = 100.0, min_scale: float = 0.01,
-                    rare: float = 0.1, ratio: float = 10.0) -> list[Finding]:
+                    rare: float = 0.1, ratio: float = 10.0, max_explained: float = 0.05,
+                    max_above: float = 0.5, pieces: int = 10, min_steps: int = 50,
+                    low_update: float = 1e-5, high_update: float = 0.1, travel: float = 0.5,
+                    min_evals: int = 3,
+                    match_share: float = 0.8) -> list[Finding]:
     tg = run.targets
     findings = _class_balance(run, ratio)  # 3+ classes; _imbalance below: 0/1 labels only
+    findings += _unlearnable(run, max_explained=max_explained, max_above=max_above,
+                             pieces=pieces, min_steps=min_steps, low_update=low_update,
+                             high_update=high_update, travel=travel, min_evals=min_evals,
+                             match_share=match_share)
     numeric: dict[str, list[tuple[str, pd.DataFrame]]] = {}
     for feature, rows in tg.groupby("feature", sort=False):
         train = rows[rows["split"] == TRAIN]
@@ -208,3 +249,137 @@ def _scale(feature: str, train: pd.DataFrame, max_scale: float,
         {"scale": scale, "mean": float(mean.median()), "std": float(std.median())},
         "Standardize the targets (subtract their mean, divide by their std) and invert the "
         "transform at prediction time.")]
+
+
+# -- targets that do not depend on the inputs --------------------------------------------------
+def _unlearnable(run: Run, *, max_explained: float, max_above: float, pieces: int,
+                 min_steps: int, low_update: float, high_update: float, travel: float,
+                 min_evals: int, match_share: float) -> list[Finding]:
+    """Targets the inputs do not predict: a model the optimizer demonstrably moves never gets
+    the train loss `max_explained` below the best constant prediction's, or fits train while
+    the validation split, whose inputs match train's, stays at that level."""
+    bound = constant_loss(run)
+    loss = finite(run.loss())
+    if bound is None or not np.isfinite(bound) or bound <= 0 or len(loss) < min_steps:
+        return []
+    moved = _moves_freely(run, low_update, high_update, travel)
+    if moved is None or not _inputs_vary(run):
+        return []
+    chunks = np.array_split(loss.to_numpy(dtype=float), pieces)
+    means = np.array([c.mean() for c in chunks])
+    explained = 1 - means / bound  # the share of the constant prediction's loss the model saves
+    late = means[pieces // 2:]
+    steps = (int(loss.index[0]), int(loss.index[-1]))
+    evidence = {"constant_loss": bound, "train_loss_start": float(means[0]),
+                "train_loss_end": float(means[-1]), "best_explained": float(explained.max()),
+                "median_update_ratio": moved}
+    if explained.max() <= max_explained and (late <= (1 + max_above) * bound).all():
+        return [_independent_finding(run, steps, bound, means, explained, evidence, None)]
+    val = _val_at_constant(run, bound, max_explained, min_evals)
+    if val is None or explained[-1] <= max_explained or not _splits_match(run, val[0],
+                                                                          match_share):
+        return []
+    evidence.update(val[1])
+    return [_independent_finding(run, steps, bound, means, explained, evidence, val[0])]
+
+
+def _moves_freely(run: Run, low: float, high: float, travel: float) -> float | None:
+    """The median update ratio over the model's weight matrices when no parameter is frozen
+    and every trained matrix is recorded moving within [low, high] of its norm per step and
+    by `travel` of it or more over the run (per-step ratio times the steps); None where the
+    updates were not recorded or say otherwise: a frozen, starved or overdriven model learns
+    nothing whatever its targets."""
+    params = parameters(run.meta)
+    if not params or not all(p.get("requires_grad", True) for p in params):
+        return None
+    ratios = update_ratios(run)
+    trained = matrix_params(run, trained_parameters(run))
+    span = run.step_range
+    if ratios.empty or not trained or not set(trained) <= set(ratios.index) or span is None:
+        return None
+    ratios = ratios[trained]
+    steps = span[1] - span[0] + 1
+    if not ((ratios >= low) & (ratios <= high) & (ratios * steps >= travel)).all():
+        return None
+    return float(ratios.median())
+
+
+def _inputs_vary(run: Run) -> bool:
+    """Whether some profiled train input feature varies (a collapsed input explains a
+    constant prediction by itself)."""
+    for _, _, pooled in feature_profiles(run.inputs):
+        p = pooled.get(TRAIN)
+        if p is not None and p.kind not in "MO" and not p.constant and p.std > 0:
+            return True
+    return False
+
+
+def _val_at_constant(run: Run, bound: float, max_explained: float,
+                     min_evals: int) -> tuple[str, dict] | None:
+    """(split, evidence) when every evaluation of the validation split stays at the constant
+    prediction: its loss never `max_explained` below `bound`, and its accuracy (when logged)
+    never above the largest class's share by as much."""
+    split = eval_split(run, LOSS_NAME)
+    if split is None:
+        return None
+    val = finite(run.loss(split)).to_numpy(dtype=float)
+    if len(val) < min_evals or val.min() < (1 - max_explained) * bound:
+        return None
+    found = {"split": split, "val_loss_best": float(val.min()), "evaluations": len(val)}
+    shares = class_shares(run)
+    for name in pd.unique(run.scalars["name"]):
+        if not _ACC.search(str(name)):
+            continue
+        acc = finite(run.scalar(name, split)).to_numpy(dtype=float)
+        if not len(acc):
+            continue
+        if shares is None or acc.max() > 1:
+            return None  # an accuracy whose chance is not known, or given in percent
+        chance = float(shares.max())
+        if acc.max() > chance + max_explained * (1 - chance):
+            return None
+        found.update({"val_acc_best": float(acc.max()), "chance_acc": chance})
+    return split, found
+
+
+def _splits_match(run: Run, split: str, share: float) -> bool:
+    """Whether `share` or more of the varying train features have the same mean, spread and
+    range in `split` (else train-val-mismatch explains a validation split at chance)."""
+    same = judged = 0
+    for _, _, pooled in feature_profiles(run.inputs):
+        a, b = pooled.get(TRAIN), pooled.get(split)
+        if a is None or b is None or a.kind in "MO" or not (a.std > 0):
+            continue
+        judged += 1
+        same += spread_matches(a, b, tolerance=0.5)
+    return judged > 0 and same >= share * judged
+
+
+def _independent_finding(run: Run, steps: tuple[int, int], bound: float, means: np.ndarray,
+                         explained: np.ndarray, evidence: dict,
+                         split: str | None) -> Finding:
+    kind = loss_type(run)
+    what = "the targets' variance" if kind in SQUARED else "the entropy of the class shares"
+    if split is None:
+        below = (f"never falls below {fmt(bound)}" if explained.max() <= 0 else
+                 f"never gets more than {explained.max():.0%} below {fmt(bound)}")
+        seen = (f"The train loss {below}, the loss of the best prediction that ignores the "
+                f"input ({what}): from {fmt(means[0])} it settles at {fmt(means[-1])}")
+    else:
+        seen = (f"The train loss falls from {fmt(means[0])} to {fmt(means[-1])}, "
+                f"{explained[-1]:.0%} below {fmt(bound)} ({what}: the best prediction that "
+                f"ignores the input), while {split} stays at that level over "
+                f"{evidence['evaluations']} evaluations (best loss "
+                f"{fmt(evidence['val_loss_best'])}"
+                + (f", best accuracy {fmt(evidence['val_acc_best'])} against chance "
+                   f"{fmt(evidence['chance_acc'])}" if "val_acc_best" in evidence else "")
+                + f") though its inputs match train's: the model memorizes train")
+    message = (f"{seen}, while the optimizer moves every weight matrix (median update ratio "
+               f"{fmt(evidence['median_update_ratio'])}) on varying inputs: the targets do not "
+               "depend on the inputs the model sees (labels shuffled apart from their inputs, "
+               "the wrong target column, or targets off by some rows).")
+    return target_problems.finding(
+        ERROR, "targets vs inputs", steps, message, {**evidence, "cause": "targets_unaligned"},
+        "Check a few (input, target) pairs by hand after every transform: shuffle inputs "
+        "and targets together (one index, one Dataset), take the target column from the same "
+        "frame and rows as the features, and look for an offset of rows between them.")
