@@ -7,8 +7,8 @@ What it detects
     first). When that ratio falls by at least `fall` from each layer to
     the one before it over `min_chain` or more consecutive layers, and by `1 / ratio` or more
     over the chain, the gradient shrinks geometrically on its way to the input: the finding
-    names the chain's input half, its fall per layer, and the Sigmoid/Tanh outputs recorded
-    as saturated that explain it. A healthy net shows a step at its head and a flat profile
+    names the chain's input half, its fall per layer, and what explains it: the model's
+    Sigmoid/Tanh modules and the outputs recorded as saturated. A healthy net shows a step at its head and a flat profile
     below it; the ratio is free of the layers' widths and of the loss's scale.
     Then, for each weight matrix or kernel, the typical gradient size per element (gradient norm /
     sqrt(numel), median over the later `1 - settle` of the recorded steps, so that the first
@@ -56,6 +56,9 @@ from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import ACTIVATION, GRAD, WEIGHT, Needs
+
+# Activations whose derivative is at most 1 everywhere and near 0 away from the centre.
+SQUASHING = frozenset({"Sigmoid", "Tanh", "Hardsigmoid", "Hardtanh", "Softsign", "LogSigmoid"})
 
 
 @rule(name="vanishing-gradients", code="TL201", requires=(Needs.GRADS,), plot=Plot.GRADIENT_LAYERS,
@@ -141,10 +144,18 @@ def _chain_finding(run: Run, chain: pd.Series, steps: tuple[int, int], of: int) 
     starved = [n for n in names if chain[n] < np.sqrt(chain.iloc[0] * chain.iloc[-1])]
     per_layer = float((chain.iloc[-1] / chain.iloc[0]) ** (1 / (len(chain) - 1)))
     worst, top = names[0], names[-1]
+    kinds = run.module_types()
+    squash = [path for path, kind in kinds.items() if kind in SQUASHING]  # the model's order
     saturated = _saturated(run)
-    why = (f"; {name_list(list(saturated.index))} (Sigmoid/Tanh) hold "
-           f"{fmt(100 * float(saturated.max()))}% of their outputs at a bound, where their "
-           "gradient is near zero" if len(saturated) else "")
+    why = ""
+    if squash:
+        why = (f"; the model holds {len(squash)} squashing activation(s) "
+               f"({name_list(squash)}: {', '.join(sorted({kinds[m] for m in squash}))}"
+               "), whose derivative is at most 0.25 (sigmoid) or 1 (tanh) and shrinks further "
+               "off-centre")
+    if len(saturated):
+        why += (f"; {name_list(list(saturated.index))} hold {fmt(100 * float(saturated.max()))}% "
+                "of their outputs at a bound, where their gradient is near zero")
     return vanishing_gradients.finding(
         WARNING, subject_of(starved), steps,
         f"Gradients vanish on their way back through {len(names)} layers ({name_list(names)}): "
@@ -154,7 +165,7 @@ def _chain_finding(run: Run, chain: pd.Series, steps: tuple[int, int], of: int) 
         {"layers": len(starved), "of_layers": of, "chain": names,
          "fall_per_layer": per_layer, "ratio_to_largest": float(chain[worst] / chain[top]),
          "worst_grad_to_weight": float(chain[worst]), "largest_grad_to_weight": float(chain[top]),
-         "saturated": {k: float(v) for k, v in saturated.items()}},
+         "squashing": squash, "saturated": {k: float(v) for k, v in saturated.items()}},
         "Use ReLU-family activations in place of sigmoid/tanh between the named layers, add "
         "BatchNorm/LayerNorm or residual connections, and use Kaiming/Xavier initialization.")
 

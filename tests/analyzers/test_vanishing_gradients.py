@@ -46,3 +46,39 @@ def test_judged_up_to_the_first_nonfinite_gradient():
     [f] = vanishing_gradients(grad_run({**HEALTHY, "l0.weight": starved,
                                     "l3.weight": healthy_then_nan}))
     assert f.subject == "l0.weight" and f.steps == (0, 89)
+
+
+# -- the contract on real tiny trainings: a deep sigmoid stack and its ReLU twin -------------
+torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+from torch import nn  # noqa: E402
+
+import tracelab  # noqa: E402
+from _contract_runs import blobs, train  # noqa: E402
+
+
+def _deep(path, activation, depth=6):
+    torch.manual_seed(0)
+    layers, width = [], 16
+    for _ in range(depth):
+        layers += [nn.Linear(width, 32), activation()]
+        width = 32
+    model = nn.Sequential(*layers, nn.Linear(32, 4))
+    train(path, model, blobs(512), nn.functional.cross_entropy,
+          loss_fn=nn.CrossEntropyLoss(), steps=40, lr=1e-3)
+    return tracelab.open_run(path)
+
+
+def test_a_deep_sigmoid_stack_under_adam_loses_its_gradient_layer_by_layer(tmp_path):
+    [f] = vanishing_gradients(_deep(tmp_path / "sigmoid", nn.Sigmoid))
+    assert f.severity.value == "warning" and len(f.evidence["chain"]) >= 4
+    assert f.evidence["chain"][-1] in ("10.weight", "12.weight")  # the chain ends at the head
+    assert f.subject.startswith(f.evidence["chain"][0])  # the starved end, the input's
+    assert f.evidence["fall_per_layer"] >= 2 and f.evidence["ratio_to_largest"] < 1e-3
+    assert f.evidence["squashing"] == ["1", "3", "5", "7", "9", "11"]
+    assert "6 squashing activation(s)" in f.message and "Sigmoid" in f.message
+    assert "on their way back" in f.message
+
+
+def test_the_same_stack_with_relu_keeps_a_flat_profile_below_its_head(tmp_path):
+    assert vanishing_gradients(_deep(tmp_path / "relu", nn.ReLU)) == []
+
