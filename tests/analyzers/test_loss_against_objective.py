@@ -1,0 +1,185 @@
+"""loss-against-objective: a logged objective that gets worse while the loss does not (a flipped
+sign); real tiny REINFORCE and classification trainings, and frames for PPO-like returns,
+overfitting and a diverging run."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tracelab.analyzers.loss_against_objective import direction, loss_against_objective
+from tracelab.core.run import Run
+
+torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+nn = torch.nn
+
+import tracelab  # noqa: E402
+from _contract_runs import blobs  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _findings(path):
+    diagnosis = tracelab.analyze(path)
+    assert not diagnosis.errors, diagnosis.errors
+    return [f for f in diagnosis.findings if f.rule == "loss-against-objective"]
+
+
+def _cart_pole(rng, cap: int = 50):
+    """Cart-pole (gymnasium's CartPole-v1 equations), reward 1 per step, at most `cap` steps."""
+    state = rng.uniform(-0.05, 0.05, 4)
+    for t in range(cap):
+        action = yield state.astype(np.float32)
+        x, x_dot, theta, theta_dot = state
+        force = 10.0 if action == 1 else -10.0
+        cos, sin = math.cos(theta), math.sin(theta)
+        temp = (force + 0.05 * theta_dot ** 2 * sin) / 1.1
+        theta_acc = (9.8 * sin - cos * temp) / (0.5 * (4.0 / 3.0 - 0.1 * cos ** 2 / 1.1))
+        x_acc = temp - 0.05 * theta_acc * cos / 1.1
+        state = np.array([x + 0.02 * x_dot, x_dot + 0.02 * x_acc, theta + 0.02 * theta_dot,
+                          theta_dot + 0.02 * theta_acc])
+        if abs(state[0]) > 2.4 or abs(state[2]) > 0.21:
+            return
+
+
+def _reinforce(path, sign: float, episodes: int = 80, seed: int = 0):
+    """REINFORCE as pytorch/examples writes it: the episode's loss sum(sign * log_prob * R),
+    returns discounted and standardized; sign -1 is right, +1 the flipped bug."""
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    policy = nn.Sequential(nn.Linear(4, 64), nn.ReLU(), nn.Linear(64, 2), nn.Softmax(dim=1))
+    opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
+    with tracelab.Recorder(str(path), model=policy, optimizer=opt) as rec:
+        for _ in range(episodes):
+            env, log_probs, states = _cart_pole(rng), [], []
+            state = next(env)
+            try:
+                while True:
+                    x = torch.from_numpy(state).unsqueeze(0)
+                    m = torch.distributions.Categorical(policy(x))
+                    action = m.sample()
+                    log_probs.append(m.log_prob(action))
+                    states.append(x)
+                    state = env.send(action.item())
+            except StopIteration:
+                pass
+            n = len(log_probs)
+            returns = torch.tensor([(1 - 0.99 ** (n - t)) / 0.01 for t in range(n)])
+            returns = (returns - returns.mean()) / (returns.std() + 1e-7)
+            loss = torch.cat([sign * lp * r for lp, r in zip(log_probs, returns)]).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=torch.cat(states), metrics={"episode_reward": float(n)})
+    return path
+
+
+def test_reinforce_with_the_sign_flipped_fires(tmp_path):
+    path = _reinforce(tmp_path / "r", sign=1.0, seed=1)
+    [f] = _findings(path)
+    assert f.code == "TL614" and f.severity.value == "warning"
+    assert f.subject == "train/episode_reward" and "got worse" in f.message
+    assert "-log_prob * R" in f.fix
+    assert f.evidence["metric_last_half"] < f.evidence["metric_first"]
+    assert f.evidence["p_worse"] < 1e-3
+
+
+def test_reinforce_as_published_stays_quiet(tmp_path):
+    path = _reinforce(tmp_path / "r", sign=-1.0, seed=1)
+    rewards = tracelab.open_run(path).scalar("episode_reward")
+    assert rewards.iloc[40:].median() > 2 * rewards.iloc[:10].median()  # it learns
+    assert _findings(path) == []
+
+
+def _classifier(path, sign: float, steps: int = 120):
+    """A classifier on noisy blobs (learned over the whole run) logging its batch accuracy;
+    sign +1 minimizes the cross-entropy, -1 maximizes it."""
+    torch.manual_seed(0)
+    x, y = blobs(4096)
+    x = x + 2 * torch.randn(x.shape, generator=torch.Generator().manual_seed(1))
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.002)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt) as rec:
+        for step in range(steps):
+            i = (step * 32) % (len(x) - 32)
+            out = model(x[i:i + 32])
+            loss = sign * nn.functional.cross_entropy(out, y[i:i + 32])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            acc = (out.argmax(1) == y[i:i + 32]).float().mean()
+            rec.step(loss=loss, inputs=x[i:i + 32], metrics={"accuracy": acc})
+    return path
+
+
+def test_a_maximized_cross_entropy_fires_on_the_accuracy(tmp_path):
+    [f] = _findings(_classifier(tmp_path / "r", sign=-1.0))
+    assert f.subject == "train/accuracy" and f.evidence["loss_fell"]
+    assert "loss fell" in f.message
+
+
+def test_a_minimized_cross_entropy_stays_quiet(tmp_path):
+    assert _findings(_classifier(tmp_path / "r", sign=1.0)) == []
+
+
+def _frames(split_series: dict):
+    rows = [{"step": int(s), "split": split, "name": name, "value": float(v)}
+            for (split, name), series in split_series.items() for s, v in enumerate(series)]
+    return Run.from_frames(scalars=pd.DataFrame(rows))
+
+
+def test_ppo_like_noisy_returns_stay_quiet():
+    # PPO: the episodic return (a running mean, repeated over an iteration's minibatches) rises,
+    # falls back towards where it started, while the loss (mostly the value loss) follows the
+    # returns' scale.
+    rng = np.random.default_rng(0)
+    it = np.repeat(np.arange(24), 16)
+    curve = 20 + 150 * np.sin(np.pi * it / 24) ** 2 + rng.normal(0, 15, len(it))
+    loss = 0.2 * curve + rng.normal(0, 10, len(it))
+    assert loss_against_objective(_frames({("train", "loss"): loss,
+                                           ("train", "episodic_return"): curve})) == []
+
+
+def test_overfitting_stays_quiet():
+    # The train loss falls while the validation accuracy falls and its loss rises: overfitting,
+    # each split's metric agrees with that split's loss; and without a validation loss, the
+    # train loss is never set against the validation accuracy.
+    n = 64
+    train = 2.0 * 0.95 ** np.arange(n)
+    val_acc = 0.9 - 0.003 * np.arange(n)
+    val_loss = 0.3 + 0.01 * np.arange(n)
+    both = {("train", "loss"): train, ("val", "acc"): val_acc}
+    assert loss_against_objective(_frames({**both, ("val", "loss"): val_loss})) == []
+    assert loss_against_objective(_frames(both)) == []
+    # the same validation accuracy against a validation loss that falls is the contract broken
+    [f] = loss_against_objective(_frames({**both, ("val", "loss"): val_loss[::-1]}))
+    assert f.subject == "val/acc"
+
+
+def test_a_diverging_run_whose_loss_rises_with_its_error_stays_quiet():
+    n = 80
+    loss = np.exp(0.05 * np.arange(n))
+    assert loss_against_objective(_frames({("train", "loss"): loss,
+                                           ("train", "error"): 0.1 + 0.01 * np.arange(n)})) == []
+    # lower is better for an error: a falling loss with a rising error fires
+    [f] = loss_against_objective(_frames({("train", "loss"): loss[::-1],
+                                          ("train", "error"): 0.1 + 0.01 * np.arange(n)}))
+    assert f.evidence["direction"] == "lower"
+
+
+def test_directions_come_from_names():
+    assert [direction(n) for n in ("episode_reward", "ep_rew_mean", "val/acc1", "top1_accuracy",
+                                   "episodic_return", "f1")] == [1] * 6
+    assert [direction(n) for n in ("error", "ppl", "val_mae", "wer")] == [-1] * 4
+    assert [direction(n) for n in ("loss_d", "value_loss", "return_std", "d_fake", "ep_len",
+                                   "fid_score", "lr/0", "step_time", "mean_gap")] == [0] * 9
+
+
+def test_short_or_malformed_scalars_stay_quiet():
+    n = 16  # under min_points
+    assert loss_against_objective(_frames({("train", "loss"): -np.arange(n),
+                                           ("train", "reward"): -np.arange(n)})) == []
+    assert loss_against_objective(Run.from_frames(scalars=pd.DataFrame(
+        {"step": [0, 1], "split": ["train", "train"], "name": ["loss", "reward"],
+         "value": [np.nan, np.inf]}))) == []
+    assert loss_against_objective(Run.from_frames()) == []
