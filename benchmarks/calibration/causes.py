@@ -24,7 +24,7 @@ CAUSES: dict[str, tuple[str, ...]] = {
     "wrong-batch-axis": ("wrong-batch-axis",),
     "loss-input-contract": ("loss-input-contract",),
     "shape-broadcast": ("shape-broadcast",),
-    "wrong-loss-sign": ("loss-below-bound",),
+    "wrong-loss-sign": ("loss-below-bound", "loss-against-objective"),
     "vanishing-gradients": ("vanishing-gradients",),
     "exploding-gradients": ("exploding-gradients",),
     "dead-units": ("dead-units",),
