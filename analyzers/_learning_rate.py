@@ -5,9 +5,10 @@ meta.json's `optimizers` is `{}` (docs/trace-format.md), and no `lr/` scalar was
 learning rate is unknown, so a rule's fix cannot say to lower it; it names what to check and
 the Recorder argument that records it. Older runs and imported ones hold no such fact.
 
-A fix that changes the learning rate presumes that the optimizer's learning rate moves the
-model's weights (`LR_MOVES_THE_MODEL`): an optimizer that holds none of the model's trained
-parameters (built over another model, or before the layers were replaced) contradicts it.
+A finding whose rule writes such a fix says so in its evidence (`LR_KNOWN` False). A fix that
+changes the learning rate presumes that the optimizer's learning rate moves the model's weights
+(`LR_MOVES_THE_MODEL`): an optimizer that holds none of the model's trained parameters (built
+over another model, or before the layers were replaced) contradicts it.
 """
 from __future__ import annotations
 
@@ -32,6 +33,17 @@ def without_optimizer(run: Run) -> bool:
         return False
     names = run.scalars["name"] if len(run.scalars) else ()
     return not any(str(n).startswith(LR_PREFIX) for n in set(names))
+
+
+# A finding's evidence: whether its rule knew the run's learning rate (False on a run recorded
+# without an optimizer object, whose fix then says what to check instead: NO_OPTIMIZER_FIX).
+LR_KNOWN = "lr_known"
+
+
+def lr_known(run: Run) -> bool:
+    """Whether the run's learning rate is known to the rules (not `without_optimizer`): the
+    value of a finding's LR_KNOWN evidence."""
+    return not without_optimizer(run)
 
 
 def lr_fix(run: Run, fix: str) -> str:
@@ -139,7 +151,7 @@ def parameters(meta: Mapping[str, Any]) -> list[dict]:
 
 
 def _lr_moves_the_model(run: Run, finding: Finding) -> Verdict:
-    if finding.fix == NO_OPTIMIZER_FIX:  # the fix already says that no LR is known
+    if finding.evidence.get(LR_KNOWN) is False:  # its fix already says that no LR is known
         return HOLDS
     if without_optimizer(run):
         return contradicted("the run was recorded without an optimizer object (meta.json "

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt, matrix_params, name_list, subject_of
-from tracelab.analyzers._learning_rate import LR_MOVES_THE_MODEL, lr_fix
+from tracelab.analyzers._learning_rate import LR_KNOWN, LR_MOVES_THE_MODEL, lr_fix, lr_known
 from tracelab.analyzers._loss_contracts import BCE_LOGITS, CROSS_ENTROPY, NLL, loss_type
 from tracelab.core import causes
 from tracelab.core.causes import HOLDS, Premise, Verdict, explains, unknown
@@ -108,6 +108,7 @@ def update_ratio(run: Run, *, high: float = 0.1, low: float = 1e-5,
         findings.append(update_ratio.finding(
             WARNING, subject_of(flagged), steps, text,
             {"layers": len(flagged), "of_layers": len(moving),
-             "worst_ratio": float(layers[worst]), "median_ratio_all": float(median.median())},
+             "worst_ratio": float(layers[worst]), "median_ratio_all": float(median.median()),
+             LR_KNOWN: lr_known(run)},
             fix))
     return findings

@@ -61,6 +61,21 @@ def test_a_run_without_an_optimizer_is_not_judged_nor_told_to_lower_its_lr(tmp_p
     judged = [f for f in diagnosis.findings
               if f.rule in ("learning-rate-too-high", "update-ratio", "loss-oscillation")]
     assert all("its learning rate is unknown" in f.fix for f in judged)
+    # A learning-rate rule's finding says that no LR was known (lr_known False, the fix
+    # NO_OPTIMIZER_FIX), so the premise that an LR moves the model holds for it; a finding
+    # whose fix says to lower the LR is contradicted by the run.
+    import dataclasses
+
+    from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL,
+                                                   NO_OPTIMIZER_FIX, lr_known)
+    from tracelab.core.findings import WARNING, Finding
+    assert lr_known(diagnosis.run) is False
+    told = Finding("update-ratio", "TL206", WARNING, "0.weight", (0, 39), "Updates are too "
+                   "large.", {LR_KNOWN: lr_known(diagnosis.run)}, NO_OPTIMIZER_FIX)
+    assert not any(LR_MOVES_THE_MODEL.judge(diagnosis.run, told))
+    untold = dataclasses.replace(told, evidence={}, fix="Lower the learning rate.")
+    assert "without an optimizer object" in LR_MOVES_THE_MODEL.judge(
+        diagnosis.run, untold).contradicted
 
 
 def test_one_of_two_optimizers_at_learning_rate_0_is_named_by_its_lr_scalars(tmp_path):
