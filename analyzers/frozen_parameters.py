@@ -9,6 +9,14 @@ What it detects
     zero. Parameters with the same cause make one finding naming their modules; parameters
     whose gradients are negligible against their weights (a bias before BatchNorm) are only
     noted at info level.
+    Parameters with `requires_grad=False` are frozen by mistake when they still hold a random
+    initialization: the recorder summarizes each frozen parameter's first 65,536 values at the
+    start of the run and at its end (meta.json `model.parameters[*].values`,
+    `frozen_at_close`), and a parameter whose summary did not change and reads as an i.i.d.
+    draw centred on 0 (at least `min_values` values; mean, spread, mean absolute value and both
+    extremes within `z` standard errors, or a one-in-a-million chance, of a uniform law's, or
+    of the N(0, 1) an Embedding draws by default) is a warning: a fixed random projection
+    learns nothing, where a layer frozen on purpose holds pretrained weights.
 
 Why it matters
     A silently frozen layer trains nothing while the loss still falls through the other layers:
@@ -17,39 +25,52 @@ Why it matters
 
 Example
     `head.weight` and `head.bias` never change in 500 steps; neither is in the optimizer.
+    `encoder.weight`, made with `nn.Embedding.from_pretrained(torch.empty(50, 32).uniform_(
+    -0.1, 0.1))` (freeze=True by default), is uniform within +-0.1 from start to end.
 
 How to fix
     Build the optimizer after the model is complete, from `model.parameters()` (or add the
     missing parameters to a param group); make sure the module is used in the forward pass and
-    its output is not detached.
+    its output is not detached. A layer frozen at its random init: load its pretrained weights
+    before freezing it, or train it (`from_pretrained(w, freeze=False)`).
 
 False positives
-    Parameters frozen on purpose with `requires_grad=False` are not judged. Without a model
-    summary, only parameters with recorded gradients are judged. When no parameter changes at
-    all, loss-plateau names the cause instead.
+    Parameters frozen with `requires_grad=False` are judged only by the random-initialization
+    check: pretrained weights (a fine-tuned backbone, GloVe embeddings) are not a sharp-edged
+    uniform draw nor N(0, 1), and frozen copies that change (an EMA teacher, an RL target
+    network) are not judged. A random layer frozen on purpose (random features, a fixed random
+    classifier) is reported; a briefly pretrained layer with normally spread weights, a
+    normal init other than an Embedding's default, or a run never closed (no `frozen_at_close`)
+    is not. Without a model summary, only parameters with recorded gradients are judged. When
+    no parameter changes at all, loss-plateau names the cause instead.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from tracelab.analyzers._dynamics import OUTCOME, layer_of, name_list, param_info, subject_of, \
-    weights_unchanged
+from tracelab.analyzers._dynamics import OUTCOME, fmt, layer_of, name_list, param_info, \
+    subject_of, weights_unchanged
 from tracelab.core.causes import explains
 from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import GRAD, WEIGHT, Needs
 
+
 @rule(name="frozen-parameters", code="TL205", requires=(Needs.WEIGHTS,), merge="module group",
       plot=Plot.WEIGHT_CHANGE,
       links=(explains(*OUTCOME, why="parameters that never change do not learn",
                       timing="overlap"),))
 def frozen_parameters(run: Run, *, rtol: float = 1e-7, negligible: float = 1e-6,
-                      min_steps: int = 3) -> list[Finding]:
+                      min_steps: int = 3, z: float = 5.0, min_values: int = 1000
+                      ) -> list[Finding]:
     norms = run.stat(WEIGHT, "norm")
     if len(norms) < min_steps:
         return []
     info = param_info(run)
+    findings = _at_random_init(run, info, norms, rtol, z, min_values)
     grads = run.stat(GRAD, "norm")
     if info:
         trainable = [n for n in norms.columns if info.get(n, {}).get("requires_grad", True)]
@@ -57,14 +78,13 @@ def frozen_parameters(run: Run, *, rtol: float = 1e-7, negligible: float = 1e-6,
         trainable = [n for n in norms.columns if n in grads.columns]
     still = [n for n in trainable if weights_unchanged(run, n, rtol)]
     if not still or len(still) == len(trainable):
-        return []
+        return findings
     first, last = int(norms.index[0]), int(norms.index[-1])
     # One finding per cause, naming the modules: a dead network should not give one per layer.
     by_cause: dict[tuple, list[str]] = {}
     for name in still:
         scale = float(norms[name].median())
         by_cause.setdefault(_cause(name, info, grads, scale, negligible), []).append(name)
-    findings = []
     for (severity, cause, fix), params in by_cause.items():
         modules = list(dict.fromkeys(layer_of(p) for p in params))
         findings.append(frozen_parameters.finding(
@@ -78,6 +98,104 @@ def frozen_parameters(run: Run, *, rtol: float = 1e-7, negligible: float = 1e-6,
              "changing_parameters": len(trainable) - len(still)},
             fix))
     return findings
+
+
+def _at_random_init(run: Run, info: dict, norms, rtol: float, z: float,
+                    min_values: int) -> list[Finding]:
+    """One finding naming the parameters with requires_grad=False that hold, unchanged from
+    the start to the end of the run, what a random initialization draws."""
+    end = run.meta.get("frozen_at_close")
+    if not isinstance(end, dict):
+        return []
+    drawn, types = {}, run.module_types()
+    for name, entry in info.items():
+        start, stop = entry.get("values"), end.get(name)
+        if entry.get("requires_grad") is not False or not isinstance(start, dict) or \
+                not isinstance(stop, dict) or not _same(start, stop, rtol):
+            continue  # trained, or changed all the same (an EMA teacher, a target network)
+        law = _random_draw(start, _init_scales(types.get(layer_of(name))), z, min_values)
+        if law:
+            drawn[name] = law
+    if not drawn:
+        return []
+    trained = [n for n, p in info.items() if p.get("requires_grad") is True]
+    params = list(drawn)
+    modules = list(dict.fromkeys(layer_of(p) for p in params))
+    one = len(params) == 1
+    steps = _span(run, norms)
+    laws = ", ".join(f"{n}: {drawn[n]}" for n in params[:3])
+    return [frozen_parameters.finding(
+        WARNING, subject_of(modules), steps,
+        f"{'Parameter' if one else 'Parameters'} {name_list(params)} "
+        f"{'has' if one else 'have'} requires_grad=False and {'holds' if one else 'hold'} "
+        f"what a random initialization draws ({laws}), unchanged from the start of the run "
+        f"to its end, while {len(trained)} other parameters train: a fixed random "
+        f"projection that nothing learns. Frozen on purpose, a layer holds pretrained "
+        "weights; these are frozen by mistake (Embedding.from_pretrained's freeze=True, "
+        "requires_grad=False set on the wrong layers) or their weights were never loaded.",
+        {"parameters": len(params), "modules": len(modules), "subjects": modules,
+         "cause": "frozen_at_init", "trained_parameters": len(trained)},
+        "Load the pretrained weights before freezing these layers, or train them: "
+        "requires_grad_(True) (nn.Embedding.from_pretrained(w, freeze=False)) and the "
+        "parameters in the optimizer.")]
+
+
+def _span(run: Run, norms) -> tuple[int, int]:
+    loss = run.loss().dropna()
+    index = loss.index if len(loss) else norms.index
+    return int(index[0]), int(index[-1])
+
+
+def _same(a: dict, b: dict, rtol: float) -> bool:
+    try:
+        return all(abs(float(b[k]) - float(a[k])) <= rtol * max(abs(float(a[k])), 1e-30)
+                   for k in ("numel", "mean", "std", "min", "max"))
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def _init_scales(kind: str | None) -> list[float]:
+    """The standard deviations of the normal law the default initialization of a module of
+    this type draws its weights from: N(0, 1) for an Embedding. (Linear, Conv and the
+    recurrent layers draw uniformly.)"""
+    return [1.0] if kind == "Embedding" else []
+
+
+def _random_draw(v: dict, scales: list[float], z: float, min_values: int) -> str | None:
+    """How the values summarized in `v` (numel, mean, std, min, max, abs_mean) look drawn,
+    i.i.d. and centred on 0, from a uniform law (Linear's and Conv's default within
+    1/sqrt(fan_in), xavier's, kaiming's, any bound) or from a normal law of one of the
+    default `scales`, each statistic within `z` standard errors (or a 1e-6 chance for the
+    extremes) of that law's; None when they do not, or are too few to tell. A normal law
+    needs its module's default scale: training with small steps spreads weights normally
+    too (a briefly pretrained layer), never into a sharp-edged uniform."""
+    try:
+        n, mean, std, lo, hi, absm = (float(v[k]) for k in (
+            "numel", "mean", "std", "min", "max", "abs_mean"))
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not (n >= min_values and all(map(math.isfinite, (mean, std, lo, hi, absm))) and std > 0
+            and lo < 0 < hi) or abs(mean) > z * std / math.sqrt(n):
+        return None
+    log_p = math.log(1e-6)
+    bound = max(hi, -lo)
+    gap = 1 - min(hi, -lo) / bound  # the nearer extreme's distance to the bound, relative
+    slack = 30 / n  # the bound read off the sample's extreme falls short by about bound / n
+    if n * math.log1p(-gap / 2) >= log_p and \
+            abs(std * math.sqrt(3) / bound - 1) <= z * 0.45 / math.sqrt(n) + slack and \
+            abs(2 * absm / bound - 1) <= z * 0.58 / math.sqrt(n) + slack:
+        return f"uniform within +-{fmt(bound)}"
+    if any(abs(std / scale - 1) <= z / math.sqrt(2 * n) for scale in scales) and \
+            abs(absm / std - math.sqrt(2 / math.pi)) <= z * 0.22 / math.sqrt(n) and \
+            all(log_p <= _log_cdf_max(x / std, n) <= math.log1p(-1e-6) for x in (hi, -lo)):
+        return f"normal of std {fmt(std)}"
+    return None
+
+
+def _log_cdf_max(x: float, n: float) -> float:
+    """log P(the largest of n standard normal draws <= x)."""
+    tail = 0.5 * math.erfc(x / math.sqrt(2))  # P(one draw > x), exact far into the tail
+    return n * math.log1p(-tail) if tail < 1 else -math.inf
 
 
 def _grad_max(grads, params) -> float:

@@ -80,16 +80,48 @@ def wrapped(model: torch.nn.Module) -> torch.nn.Module | None:
 
 def model_summary(model: torch.nn.Module, optimizers: Sequence[Any]) -> dict[str, Any]:
     """The model's modules and parameters; `in_optimizer` says whether any of `optimizers`
-    holds a parameter (None when the run watches no optimizer)."""
+    holds a parameter (None when the run watches no optimizer); a frozen parameter's `values`
+    are frozen_values' statistics of it."""
     in_opt = {id(p) for opt in optimizers for g in opt.param_groups for p in g["params"]}
-    return {
-        "type": type(model).__name__,
-        "modules": [_module_entry(path, m) for path, m in model.named_modules()],
-        "parameters": [{"name": name, "shape": list(p.shape), "dtype": str(p.dtype).replace(
+    frozen = frozen_values(model)
+    params = []
+    for name, p in model.named_parameters():
+        entry = {"name": name, "shape": list(p.shape), "dtype": str(p.dtype).replace(
             "torch.", ""), "device": str(p.device), "requires_grad": p.requires_grad,
             "in_optimizer": id(p) in in_opt if optimizers else None}
-            for name, p in model.named_parameters()],
-    }
+        if name in frozen:
+            entry["values"] = frozen[name]
+        params.append(entry)
+    return {"type": type(model).__name__,
+            "modules": [_module_entry(path, m) for path, m in model.named_modules()],
+            "parameters": params}
+
+
+# Frozen parameters are not tracked; their values are summarized once at the start and once
+# at the end, from their first FROZEN_SAMPLE elements: what tells a random initialization
+# (an i.i.d. sample) from trained values, at a fixed cost whatever the model's size.
+FROZEN_SAMPLE = 65_536
+FROZEN_STATS = ("numel", "mean", "std", "min", "max", "abs_mean")
+
+
+def frozen_values(model: torch.nn.Module) -> dict[str, dict[str, float]]:
+    """Per floating-point parameter with requires_grad=False, FROZEN_STATS of its first
+    FROZEN_SAMPLE elements in memory order (numel: how many were read). Plain tensors only: a
+    sharded or meta parameter, or one that fails to read, is left out."""
+    out: dict[str, dict[str, float]] = {}
+    for name, p in model.named_parameters():
+        if p.requires_grad or not p.is_floating_point() or p.is_meta or p.numel() < 2:
+            continue
+        try:
+            x = p.detach()
+            if type(x) is not torch.Tensor:  # a DTensor's shard, a quantized wrapper
+                continue
+            x = x.reshape(-1)[:FROZEN_SAMPLE].double()
+            values = torch.stack([x.mean(), x.std(), x.min(), x.max(), x.abs().mean()]).tolist()
+        except Exception:  # a summary never stops recording
+            continue
+        out[name] = dict(zip(FROZEN_STATS, [int(x.numel())] + values))
+    return out
 
 
 # The configuration rules read of a leaf module, beside its extra_repr(): layouts a module

@@ -562,6 +562,9 @@ class Recorder:
         if not self.writer.closed:
             self.writer.close(status)
             self.writer.update_meta(recorder=dict(self._settings, cost=self.cost))
+            if self.model is not None:  # the frozen parameters' values at the end
+                self.writer.update_meta(frozen_at_close={compiled.plain_name(n): v for n, v in
+                                                         env.frozen_values(self.model).items()})
 
     def __enter__(self) -> "Recorder":
         return self
