@@ -1,35 +1,45 @@
 """train-val-overlap: validation rows identical to training rows, beyond what chance gives.
 
 What it detects
-    The recorder hashes each row of the profiled input batches (a consistent bounded sample per
-    split: the rows whose hash falls below the split's threshold). For each split other than
-    train, the share of its fingerprinted rows whose hash is also among the training rows',
-    measured below the lower of the two thresholds. It fires when that share is at least
-    `min_overlap` and at least `over_chance` times what chance gives in that feature space:
-    the chance that a random row equals one of the training rows, from the number of distinct
-    values each input feature takes (the profiles' n_unique) and the training rows seen.
+    The recorder hashes each row of the profiled input batches, and each item where a row
+    holds several of one kind (the tensors of a tuple or dict sharing shape and dtype, as a
+    siamese pair; the slices along dim 1 of a 4-D+ tensor), keeping a consistent bounded
+    sample per split and unit (the hashes below the split's threshold). For each split other
+    than train (and other than training data evaluated again: a split named with "train"), it
+    counts the fingerprinted rows (or items) whose hash is also among the training ones, below
+    the lower of the two thresholds, and fires when they are at least `min_matches`, at least
+    `min_overlap` of the split, and more than chance allows: Chernoff's bound on drawing that
+    many matches, each with `over_chance` times the chance of one, is below `alpha`. The chance
+    that a random row equals one of the training rows comes from the number of distinct values
+    each input feature takes (the profiles' n_unique), the values of it that one row holds and
+    the training rows seen. A few validation rows all found among the training rows are judged:
+    3 of 3 sequences of 49 float values cannot match by chance.
 
 Why it matters
     A validation row that is also a training row measures memory, not generalization. Leaked
     rows (duplicates in the source data, a split made after augmentation or oversampling, the
-    same file in both folders) make validation metrics too good, so model selection and early
-    stopping pick the wrong model and the deployed model disappoints.
+    same file in both folders, test pairs drawn from the training images) make validation
+    metrics too good, so model selection and early stopping pick the wrong model and the
+    deployed model disappoints.
 
 Example
-    47% of the 256 distinct 'val' rows fingerprinted are identical to training rows, where
-    chance in this feature space gives 0.0%.
+    120 of the 256 distinct 'val' rows fingerprinted (47%) are identical to training rows,
+    where chance in this feature space gives 0.0%.
 
 How to fix
     Split before any augmentation, oversampling or duplication; deduplicate rows across the
     splits (by id or by content); split grouped data (one user, patient or time span per
-    split) with a group-aware splitter.
+    split) with a group-aware splitter; draw evaluation pairs from the evaluation images.
 
 False positives
     Inputs made of a few binary or categorical features repeat by nature: 4 binary features
     take 16 values, so most validation rows equal some training row; the chance estimate
-    covers this, and the rule stays quiet. Deliberately repeated evaluation on training data
-    (a "train" metric logged as its own split) is reported. Fewer than `min_rows` distinct
-    fingerprinted rows in a split are not judged.
+    covers this, and the rule stays quiet. Natural duplicates (a blank image, an all-zero row,
+    a constant channel) are one or two matches, below `min_matches`, and a few per cent of a
+    large split, below `min_overlap`. A split whose name holds "train" (training data
+    evaluated again) is not judged. The chance assumes the values uniform and independent, so
+    data far more repetitive than its profiles say (long runs of one value) can match more
+    than estimated.
 """
 from __future__ import annotations
 

@@ -2,19 +2,22 @@
 import pytest
 
 torch = pytest.importorskip("torch")  # recorded by real trainings; `make test` runs them
+pd = pytest.importorskip("pandas")
+
+from torch import nn
 
 import tracelab
 from tracelab.analyzers.train_val_overlap import train_val_overlap
 from tracelab.core.run import open_run
 
 
-def _record(tmp_path, train_rows, val_rows, steps=30):
+def _record(tmp_path, train_rows, val_rows, steps=30, split="val"):
     g = torch.Generator().manual_seed(0)
     with tracelab.Recorder(str(tmp_path / "run"), input_every=1) as rec:
         for _ in range(steps):
             rec.step(loss=1.0, inputs=train_rows[torch.randint(0, len(train_rows), (64,),
                                                                generator=g)])
-        rec.log("val", inputs=val_rows)
+        rec.log(split, inputs=val_rows)
     return open_run(tmp_path / "run")
 
 
@@ -40,7 +43,87 @@ def test_quiet_when_a_few_binary_features_repeat_by_nature(tmp_path):
     assert train_val_overlap(run) == []
 
 
-@pytest.mark.parametrize("n_val", [20])
-def test_too_few_rows_are_not_judged(tmp_path, n_val):
+def test_a_few_validation_rows_all_among_the_training_rows_are_judged(tmp_path):
+    # 4 validation sequences of 40 floats, every one a training sequence: no chance match.
+    pool = torch.randn(60, 40, dtype=torch.float64)
+    [f] = train_val_overlap(_record(tmp_path / "a", pool, pool[:4]))
+    assert f.evidence["matches"] == 4 and f.evidence["rows"] == 4 and f.evidence["p_bound"] < 1e-3
+    # Two natural duplicates among fresh rows are not evidence.
+    val = torch.cat([torch.randn(30, 40, dtype=torch.float64), pool[:2]])
+    assert train_val_overlap(_record(tmp_path / "b", pool, val)) == []
+
+
+def test_training_rows_evaluated_as_their_own_split_are_not_judged(tmp_path):
     pool = torch.randn(600, 10)
-    assert train_val_overlap(_record(tmp_path, pool, pool[:n_val])) == []
+    assert train_val_overlap(_record(tmp_path, pool, pool[:200], split="train_eval")) == []
+
+
+class _Siamese(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encode = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(),
+                                    nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.head = nn.Linear(8, 1)
+
+    def forward(self, a, b):
+        return self.head(torch.cat([self.encode(a), self.encode(b)], 1)).squeeze(1)
+
+
+def _pairs(path, images, eval_images, stacked=False):
+    """A siamese training on random pairs of `images`, evaluated on pairs of `eval_images`:
+    the pairs never repeat, the images do."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    model = _Siamese()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def batch(pool, n):
+        i, j = torch.randint(0, len(pool), (2, n), generator=g)
+        a, b = pool[i], pool[j]
+        return (torch.cat([a, b], 1) if stacked else (a, b)), (i % 2 == j % 2).float()
+
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, input_every=1) as rec:
+        for _ in range(20):
+            x, y = batch(images, 32)
+            out = model(*((x[:, :1], x[:, 1:]) if stacked else x))
+            loss = nn.functional.binary_cross_entropy_with_logits(out, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x, targets=y)
+        x, y = batch(eval_images, 100)
+        rec.log("val", inputs=x, targets=y)
+    return open_run(path)
+
+
+@pytest.mark.parametrize("stacked", [False, True])
+def test_pairs_drawn_from_the_training_images_match_image_by_image(tmp_path, stacked):
+    g = torch.Generator().manual_seed(1)
+    images, fresh = torch.rand(2, 400, 1, 8, 8, generator=g)
+    run = _pairs(tmp_path / "leak", images, images, stacked)
+    fp = run.fingerprints
+    rows = fp[~fp["input"].str.startswith("items:")]
+    val, train = (set(rows.loc[rows["split"] == s, "hash"]) for s in ("val", "train"))
+    assert len(val & train) < 0.05 * len(val)  # whole pairs hardly ever repeat
+    [f] = train_val_overlap(run)
+    assert f.evidence["input"].startswith("items:") and f.evidence["overlap_share"] > 0.5
+    assert train_val_overlap(_pairs(tmp_path / "fresh", images, fresh, stacked)) == []
+
+
+def test_a_dataframe_fold_left_in_the_training_rows(tmp_path):
+    g = torch.Generator().manual_seed(0)
+    frame = pd.DataFrame(torch.randn(400, 6, generator=g).numpy(), columns=list("abcdef"))
+    frame["kind"] = (torch.rand(400, generator=g) < 0.5).numpy()
+    fold = frame.iloc[:80]
+
+    def run(path, rows):
+        with tracelab.Recorder(str(path), input_every=1) as rec:
+            for step in range(10):
+                rec.step(loss=1.0, inputs=rows.iloc[(torch.randperm(len(rows), generator=g)[:64]
+                                                     ).numpy()])
+            rec.log("val", inputs=fold)
+        return open_run(path)
+
+    [f] = train_val_overlap(run(tmp_path / "leak", frame))
+    assert f.evidence["input"] == "input" and f.evidence["chance"] < 1e-6
+    assert train_val_overlap(run(tmp_path / "held", frame.iloc[80:])) == []
