@@ -22,9 +22,10 @@ Why it matters
     policy it can find.
 
 Example
-    train episode_reward got worse as the loss held: median 12 over steps 0-14, 10 over the
-    last half of the run (Mann-Whitney p = 3.1e-05; rank correlation with the step -0.26);
-    the train loss went from a median of -2.09 to -1.63.
+    train episode_reward got worse while the train loss did not: its median went from 12 over
+    steps 0-14 to 10 over the last half of the run (higher is better; Mann-Whitney p =
+    3.09e-05, rank correlation with the step -0.262), the loss's from -2.09 to -1.25 (no
+    significant rise).
 
 How to fix
     Check the sign of every term of the loss: the optimizer minimizes it, so a quantity to
@@ -108,7 +109,7 @@ def loss_against_objective(run: Run, *, blocks: int = 8, min_points: int = 24,
 def _judge(run: Run, split, name, loss, blocks: int, min_points: int, alpha: float,
            alpha_trend: float, alpha_loss: float) -> dict | None:
     metric = run.scalar(name, split)
-    steps = metric.index.intersection(loss.index)
+    steps = metric.index.intersection(loss.index).sort_values()
     m = metric.loc[steps].to_numpy(dtype=float)
     l = loss.loc[steps].to_numpy(dtype=float)
     keep = np.isfinite(m) & np.isfinite(l)
@@ -143,18 +144,18 @@ def _judge(run: Run, split, name, loss, blocks: int, min_points: int, alpha: flo
 
 def _finding(split: str, judged: list[dict]) -> Finding:
     j = judged[0]
-    how = "fell" if j["loss_fell"] else "held"
     others = [o["metric"] for o in judged[1:]]
-    also = f" ({', '.join(others)} as well)" if others else ""
+    also = f" So did {', '.join(others)}." if others else ""
     a, b = j["first_steps"]
+    rho = j["rank_correlation"] * (1 if j["direction"] == "higher" else -1)
+    loss_move = "a significant fall" if j["loss_fell"] else "no significant rise"
     return loss_against_objective.finding(
         WARNING, f"{split}/{j['metric']}", j["steps"],
-        f"{split} {j['metric']} got worse while the {split} loss {how}{also}: median "
-        f"{fmt(j['metric_first'])} over steps {a}-{b}, {fmt(j['metric_last_half'])} over the "
+        f"{split} {j['metric']} got worse while the {split} loss did not: its median went from "
+        f"{fmt(j['metric_first'])} over steps {a}-{b} to {fmt(j['metric_last_half'])} over the "
         f"last half of the run ({j['direction']} is better; Mann-Whitney p = "
-        f"{fmt(j['p_worse'])}, rank correlation with the step "
-        f"{fmt(j['rank_correlation'] * (1 if j['direction'] == 'higher' else -1))}), while the "
-        f"loss went from a median of {fmt(j['loss_first'])} to {fmt(j['loss_last_half'])}. The "
+        f"{fmt(j['p_worse'])}, rank correlation with the step {fmt(rho)}), the loss's from "
+        f"{fmt(j['loss_first'])} to {fmt(j['loss_last_half'])} ({loss_move}).{also} The "
         "optimizer minimizes the loss; this loss leads away from the objective: a sign "
         "flipped, or a quantity to maximize minimized.",
         {"split": split, **{k: v for k, v in j.items() if k not in ("first_steps", "steps")},
