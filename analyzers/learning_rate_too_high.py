@@ -22,9 +22,13 @@ How to fix
 
 False positives
     Symptoms that an input cause already explains (a bad batch, unnormalized inputs) do not
-    count, nor NaN/Inf that only the evaluation's loss holds. Healthy tiny networks reach
-    30-60x the usual update ratio in their first steps, below `far_above`; a lone spike with
-    its gradient burst is one signal, not two. Its fix presumes that an optimizer's
+    count, nor NaN/Inf that only the evaluation's loss holds. Where several optimizers hold the
+    model's parameters (a GAN's generator and discriminator, separately trained parts), the one
+    recorded loss swings by design, as each player moves against the other: its swings and
+    spikes count only when it grows (turns non-finite, or ends above everything its first tenth
+    held); each optimizer's update size, gradients and NaN/Inf still count. Healthy tiny
+    networks reach 30-60x the usual update ratio in their first steps, below `far_above`; a lone
+    spike with its gradient burst is one signal, not two. Its fix presumes that an optimizer's
     learning rate moves these weights: where no optimizer holds any of the model's trained
     parameters (meta.json's optimizers), the diagnosis ranks below every one the recorded facts
     do not contradict.
@@ -35,16 +39,16 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from tracelab.analyzers._dynamics import OUTCOME, matrix_params, update_ratios
+from tracelab.analyzers._dynamics import OUTCOME, edge_len, matrix_params, update_ratios
 from tracelab.analyzers._dynamics import fmt as _fmt
 from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL, NO_OPTIMIZER_FIX,
-                                               lr_known, without_optimizer)
+                                               groups_of, lr_known, without_optimizer)
 from tracelab.core import causes
 from tracelab.core.causes import Chain, explains
 from tracelab.core.findings import Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import LR_PREFIX, TRAIN, UPDATE, WEIGHT, Needs
+from tracelab.core.schema import LR_PREFIX, META_OPTIMIZERS, TRAIN, UPDATE, WEIGHT, Needs
 
 PRIMARY = {"oscillation", "lr_rise", "spikes", "updates"}
 
@@ -108,13 +112,19 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float,
            early: int) -> dict[str, tuple[str, int]]:
     """kind -> (what it shows, weight)."""
     votes: dict[str, tuple[str, int]] = {}
-    spikes = [f for f in seen if f.rule == "loss-spike"]
+    # Several optimizers each move their own parameters against one recorded loss (a GAN's
+    # players, summed objectives): its swings and spikes are the game's, not one LR's, unless
+    # the loss leaves the range it started in, upward.
+    game = _optimizers(run) >= 2 and not _loss_grew(run)
+    spikes = [f for f in seen if f.rule == "loss-spike" and not game]
     for f in seen:
         ev = f.evidence
+        if f.rule == "loss-oscillation" and game:
+            continue
         if f.rule == "loss-oscillation" and "oscillation" not in votes:
             votes["oscillation"] = (f"the loss keeps swinging between {fmt(ev.get('p10'))} and "
                                     f"{fmt(ev.get('p90'))}", 1)
-        elif f.rule == "loss-spike" and causes.stated_cause(f) == "lr_increase":
+        elif f.rule == "loss-spike" and causes.stated_cause(f) == "lr_increase" and not game:
             votes["lr_rise"] = (f"the loss jumped at step {ev.get('step')} right after the "
                                 f"learning rate rose {fmt(ev.get('lr_ratio'))}x", 2)
         elif f.rule == "update-ratio" and "updates" not in votes:
@@ -146,6 +156,27 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float,
         votes["dead"] = (f"{fmt(100 * (d.evidence.get('dead_frac') or 0))}% of the units of "
                          f"'{d.subject}' died{after} (from step {d.steps[0]})", 1)
     return votes
+
+
+def _optimizers(run: Run) -> int:
+    """How many optimizers of meta.json hold at least one parameter."""
+    summaries = run.meta.get(META_OPTIMIZERS)
+    if not isinstance(summaries, dict):
+        return 0
+    return sum(1 for summary in summaries.values()
+               if any(g.get("params") or g.get("n_params") for g in groups_of(summary)))
+
+
+def _loss_grew(run: Run) -> bool:
+    """Whether the training loss turned non-finite or ended (the median of its last tenth)
+    above everything its first tenth held: a loss that grows, not one that swings."""
+    loss = run.loss().to_numpy(dtype=float)
+    if not loss.size:
+        return False
+    if not np.isfinite(loss).all():
+        return True
+    n = edge_len(len(loss), lo=5, hi=100)
+    return len(loss) >= 2 * n and float(np.median(loss[-n:])) > float(loss[:n].max())
 
 
 def _max_ratio(run: Run) -> tuple[Optional[str], Optional[float]]:

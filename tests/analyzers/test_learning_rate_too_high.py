@@ -1,4 +1,5 @@
 """learning-rate-too-high: named from the symptoms other rules found, when two of them agree."""
+import numpy as np
 import pandas as pd
 
 from tracelab.analyzers.learning_rate_too_high import learning_rate_too_high
@@ -68,3 +69,38 @@ def test_quiet_on_one_signal_or_on_symptoms_an_input_explains():
     swings = _f("loss-oscillation", (100, 299), {"p10": 0.9, "p90": 4.7})
     assert learning_rate_too_high(_run(), _alone(swings, low)) == []  # tiny updates: no vote
     assert learning_rate_too_high(_run(), []) == []
+
+
+def _game(loss):
+    """A GAN's run: two optimizers (generator, discriminator), one recorded loss."""
+    scalars = pd.DataFrame({"step": range(len(loss)), "split": "train", "name": "loss",
+                            "value": loss})
+    group = {"lr": 0.05, "params": ["D.0.weight"], "n_params": 1}
+    meta = {"model": {"parameters": [{"name": "G.0.weight", "shape": [2, 2]},
+                                     {"name": "D.0.weight", "shape": [5, 2]}]},
+            "optimizers": {"G": {"type": "Adam", "groups": [{**group, "params": ["G.0.weight"]}]},
+                           "D": {"type": "Adam", "groups": [group]}}}
+    return Run.from_frames(meta, scalars=scalars)
+
+
+def test_a_game_s_loss_that_swings_and_spikes_within_its_range_is_no_lr_blow_up():
+    """d2l's GAN: the generator's loss falls, then swings as the discriminator answers."""
+    loss = np.r_[np.linspace(13.0, 6.0, 300), 6.0 + np.sin(np.arange(700)) * 1.0]
+    swings = _f("loss-oscillation", (667, 999), {"p10": 5.2, "p90": 7.3})
+    spikes = _f("loss-spike", (404, 407), {"cause": "unprofiled", "spikes_total": 2})
+    assert learning_rate_too_high(_game(loss), _alone(swings, spikes)) == []
+    # the same symptoms of one optimizer's loss still name the learning rate
+    one = _game(loss)
+    one.meta["optimizers"].pop("G")
+    [f] = learning_rate_too_high(one, _alone(swings, spikes))
+    assert f.evidence["votes"] == ["oscillation", "spikes"]
+
+
+def test_a_game_s_loss_that_grows_out_of_its_range_still_counts():
+    loss = np.r_[np.full(100, 1.4), np.geomspace(1.4, 300.0, 200)]
+    swings = _f("loss-oscillation", (200, 299), {"p10": 50.0, "p90": 250.0})
+    spikes = _f("loss-spike", (150, 160), {"cause": "unprofiled", "spikes_total": 3})
+    [f] = learning_rate_too_high(_game(loss), _alone(swings, spikes))
+    assert f.evidence["votes"] == ["oscillation", "spikes"]
+    nan = np.r_[np.full(299, 1.4), np.nan]
+    assert learning_rate_too_high(_game(nan), _alone(swings, spikes)) != []
