@@ -5,8 +5,12 @@ What it detects
     (rolling median, so a single bad batch does not count). A layer is flagged when that
     sustained norm grows to `growth` times its level at the start while exceeding `min_norm`,
     or, for a loss recorded as a mean (`Recorder(loss_fn=...)` with reduction "mean"), when it
-    reaches `max_norm`. The finding names the layers, with the peak's ratio to the median of
-    the other layers at the same step. Non-finite gradients are left to nonfinite-values.
+    reaches `max_norm`. Both levels are per term of the loss: a loss summed over the batch
+    (reduction "sum", with what enters it recorded: `step(outputs=...)`) has gradients as many
+    times a mean's as it adds terms (rows for a cross-entropy, elements otherwise), and is
+    judged on its norm divided by that count. The finding names the layers, with the peak's
+    ratio to the median of the other layers at the same step. Non-finite gradients are left to
+    nonfinite-values.
 
 Why it matters
     Exploding gradients make each update overshoot: the loss jumps, weights blow up, and the
@@ -25,7 +29,8 @@ How to fix
 False positives
     Losses summed (not averaged) over large batches or sequences have proportionally larger
     gradients by design: the absolute `max_norm` applies only to a loss recorded as a mean, and
-    every other run is judged by its gradients' growth alone. A gradient that grows from a tiny
+    a summed one only divided by its recorded count of terms, and every other run is judged
+    by its gradients' growth alone. A gradient that grows from a tiny
     start (a zero-initialized layer) must still exceed `min_norm` to count. Gradients of a deep
     network often grow 100x from a tiny start as it learns: while the loss, finite throughout,
     ends the span at half its start or less, the finding is information, not a warning.
@@ -37,7 +42,8 @@ import math
 import numpy as np
 
 from tracelab.analyzers._learning_rate import lower_lr_fix
-from tracelab.analyzers._loss_contracts import mean_reduced
+from tracelab.analyzers._loss_contracts import (CROSS_ENTROPY, NLL, loss_fn, loss_type,
+                                                mean_reduced, output_facts)
 from tracelab.analyzers._dynamics import (OUTCOME, edge_len, fmt, matrix_params, name_list,
                                           subject_of)
 from tracelab.core import causes
@@ -45,7 +51,7 @@ from tracelab.core.causes import explains
 from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import GRAD, Needs
+from tracelab.core.schema import GRAD, OUTPUT_CLASSES, OUTPUT_NUMEL, Needs
 
 
 
@@ -73,17 +79,19 @@ def exploding_gradients(run: Run, *, max_norm: float = 100.0, growth: float = 10
     start = norms.iloc[:edge_len(len(norms), lo=smooth, hi=50)].median()
     peak = sustained.max()
     grew = peak / start.where(start > 0)
-    # An absolute norm means something only for a loss known to be a mean: a sum's gradients
-    # grow with the batch, the sequence or the pixels it adds up, by the user's choice.
-    absolute = max_norm if mean_reduced(run) else math.inf
-    hot = [n for n in names if peak[n] >= absolute or (peak[n] >= min_norm and grew[n] >= growth)]
+    # An absolute norm means something only per term of the loss: a mean's, or a sum's divided
+    # by the batch, the sequence or the pixels it adds up (the user's choice of scale).
+    terms = 1.0 if mean_reduced(run) else _summed_terms(run)
+    absolute = max_norm * terms if terms else math.inf
+    floor = min_norm * (terms or 1.0)
+    hot = [n for n in names if peak[n] >= absolute or (peak[n] >= floor and grew[n] >= growth)]
     if not hot:
         return []
     worst = max(hot, key=lambda n: peak[n])
     at = sustained[worst].idxmax()
     others = sustained.loc[at, [n for n in names if n != worst]].median()
     ratio = float(peak[worst] / others) if others > 0 else float("nan")
-    first = min(_onset(sustained[n], max_norm, max(min_norm, growth * start[n])) for n in hot)
+    first = min(_onset(sustained[n], absolute, max(floor, growth * start[n])) for n in hot)
     rise = f", {fmt(grew[worst])}x its start ({fmt(start[worst])})" if grew[worst] > 0 else ""
     rel = f", {fmt(ratio)}x the median of the other layers" if ratio == ratio else ""
     learning = _loss_fell(run, first, int(at))
@@ -114,6 +122,24 @@ def _loss_fell(run: Run, first: int, last: int) -> bool:
     if not len(span) or start <= 0 or float(span.min()) < 0:
         return False
     return float(span.iloc[-edge_len(len(span), lo=1, hi=20):].median()) <= 0.5 * start
+
+
+def _summed_terms(run: Run) -> float | None:
+    """How many terms a loss recorded as a sum adds up, from what entered it (the median over
+    the profiled steps): rows for a cross-entropy or NLL (the output's elements over its
+    classes), elements for an elementwise loss. None where the reduction is not "sum" or the
+    outputs were not recorded."""
+    if loss_fn(run).get("reduction") != "sum":
+        return None
+    facts = output_facts(run)
+    numel = facts[OUTPUT_NUMEL].dropna() if OUTPUT_NUMEL in facts else ()
+    if not len(numel):
+        return None
+    terms = float(numel.median())
+    if loss_type(run) in CROSS_ENTROPY | NLL and OUTPUT_CLASSES in facts:
+        classes = facts[OUTPUT_CLASSES].dropna()
+        terms = terms / float(classes.median()) if len(classes) and classes.median() > 0 else 0
+    return terms if math.isfinite(terms) and terms >= 1 else None
 
 
 def _onset(series, max_norm: float, grown: float) -> int:

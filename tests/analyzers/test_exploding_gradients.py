@@ -1,10 +1,12 @@
 """exploding-gradients: sustained huge or fast-growing gradient norms per layer, named."""
 import numpy as np
+import pandas as pd
 import pytest
 from dynamics_frames import (GRAD_LAYERS, GRAD_LEVELS, grad_run, make_run, model_meta, noisy,
                              scalar_rows, tensor_rows)
 
 from tracelab.analyzers.exploding_gradients import exploding_gradients
+from tracelab.core.run import Run
 from tracelab.core.schema import META_LOSS_FN
 
 N = 100
@@ -86,3 +88,30 @@ def test_grads_that_grow_while_the_loss_falls_are_information():
 def test_grads_that_grow_while_the_loss_stalls_rises_or_breaks_are_a_warning(loss):
     [f] = exploding_gradients(_growing_run(loss))
     assert f.severity.value == "warning"
+
+
+def _summed_ce(level: float, rows: int = 256, classes: int = 4, outputs: bool = True):
+    """A cross-entropy summed over batches of `rows`, its first layer's gradient steady at
+    `level` per row; what entered the loss recorded (outputs/numel, outputs/classes)."""
+    per = {name: {"norm": noisy(level * rows if name == "l0.weight" else v, i), "numel": [4096] * N}
+           for i, (name, v) in enumerate(HEALTHY.items())}
+    meta = model_meta(GRAD_LAYERS)
+    meta[META_LOSS_FN] = {"type": "CrossEntropyLoss", "reduction": "sum"}
+    signals = pd.DataFrame(
+        [{"step": s, "split": "train", "name": name, "value": value}
+         for s in range(0, N, 10) for name, value in (("outputs/numel", rows * classes),
+                                                      ("outputs/classes", classes))])
+    frames = {"tensors": tensor_rows("grad", per)}
+    if outputs:
+        frames["signals"] = signals
+    return Run.from_frames(meta, **frames)
+
+
+def test_a_summed_loss_is_judged_per_term_of_the_sum():
+    """300 per row of a 256-row sum is a mean's 300: huge; 2 per row is a mean's 2: fine,
+    though the norm (512) is far above what a mean's would be allowed."""
+    [f] = exploding_gradients(_summed_ce(300.0))
+    assert f.subject == "l0.weight" and f.evidence["peak_norm"] > 256 * 100
+    assert exploding_gradients(_summed_ce(2.0)) == []
+    # without what entered the loss, its count of terms is unknown: growth alone judges it
+    assert exploding_gradients(_summed_ce(300.0, outputs=False)) == []
