@@ -2,20 +2,20 @@
 
 What it detects
     First, the contract of backpropagation through a deep stack: each layer's gradient relative
-    to its weights (||grad|| / ||weight||, medians over the first half of the recorded steps)
-    in the model's layer order (the order its parameters were registered in, the input
-    first). When that ratio falls by at least `fall` from each layer to
-    the one before it over `min_chain` or more consecutive layers, and by `1 / ratio` or more
-    over the chain, the gradient shrinks geometrically on its way to the input: the finding
-    names the chain's input half, its fall per layer, and what explains it: the model's
-    Sigmoid/Tanh modules and the outputs recorded as saturated. A healthy net shows a step at its head and a flat profile
-    below it; the ratio is free of the layers' widths and of the loss's scale.
-    Then, for each weight matrix or kernel, the typical gradient size per element (gradient norm /
-    sqrt(numel), median over the later `1 - settle` of the recorded steps, so that the first
+    to its weights (||grad|| / ||weight||, medians over the first half of the recorded steps) in
+    the model's layer order (the order its parameters were registered in, the input first). When
+    that ratio falls by at least `fall` from each layer to the one before it over `min_chain` or
+    more consecutive layers, and by `1 / ratio` or more over the chain, the gradient shrinks
+    geometrically on its way to the input: the finding names the chain's input half, its fall
+    per layer, and what explains it: the model's Sigmoid/Tanh modules and the outputs recorded
+    as saturated. A healthy net shows a step at its head and a flat profile below it; the ratio
+    is free of the layers' widths and of the loss's scale.
+    Then, for each weight matrix or kernel, the typical gradient size per element (gradient norm
+    / sqrt(numel), median over the later `1 - settle` of the recorded steps, so that the first
     steps' transients do not count). A layer is flagged when that is below `ratio` times the
     largest layer's value (or below the absolute `floor`) and below `median_ratio` times the
-    median layer's. Layers whose gradients are exactly zero are left to frozen-parameters. The finding names the layers and gives their
-    ratio to the largest and to the median layer.
+    median layer's. Layers whose gradients are exactly zero are left to frozen-parameters. The
+    finding names the layers and gives their ratio to the largest and to the median layer.
 
 Why it matters
     Layers that get almost no gradient barely learn: in deep sigmoid/tanh stacks or badly
