@@ -2,8 +2,8 @@
 fingerprints table.
 
 Each row of a profiled batch (every tensor of the batch with its batch size, or a DataFrame's
-numeric columns) is hashed on its device: the bits of its values times fixed random multipliers
-(one vector per item width), summed, mixed, and kept to 52 bits so that the hash travels exactly
+numeric columns) is hashed on its device: the bits of its values (32 bits at most, a 64-bit value as its
+two halves) times fixed random multipliers (one vector for every item width), summed, mixed, and kept to 52 bits so that the hash travels exactly
 in the step's float64 packed copy. Where a row holds several items of one kind, each item is
 also hashed on its own, in the same pass: the tensors of a tuple or dict that share their shape
 and dtype (the two images of a siamese pair, a triplet), and the slices along dim 1 of a tensor
@@ -37,13 +37,16 @@ from tracelab.core.schema import FINGERPRINTS, INPUT_ROLE
 HASH_BITS = 52
 ITEMS = "items:"  # the input name's prefix of an item unit
 _MASK = (1 << HASH_BITS) - 1
-_BITS = {torch.float64: torch.int64, torch.float32: torch.int32, torch.float16: torch.int16,
-         torch.bfloat16: torch.int16}
+# 64-bit values as two 32-bit halves: a 64-bit word with many low zero bits (1.0 as a double is
+# 0x3FF0 << 48) would keep only a few bits of its multiplier, so that rows of small integers or
+# one-hot columns in float64 would collide.
+_BITS = {torch.float64: torch.int32, torch.int64: torch.int32, torch.float32: torch.int32,
+         torch.float16: torch.int16, torch.bfloat16: torch.int16}
 
 
 def _bits(x: torch.Tensor) -> torch.Tensor:
-    """[items, values] of x: a float's bits as the integer of its width, other values as they
-    are (an integer's value is its bits' meaning)."""
+    """[items, values] of x: a float's bits as integers of at most 32 bits, other values as
+    they are (an integer's value is its bits' meaning)."""
     x = x.detach().reshape(x.shape[0], -1)
     return x.contiguous().view(_BITS[x.dtype]) if x.dtype in _BITS else x.contiguous()
 

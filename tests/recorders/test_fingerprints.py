@@ -1,5 +1,6 @@
 """Row fingerprints: equal rows hash equal, the sample is bounded and consistent across splits."""
 import numpy as np
+import pytest
 import torch
 
 import tracelab
@@ -8,11 +9,15 @@ from tracelab.recorders.fingerprints import Fingerprints
 from tracelab.recorders.transfer import StepRecord
 
 
-def _hashes(fp, x, split="train"):
+def _units(fp, x, split="train", step=0):
     record = StepRecord()
-    fp.record(0, split, x, record)
-    rows = record.seal()()
-    return rows[0][1]["hash"] if rows else np.empty(0, np.int64)
+    fp.record(step, split, x, record)
+    return {cols["input"][0]: cols["hash"] for _, cols in record.seal()()}
+
+
+def _hashes(fp, x, split="train"):
+    rows = [h for name, h in _units(fp, x, split).items() if not name.startswith("items:")]
+    return rows[0] if rows else np.empty(0, np.int64)
 
 
 def test_equal_rows_hash_equal_and_distinct_rows_differ():
@@ -31,8 +36,46 @@ def test_equal_rows_hash_equal_and_distinct_rows_differ():
     assert set(_hashes(Fingerprints(10_000), x).tolist()) == set(h.tolist())
     # Integer rows (token ids) and several inputs of one batch.
     ids = torch.randint(0, 50, (64, 8))
-    both = _hashes(Fingerprints(10_000), {"ids": ids, "mask": ids > 3})
-    assert len(both) == len(torch.unique(ids, dim=0))
+    fp = Fingerprints(10_000)
+    both = _units(fp, {"ids": ids, "mask": ids > 3})
+    assert list(both) == ["ids,mask"] and len(both["ids,mask"]) == 64  # no item unit
+    assert len(_hashes(fp, {"ids": ids, "mask": ids > 3})) == 0
+
+
+def test_a_first_batch_is_written_with_its_repeats_later_ones_once():
+    x = torch.randn(50, 4)
+    fp = Fingerprints(10_000)
+    first = _hashes(fp, torch.cat([x, x[:10]]))
+    assert len(first) == 60 and len(np.unique(first)) == 50  # the batch size, and its rows
+    assert len(_hashes(fp, torch.cat([x[:10], torch.randn(5, 4)]))) == 5
+
+
+def test_items_of_one_kind_hash_alike_in_any_slot():
+    torch.manual_seed(0)
+    a, b, c = torch.randn(3, 32, 1, 6, 6)
+    fp = Fingerprints(10_000)
+    train = _units(fp, (a, b))
+    val = _units(fp, (b, c), "val")  # b's images, now first of each pair
+    assert set(train) == {"input0,input1", "items:input0,input1"}
+    assert not set(train["input0,input1"].tolist()) & set(val["input0,input1"].tolist())
+    shared = set(train["items:input0,input1"].tolist()) & set(val["items:input0,input1"].tolist())
+    assert len(shared) == 32
+    # Stacked along dim 1 (a 2-channel tensor of pairs): the same item hashes.
+    stacked = _units(Fingerprints(10_000), torch.cat([c, a], 1), "val")
+    assert set(stacked) == {"input", "items:input"}
+    assert set(stacked["items:input"].tolist()) >= set(val["items:input0,input1"].tolist()) - \
+        set(train["items:input0,input1"].tolist())
+    # Tensors of different shapes or dtypes are one row, not items of one kind.
+    assert list(_units(Fingerprints(10_000), (a, torch.randn(32, 3)))) == ["input0,input1"]
+
+
+def test_a_dataframe_s_numeric_columns_are_fingerprinted():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"a": np.arange(20.0), "b": np.arange(20) % 3, "name": ["x"] * 20})
+    fp = Fingerprints(10_000)
+    h = _units(fp, frame)["input"]
+    assert len(h) == 20 and len(np.unique(h)) == 20
+    assert set(_units(fp, frame.iloc[5:8], "val")["input"].tolist()) <= set(h.tolist())
 
 
 def test_the_sample_is_bounded_and_consistent_across_splits(tmp_path):
@@ -54,3 +97,11 @@ def test_the_sample_is_bounded_and_consistent_across_splits(tmp_path):
     reference = Fingerprints(10 ** 9)
     full = set(_hashes(reference, pool[:1000], "val").tolist())
     assert kept_val == {h for h in full if h < limit}
+
+
+def test_float64_rows_of_small_integers_do_not_collide():
+    # 1.0 as a double has 52 low zero bits: each row's hash must still see every column.
+    grid = torch.cartesian_prod(*[torch.arange(4, dtype=torch.float64)] * 5)  # 1,024 rows
+    assert len(np.unique(_hashes(Fingerprints(10_000), grid))) == len(grid)
+    one_hot = torch.eye(40, dtype=torch.float64)
+    assert len(np.unique(_hashes(Fingerprints(10_000), one_hot))) == 40
