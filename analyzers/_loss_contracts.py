@@ -66,23 +66,24 @@ def output_shapes(run: Run, split: str = TRAIN) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def constant_loss(run: Run) -> float | None:
-    """The mean-reduced train loss of the best prediction that ignores the input, from the
-    recorded targets; None where the loss or its targets do not say."""
+def constant_loss(run: Run, split: str = TRAIN) -> float | None:
+    """The mean-reduced loss on `split` of the best prediction that ignores the input, from
+    that split's recorded targets (their variance for MSE, the entropy of their class shares
+    for a cross-entropy); None where the loss or its targets do not say."""
     kind = loss_type(run)
     if kind is None or not mean_reduced(run):
         return None
     if kind in SQUARED:
-        return _target_variance(run)
+        return _target_variance(run, split)
     if kind in CROSS_ENTROPY | NLL:
-        shares = class_shares(run)
+        shares = class_shares(run, split)
         if shares is None:
             return None
         smoothing = float(loss_fn(run).get("label_smoothing") or 0.0) if kind in \
             CROSS_ENTROPY else 0.0
         return _entropy((1 - smoothing) * shares + smoothing / len(shares))
     if kind in BCE | BCE_LOGITS:
-        rows = _train_targets(run)
+        rows = _targets(run, split)
         if rows is None or rows["min"].min() < 0 or rows["max"].max() > 1:
             return None
         p = float(np.average(rows["mean"], weights=rows["count"]))
@@ -90,16 +91,16 @@ def constant_loss(run: Run) -> float | None:
     return None
 
 
-def _train_targets(run: Run):
+def _targets(run: Run, split: str):
     rows = run.targets
-    rows = rows[(rows["split"] == TRAIN) & (rows["count"] > 1)]
+    rows = rows[(rows["split"] == split) & (rows["count"] > 1)]
     rows = rows[np.isfinite(rows[["mean", "std", "min", "max"]].to_numpy(dtype=float)).all(1)]
     return rows if len(rows) else None
 
 
-def _target_variance(run: Run) -> float | None:
+def _target_variance(run: Run, split: str) -> float | None:
     """The targets' variance pooled over the profiled batches, averaged over target columns."""
-    rows = _train_targets(run)
+    rows = _targets(run, split)
     if rows is None:
         return None
     variances = []
@@ -111,11 +112,11 @@ def _target_variance(run: Run) -> float | None:
     return float(np.mean(variances))
 
 
-def class_shares(run: Run) -> np.ndarray | None:
-    """The train targets' class shares from the classes table (one integer target, no label
-    beyond its range, two classes or more); None where it does not say."""
+def class_shares(run: Run, split: str = TRAIN) -> np.ndarray | None:
+    """The class shares of a split's targets from the classes table (one integer target, no
+    label beyond its range, two classes or more); None where it does not say."""
     cl = run.classes
-    cl = cl[cl["split"] == TRAIN]
+    cl = cl[cl["split"] == split]
     if not len(cl) or cl["target"].nunique() != 1 or (cl["label"] == OTHER_CLASS).any():
         return None
     counts = cl.groupby("label")["count"].sum().to_numpy(dtype=float)

@@ -52,12 +52,13 @@ from tracelab.analyzers._inputs import spread_matches
 from tracelab.analyzers._learning_rate import parameters, trained_parameters
 from tracelab.analyzers._loss_contracts import SQUARED, class_shares, constant_loss, loss_type
 from tracelab.analyzers._profiles import feature_profiles
+from tracelab.analyzers._splits import drifting
 from tracelab.core import causes
 from tracelab.core.causes import explained_by, explains
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import LOSS_NAME, OTHER_CLASS, TRAIN, Needs
+from tracelab.core.schema import LOSS_NAME, META_OPTIMIZERS, OTHER_CLASS, TRAIN, Needs
 
 _ACC = re.compile(r"acc", re.IGNORECASE)
 
@@ -96,14 +97,15 @@ def target_problems(run: Run, *, negative_share: float = 0.1, min_classes: int =
                     sorted_share: float = 0.8, per_class: int = 4, min_batches: int = 5,
                     max_scale: float = 100.0, min_scale: float = 0.01,
                     rare: float = 0.1, ratio: float = 10.0, max_explained: float = 0.05,
-                    max_above: float = 0.5, pieces: int = 10, min_steps: int = 50,
-                    low_update: float = 1e-5, high_update: float = 0.1, travel: float = 0.5,
+                    max_above: float = 0.5, min_fit: float = 0.5, pieces: int = 10,
+                    min_steps: int = 50, low_update: float = 1e-5, high_update: float = 0.1,
+                    travel: float = 1.0,
                     min_evals: int = 3,
                     match_share: float = 0.8) -> list[Finding]:
     tg = run.targets
     findings = _class_balance(run, ratio)  # 3+ classes; _imbalance below: 0/1 labels only
     findings += _unlearnable(run, max_explained=max_explained, max_above=max_above,
-                             pieces=pieces, min_steps=min_steps, low_update=low_update,
+                             min_fit=min_fit, pieces=pieces, min_steps=min_steps, low_update=low_update,
                              high_update=high_update, travel=travel, min_evals=min_evals,
                              match_share=match_share)
     numeric: dict[str, list[tuple[str, pd.DataFrame]]] = {}
@@ -252,35 +254,63 @@ def _scale(feature: str, train: pd.DataFrame, max_scale: float,
 
 
 # -- targets that do not depend on the inputs --------------------------------------------------
-def _unlearnable(run: Run, *, max_explained: float, max_above: float, pieces: int,
-                 min_steps: int, low_update: float, high_update: float, travel: float,
-                 min_evals: int, match_share: float) -> list[Finding]:
+def _unlearnable(run: Run, *, max_explained: float, max_above: float, min_fit: float,
+                 pieces: int, min_steps: int, low_update: float, high_update: float,
+                 travel: float, min_evals: int, match_share: float) -> list[Finding]:
     """Targets the inputs do not predict: a model the optimizer demonstrably moves never gets
-    the train loss `max_explained` below the best constant prediction's, or fits train while
-    the validation split, whose inputs match train's, stays at that level."""
+    the train loss `max_explained` below the best constant prediction's (and settles there),
+    or fits train `min_fit` below it while the validation split, whose inputs match train's,
+    stays at that level over `min_evals` evaluations or more."""
     bound = constant_loss(run)
     loss = finite(run.loss())
     if bound is None or not np.isfinite(bound) or bound <= 0 or len(loss) < min_steps:
         return []
+    if not _one_learner(run) or drifting(run.targets, TRAIN, min_w=0.3, min_z=3.0, share=0.5):
+        return []  # a game (GAN, actor-critic) or targets that move with the policy (RL)
     moved = _moves_freely(run, low_update, high_update, travel)
     if moved is None or not _inputs_vary(run):
         return []
-    chunks = np.array_split(loss.to_numpy(dtype=float), pieces)
-    means = np.array([c.mean() for c in chunks])
+    parts = np.array_split(np.arange(len(loss)), pieces)
+    values = loss.to_numpy(dtype=float)
+    means = np.array([values[i].mean() for i in parts])
     explained = 1 - means / bound  # the share of the constant prediction's loss the model saves
     late = means[pieces // 2:]
     steps = (int(loss.index[0]), int(loss.index[-1]))
     evidence = {"constant_loss": bound, "train_loss_start": float(means[0]),
                 "train_loss_end": float(means[-1]), "best_explained": float(explained.max()),
                 "median_update_ratio": moved}
-    if explained.max() <= max_explained and (late <= (1 + max_above) * bound).all():
+    split, val = _validation(run, max_explained)
+    if val is None:
+        return []  # the validation split beats the constant prediction: the targets are learnable
+    settled = (late <= (1 + max_above) * bound).all() and \
+        late[0] - late[-1] <= max_explained * bound  # no longer falling toward it
+    if explained.max() <= max_explained and settled:
         return [_independent_finding(run, steps, bound, means, explained, evidence, None)]
-    val = _val_at_constant(run, bound, max_explained, min_evals)
-    if val is None or explained[-1] <= max_explained or not _splits_match(run, val[0],
-                                                                          match_share):
+    fit = np.flatnonzero(explained >= min_fit)
+    if not len(fit) or explained[-1] < min_fit or "val" not in val:
         return []
-    evidence.update(val[1])
-    return [_independent_finding(run, steps, bound, means, explained, evidence, val[0])]
+    since = int(loss.index[parts[int(fit[0])][0]])
+    after = val["val"][val["val"].index >= since]
+    if len(after) < min_evals or float(after.median()) < (1 - max_explained) * \
+            val["val_constant_loss"] or not _splits_match(run, str(split), match_share):
+        return []
+    acc = val.get("accuracy")
+    if acc is not None:
+        chance, best = val["chance_acc"], float(acc[acc.index >= since].max())
+        if best > chance + max_explained * (1 - chance):
+            return []  # accuracy above chance: it learned something that carries over
+        evidence.update(val_acc_best=best, chance_acc=chance)
+    evidence.update(split=split, evaluations=len(after), fit_since=since,
+                    val_constant_loss=val["val_constant_loss"],
+                    val_loss_median=float(after.median()))
+    return [_independent_finding(run, steps, bound, means, explained, evidence, split)]
+
+
+def _one_learner(run: Run) -> bool:
+    """Whether the run recorded a single optimizer: with several (a GAN's generator and
+    discriminator), one player's loss sits near chance by design."""
+    found = run.meta.get(META_OPTIMIZERS)
+    return isinstance(found, dict) and len(found) == 1
 
 
 def _moves_freely(run: Run, low: float, high: float, travel: float) -> float | None:
@@ -314,31 +344,28 @@ def _inputs_vary(run: Run) -> bool:
     return False
 
 
-def _val_at_constant(run: Run, bound: float, max_explained: float,
-                     min_evals: int) -> tuple[str, dict] | None:
-    """(split, evidence) when every evaluation of the validation split stays at the constant
-    prediction: its loss never `max_explained` below `bound`, and its accuracy (when logged)
-    never above the largest class's share by as much."""
+def _validation(run: Run, max_explained: float) -> tuple[str | None, dict | None]:
+    """(the validation split, what it says) where the last half of its evaluations' loss does
+    not beat the best constant prediction on that split's own targets by `max_explained`
+    (their median); (split, None) where it does;
+    (split or None, {}) where the split, its loss or that bound is not known."""
     split = eval_split(run, LOSS_NAME)
-    if split is None:
-        return None
-    val = finite(run.loss(split)).to_numpy(dtype=float)
-    if len(val) < min_evals or val.min() < (1 - max_explained) * bound:
-        return None
-    found = {"split": split, "val_loss_best": float(val.min()), "evaluations": len(val)}
-    shares = class_shares(run)
+    bound = constant_loss(run, split) if split is not None else None
+    val = finite(run.loss(split)) if split is not None else None
+    if bound is None or not bound > 0 or val is None or not len(val):
+        return split, {}
+    # The median of the last half: one evaluation on a few rows lands below the constant
+    # prediction by chance now and then.
+    level = float(val.iloc[len(val) // 2:].median())
+    if level < (1 - max_explained) * bound:
+        return split, None
+    found = {"val_constant_loss": bound, "val_loss_late": level, "val": val}
+    shares = class_shares(run, split)
     for name in pd.unique(run.scalars["name"]):
-        if not _ACC.search(str(name)):
-            continue
-        acc = finite(run.scalar(name, split)).to_numpy(dtype=float)
-        if not len(acc):
-            continue
-        if shares is None or acc.max() > 1:
-            return None  # an accuracy whose chance is not known, or given in percent
-        chance = float(shares.max())
-        if acc.max() > chance + max_explained * (1 - chance):
-            return None
-        found.update({"val_acc_best": float(acc.max()), "chance_acc": chance})
+        acc = finite(run.scalar(name, split)) if _ACC.search(str(name)) else None
+        if acc is not None and len(acc) and shares is not None and acc.max() <= 1:
+            found["accuracy"] = acc
+            found["chance_acc"] = float(shares.max())
     return split, found
 
 
@@ -358,22 +385,22 @@ def _splits_match(run: Run, split: str, share: float) -> bool:
 def _independent_finding(run: Run, steps: tuple[int, int], bound: float, means: np.ndarray,
                          explained: np.ndarray, evidence: dict,
                          split: str | None) -> Finding:
-    kind = loss_type(run)
-    what = "the targets' variance" if kind in SQUARED else "the entropy of the class shares"
+    what = "the targets' variance" if loss_type(run) in SQUARED else \
+        "the entropy of the class shares"
     if split is None:
         below = (f"never falls below {fmt(bound)}" if explained.max() <= 0 else
                  f"never gets more than {explained.max():.0%} below {fmt(bound)}")
         seen = (f"The train loss {below}, the loss of the best prediction that ignores the "
                 f"input ({what}): from {fmt(means[0])} it settles at {fmt(means[-1])}")
     else:
+        acc = (f", accuracy at most {fmt(evidence['val_acc_best'])} against chance "
+               f"{fmt(evidence['chance_acc'])}" if "val_acc_best" in evidence else "")
         seen = (f"The train loss falls from {fmt(means[0])} to {fmt(means[-1])}, "
-                f"{explained[-1]:.0%} below {fmt(bound)} ({what}: the best prediction that "
-                f"ignores the input), while {split} stays at that level over "
-                f"{evidence['evaluations']} evaluations (best loss "
-                f"{fmt(evidence['val_loss_best'])}"
-                + (f", best accuracy {fmt(evidence['val_acc_best'])} against chance "
-                   f"{fmt(evidence['chance_acc'])}" if "val_acc_best" in evidence else "")
-                + f") though its inputs match train's: the model memorizes train")
+                f"{explained[-1]:.0%} below {fmt(bound)} (the best prediction that ignores the "
+                f"input: {what}), while {split} stays at its own such level "
+                f"({fmt(evidence['val_constant_loss'])}) over the {evidence['evaluations']} "
+                f"evaluations since (median loss {fmt(evidence['val_loss_median'])}{acc}) "
+                "though its inputs match train's: the model memorizes train")
     message = (f"{seen}, while the optimizer moves every weight matrix (median update ratio "
                f"{fmt(evidence['median_update_ratio'])}) on varying inputs: the targets do not "
                "depend on the inputs the model sees (labels shuffled apart from their inputs, "
