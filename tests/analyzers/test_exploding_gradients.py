@@ -115,3 +115,39 @@ def test_a_summed_loss_is_judged_per_term_of_the_sum():
     assert exploding_gradients(_summed_ce(2.0)) == []
     # without what entered the loss, its count of terms is unknown: growth alone judges it
     assert exploding_gradients(_summed_ce(300.0, outputs=False)) == []
+
+
+# -- real tiny trainings: a step past the curvature's stability limit, and one within it -----
+torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+from torch import nn  # noqa: E402
+
+import tracelab  # noqa: E402
+from _contract_runs import regression, train  # noqa: E402
+
+
+def _regression(path, step: float, reduction: str = "mean"):
+    """Full-batch least squares with SGD at `step` times 1 / (the loss's largest curvature):
+    past 2 each step overshoots by more than it corrects, and the gradient grows geometrically."""
+    x, y = regression(256)
+    scale = len(x) if reduction == "sum" else 1
+    curvature = float(torch.linalg.eigvalsh(2 * x.T @ x / len(x)).max()) * scale
+    torch.manual_seed(0)
+    model = nn.Linear(8, 1)
+    loss = nn.MSELoss(reduction=reduction)
+    train(path, model, (x, y), lambda out, t: loss(out.squeeze(1), t), loss_fn=loss, steps=60,
+          batch=len(x), optimizer=torch.optim.SGD(model.parameters(), lr=step / curvature))
+    return tracelab.open_run(path)
+
+
+def test_sgd_past_the_stability_limit_explodes(tmp_path):
+    [f] = exploding_gradients(_regression(tmp_path / "past", 2.2))
+    assert f.severity.value == "warning" and f.subject == "weight"
+    assert f.evidence["growth"] > 1000
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_sgd_within_the_stability_limit_stays_quiet(tmp_path, reduction):
+    """A summed loss's gradients are 256x a mean's here, and per row the same."""
+    run = _regression(tmp_path / reduction, 1.0, reduction)
+    assert exploding_gradients(run) == []
+    assert exploding_gradients(run, max_norm=0.01) != []  # per term, the norm is still judged
