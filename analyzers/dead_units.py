@@ -12,6 +12,16 @@ What it detects
     (the targets' variance for MSELoss, the entropy of the class shares for cross-entropy, of
     the positive rate for BCE); where it does better, the live units carry the signal and the
     finding is info.
+    From the gradients: where no ReLU module's activations were recorded (a hand-written
+    `relu`, `F.relu`, a run recorded without activations), a weight matrix that requires grad
+    and whose recorded gradient is exactly zero (a gradient, not None) on every one of its last
+    third of recordings, while other parameters' gradients are non-zero at those steps, is
+    named an error: the loss has gradient, and none of it flows through that layer, which is
+    what a ReLU layer whose every unit is dead does to the weights before it (and to the
+    weights after it, whose inputs are all zero). Parameters whose gradient is None (unused,
+    detached) are left to frozen-parameters; a run whose every gradient is zero is not judged
+    (the gradients were reset before they were recorded, or nothing depends on the weights). A
+    mask that zeroes a whole layer's output reads the same, and the message says so.
 
 Why it matters
     A dead ReLU unit passes no gradient, so it never recovers: the layer's capacity is lost for
@@ -39,18 +49,6 @@ False positives
     raises the constant prediction's cross-entropy and is taken into account. LeakyReLU, GELU
     and other activations that pass negative values are not judged. Functional `F.relu` calls
     are not modules and are not seen by the activations: then only the gradients speak.
-
-From the gradients
-    Where no ReLU module's activations were recorded (a hand-written `relu`, `F.relu`, a run
-    recorded without activations), a weight matrix that requires grad and whose recorded
-    gradient is exactly zero (a gradient, not None) on every one of its last third of
-    recordings, while other parameters' gradients are non-zero at those steps, is named an
-    error: the loss has gradient, and none of it flows through that layer, which is what a
-    ReLU layer whose every unit is dead does to the weights before it (and to the weights
-    after it, whose inputs are all zero). Parameters whose gradient is None (unused, detached)
-    are left to frozen-parameters; a run whose every gradient is zero is not judged (the
-    gradients were reset before they were recorded, or nothing depends on the weights).
-    A mask that zeroes a whole layer's output reads the same, and the message says so.
 """
 from __future__ import annotations
 
