@@ -40,6 +40,9 @@ False positives
     chain is judged on the gradients, not on the updates. A net whose profile is flat below
     its head (ReLU with the default initialization, residual or normalized nets) has no
     chain; a layer that starts at zero weights has no ratio and breaks the chain.
+    Only layers before the largest one in the model's order count as starved: a layer nearer
+    the loss gets its gradient first, and when that is tiny the loss is flat there (a softmax
+    saturated by blown-up weights), which no depth explains.
     A diverging run is judged only up to its first non-finite gradient, and not at all when a
     layer's median gradient norm exceeds `max_reference`: the gap then comes from an exploding
     layer, which exploding-gradients reports.
@@ -93,6 +96,10 @@ def vanishing_gradients(run: Run, *, ratio: float = 1e-3, median_ratio: float = 
     top = float(rms.max())
     middle = float(rms.median())
     low = rms[((rms < ratio * top) | (rms < floor)) & (rms < median_ratio * middle)]
+    # A gradient vanishes on its way back: a layer past the largest one, nearer the loss, gets
+    # its gradient first, and when that is tiny the loss is flat there (saturated outputs).
+    order = list(rms.index)
+    low = low[[order.index(n) < order.index(rms.idxmax()) for n in low.index]]
     if low.empty:
         return []
     worst = str(low.idxmin())

@@ -22,6 +22,14 @@ def test_vanishing_quiet_on_healthy_layers_and_ignores_biases():
     assert vanishing_gradients(grad_run({**HEALTHY, "l0.bias": 1e-9})) == []
 
 
+def test_a_starved_head_past_the_largest_layer_is_a_flat_loss_not_a_vanishing_gradient():
+    """A word LM at AdamW lr 20: its decoder's weights blew up, the softmax saturated, and
+    the decoder, nearest the loss, got 1e-8x the encoder's gradient."""
+    assert vanishing_gradients(grad_run({**HEALTHY, "l3.weight": 1e-7})) == []
+    [f] = vanishing_gradients(grad_run({**HEALTHY, "l1.weight": 1e-7}))
+    assert f.subject == "l1.weight"
+
+
 def test_vanishing_leaves_exactly_zero_gradients_to_frozen_parameters():
     zeros = np.zeros(N)
     assert vanishing_gradients(grad_run({**HEALTHY, "l0.weight": zeros})) == []
