@@ -46,6 +46,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -68,7 +69,10 @@ def train_val_overlap(run: Run, *, min_overlap: float = 0.05, over_chance: float
     fp = run.fingerprints
     if not len(fp) or not {"step", "split", "input", "hash"} <= set(fp.columns):
         return []
+    fp = fp.assign(hash=pd.to_numeric(fp["hash"], errors="coerce"))
     fp = fp[fp["hash"].notna() & fp["split"].notna() & fp["input"].notna()]
+    fp = fp.assign(input=fp["input"].astype(str), split=fp["split"].astype(str),
+                   step=pd.to_numeric(fp["step"], errors="coerce").fillna(0))
     units = {key: np.unique(g["hash"].to_numpy(dtype=np.int64))
              for key, g in fp.groupby(["split", "input"])}
     findings = []
@@ -85,7 +89,10 @@ def train_val_overlap(run: Run, *, min_overlap: float = 0.05, over_chance: float
             matches = int(np.isin(mine, theirs).sum())
             if not len(mine) or matches < min_matches or matches < min_overlap * len(mine):
                 continue
-            chance = _chance(run, fp, unit, len(theirs) * _FULL / limit)
+            try:
+                chance = _chance(run, fp, unit, len(theirs) * _FULL / limit)
+            except (TypeError, ValueError, KeyError):  # malformed profiles: no estimate
+                chance = 1.0
             bound = _tail_bound(matches, len(mine), min(1.0, over_chance * chance))
             if bound <= alpha and (best is None or matches / len(mine) > best[0]):
                 best = (matches / len(mine), unit, matches, len(mine), len(theirs), chance, bound)
@@ -144,22 +151,39 @@ def _chance(run: Run, fp, unit: str, train_rows: float) -> float:
         return 1.0
     distinct = profiled.groupby("feature")["n_unique"].max().astype(float)
     count = at.groupby("feature")["count"].max().astype(float)
-    bits = {f: max(1.0, c / batch) * math.log(max(distinct.get(f, 1.0), 1.0))
-            for f, c in count.items() if np.isfinite(c) and np.isfinite(distinct.get(f, np.nan))}
-    if not unit.startswith(_ITEMS):
-        log_space = sum(bits.values())
+    known = [f for f, c in count.items()
+             if np.isfinite(c) and c > 0 and np.isfinite(distinct.get(f, np.nan))]
+    levels = {f: math.log(max(distinct[f], 1.0)) for f in known}
+    one = _log_space(unit, members, levels)
+    # A row holding one value of each feature (a table) allows as many rows as the product of
+    # the features' values; where clearly more distinct training rows were seen (twice as
+    # many: the rows seen are estimated from the sample), a row holds several
+    # values of a feature (an image's pixels): count / batch of them.
+    if one is None or one >= math.log(max(train_rows, 1.0) / 2):
+        log_space = one
     else:
-        names = members.split(",")
-        spaces = []
-        for name in names:
-            mine = [b for f, b in bits.items() if f == name or f.startswith(name + "[")]
-            if not mine and len(names) == 1:
-                mine = list(bits.values())
-            if not mine:
-                return 1.0
-            # a stacked tensor's item is one of its channels; a tuple's item its whole tensor
-            spaces.append(min(mine) if len(names) == 1 else sum(mine))
-        log_space = min(spaces)
+        log_space = _log_space(unit, members, {f: max(1.0, count[f] / batch) * levels[f]
+                                               for f in known})
+    if log_space is None:
+        return 1.0
     if log_space > 700:
         return 0.0
     return 1.0 - math.exp(-train_rows / math.exp(log_space))
+
+
+def _log_space(unit: str, members: str, bits: dict[str, float]) -> float | None:
+    """The log of the number of values a row (or an item) of `unit` can take, from the log of
+    each feature's; None when no profiled feature belongs to an item's tensor."""
+    if not unit.startswith(_ITEMS):
+        return sum(bits.values())
+    names = members.split(",")
+    spaces = []
+    for name in names:
+        mine = [b for f, b in bits.items() if f == name or str(f).startswith(name + "[")]
+        if not mine and len(names) == 1:
+            mine = list(bits.values())
+        if not mine:
+            return None
+        # a stacked tensor's item is one of its channels; a tuple's item its whole tensor
+        spaces.append(min(mine) if len(names) == 1 else sum(mine))
+    return min(spaces)

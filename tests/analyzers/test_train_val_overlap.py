@@ -127,3 +127,38 @@ def test_a_dataframe_fold_left_in_the_training_rows(tmp_path):
     [f] = train_val_overlap(run(tmp_path / "leak", frame))
     assert f.evidence["input"] == "input" and f.evidence["chance"] < 1e-6
     assert train_val_overlap(run(tmp_path / "held", frame.iloc[80:])) == []
+
+
+def _frames(first_batch_repeats: bool):
+    """A trace of 4 binary features (16 possible rows) in batches of 64: its first batch's 64
+    rows written with their repeats, or (as traces before that) its 16 distinct rows once."""
+    import numpy as np
+    hashes = np.arange(1, 17, dtype=np.int64) * 1_000_003
+    first = np.repeat(hashes, 4) if first_batch_repeats else hashes
+    fp = pd.DataFrame({"step": 0, "split": ["train"] * len(first) + ["val"] * 16,
+                       "input": "input", "hash": np.concatenate([first, hashes])})
+    inputs = pd.DataFrame({"step": 0, "split": ["train"] * 4 + ["val"] * 4,
+                           "feature": [f"feature[{i}]" for i in range(4)] * 2,
+                           "count": 64, "n_unique": 2})
+    return fp, inputs
+
+
+@pytest.mark.parametrize("first_batch_repeats", [True, False])
+def test_a_tiny_feature_space_stays_quiet_with_or_without_the_first_batch_repeats(
+        first_batch_repeats):
+    from tracelab.core.run import Run
+    fp, inputs = _frames(first_batch_repeats)
+    assert train_val_overlap(Run.from_frames(fingerprints=fp, inputs=inputs)) == []
+    # The same trace with a feature space too large for chance matches fires.
+    inputs["n_unique"] = 10_000
+    assert len(train_val_overlap(Run.from_frames(fingerprints=fp, inputs=inputs))) == 1
+
+
+def test_malformed_fingerprints_and_profiles_do_not_raise():
+    from tracelab.core.run import Run
+    fp, inputs = _frames(True)
+    inputs["n_unique"] = "many"
+    assert train_val_overlap(Run.from_frames(fingerprints=fp, inputs=inputs)) == []
+    fp["hash"] = "x"
+    assert train_val_overlap(Run.from_frames(fingerprints=fp, inputs=inputs)) == []
+    assert train_val_overlap(Run.from_frames(fingerprints=fp.drop(columns="input"))) == []
