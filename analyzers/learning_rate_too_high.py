@@ -114,7 +114,7 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float,
     votes: dict[str, tuple[str, int]] = {}
     # Several optimizers each move their own parameters against one recorded loss (a GAN's
     # players, summed objectives): its swings and spikes are the game's, not one LR's, unless
-    # the loss leaves the range it started in, upward.
+    # the loss leaves the range it started in, upward. A jump right after an LR rose still is.
     game = _optimizers(run) >= 2 and not _loss_grew(run)
     spikes = [f for f in seen if f.rule == "loss-spike" and not game]
     for f in seen:
@@ -124,7 +124,7 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float,
         if f.rule == "loss-oscillation" and "oscillation" not in votes:
             votes["oscillation"] = (f"the loss keeps swinging between {fmt(ev.get('p10'))} and "
                                     f"{fmt(ev.get('p90'))}", 1)
-        elif f.rule == "loss-spike" and causes.stated_cause(f) == "lr_increase" and not game:
+        elif f.rule == "loss-spike" and causes.stated_cause(f) == "lr_increase":
             votes["lr_rise"] = (f"the loss jumped at step {ev.get('step')} right after the "
                                 f"learning rate rose {fmt(ev.get('lr_ratio'))}x", 2)
         elif f.rule == "update-ratio" and "updates" not in votes:

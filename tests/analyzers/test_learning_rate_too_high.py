@@ -89,6 +89,10 @@ def test_a_game_s_loss_that_swings_and_spikes_within_its_range_is_no_lr_blow_up(
     swings = _f("loss-oscillation", (667, 999), {"p10": 5.2, "p90": 7.3})
     spikes = _f("loss-spike", (404, 407), {"cause": "unprofiled", "spikes_total": 2})
     assert learning_rate_too_high(_game(loss), _alone(swings, spikes)) == []
+    rise = _f("loss-spike", (500, 510), {"cause": "lr_increase", "step": 500, "lr_ratio": 10.0})
+    dead = _f("dead-units", (500, 999), {"dead_frac": 0.8}, "D.0")
+    [f] = learning_rate_too_high(_game(loss), _alone(swings, rise, dead))  # a schedule's jump
+    assert f.evidence["votes"] == ["dead", "lr_rise"]
     # the same symptoms of one optimizer's loss still name the learning rate
     one = _game(loss)
     one.meta["optimizers"].pop("G")
