@@ -1,0 +1,122 @@
+"""target-problems' contract that the targets depend on the inputs, on real tiny trainings: a
+model the optimizer moves never beats the best constant prediction (labels shuffled apart from
+their inputs), or memorizes train while a matching validation split stays at that level."""
+import numpy as np
+import pandas as pd
+import pytest
+from dynamics_frames import scalar_rows
+
+from tracelab.analyzers.target_problems import target_problems
+from tracelab.core.findings import Finding
+from tracelab.core.run import Run, open_run
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+SUBJECT = "targets vs inputs"
+
+
+def _data(n: int, seed: int, *, classes: int = 4, features: int = 16, regression=False):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, features, generator=g)
+    if regression:
+        return x, x @ torch.randn(features, generator=g) + 0.1 * torch.randn(n, generator=g)
+    centres = torch.randn(classes, features, generator=torch.Generator().manual_seed(99)) * 2
+    y = torch.randint(0, classes, (n,), generator=g)
+    return centres[y] + x, y
+
+
+def _train(path, *, shuffle: bool, n: int = 4096, steps: int = 150, lr: float = 1e-2,
+           regression: bool = False, val_every: int = 0, val_rows: int = 256,
+           loss_fn=None, freeze: bool = False, width: int = 32, epochs_over: int = 0):
+    """An MLP trained with Adam; `shuffle`: its train targets permuted apart from the inputs;
+    `epochs_over`: train on only that many rows, over and over (room to memorize)."""
+    torch.manual_seed(0)
+    x, y = _data(n + val_rows, 1, regression=regression)
+    x, y, xv, yv = x[:n], y[:n], x[n:], y[n:]
+    if shuffle:
+        y = y[torch.randperm(n, generator=torch.Generator().manual_seed(2))]
+    rows = epochs_over or n
+    model = nn.Sequential(nn.Linear(16, width), nn.ReLU(), nn.Linear(width, 1 if regression else 4))
+    if freeze:
+        model[0].weight.requires_grad_(False)
+    loss_fn = loss_fn or (nn.MSELoss() if regression else nn.CrossEntropyLoss())
+    out_of = (lambda o: o[:, 0]) if regression else (lambda o: o)
+    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+    import tracelab
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=loss_fn) as rec:
+        for step in range(steps):
+            i = (step * 32) % (rows - 32 + 1)
+            xb, yb = x[i:i + 32], y[i:i + 32]
+            opt.zero_grad()
+            out = model(xb)
+            loss = loss_fn(out_of(out), yb)
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=xb, targets=yb, outputs=out_of(out))
+            if val_every and (step + 1) % val_every == 0:
+                model.eval()
+                with torch.no_grad():
+                    val = loss_fn(out_of(model(xv)), yv)
+                rec.log("val", metrics={"loss": val}, inputs=xv, targets=yv)
+                model.train()
+    return open_run(path)
+
+
+def _found(run: Run) -> list[Finding]:
+    return [f for f in target_problems(run) if f.subject == SUBJECT]
+
+
+def test_shuffled_labels_keep_a_moving_model_at_the_constant_prediction(tmp_path):
+    [f] = _found(_train(tmp_path / "r", shuffle=True, val_every=30))
+    assert f.code == "TL604" and f.severity.value == "error"
+    assert abs(f.evidence["train_loss_late"] / f.evidence["constant_loss"] - 1) < 0.05
+    assert "shuffled apart" in f.message
+    assert abs(f.evidence["constant_loss"] - np.log(4)) < 0.05  # 4 balanced classes
+    assert "shuffle inputs and targets together" in f.fix
+
+
+def test_aligned_labels_stay_quiet(tmp_path):
+    assert _found(_train(tmp_path / "r", shuffle=False, val_every=30)) == []
+
+
+def test_shuffled_regression_targets_sit_at_their_variance(tmp_path):
+    [f] = _found(_train(tmp_path / "r", shuffle=True, regression=True))
+    assert "variance" in f.message
+    assert _found(_train(tmp_path / "ok", shuffle=False, regression=True)) == []
+
+
+def test_memorized_train_with_validation_at_the_constant_prediction(tmp_path):
+    run = _train(tmp_path / "r", shuffle=True, epochs_over=96, steps=600, width=256,
+                 val_every=60)
+    [f] = _found(run)
+    assert f.evidence["split"] == "val" and f.evidence["evaluations"] >= 3
+    assert "memorizes train" in f.message
+    # The same memorizing model on aligned labels generalizes: quiet.
+    assert _found(_train(tmp_path / "ok", shuffle=False, epochs_over=96, steps=600, width=256,
+                         val_every=60)) == []
+
+
+def test_quiet_when_part_of_the_model_is_frozen_or_the_run_is_short(tmp_path):
+    assert _found(_train(tmp_path / "frozen", shuffle=True, freeze=True)) == []
+    assert _found(_train(tmp_path / "short", shuffle=True, steps=40)) == []
+
+
+def test_quiet_with_a_learning_rate_too_small_to_move_the_weights(tmp_path):
+    assert _found(_train(tmp_path / "r", shuffle=True, lr=1e-5)) == []
+
+
+def test_class_balance_information_explains_nothing():
+    """A language model's Zipf targets are information: they claim no loss spike."""
+    from tracelab.app.diagnose import diagnose
+    steps = 10
+    cl = pd.DataFrame([{"step": 10 * i, "split": "train", "target": "target", "label": k,
+                        "count": n} for i in range(steps)
+                       for k, n in {0: 60, 1: 20, 2: 15, 3: 4, 4: 1}.items()])
+    run = Run.from_frames(None, classes=cl, scalars=scalar_rows("loss", np.ones(100)))
+    [info] = target_problems(run)
+    spike = Finding(rule="loss-spike", code="TL102", severity="warning", subject="loss",
+                    steps=(50, 50), message="Train loss jumped.", evidence={"cause": "unknown"})
+    _, diagnoses = diagnose(run, [info, spike])
+    first = next(d for d in diagnoses if d.worst.value != "info")
+    assert first.finding.rule == "loss-spike" and info.severity.value == "info"
