@@ -1,47 +1,60 @@
 """weight-decay-too-high: weight decay strong enough to shrink every layer while the loss stays
-high.
+high, or coupled L2 in an adaptive optimizer far above its usual range.
 
 What it detects
-    D, the decay budget: how far decay alone would shrink the weights over the run, as
-    exp(-D), from meta.json's optimizers (weight_decay, momentum) and the `lr/` scalars.
-    AdamW (decoupled) multiplies the weights by (1 - lr * wd) at each step: D = wd * sum(lr).
-    SGD adds wd * w to the gradient, which momentum m carries: D = wd * sum(lr) / (1 - m).
-    Adam, RMSprop and Adagrad add it too, then divide each element by the gradients' scale,
-    about ||g|| / sqrt(numel) at the start: D = wd * sum(lr) * sqrt(numel) / ||g|| (the layer
-    where that is least). The rule fires when, for a param group, D is at least `min_decay`,
-    the norm of every weight matrix the group holds ends below where it started (their
-    geometric mean at most `max_shrink` of it), and the train loss ended at more than
-    `min_loss_ratio` of where it started: the decay won over the gradients. Optimizers whose
-    step is not measured in learning rates (Adadelta, LBFGS) are not judged.
+    How the optimizer applies weight_decay (meta.json's optimizers) sets both its usual range
+    and how its effect is measured. AdamW (decoupled) multiplies the weights by (1 - lr * wd)
+    at each step; SGD adds wd * w to the gradient, which momentum m carries: both are scaled by
+    the learning rate. Adam, RMSprop and Adagrad add wd * w to the gradient too, then divide
+    each element by the gradients' scale: where the L2 term outweighs the gradient it pulls
+    each weight towards 0 by up to lr at every step, however small lr * wd is.
+    - D, the decay budget: how far decay alone would shrink the weights over the run, as
+      exp(-D), from the `lr/` scalars: wd * sum(lr) for AdamW, wd * sum(lr) / (1 - m) for SGD,
+      wd * sum(lr) * sqrt(numel) / ||g|| for the adaptive ones (the layer where that is least,
+      ||g|| at the start). The rule fires when, for a param group, D is at least `min_decay`,
+      the norm of every weight matrix the group holds ends below where it started (their
+      geometric mean at most `max_shrink` of it), and the train loss ended at more than
+      `min_loss_ratio` of where it started: the decay won over the gradients.
+    - Coupled L2 above its usual range (USUAL_DECAY: 1e-5 to 1e-3 for Adam's L2 term; AdamW
+      1e-4 to 0.1, SGD 1e-5 to 1e-3 are judged by their budget): the rule fires, whatever the
+      loss did, when every weight matrix whose L2 term wd * ||w|| was at least its gradient's
+      norm at the start ended below its first norm (geometric mean at most `max_shrink`).
+    Optimizers whose step is not measured in learning rates (Adadelta, LBFGS) are not judged.
 
 Why it matters
-    Decay pulls the weights towards 0 at a rate set by lr * wd; when that outweighs the
-    gradients the model is held near zero weights and cannot fit: the loss stalls far above
-    what the same model reaches with the usual decay, and it looks like a capacity problem.
+    Decay pulls the weights towards 0; when that outweighs the gradients the model is held near
+    zero weights and cannot fit: the loss stalls far above what the same model reaches with the
+    usual decay, and it looks like a capacity problem. AdamW's value (0.1) given to Adam is
+    100 times Adam's usual L2 term, and Adam's normalization makes it dominate every small
+    gradient: the layers it outweighs collapse while the loss still falls, to a worse end.
 
 Example
-    Adam with lr 1e-3 and weight_decay 0.1 (AdamW's value, given to Adam as an L2 term):
-    decay budget 0.6 over 150 steps; all 3 weight matrices shrank (to 0.4 of their initial
-    norm on average) while the loss went from 1.37 to 1.36.
+    Adam with lr 5e-4 and weight_decay 0.1 (AdamW's value, given to Adam as an L2 term): the
+    L2 term outweighed the gradient of 6 of the 13 weight matrices at the start, and they
+    shrank to 0.085 of their first norm over 175 steps while the loss went from 0.96 to 0.21
+    (0.07 with AdamW).
 
 How to fix
     Lower weight_decay to the usual range for the optimizer: about 1e-5 to 1e-3 for SGD and
     for Adam's L2 term, 1e-4 to 0.1 for AdamW (whose decay is multiplied by the learning
-    rate); exclude biases and normalization weights from decay.
+    rate), or use AdamW where its value was meant; exclude biases and normalization weights
+    from decay.
 
 False positives
-    Ordinary decay (5e-4 with SGD, 0.01 to 0.1 with AdamW) gives a small budget on short runs;
-    on long runs the budget grows but the loss falls, which keeps the rule quiet. Weights that
-    shrink under normalization layers (scale-invariant) while the loss falls are quiet too. A
-    loss whose start is already near its best (fine-tuning a converged model) could be
-    flagged when the decay is large; the loss ratio guards against the common case.
+    Ordinary decay (5e-4 with SGD, 0.01 to 0.1 with AdamW, up to 1e-3 as Adam's L2 term)
+    gives a small budget on short runs; on long runs the budget grows but the loss falls,
+    which keeps the rule quiet. Weights that shrink under normalization layers
+    (scale-invariant) while the loss falls are quiet too, unless the decay is Adam's L2 term
+    above its range. A loss whose start is already near its best (fine-tuning a converged
+    model) could be flagged when the decay is large; the loss ratio guards against the
+    common case.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tracelab.analyzers._dynamics import OUTCOME, edge_len, fmt, initial, matrix_params
-from tracelab.analyzers._learning_rate import lr_name
+from tracelab.analyzers._learning_rate import groups_of, lr_name
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -65,76 +78,161 @@ def weight_decay_too_high(run: Run, *, min_decay: float = 0.5, max_shrink: float
         return []
     start = initial(loss.to_numpy(dtype=float))
     end = float(loss.iloc[-edge_len(len(loss)):].median())
-    if not (start > 0 and end > min_loss_ratio * start):
+    if not start > 0:
         return []
+    stalled = end > min_loss_ratio * start
     first, last = int(norms.index[0]), int(norms.index[-1])
-    optimizers = run.meta.get(META_OPTIMIZERS) or {}
+    optimizers = run.meta.get(META_OPTIMIZERS)
+    optimizers = optimizers if isinstance(optimizers, dict) else {}
     findings = []
     for key, summary in optimizers.items():
-        groups = (summary or {}).get("groups") or []
-        kind = str((summary or {}).get("type", ""))
+        groups = groups_of(summary)
+        kind = str(summary.get("type", "")) if isinstance(summary, dict) else ""
         for i, group in enumerate(groups):
             wd = group.get("weight_decay")
-            if not isinstance(wd, (int, float)) or wd <= 0:
+            decay = _decay_kind(kind, group)
+            if decay is None or isinstance(wd, bool) or not isinstance(wd, (int, float)) or \
+                    not wd > 0:
                 continue
+            wd = float(wd)
             name = lr_name(key, i, len(optimizers))
             lr = run.scalar(name).dropna()
             lr = lr[(lr.index >= first) & (lr.index < last)]
-            names = matrix_params(run, [n for n in group.get("params") or []
-                                        if n in norms.columns])
-            budget = _budget(run, kind, group, float(wd), float(lr.sum()), names)
-            if not names or not budget >= min_decay:
+            params = group.get("params")
+            names = matrix_params(run, [str(n) for n in params if str(n) in norms.columns]
+                                  if isinstance(params, list) else [])
+            if not names:
                 continue
-            ends = norms[names].ffill().iloc[-1] / norms[names].bfill().iloc[0]
-            ends = ends[np.isfinite(ends.to_numpy(dtype=float))]
-            if len(ends) < len(names) or not (ends < 1).all():
+            budget = _budget(run, decay, group, wd, float(lr.sum()), names)
+            # Decay scaled by the learning rate: its budget, with the loss stalled. Coupled L2
+            # in an adaptive optimizer is also judged by its usual range: normalized with the
+            # gradient, it pulls each weight towards 0 by up to the learning rate at every
+            # step wherever it outweighs the gradient, whatever lr * wd comes to.
+            judged = names if stalled and budget >= min_decay else []
+            shrink = _shrink(norms, judged)
+            outweighed = decay == L2_ADAPTIVE and wd > USUAL_DECAY[decay][1] and (
+                shrink is None or shrink > max_shrink)
+            if outweighed:
+                judged = _outweighed(run, norms, names, wd)
+                shrink = _shrink(norms, judged)
+            if shrink is None or shrink > max_shrink:
                 continue
-            shrink = float(np.exp(np.mean(np.log(ends.clip(lower=1e-30)))))
-            if shrink > max_shrink:
-                continue
-            where = "the optimizer" if len(optimizers) == 1 else f"optimizer '{key}'"
-            group_name = f"param group {i} of {where}" if len(groups) > 1 else where
-            findings.append(weight_decay_too_high.finding(
-                WARNING, name, (first, last),
-                f"Weight decay outweighs the gradients: {group_name} ({kind}, weight_decay "
-                f"{fmt(wd)}, lr up to {fmt(float(lr.max()))}) has a decay budget of "
-                f"{fmt(budget)} over steps {first}-{last} (decay alone would leave "
-                f"{fmt(float(np.exp(-budget)))} of the weights), and all {len(names)} of its "
-                f"weight matrices shrank, to {fmt(shrink)} of their first norm on average, "
-                f"while the loss went from {fmt(start)} to {fmt(end)}.",
-                {"weight_decay": float(wd), "optimizer": kind, "decay_budget": budget,
-                 "shrink": shrink, "layers": len(names), "loss_start": start,
-                 "loss_end": end},
-                f"Lower weight_decay (now {fmt(wd)}) to the usual range for "
-                f"{kind or 'the optimizer'}: about 1e-5 to 1e-3 for SGD and Adam's L2 term, "
-                "1e-4 to 0.1 for AdamW; exclude biases and normalization weights from decay."))
+            findings.append(_finding(key, i, kind, decay, wd, lr, budget, shrink, judged, names,
+                                     outweighed, (start, end), (first, last), len(optimizers),
+                                     len(groups)))
     return findings
 
 
+def _finding(key: str, i: int, kind: str, decay: str, wd: float, lr, budget: float,
+             shrink: float, judged: list[str], names: list[str], outweighed: bool,
+             loss: tuple[float, float], steps: tuple[int, int], optimizers: int,
+             groups: int) -> Finding:
+    usual = USUAL_DECAY[decay]
+    where = "the optimizer" if optimizers == 1 else f"optimizer '{key}'"
+    group_name = f"param group {i} of {where}" if groups > 1 else where
+    which = (f"all {len(judged)} of its weight matrices" if len(judged) == len(names) else
+             f"{len(judged)} of its {len(names)} weight matrices")
+    said = (f"Weight decay outweighs the gradients: {group_name} ({kind}, weight_decay "
+            f"{fmt(wd)}, lr up to {fmt(float(lr.max()))})")
+    if outweighed:
+        text = (f"{said} added an L2 term larger than the gradient to {which} at the start, "
+                f"and they shrank, to {fmt(shrink)} of their first norm on average, over steps "
+                f"{steps[0]}-{steps[1]} (the loss went from {fmt(loss[0])} to {fmt(loss[1])}): "
+                f"{fmt(wd)} is above the usual range of {kind}'s L2 term ({fmt(usual[0])} to "
+                f"{fmt(usual[1])}); added to the gradient and normalized with it, it pulls each "
+                "weight towards 0 by up to the learning rate at every step where it outweighs "
+                "the gradient.")
+    else:
+        text = (f"{said} has a decay budget of {fmt(budget)} over steps {steps[0]}-{steps[1]} "
+                f"(decay alone would leave {fmt(float(np.exp(-budget)))} of the weights), and "
+                f"{which} shrank, to {fmt(shrink)} of their first norm on average, while the "
+                f"loss went from {fmt(loss[0])} to {fmt(loss[1])}.")
+    return weight_decay_too_high.finding(
+        WARNING, lr_name(key, i, optimizers), steps, text,
+        {"weight_decay": wd, "optimizer": kind, "decay": decay, "usual_range": list(usual),
+         "above_usual_range": wd > usual[1], "l2_outweighs_gradient": outweighed,
+         "decay_budget": budget, "shrink": shrink, "layers": len(judged),
+         "loss_start": loss[0], "loss_end": loss[1]},
+        _fix(kind, decay, wd))
 
+
+def _shrink(norms, names: list[str]) -> float | None:
+    """The geometric mean of how much each of `names` ended at of its first norm, where every
+    one of them ended below it (None otherwise, or where there are none)."""
+    if not names:
+        return None
+    ends = norms[names].ffill().iloc[-1] / norms[names].bfill().iloc[0]
+    ends = ends[np.isfinite(ends.to_numpy(dtype=float))]
+    if len(ends) < len(names) or not (ends < 1).all():
+        return None
+    return float(np.exp(np.mean(np.log(ends.clip(lower=1e-30)))))
+
+
+def _outweighed(run: Run, norms, names: list[str], wd: float) -> list[str]:
+    """The weight matrices whose L2 term's norm wd * ||w|| was at least their gradient's norm
+    at the start (the median of the first 5 recorded steps): there the decay, not the loss,
+    sets the direction of an adaptive optimizer's normalized step."""
+    grads = run.stat(GRAD, "norm")
+    names = [n for n in names if n in grads.columns]
+    if not names:
+        return []
+    grad = grads[names].iloc[:5].median()
+    weight = norms[names].bfill().iloc[:5].median()
+    return [n for n in names if grad[n] > 0 and wd * weight[n] >= grad[n]]
+
+
+# How an optimizer applies weight decay, and its usual range of weight_decay for each.
+DECOUPLED = "decoupled"  # AdamW's: w <- w (1 - lr wd), apart from the gradient
+SGD_COUPLED = "sgd"  # SGD's: wd w added to the gradient, scaled by lr like it
+L2_ADAPTIVE = "l2"  # Adam's, RMSprop's, Adagrad's: wd w added to the gradient, then normalized
+USUAL_DECAY = {DECOUPLED: (1e-4, 0.1), SGD_COUPLED: (1e-5, 1e-3), L2_ADAPTIVE: (1e-5, 1e-3)}
 # Optimizers that divide each step by a running scale of the gradients (per element).
 _ADAPTIVE = ("Adam", "NAdam", "RAdam", "Adamax", "RMSprop", "Adagrad")
 
 
-def _budget(run: Run, kind: str, group: dict, wd: float, lr_sum: float,
-            names: list[str]) -> float:
-    """D, the log of how much decay alone shrinks the weights over the run (NaN for an
-    optimizer whose step is not measured in learning rates, such as Adadelta or LBFGS)."""
+def _decay_kind(kind: str, group: dict) -> str | None:
+    """How the optimizer `kind` applies a param group's weight decay (None for an optimizer
+    whose step is not measured in learning rates, such as Adadelta or LBFGS)."""
     if kind == "AdamW" or group.get("decoupled_weight_decay") is True:
-        return wd * lr_sum  # w <- w (1 - lr wd)
+        return DECOUPLED
     if kind == "SGD":
+        return SGD_COUPLED
+    return L2_ADAPTIVE if kind in _ADAPTIVE else None
+
+
+def _fix(kind: str, decay: str, wd: float) -> str:
+    low, high = USUAL_DECAY[decay]
+    usual = f"about {fmt(low)} to {fmt(high)}"
+    advice = {
+        DECOUPLED: f"{usual} for {kind or 'AdamW'}, whose decay is multiplied by the "
+                   "learning rate",
+        SGD_COUPLED: f"{usual} for SGD (5e-4 is common), whose decay is multiplied by the "
+                     "learning rate",
+        L2_ADAPTIVE: f"{usual} for {kind}'s L2 term, or switch to AdamW (decoupled decay, 0.01 "
+                     "to 0.1) if this value was meant for it",
+    }[decay]
+    return (f"Lower weight_decay (now {fmt(wd)}) to the usual range: {advice}; exclude biases "
+            "and normalization weights from decay.")
+
+
+def _budget(run: Run, decay: str, group: dict, wd: float, lr_sum: float,
+            names: list[str]) -> float:
+    """D, the log of how much decay alone shrinks the weights over the run (NaN where the
+    facts to judge it were not recorded)."""
+    if decay == DECOUPLED:
+        return wd * lr_sum  # w <- w (1 - lr wd)
+    if decay == SGD_COUPLED:
         momentum = group.get("momentum")
         carry = 1 / (1 - momentum) if isinstance(momentum, (int, float)) and \
             0 <= momentum < 1 else 1.0
         return wd * lr_sum * carry  # wd w added to the gradient, carried by momentum
-    if kind in _ADAPTIVE and names:
-        # wd w added to the gradient, then divided per element by the gradients' scale,
-        # about ||g|| / sqrt(numel) at the start: the decay's share of a step of size lr
-        grads = run.stat(GRAD, "norm")
-        if not set(names) <= set(grads.columns):
-            return float("nan")
-        scale = grads[names].iloc[:5].median() / np.sqrt(
-            run.numel(WEIGHT).reindex(names).astype(float))
-        scale = scale[scale > 0]
-        return wd * lr_sum / float(scale.max()) if len(scale) == len(names) else float("nan")
-    return float("nan")
+    # wd w added to the gradient, then divided per element by the gradients' scale, about
+    # ||g|| / sqrt(numel) at the start: the decay's share of a step of size lr (the layer
+    # where that is least)
+    grads = run.stat(GRAD, "norm")
+    if not set(names) <= set(grads.columns):
+        return float("nan")
+    scale = grads[names].iloc[:5].median() / np.sqrt(
+        run.numel(WEIGHT).reindex(names).astype(float))
+    scale = scale[scale > 0]
+    return wd * lr_sum / float(scale.max()) if len(scale) == len(names) else float("nan")

@@ -49,3 +49,51 @@ def test_a_large_budget_under_which_the_loss_falls_stays_quiet(tmp_path):
     assert run.loss().iloc[-10:].median() < 0.5 * run.loss().iloc[0]  # it learns
     found = _diagnosis(path).findings
     assert "weight-decay-too-high" not in {f.rule for f in found}
+
+
+def _wide():
+    torch.manual_seed(0)
+    nn = torch.nn
+    return nn.Sequential(nn.Linear(16, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                         nn.Linear(256, 4))
+
+
+def test_adamw_s_decay_given_to_adam_is_named_while_the_loss_still_falls(tmp_path):
+    # Adam's L2 term 0.1, 100x its usual top, outweighs the hidden layers' small gradients:
+    # they collapse while the output layer grows and the loss falls, to 5x where AdamW ends.
+    path = train(tmp_path / "r", steps=300, net=_wide(),
+                 optimizer=lambda p: O.Adam(p, lr=1e-3, weight_decay=0.1))
+    first = _diagnosis(path).diagnoses[0].finding
+    assert first.rule == "weight-decay-too-high" and first.evidence["optimizer"] == "Adam"
+    assert first.evidence["l2_outweighs_gradient"] and first.evidence["above_usual_range"]
+    assert first.evidence["loss_end"] < 0.5 * first.evidence["loss_start"]
+    assert first.evidence["layers"] == 2 and first.evidence["shrink"] < 0.5
+    assert "Adam's L2 term" in first.message and "switch to AdamW" in first.fix
+
+
+@pytest.mark.parametrize("optimizer", [
+    lambda p: O.Adam(p, lr=1e-3, weight_decay=1e-3),  # the top of Adam's usual L2 range
+    lambda p: O.AdamW(p, lr=1e-3, weight_decay=0.1),  # 0.1 where it is meant: decoupled
+], ids=["adam-1e-3", "adamw-0.1"])
+def test_the_same_net_with_its_optimizer_s_usual_decay_stays_quiet(tmp_path, optimizer):
+    found = _diagnosis(train(tmp_path / "r", steps=300, net=_wide(),
+                             optimizer=optimizer)).findings
+    assert [f.rule for f in found] == []
+
+
+def test_odd_optimizer_facts_leave_the_rule_quiet_without_raising(tmp_path):
+    import json
+    path = train(tmp_path / "r", steps=60,
+                 optimizer=lambda p: O.Adam(p, lr=1e-2, weight_decay=0.1))
+    assert "weight-decay-too-high" in {f.rule for f in _diagnosis(path).findings}
+    meta = json.loads((path / "meta.json").read_text())
+    group = meta["optimizers"]["0"]["groups"][0]
+    for odd in (["Adam"], {"0": "Adam"}, {"0": {"type": "Adam", "groups": "all"}},
+                {"0": {"type": "Adam", "groups": [dict(group, weight_decay=True)]}},
+                {"0": {"type": "Adam", "groups": [dict(group, params="all")]}},
+                {"0": {"type": "Adadelta", "groups": [group]}}):
+        meta["optimizers"] = odd
+        (path / "meta.json").write_text(json.dumps(meta))
+        diagnosis = tracelab.analyze(path)
+        assert "weight-decay-too-high" not in {f.rule for f in diagnosis.findings}
+        assert "weight-decay-too-high" not in {e.rule for e in diagnosis.errors}
