@@ -218,7 +218,7 @@ SPECS = {s.name: s for s in all_rules()}
 
 
 def test_every_registered_rule_has_an_explicit_plot_entry():
-    assert set(SPECS) == RULE_NAMES | {"learning-rate-too-high"}  # named from symptoms
+    assert set(SPECS) >= RULE_NAMES | {"learning-rate-too-high"}  # a new rule adds no line here
     assert set(PLOTS) == set(Plot)  # every kind a rule may declare is drawn (or None)
     assert {s.plot for s in SPECS.values()} <= set(PLOTS)
 
