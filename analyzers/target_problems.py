@@ -13,7 +13,19 @@ What it detects
       below `min_scale` (a target tensor of several columns by its largest column);
     - as information, a binary task whose positive class is rarer than `rare`, or a task of
       three or more classes (the classes table) whose largest class outnumbers its rarest
-      `ratio` times or more in the train targets, with the validation split's balance beside.
+      `ratio` times or more in the train targets, with the validation split's balance beside;
+    - targets that do not depend on the inputs. The best prediction that ignores the input has
+      a known loss (`constant_loss`): the entropy of the recorded class shares for a
+      cross-entropy (label smoothing included), the targets' variance for MSE. An error when
+      a model the optimizer demonstrably moves (no parameter frozen, every weight matrix's
+      update ratio within [`low_update`, `high_update`], `travel` of its norm or more over
+      the run, `min_kept` of its first norm kept) on varying inputs, with one optimizer and
+      train targets that do not drift, either never gets the train loss more than
+      `max_explained` of that level (plus `noise_k` standard errors of each tenth of the run)
+      below it and has stopped falling, at most `max_above` above it; or fits train
+      `min_fit` below it while the validation split, whose inputs match train's
+      (`match_share` of the features), stays at its own such level (and its accuracy at the
+      largest class's share) over `min_evals` evaluations since.
 
 Why it matters
     Each of these trains silently on the wrong problem. A BCE loss given -1 labels rewards
@@ -21,23 +33,39 @@ Why it matters
     output layer either crashes on the GPU (device-side assert) or is clamped or ignored
     somewhere. Batches of one class make every step pull the model toward that class: the loss
     oscillates with the data's order and the model forgets earlier classes. Targets in the
-    thousands make MSE gradients huge and the output layer's scale wrong.
+    thousands make MSE gradients huge and the output layer's scale wrong. Labels shuffled
+    apart from their inputs (images and labels permuted separately, the feature frame
+    reordered after the target column was taken) train a model that can only learn the class
+    shares or the mean, or memorize: every curve looks like a hard task, not like a bug.
 
 Example
     Train targets take the values {-1, 1} and the train loss is negative on 45% of the steps.
-    Or: 19 of 20 train batches of 32 hold at most 2 classes, while the data has 4.
+    Or: 19 of 20 train batches of 32 hold at most 2 classes, while the data has 4. Or: the
+    train loss of a 10-class digit CNN settles at 2.29 against 2.30, the entropy of its class
+    shares, while every layer moves by 1-3% of its norm per step.
 
 How to fix
     Map {-1, 1} labels to {0, 1} for BCE (`(y + 1) / 2`), or use a margin loss made for them.
     Size the output layer to the number of classes (labels 0..C-1). Shuffle the training data
     (`DataLoader(shuffle=True)` or a shuffling sampler). Standardize regression targets
     (subtract their mean, divide by their std) and invert the transform at prediction time.
+    Check (input, target) pairs by hand after every transform: shuffle inputs and targets with
+    one index (one Dataset), take the target column from the same frame and rows.
 
 False positives
     {-1, 1} labels with a loss that stays positive (hinge, soft-margin) stay quiet. Binary tasks
     cannot look sorted (two classes per batch is all there is), and batches too small to hold
-    several classes are not judged. Class imbalance is information, never a warning. Targets
-    that are integer counts are not judged as regression targets.
+    several classes are not judged. Class imbalance is information, never a warning, and
+    explains nothing (a language model's Zipf-shaped token targets). Targets that are integer
+    counts are not judged as regression targets. The constant-prediction contract needs the
+    loss function, the targets, the updates and the weights recorded, and stays quiet
+    without them; a hard task early in training sits at that level with weights that have
+    not yet moved their own norm, or is still falling; a validation split that beats its own
+    constant prediction shows the targets are learnable; GANs and actor-critics (several
+    optimizers) and RL returns (drifting targets) are not judged; a frozen, decayed, starved
+    or overdriven model is left to the rules that name those. A model that pairs outputs with
+    the wrong rows (wrong-batch-axis, shape-broadcast) or a loss given the wrong kind of
+    output looks the same: those findings rank first and this one under them.
 """
 from __future__ import annotations
 

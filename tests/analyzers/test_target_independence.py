@@ -120,3 +120,36 @@ def test_class_balance_information_explains_nothing():
     _, diagnoses = diagnose(run, [info, spike])
     first = next(d for d in diagnoses if d.worst.value != "info")
     assert first.finding.rule == "loss-spike" and info.severity.value == "info"
+
+
+def test_label_smoothing_raises_the_constant_prediction_it_is_judged_against(tmp_path):
+    smooth = nn.CrossEntropyLoss(label_smoothing=0.2)
+    [f] = _found(_train(tmp_path / "r", shuffle=True, loss_fn=smooth))
+    assert f.evidence["constant_loss"] > np.log(4) - 0.05  # smoothing keeps it near log(4)
+    assert _found(_train(tmp_path / "ok", shuffle=False, loss_fn=smooth)) == []
+
+
+def test_a_game_of_two_optimizers_is_not_judged(tmp_path):
+    """A GAN's discriminator sits at chance by design: with several optimizers, quiet."""
+    import tracelab
+    torch.manual_seed(0)
+    x, y = _data(4096, 1)
+    y = y[torch.randperm(4096, generator=torch.Generator().manual_seed(2))]
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    first = torch.optim.Adam(model[0].parameters(), lr=1e-2)
+    second = torch.optim.Adam(model[2].parameters(), lr=1e-2)
+    loss_fn = nn.CrossEntropyLoss()
+    with tracelab.Recorder(str(tmp_path / "r"), model=model, optimizer=[first, second],
+                           loss_fn=loss_fn) as rec:
+        for step in range(150):
+            xb, yb = x[step * 16:step * 16 + 32], y[step * 16:step * 16 + 32]
+            for opt in (first, second):
+                opt.zero_grad()
+            out = model(xb)
+            loss = loss_fn(out, yb)
+            loss.backward()
+            for opt in (first, second):
+                opt.step()
+            rec.step(loss=loss, inputs=xb, targets=yb, outputs=out)
+    run = open_run(tmp_path / "r")
+    assert len(run.meta["optimizers"]) == 2 and _found(run) == []
