@@ -174,7 +174,7 @@ def dead_units(x: torch.Tensor) -> int:
     A unit seen positive in a leading slice of the batch is alive, and only the others are
     read in full. NaN is not > 0 and never hides a positive value of the same unit.
     """
-    return _dead_units_torch(x.detach())
+    return _dead_units_lead(x.detach())
 
 
 def _cpu_stats(x: torch.Tensor, bounds: tuple[float, float] | None) -> np.ndarray:
@@ -195,33 +195,39 @@ def _torch_sum(x: torch.Tensor) -> tuple[float, float, float]:
 
 
 def _cpu_stats_torch(x: torch.Tensor, lo: float, hi: float) -> np.ndarray:
-    """The CPU row: one full torch sum (exact mean, and NaN/Inf show up in it), and the
-    subsample copied and reduced in numpy: a few whole-array reductions, no temporaries beyond
-    the centred copy."""
+    """The CPU row: one full torch sum (exact mean, and NaN/Inf show up in it), the units'
+    test on a leading slice, and the subsample reduced in numpy. Few calls: in a forward hook
+    each small op costs tens of microseconds, more than reading 16k values."""
+    n = x.numel()
+    whole = n <= ACTIVATION_SUBSAMPLE
     total = nan = inf = 0.0
-    if x.numel() > ACTIVATION_SUBSAMPLE:
+    if not whole:
         total, nan, inf = _torch_sum(x)
-    s = subsample(_flat_view(x)).numpy().astype(np.float64)
-    n, k = x.numel(), len(s)
-    whole = k == n
-    if whole:  # the whole output
-        total = float(s.sum())
-        if not math.isfinite(total):
-            nan, inf = float(np.isnan(s).sum()), float(np.isinf(s).sum())
-    # NaN propagates into the extremes (and the moments): one test instead of a pass.
-    top, bottom = float(s.max()), float(s.min())
-    if math.isnan(top) or math.isnan(bottom):
-        top = bottom = math.nan
+    s = subsample(_flat_view(x)).numpy()
+    if s.dtype != np.float64:
+        s = s.astype(np.float64)
+    k = len(s)
     with np.errstate(invalid="ignore", over="ignore"):
+        part = float(s.sum())
+        if whole:  # the whole output
+            total = part
+            if not math.isfinite(total):
+                nan, inf = float(np.isnan(s).sum()), float(np.isinf(s).sum())
+        # NaN propagates into the extremes (and the moments): one test instead of a pass.
+        top, bottom = float(s.max()), float(s.min())
+        if math.isnan(top) or math.isnan(bottom):
+            top = bottom = math.nan
         # Not `@`: a BLAS dot of this size wakes BLAS's threads, which then fight torch's.
-        centred = s - s.mean()
-        var = float(np.square(centred).sum()) / (k - 1) if k > 1 else 0.0
-        square = float(np.square(s).sum()) if whole else var * (n - 1) + total * total / n
+        centred = s - part / k
+        var = float(np.square(centred, out=centred).sum()) / (k - 1) if k > 1 else 0.0
+        square = var * (k - 1) + part * part / k if whole else \
+            var * (n - 1) + total * total / n
+        magnitude = np.abs(s, out=centred).sum()
     n_units = x.shape[1] if x.dim() >= 4 else x.shape[-1] if x.dim() else 1
     saturated = np.count_nonzero((s <= lo) | (s >= hi)) / k if math.isfinite(lo) else math.nan
-    dead = _dead_units_whole(s, x) if whole else _dead_units_torch(x)
+    dead = _dead_units_whole(s, x) if whole else _dead_units_lead(x)
     return np.array([total, math.sqrt(max(square, 0.0)) if math.isfinite(square) else math.nan,
-                     float(np.abs(s).sum()) * n / k, np.count_nonzero(s) * n / k, top, -bottom,
+                     float(magnitude) * n / k, np.count_nonzero(s) * n / k, top, -bottom,
                      nan, inf, dead / max(n_units, 1), saturated])
 
 
@@ -229,7 +235,7 @@ def _dead_units_whole(s: np.ndarray, x: torch.Tensor) -> int:
     """dead_units of a contiguous output read whole into `s` (its values in memory order), in
     numpy; a strided one in torch."""
     if not x.is_contiguous():
-        return _dead_units_torch(x)
+        return _dead_units_lead(x)
     if x.dim() >= 4:
         units = s.reshape(x.shape[0], x.shape[1], -1)
         return int((~(units > 0).any(axis=(0, 2))).sum())
@@ -237,14 +243,20 @@ def _dead_units_whole(s: np.ndarray, x: torch.Tensor) -> int:
     return int((~(s.reshape(-1, width) > 0).any(axis=0)).sum())
 
 
-def _dead_units_torch(x: torch.Tensor) -> int:
-    """dead_units in torch: a unit seen positive in a leading slice of the batch is alive, and
-    only the others are read in full."""
+def _dead_units_lead(x: torch.Tensor) -> int:
+    """dead_units: a unit seen positive in a leading slice of the batch is alive, and only the
+    others are read in the rest of the batch (in numpy on the CPU: a view, and a few calls
+    where torch's would cost tens of microseconds each)."""
     t, dims = _units(x)
     per_sample = max(1, math.prod(t.shape[1:]))
     lead = min(t.shape[0], max(1, -(-ACTIVATION_SUBSAMPLE // per_sample)))
-    alive = _any_positive(t[:lead], dims)
-    candidates = torch.nonzero(~alive).flatten()
+    if t.is_cpu and type(t) is torch.Tensor:  # not a subclass (DTensor)
+        values, axes = t.numpy(), tuple(dims)
+        candidates = np.flatnonzero(~(values[:lead] > 0).any(axis=axes))
+        if not len(candidates):
+            return 0
+        return int((~(values[lead:, candidates] > 0).any(axis=axes)).sum())
+    candidates = torch.nonzero(~_any_positive(t[:lead], dims)).flatten()
     if not len(candidates):
         return 0
     return int((~_any_positive(t.index_select(1, candidates), dims)).sum())
