@@ -187,8 +187,8 @@ def _label_range(run: Run, feature: str, rows: pd.DataFrame, share: float) -> li
 
 def _output_size(run: Run) -> int | None:
     """The first dimension of the model's last weight matrix: its output layer's size."""
-    params = (run.meta.get("model") or {}).get("parameters") or []
-    shapes = [p.get("shape") for p in params if len(p.get("shape") or ()) >= 2]
+    shapes = [p.get("shape") for p in parameters(run.meta)
+              if isinstance(p.get("shape"), (list, tuple)) and len(p["shape"]) >= 2]
     return int(shapes[-1][0]) if shapes else None
 
 
@@ -357,8 +357,11 @@ def _moves_freely(run: Run, low: float, high: float, travel: float,
     otherwise: a frozen, starved, overdriven or decayed model learns nothing whatever its
     targets."""
     params = parameters(run.meta)
-    if not params or not all(p.get("requires_grad", True) for p in params):
-        return None
+    listed = (run.meta.get("model") or {}).get("parameters") if isinstance(
+        run.meta.get("model"), dict) else None
+    if not params or len(params) != len(listed or ()) or \
+            not all(p.get("requires_grad", True) for p in params):
+        return None  # a frozen parameter, or a model summary that is not one
     ratios = update_ratios(run)
     trained = matrix_params(run, trained_parameters(run))
     span = run.step_range

@@ -153,3 +153,13 @@ def test_a_game_of_two_optimizers_is_not_judged(tmp_path):
             rec.step(loss=loss, inputs=xb, targets=yb, outputs=out)
     run = open_run(tmp_path / "r")
     assert len(run.meta["optimizers"]) == 2 and _found(run) == []
+
+
+def test_a_malformed_summary_is_quiet_without_raising(tmp_path):
+    from tracelab.core.schema import ARROW_SCHEMAS
+    run = _train(tmp_path / "r", shuffle=True)
+    frames = {t: getattr(run, t) for t in ARROW_SCHEMAS}
+    for bad in ({"model": {"parameters": [None, 3, {"name": "0.weight"}]}},
+                {"optimizers": ["a", "b"]}, {"loss_fn": "CrossEntropyLoss"}, {"model": None}):
+        assert _found(Run.from_frames({**run.meta, **bad}, **frames)) == []
+    assert len(_found(Run.from_frames(run.meta, **frames))) == 1
