@@ -11,6 +11,7 @@ import sys
 from typing import Any, Mapping, Sequence
 
 import torch
+from torch.nn.parameter import is_lazy
 
 # torch seeds itself from /dev/urandom with a 64-bit value; manual_seed(n) with a
 # human-chosen n is almost always below 2**32.
@@ -86,9 +87,11 @@ def model_summary(model: torch.nn.Module, optimizers: Sequence[Any]) -> dict[str
     frozen = frozen_values(model)
     params = []
     for name, p in model.named_parameters():
-        entry = {"name": name, "shape": list(p.shape), "dtype": str(p.dtype).replace(
-            "torch.", ""), "device": str(p.device), "requires_grad": p.requires_grad,
-            "in_optimizer": id(p) in in_opt if optimizers else None}
+        lazy = is_lazy(p)  # a Lazy module's parameter has no shape before its first forward
+        entry = {"name": name, "shape": None if lazy else list(p.shape),
+                 "dtype": str(p.dtype).replace("torch.", ""), "device": str(p.device),
+                 "requires_grad": p.requires_grad,
+                 "in_optimizer": id(p) in in_opt if optimizers else None}
         if name in frozen:
             entry["values"] = frozen[name]
         params.append(entry)
