@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from tracelab.analyzers._dynamics import edge_len
 from tracelab.core.causes import HOLDS, Premise, Verdict, contradicted, unknown
 from tracelab.core.findings import Finding
 from tracelab.core.run import Run
@@ -103,6 +104,37 @@ def groups_of(summary: Any) -> list[dict[str, Any]]:
     mappings; [] where the summary is missing or malformed."""
     groups = summary.get("groups") if isinstance(summary, dict) else None
     return [g for g in groups if isinstance(g, dict)] if isinstance(groups, list) else []
+
+
+def optimizers_holding(run: Run) -> int:
+    """How many optimizers of meta.json hold at least one parameter (0 where it records none,
+    or holds them malformed)."""
+    summaries = run.meta.get(META_OPTIMIZERS)
+    if not isinstance(summaries, dict):
+        return 0
+    return sum(1 for summary in summaries.values()
+               if any(g.get("params") or g.get("n_params") for g in groups_of(summary)))
+
+
+def loss_grew(run: Run) -> bool:
+    """Whether the training loss turned non-finite or ended (the median of its last tenth)
+    above everything its first tenth held: a loss that grows, not one that swings."""
+    loss = run.loss().to_numpy(dtype=float, na_value=np.nan)
+    if not loss.size:
+        return False
+    if not np.isfinite(loss).all():
+        return True
+    n = edge_len(len(loss), lo=5, hi=100)
+    return len(loss) >= 2 * n and float(np.median(loss[-n:])) > float(loss[:n].max())
+
+
+def adversarial_game(run: Run) -> bool:
+    """Whether the one recorded loss is a game's: two or more optimizers hold parameters (a
+    GAN's generator and discriminator, an actor and a critic), each moving its own against the
+    others, so that the recorded loss (one player's, or their sum) swings and jumps by design,
+    and the loss did not grow (`loss_grew`). Its swings and spikes are then no fault by
+    themselves; a loss that grows or turns non-finite still is."""
+    return optimizers_holding(run) >= 2 and not loss_grew(run)
 
 
 def watched_parameter(meta: dict[str, Any]) -> str | None:

@@ -39,16 +39,16 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from tracelab.analyzers._dynamics import OUTCOME, edge_len, matrix_params, update_ratios
+from tracelab.analyzers._dynamics import OUTCOME, matrix_params, update_ratios
 from tracelab.analyzers._dynamics import fmt as _fmt
 from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL, NO_OPTIMIZER_FIX,
-                                               groups_of, lr_known, without_optimizer)
+                                               adversarial_game, lr_known, without_optimizer)
 from tracelab.core import causes
 from tracelab.core.causes import Chain, explains
 from tracelab.core.findings import Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import LR_PREFIX, META_OPTIMIZERS, TRAIN, UPDATE, WEIGHT, Needs
+from tracelab.core.schema import LR_PREFIX, TRAIN, UPDATE, WEIGHT, Needs
 
 PRIMARY = {"oscillation", "lr_rise", "spikes", "updates"}
 
@@ -115,7 +115,7 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float,
     # Several optimizers each move their own parameters against one recorded loss (a GAN's
     # players, summed objectives): its swings and spikes are the game's, not one LR's, unless
     # the loss leaves the range it started in, upward. A jump right after an LR rose still is.
-    game = _optimizers(run) >= 2 and not _loss_grew(run)
+    game = adversarial_game(run)
     spikes = [f for f in seen if f.rule == "loss-spike" and not game]
     for f in seen:
         ev = f.evidence
@@ -156,27 +156,6 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float,
         votes["dead"] = (f"{fmt(100 * (d.evidence.get('dead_frac') or 0))}% of the units of "
                          f"'{d.subject}' died{after} (from step {d.steps[0]})", 1)
     return votes
-
-
-def _optimizers(run: Run) -> int:
-    """How many optimizers of meta.json hold at least one parameter."""
-    summaries = run.meta.get(META_OPTIMIZERS)
-    if not isinstance(summaries, dict):
-        return 0
-    return sum(1 for summary in summaries.values()
-               if any(g.get("params") or g.get("n_params") for g in groups_of(summary)))
-
-
-def _loss_grew(run: Run) -> bool:
-    """Whether the training loss turned non-finite or ended (the median of its last tenth)
-    above everything its first tenth held: a loss that grows, not one that swings."""
-    loss = run.loss().to_numpy(dtype=float)
-    if not loss.size:
-        return False
-    if not np.isfinite(loss).all():
-        return True
-    n = edge_len(len(loss), lo=5, hi=100)
-    return len(loss) >= 2 * n and float(np.median(loss[-n:])) > float(loss[:n].max())
 
 
 def _max_ratio(run: Run) -> tuple[Optional[str], Optional[float]]:
