@@ -27,8 +27,12 @@ False positives
     model that stopped learning (dead or frozen), not oscillation, and the rule stays quiet.
     A task the model cannot learn from its inputs, with very noisy per-batch losses (noisy
     regression targets, tiny batches), can look like oscillation; raise `min_swing` there.
-    Adversarial (GAN) and reinforcement-learning objectives are not meant to decrease
-    steadily; ignore the rule there. Losses that can be negative are not judged.
+    Where two or more optimizers hold the model's parameters (a GAN's generator and
+    discriminator, an actor and a critic), the one recorded loss is one player's or their sum,
+    and it swings by design as each moves against the other: it is judged only when it grows
+    (turns non-finite, or ends above everything its first tenth held). Other reinforcement-
+    learning objectives are not meant to decrease steadily either; ignore the rule there.
+    Losses that can be negative are not judged.
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._dynamics import OUTCOME, finite, fmt, initial, update_ratios
-from tracelab.analyzers._learning_rate import lr_fix
+from tracelab.analyzers._learning_rate import adversarial_game, lr_fix
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -73,6 +77,10 @@ def loss_oscillation(run: Run, *, min_steps: int = 50, min_swing: float = 0.25,
     stalled = progress < max_progress
     bounced = level >= rebound * best and level - best >= min_bounce * start
     if swing < min_swing or not (stalled or bounced):
+        return []
+    # Several optimizers playing against one recorded loss swing it by design: only a loss
+    # that grows out of its range is a fault there.
+    if adversarial_game(run):
         return []
     # Weights that no longer move cannot make the loss swing: that is batch-to-batch sampling
     # noise around a model that stopped learning (dead or frozen; other rules say which).

@@ -34,8 +34,12 @@ False positives
     small absolute jumps near zero loss quiet, and a bump must last `shift` steps to count as
     a level shift. Inputs are profiled every few steps (the Recorder's `input_every`); the
     per-batch sentinel covers the other steps (a run recorded before it existed only sees an
-    input cause when that step's batch was profiled). At most `max_reported`
-    spikes are reported, the largest first.
+    input cause when that step's batch was profiled). Where two or more optimizers hold the
+    model's parameters (a GAN's players, an actor and a critic), the one recorded loss jumps by
+    design as each moves against the other: there a spike counts only when a recorded fact
+    outside the game explains it (a bad input batch, a learning rate that rose), or when the
+    loss grows (turns non-finite, or ends above everything its first tenth held). At most
+    `max_reported` spikes are reported, the largest first.
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ import pandas as pd
 from tracelab.analyzers._batches import INPUT_BATCH, nonfinite_batch, outlier_batch
 from tracelab.analyzers._dynamics import (MAD_TO_STD, OUTCOME, finite, fmt, initial,
                                           rolling_previous)
+from tracelab.analyzers._learning_rate import adversarial_game
 from tracelab.core import causes
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
@@ -52,6 +57,9 @@ from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import GRAD, LR_PREFIX, TRAIN, Needs
 
+
+# Causes outside an adversarial game: a spike with one of them is a fault in a GAN too.
+OUTSIDE_THE_GAME = frozenset({"input_nonfinite", "input_outlier", "lr_increase"})
 
 
 def _spike_explains(cause: Finding, effect: Finding) -> bool:
@@ -105,16 +113,22 @@ def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float =
         end = min(int(ep[-1]) + shift, len(values))
         found.append((i, i + int(np.argmax(values[i:end]))))
     found.sort(key=lambda f: -values[f[1]] / abs(med[f[0]]))
+    # Several optimizers playing against one recorded loss make it jump by design: there only
+    # a jump that a fact outside the game explains counts, unless the loss grew.
+    game = adversarial_game(run)
+    named = [(i, peak, _cause(run, int(steps[i]), int(steps[max(i - window, 0)]),
+                              int(steps[peak]), lr_increase=lr_increase,
+                              input_ratio=input_ratio, grad_ratio=grad_ratio))
+             for i, peak in (found if game else found[:max_reported])]
+    if game:
+        named = [spike for spike in named if spike[2][1] in OUTSIDE_THE_GAME]
+    total = len(named) if game else len(found)
     findings = []
-    for i, peak in found[:max_reported]:
+    for i, peak, (cause, kind, evidence) in named[:max_reported]:
         step = int(steps[i])
-        cause, kind, evidence = _cause(run, step, int(steps[max(i - window, 0)]),
-                                       int(steps[peak]),
-                                       lr_increase=lr_increase, input_ratio=input_ratio,
-                                       grad_ratio=grad_ratio)
         score = (values[i] - med[i]) / sigma[i]
         evidence.update(cause=kind, step=step, loss=values[i], rolling_median=med[i],
-                        peak_loss=values[peak], z_score=score, spikes_total=len(found))
+                        peak_loss=values[peak], z_score=score, spikes_total=total)
         findings.append(loss_spike.finding(
             WARNING, "loss", (step, int(steps[peak])),
             f"Train loss jumped to {fmt(values[i])} at step {step} (peak {fmt(values[peak])}), "
