@@ -145,7 +145,9 @@ def _chance(run: Run, fp, unit: str, train_rows: float) -> float:
         return 1.0
     kept = train[train["input"] == rows_unit[0]]
     first = kept[kept["step"] == kept["step"].min()]
-    batch = len(first) * _FULL / _threshold(kept["hash"].to_numpy(dtype=np.int64))
+    # the first batch's rows below the unit's final threshold, a consistent sample of them
+    limit = _threshold(kept["hash"].to_numpy(dtype=np.int64))
+    batch = int((first["hash"].to_numpy(dtype=np.int64) < limit).sum()) * _FULL / limit
     at = profiled[profiled["step"] == first["step"].iloc[0]]
     if not len(at) or batch <= 0:
         return 1.0
