@@ -76,7 +76,8 @@ def tensor_profile(x: torch.Tensor, generator: torch.Generator | None = None
     mean = shift[:, 0] + total / count
     var = (squares - total * total / count) / (count - 1) if count > 1 else total * math.nan
     std = var.clamp(min=0).sqrt()
-    mn, mx = torch.aminmax(work, dim=1)
+    # Not aminmax(dim=1): on the CPU it reduces rows without vectorizing, 18x slower.
+    mn, mx = work.amin(dim=1), work.amax(dim=1)
     sub = work[:, ::unique_stride(count)]
     if sub.device.type == "cpu" and type(sub) is torch.Tensor:  # not a subclass (DTensor)
         # numpy's vectorized sort of many short rows: 30x or more faster than torch's CPU sort
