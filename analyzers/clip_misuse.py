@@ -51,8 +51,7 @@ from tracelab.core.causes import explains
 from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import (AMP_SCALE, GRAD, GRAD_NORM_BACKWARD, GRAD_NORM_STEP,
-                                  META_OPTIMIZERS, Needs)
+from tracelab.core.schema import AMP_SCALE, GRAD, GRAD_NORM_BACKWARD, GRAD_NORM_STEP, Needs
 
 # Optimizers that divide each step by a running scale of the gradients.
 ADAPTIVE = ("Adam", "AdamW", "Adamax", "NAdam", "RAdam", "SparseAdam", "RMSprop", "Adagrad",
@@ -79,7 +78,7 @@ def clip_misuse(run: Run, *, ratio: float = 100.0, min_share: float = 0.9, rtol:
     if len(scale):  # backward ran on the scaled loss; the optimizer sees unscaled grads
         during = scale.shift(1).fillna(scale)  # the scale is recorded after each step
         backward = backward / during.reindex(backward.index).ffill().bfill()
-    optimizers = run.meta.get(META_OPTIMIZERS) or {}
+    optimizers = run.optimizers()
     findings = []
     if len(optimizers) <= 1:
         found = _too_small(run, backward, run.signal(GRAD_NORM_STEP), optimizers, ratio=ratio,

@@ -54,7 +54,7 @@ from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import LR_PREFIX, META_OPTIMIZERS, META_SCHEDULERS, TRAIN, Needs
+from tracelab.core.schema import LR_PREFIX, META_SCHEDULERS, TRAIN, Needs
 
 
 @rule(name="lr-schedule", code="TL210", requires=(Needs.LEARNING_RATE, Needs.LOSS),
@@ -212,9 +212,9 @@ def _after(loss: pd.Series, dead_at: int) -> str:
 
 def _configured(run: Run, name: str) -> float | None:
     """The group's configured LR: the `initial_lr` a scheduler writes into it."""
-    optimizers = run.meta.get(META_OPTIMIZERS)
+    optimizers = run.optimizers()
     found = group_of(name, optimizers)
-    if found is None or not isinstance(optimizers, dict):
+    if found is None:
         return None
     key, index = found
     groups = groups_of(optimizers.get(key))

@@ -59,7 +59,7 @@ from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import GRAD, META_OPTIMIZERS, WEIGHT, Needs
+from tracelab.core.schema import GRAD, WEIGHT, Needs
 
 
 @rule(name="weight-decay-too-high", code="TL211",
@@ -82,12 +82,11 @@ def weight_decay_too_high(run: Run, *, min_decay: float = 0.5, max_shrink: float
         return []
     stalled = end > min_loss_ratio * start
     first, last = int(norms.index[0]), int(norms.index[-1])
-    optimizers = run.meta.get(META_OPTIMIZERS)
-    optimizers = optimizers if isinstance(optimizers, dict) else {}
     findings = []
+    optimizers = run.optimizers()
     for key, summary in optimizers.items():
         groups = groups_of(summary)
-        kind = str(summary.get("type", "")) if isinstance(summary, dict) else ""
+        kind = str(summary.get("type", ""))
         for i, group in enumerate(groups):
             wd = group.get("weight_decay")
             decay = _decay_kind(kind, group)

@@ -101,6 +101,9 @@ MALFORMED_METAS = [
      "optimizers": {"0": None, "1": {"groups": None}}, "module_shapes": {"fc": None}},
     {"model": {"modules": []}, "optimizers": {"0": {"groups": [None, {"lr": "x", "params": 1}]}},
      "schedulers": [1], "outputs": None},
+    {"model": {"parameters": [{"name": "fc.weight", "shape": None, "requires_grad": True},
+                              {"name": "fc.bias", "shape": "2", "values": [1]}]},
+     "optimizers": [{"type": "SGD", "groups": [{"lr": 0.1, "params": ["fc.weight"]}]}]},
 ]
 
 

@@ -364,8 +364,7 @@ class Run:
         if len(sc) and sc.loc[sc["split"] == TRAIN, "name"].astype(str).str.startswith(
                 LR_PREFIX).any():
             have.add(Needs.LEARNING_RATE)
-        optimizers = self.meta.get(META_OPTIMIZERS)
-        if isinstance(optimizers, dict) and optimizers:
+        if self.optimizers():
             have.add(Needs.OPTIMIZERS)
         train = set(self.signals.loc[self.signals["split"] == TRAIN, "name"].unique()) \
             if len(self.signals) else set()
@@ -416,6 +415,14 @@ class Run:
         model = self.meta.get("model")
         found = model.get("modules") if isinstance(model, dict) else None
         return [m for m in found if isinstance(m, dict)] if isinstance(found, list) else []
+
+    def optimizers(self) -> dict[str, dict[str, Any]]:
+        """Optimizer name → its summary (meta.json's optimizers), the entries that are
+        mappings; {} where the summaries are missing or malformed."""
+        found = self.meta.get(META_OPTIMIZERS)
+        if not isinstance(found, dict):
+            return {}
+        return {str(k): v for k, v in found.items() if isinstance(v, dict)}
 
     def module_types(self) -> dict[str, str]:
         """Module path → type name, from the model summary."""
