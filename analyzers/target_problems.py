@@ -21,8 +21,8 @@ What it detects
       update ratio within [`low_update`, `high_update`], `travel` of its norm or more over
       the run, `min_kept` of its first norm kept) on varying inputs, with one optimizer and
       train targets that do not drift, either never gets the train loss more than
-      `max_explained` of that level (plus `noise_k` standard errors of each tenth of the run)
-      below it and has stopped falling, at most `max_above` above it; or fits train
+      `max_explained` of that level (plus `noise_k` standard errors of each tenth of the run,
+      at most as much again) below it and has stopped falling, at most `max_above` above it; or fits train
       `min_fit` below it while the validation split, whose inputs match train's
       (`match_share` of the features), stays at its own such level (and its accuracy at the
       largest class's share) over `min_evals` evaluations since.
@@ -304,8 +304,10 @@ def _unlearnable(run: Run, *, max_explained: float, noise_k: float, max_above: f
     values = loss.to_numpy(dtype=float)
     means = np.array([values[i].mean() for i in parts])
     # A part's mean of batch losses is uncertain by its standard error: the allowance below
-    # the bound is `max_explained` of it plus `noise_k` of those.
-    noise = np.array([values[i].std() / np.sqrt(len(i)) for i in parts]) / bound
+    # the bound is `max_explained` of it plus `noise_k` of those, never more than twice
+    # `max_explained` (a loss too noisy to tell stays judged, not excused).
+    noise = np.minimum(np.array([values[i].std() / np.sqrt(len(i)) for i in parts]) / bound,
+                       max_explained / noise_k)
     explained = 1 - means / bound  # the share of the constant prediction's loss the model saves
     late = means[pieces // 2:]
     steps = (int(loss.index[0]), int(loss.index[-1]))

@@ -81,9 +81,9 @@ def test_aligned_labels_stay_quiet(tmp_path):
 
 
 def test_shuffled_regression_targets_sit_at_their_variance(tmp_path):
-    [f] = _found(_train(tmp_path / "r", shuffle=True, regression=True))
+    [f] = _found(_train(tmp_path / "r", shuffle=True, regression=True, steps=300))
     assert "variance" in f.message
-    assert _found(_train(tmp_path / "ok", shuffle=False, regression=True)) == []
+    assert _found(_train(tmp_path / "ok", shuffle=False, regression=True, steps=300)) == []
 
 
 def test_memorized_train_with_validation_at_the_constant_prediction(tmp_path):
