@@ -186,6 +186,6 @@ def _log_space(unit: str, members: str, bits: dict[str, float]) -> float | None:
             mine = list(bits.values())
         if not mine:
             return None
-        # a stacked tensor's item is one of its channels; a tuple's item its whole tensor
-        spaces.append(min(mine) if len(names) == 1 else sum(mine))
+        # an item is a tuple's whole tensor (one feature) or one channel of a stacked one
+        spaces.append(min(mine))
     return min(spaces)

@@ -6,8 +6,10 @@ numeric columns) is hashed on its device: the bits of its values (32 bits at mos
 two halves) times fixed random multipliers (one vector for every item width), summed, mixed, and kept to 52 bits so that the hash travels exactly
 in the step's float64 packed copy. Where a row holds several items of one kind, each item is
 also hashed on its own, in the same pass: the tensors of a tuple or dict that share their shape
-and dtype (the two images of a siamese pair, a triplet), and the slices along dim 1 of a tensor
-of four or more dimensions (images stacked as channels, the frames of a clip). An item hashes
+and dtype and hold items of two or more dimensions (the two images of a siamese pair, a
+triplet; not token ids beside their attention mask, whose rows repeat by nature), and the
+slices along dim 1 of a tensor of four or more dimensions (images stacked as channels, the
+frames of a clip), those of tensors of one shape together. An item hashes
 the same in every slot, so an image that is the first of a training pair and the second of a
 validation pair matches; the row's hash combines its items' hashes, each times a multiplier of
 its slot. Rows and items are separate units (the `input` column: the tensors' names for the
@@ -116,9 +118,10 @@ class Fingerprints:
         groups: dict[tuple, list[int]] = {}
         for i, (_, x) in enumerate(named):
             groups.setdefault((tuple(x.shape[1:]), x.dtype), []).append(i)
-        units = [(name, _mix(h)) for name, h, stacked in per_tensor if stacked]
-        for members in groups.values():
-            if len(members) >= 2 and not per_tensor[members[0]][2]:
+        units = []
+        for members in groups.values():  # items of at least 2 dims (not a mask's or ids' row)
+            stacked = per_tensor[members[0]][2]
+            if stacked or (len(members) >= 2 and named[members[0]][1].dim() >= 3):
                 units.append((",".join(named[i][0] for i in members),
                               _mix(torch.cat([per_tensor[i][1] for i in members], dim=1))))
         return units, _mix(rows)

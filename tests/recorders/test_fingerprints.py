@@ -65,8 +65,20 @@ def test_items_of_one_kind_hash_alike_in_any_slot():
     assert set(stacked) == {"input", "items:input"}
     assert set(stacked["items:input"].tolist()) >= set(val["items:input0,input1"].tolist()) - \
         set(train["items:input0,input1"].tolist())
-    # Tensors of different shapes or dtypes are one row, not items of one kind.
+    # Tensors of different shapes or dtypes are one row, not items of one kind, and so are
+    # token ids beside their mask (1-D items, which repeat by nature).
     assert list(_units(Fingerprints(10_000), (a, torch.randn(32, 3)))) == ["input0,input1"]
+    ids = torch.randint(0, 50, (32, 12))
+    assert list(_units(Fingerprints(10_000), {"ids": ids, "mask": torch.ones_like(ids)})) == \
+        ["ids,mask"]
+    # Pairs of colour images: one unit of their channels, matched in either slot.
+    rgb = torch.randn(3, 32, 3, 6, 6)
+    fp = Fingerprints(10_000)
+    train = _units(fp, (rgb[0], rgb[1]))
+    assert set(train) == {"input0,input1", "items:input0,input1"}
+    assert len(train["items:input0,input1"]) == 32 * 6
+    val = _units(fp, (rgb[1], rgb[2]), "val")["items:input0,input1"]
+    assert len(set(val.tolist()) & set(train["items:input0,input1"].tolist())) == 32 * 3
 
 
 def test_a_dataframe_s_numeric_columns_are_fingerprinted():
