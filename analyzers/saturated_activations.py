@@ -4,12 +4,14 @@ What it detects
     For each Sigmoid, Tanh (and hard/soft variants the recorder knows) module, the share of its
     outputs within 1% of the function's bounds (`saturated_frac`), as the median over the last
     third of the recorded steps. A hidden layer is flagged at `min_saturated` or more when the
-    saturation starves the layers before it of gradient: a unit within 1% of its bound passes
-    at most 0.02 of the gradient its centre passes (tanh; sigmoid 0.04), so where the weight
-    matrix that feeds the activation (the last one before it in the model's order) still gets
-    a gradient relative to its weights (||grad|| / ||weight||, median over the same steps) of
-    `starved` or more times the median of the model's other weight matrices, the loss trains
-    through the saturated outputs and the rule stays quiet. Without recorded gradients and
+    saturation starves the layers before it of gradient. A unit within 1% of a tanh's bound
+    passes at most 0.02 of the gradient its centre passes (a sigmoid's 0.04): where the weight
+    matrix that feeds the activation (the last one before it in the model's order) gets a
+    gradient relative to its weights (||grad|| / ||weight||, median over the same steps) below
+    `starved` times the median of the model's weight matrices, its gradient was cut as if
+    every unit sat at its bound, and the layer is flagged; at or above it, the loss still
+    trains through the saturated outputs and the rule stays quiet. A loss that saturated
+    outputs pin passes them no gradient, and shows there too. Without recorded gradients and
     weights, or without such a matrix to compare, saturation alone is reported.
 
 Why it matters
@@ -19,8 +21,8 @@ Why it matters
 
 Example
     `encoder.act1` (Tanh) has 83% of its outputs within 1% of +-1 over the last 100 steps,
-    and `encoder.fc1`, which feeds it, gets 0.003x the gradient relative to its weights that
-    the model's other layers get.
+    and `encoder.fc1`, which feeds it, gets 0.003x the median gradient relative to its weights
+    of the model's layers.
 
 How to fix
     Normalize the inputs, use Xavier/Glorot initialization, add BatchNorm/LayerNorm before the
@@ -55,7 +57,7 @@ from tracelab.core.schema import ACTIVATION, GRAD, WEIGHT, Needs
              explains("collapsed-outputs", *OUTCOME,
                       why="saturated units stop the network from learning", timing="overlap")))
 def saturated_activations(run: Run, *, min_saturated: float = 0.5, window: float = 1 / 3,
-                          min_recordings: int = 3, starved: float = 0.04) -> list[Finding]:
+                          min_recordings: int = 3, starved: float = 0.02) -> list[Finding]:
     sat = finite_stat(run, ACTIVATION, "saturated_frac")
     if sat.empty:
         return []
@@ -69,8 +71,8 @@ def saturated_activations(run: Run, *, min_saturated: float = 0.5, window: float
         starving = _starving(run, module, (int(recent.index[0]), int(recent.index[-1])))
         if starving is not None and starving[1] >= starved:
             continue  # the loss trains through: the layer feeding it keeps its gradient
-        fed = (f"; '{starving[0]}', which feeds it, gets {fmt(starving[1])}x the gradient "
-               "relative to its weights that the model's other layers get"
+        fed = (f"; '{starving[0]}', which feeds it, gets {fmt(starving[1])}x the median "
+               "gradient relative to its weights of the model's layers"
                if starving is not None else "")
         findings.append(saturated_activations.finding(
             WARNING, module, (int(recent.index[0]), int(recent.index[-1])),
@@ -87,7 +89,7 @@ def saturated_activations(run: Run, *, min_saturated: float = 0.5, window: float
 
 def _starving(run: Run, module: str, steps: tuple[int, int]) -> tuple[str, float] | None:
     """(the weight matrix that feeds `module`: the last one before it in the model's order,
-    its ||grad|| / ||weight|| over `steps` divided by the median of the other matrices'), or
+    its ||grad|| / ||weight|| over `steps` divided by the median of all the matrices'), or
     None where gradients, weights or such matrices were not recorded."""
     grads, weights = run.stat(GRAD, "norm"), run.stat(WEIGHT, "norm")
     if grads.empty or weights.empty:
@@ -107,8 +109,9 @@ def _starving(run: Run, module: str, steps: tuple[int, int]) -> tuple[str, float
     if not before:
         return None
     feeding = max(before, key=lambda n: order[layer_of(n)])
-    others = ratio.drop(feeding)
-    reference = float(others.median()) if len(others) else 0.0
+    if len(ratio) < 2:
+        return None
+    reference = float(ratio.median())
     if not reference > 0:
         return None
     return feeding, float(ratio[feeding]) / reference
