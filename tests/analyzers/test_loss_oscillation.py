@@ -80,3 +80,31 @@ def test_threshold_can_be_raised():
     rng = np.random.default_rng(0)
     values = np.concatenate([[1.4] * 5, rng.uniform(3.0, 15.0, 295)])
     assert loss_oscillation(_run(values), min_swing=5.0) == []
+
+
+# -- real tiny trainings: a GAN's two optimizers -------------------------------------------------
+def _gan(tmp_path, name, **kw):
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    from _gan_training import train
+    return train(tmp_path / name, **kw)
+
+
+def test_a_gan_s_swinging_loss_is_the_game_s_and_the_same_losses_of_one_optimizer_fire(
+        tmp_path):
+    import tracelab
+    from _gan_training import one_optimizer
+    path = _gan(tmp_path, "gan", steps=800, seed=5)
+    assert loss_oscillation(tracelab.open_run(path)) == []  # two players swing it by design
+    [f] = loss_oscillation(tracelab.open_run(one_optimizer(path, tmp_path / "one")))
+    assert f.evidence["swing"] >= 0.25
+
+
+def test_a_gan_s_loss_that_grows_still_fires(tmp_path):
+    import tracelab
+    from tracelab.analyzers._learning_rate import adversarial_game, optimizers_holding
+    # Both learning rates raised 100x at step 300: the summed loss leaves its range upward.
+    run = tracelab.open_run(_gan(tmp_path, "gan", steps=400, summed=True, lr_rise_at=300,
+                                 rise=100.0))
+    assert optimizers_holding(run) == 2 and not adversarial_game(run)
+    [f] = loss_oscillation(run)
+    assert f.steps[1] == 399

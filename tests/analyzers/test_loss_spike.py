@@ -153,3 +153,29 @@ def test_a_spike_on_a_step_whose_grads_were_not_recorded_says_so():
     [f] = loss_spike(make_run(scalars=[scalar_rows("loss", _loss())], inputs=_inputs(),
                               tensors=[_grads()]))
     assert "not recorded" not in f.message and f.evidence["cause"] == "unknown"
+
+
+# -- real tiny trainings: a GAN's two optimizers -------------------------------------------------
+def _gan(tmp_path, name, **kw):
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    from _gan_training import train
+    return train(tmp_path / name, **kw)
+
+
+def test_a_gan_s_jump_is_the_game_s_and_the_same_losses_of_one_optimizer_fire(tmp_path):
+    import tracelab
+    from _gan_training import one_optimizer
+    path = _gan(tmp_path, "gan", steps=800, seed=5)
+    assert loss_spike(tracelab.open_run(path)) == []  # the players' game jumps by design
+    [f] = loss_spike(tracelab.open_run(one_optimizer(path, tmp_path / "one")))
+    assert f.evidence["cause"] not in ("lr_increase", "input_outlier", "input_nonfinite")
+
+
+def test_a_gan_s_jump_right_after_its_learning_rates_rose_still_fires(tmp_path):
+    import tracelab
+    from tracelab.analyzers._learning_rate import adversarial_game
+    run = tracelab.open_run(_gan(tmp_path, "gan", steps=400, lr_rise_at=300, rise=50.0))
+    assert adversarial_game(run)  # two players, and the loss did not grow
+    [f] = loss_spike(run)
+    assert f.evidence["cause"] == "lr_increase" and 300 <= f.evidence["step"] <= 310
+    assert f.evidence["spikes_total"] == 1
