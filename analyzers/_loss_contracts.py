@@ -91,6 +91,41 @@ def constant_loss(run: Run, split: str = TRAIN) -> float | None:
     return None
 
 
+def constant_losses(run: Run, split: str = TRAIN) -> pd.Series | None:
+    """Per profiled step of `split`, the loss that `constant_loss`'s prediction has on that
+    step's own batch (its targets' profile or class counts): paired with the recorded loss of
+    the same step, free of the noise of which rows were profiled. None where not known."""
+    kind = loss_type(run)
+    if kind is None or not mean_reduced(run) or constant_loss(run, split) is None:
+        return None
+    if kind in SQUARED:
+        rows = _targets(run, split)
+        per = []
+        for _, f in rows.groupby("feature"):
+            n, m, sd = (f[c].to_numpy(dtype=float) for c in ("count", "mean", "std"))
+            grand = (n * m).sum() / n.sum()
+            per.append(pd.Series((n - 1) / n * sd ** 2 + (m - grand) ** 2,
+                                 index=f["step"].to_numpy()))
+        return pd.concat(per, axis=1).mean(axis=1).groupby(level=0).mean()
+    if kind in CROSS_ENTROPY | NLL:
+        cl = run.classes
+        cl = cl[cl["split"] == split]
+        counts = cl.pivot_table(index="step", columns="label", values="count", aggfunc="sum",
+                                fill_value=0).astype(float)
+        shares = counts.sum() / counts.sum().sum()
+        smoothing = float(loss_fn(run).get("label_smoothing") or 0.0) if kind in \
+            CROSS_ENTROPY else 0.0
+        k = len(shares)
+        q = (1 - smoothing) * shares + smoothing / k
+        batch = counts.div(counts.sum(axis=1), axis=0)
+        target = (1 - smoothing) * batch + smoothing / k
+        return -(target * np.log(q.clip(lower=1e-300))).sum(axis=1)
+    rows = _targets(run, split)  # BCE: 0/1 targets' means per batch
+    m = rows.groupby("step")["mean"].mean().astype(float)
+    p = float(np.average(rows["mean"], weights=rows["count"]))
+    return -(m * np.log(p) + (1 - m) * np.log(1 - p)) if 0 < p < 1 else None
+
+
 def _targets(run: Run, split: str):
     rows = run.targets
     rows = rows[(rows["split"] == split) & (rows["count"] > 1)]

@@ -22,7 +22,9 @@ What it detects
       the run, `min_kept` of its first norm kept) on varying inputs, with one optimizer and
       train targets that do not drift, either never gets the train loss more than
       `max_explained` of that level (plus `noise_k` standard errors of each tenth of the run,
-      at most as much again) below it and has stopped falling, at most `max_above` above it; or fits train
+      at most as much again) below it and has stopped falling, at most `max_above` above it,
+      and over the last half's profiled batches is within those bounds of the loss the
+      constant prediction has on those very batches (`constant_losses`); or fits train
       `min_fit` below it while the validation split, whose inputs match train's
       (`match_share` of the features), stays at its own such level (and its accuracy at the
       largest class's share) over `min_evals` evaluations since.
@@ -78,7 +80,8 @@ from tracelab.analyzers._dynamics import (OUTCOME, eval_split, finite, fmt, matr
                                           update_ratios)
 from tracelab.analyzers._inputs import spread_matches
 from tracelab.analyzers._learning_rate import parameters, trained_parameters
-from tracelab.analyzers._loss_contracts import SQUARED, class_shares, constant_loss, loss_type
+from tracelab.analyzers._loss_contracts import (SQUARED, class_shares, constant_loss,
+                                                constant_losses, loss_type)
 from tracelab.analyzers._profiles import feature_profiles
 from tracelab.analyzers._splits import drifting
 from tracelab.core import causes
@@ -321,7 +324,10 @@ def _unlearnable(run: Run, *, max_explained: float, noise_k: float, max_above: f
     settled = (late <= (1 + max_above) * bound).all() and \
         late[0] - late[-1] <= max_explained * bound + noise_k * np.hypot(
             noise[pieces // 2], noise[-1]) * bound  # no longer falling toward it
-    if (explained <= max_explained + noise_k * noise).all() and settled:
+    paired = _paired_late(run, loss)
+    if paired is not None and (explained <= max_explained + noise_k * noise).all() and \
+            settled and 1 - max_explained <= paired <= 1 + max_above:
+        evidence["late_loss_to_constant"] = paired
         return [_independent_finding(run, steps, bound, means, explained, evidence, None)]
     fit = np.flatnonzero(explained >= min_fit)
     if not len(fit) or explained[-1] < min_fit or "val" not in val:
@@ -341,6 +347,20 @@ def _unlearnable(run: Run, *, max_explained: float, noise_k: float, max_above: f
                     val_constant_loss=val["val_constant_loss"],
                     val_loss_median=float(after.median()))
     return [_independent_finding(run, steps, bound, means, explained, evidence, split)]
+
+
+def _paired_late(run: Run, loss: pd.Series, min_points: int = 3) -> float | None:
+    """Over the profiled steps of the run's last half, the train loss against the loss the
+    constant prediction has on those very batches (`constant_losses`): 1 means no better
+    than it, whatever rows happened to be profiled. None with fewer than `min_points`."""
+    per = constant_losses(run)
+    if per is None:
+        return None
+    per = per[np.isfinite(per.to_numpy(dtype=float)) & (per > 0)]
+    per = per[per.index.isin(loss.index) & (per.index >= loss.index[len(loss) // 2])]
+    if len(per) < min_points:
+        return None
+    return float(loss.reindex(per.index).sum() / per.sum())
 
 
 def _one_learner(run: Run) -> bool:
