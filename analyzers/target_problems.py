@@ -470,7 +470,8 @@ def _independent_finding(run: Run, steps: tuple[int, int], bound: float, means: 
     message = (f"{seen}, while the optimizer moves every weight matrix (median update ratio "
                f"{fmt(evidence['median_update_ratio'])}) on varying inputs: the targets do not "
                "depend on the inputs the model sees (labels shuffled apart from their inputs, "
-               "the wrong target column, or targets off by some rows).")
+               "the wrong target column, or targets off by some rows), unless these inputs "
+               "carry no information about them at all.")
     return target_problems.finding(
         ERROR, "targets vs inputs", steps, message, {**evidence, "cause": "targets_unaligned"},
         "Check a few (input, target) pairs by hand after every transform: shuffle inputs "
