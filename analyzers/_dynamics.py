@@ -73,13 +73,18 @@ def finite_stat(run: Run, kind: str, stat: str) -> pd.DataFrame:
 
 
 def param_shapes(run: Run) -> dict[str, tuple[int, ...]]:
-    params = (run.meta.get("model") or {}).get("parameters") or []
-    return {p["name"]: tuple(p.get("shape") or ()) for p in params if "name" in p}
+    """Parameter name → shape, where the model summary gives one (a Lazy module's parameter
+    has none until its first forward)."""
+    shapes = {}
+    for name, p in run.parameters().items():
+        shape = p.get("shape")
+        if isinstance(shape, list) and all(isinstance(d, int) for d in shape):
+            shapes[name] = tuple(shape)
+    return shapes
 
 
 def param_info(run: Run) -> dict[str, dict[str, Any]]:
-    params = (run.meta.get("model") or {}).get("parameters") or []
-    return {p["name"]: p for p in params if "name" in p}
+    return run.parameters()
 
 
 def matrix_params(run: Run, names: Iterable[str]) -> list[str]:

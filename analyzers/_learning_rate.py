@@ -12,14 +12,14 @@ over another model, or before the layers were replaced) contradicts it.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from tracelab.analyzers._dynamics import edge_len
 from tracelab.core.causes import HOLDS, Premise, Verdict, contradicted, unknown
 from tracelab.core.findings import Finding
-from tracelab.core.run import Run
+from tracelab.core.run import Run, summary_parameters
 from tracelab.core.schema import LR_PREFIX, META_OPTIMIZERS
 
 NO_OPTIMIZER_FIX = ("The run was recorded without an optimizer object, so its learning rate is "
@@ -109,10 +109,7 @@ def groups_of(summary: Any) -> list[dict[str, Any]]:
 def optimizers_holding(run: Run) -> int:
     """How many optimizers of meta.json hold at least one parameter (0 where it records none,
     or holds them malformed)."""
-    summaries = run.meta.get(META_OPTIMIZERS)
-    if not isinstance(summaries, dict):
-        return 0
-    return sum(1 for summary in summaries.values()
+    return sum(1 for summary in run.optimizers().values()
                if any(g.get("params") or g.get("n_params") for g in groups_of(summary)))
 
 
@@ -141,8 +138,8 @@ def watched_parameter(meta: dict[str, Any]) -> str | None:
     """The parameter whose gradient the recorder watches (recorders/loop_checks.py): the last
     of the smallest trainable, unsharded parameters of meta.json's model summary."""
     sharded = set(map(str, meta.get("sharded_parameters") or ()))
-    plain = [(int(np.prod(p["shape"])), str(p["name"])) for p in parameters(meta)
-             if "name" in p and p.get("requires_grad", True) and str(p["name"]) not in sharded
+    plain = [(int(np.prod(p["shape"])), name) for name, p in summary_parameters(meta).items()
+             if p.get("requires_grad", True) and name not in sharded
              and isinstance(p.get("shape"), list)
              and all(isinstance(n, int) for n in p["shape"])]
     plain = [(n, name) for n, name in plain if n]
@@ -154,32 +151,23 @@ def held_parameters(run: Run) -> set[str] | None:
     model.parameters' in_optimizer), or None where the run recorded neither."""
     held: set[str] = set()
     known = False
-    optimizers = run.meta.get(META_OPTIMIZERS)
-    for summary in optimizers.values() if isinstance(optimizers, dict) else ():
+    for summary in run.optimizers().values():
         for group in groups_of(summary):
             if isinstance(group.get("params"), list):
                 known = True
                 held.update(str(n) for n in group["params"])
-    for p in parameters(run.meta):
+    for name, p in run.parameters().items():
         if p.get("in_optimizer") is not None:
             known = True
             if p["in_optimizer"]:
-                held.add(str(p.get("name")))
+                held.add(name)
     return held if known else None
 
 
 def trained_parameters(run: Run) -> list[str]:
     """The model's parameters that require gradients, as meta.json's model summary lists
     them ([] where it holds none)."""
-    return [str(p["name"]) for p in parameters(run.meta)
-            if "name" in p and p.get("requires_grad", True)]
-
-
-def parameters(meta: Mapping[str, Any]) -> list[dict]:
-    """meta.json's model.parameters, the entries that are objects ([] where it has none)."""
-    model = meta.get("model")
-    params = model.get("parameters") if isinstance(model, dict) else None
-    return [p for p in params if isinstance(p, dict)] if isinstance(params, list) else []
+    return [name for name, p in run.parameters().items() if p.get("requires_grad", True)]
 
 
 def _lr_moves_the_model(run: Run, finding: Finding) -> Verdict:

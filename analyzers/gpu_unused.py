@@ -38,7 +38,7 @@ from tracelab.core.schema import Needs
 @rule(name="gpu-unused", code="TL402", requires=(Needs.ENVIRONMENT, Needs.MODEL), plot=Plot.NONE)
 def gpu_unused(run: Run, *, max_listed: int = 5) -> list[Finding]:
     env = run.meta.get("environment") or {}
-    params = (run.meta.get("model") or {}).get("parameters") or []
+    params = list(run.parameters().values())
     if not env.get("cuda_available") or not params:
         return []
     on_cpu = [p for p in params if str(p.get("device", "")).startswith("cpu")]

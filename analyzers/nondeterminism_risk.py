@@ -81,7 +81,7 @@ def nondeterminism_risk(run: Run, *, divergence: float = 0.1, min_common_steps: 
 
 def _uses_cuda(run: Run) -> bool:
     env = run.meta.get("environment") or {}
-    params = (run.meta.get("model") or {}).get("parameters") or []
+    params = list(run.parameters().values())
     if params:
         return any(str(p.get("device", "")).startswith("cuda") for p in params)
     return bool(env.get("cuda_available"))

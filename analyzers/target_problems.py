@@ -79,7 +79,7 @@ import pandas as pd
 from tracelab.analyzers._dynamics import (OUTCOME, eval_split, finite, fmt, matrix_params,
                                           update_ratios)
 from tracelab.analyzers._inputs import spread_matches
-from tracelab.analyzers._learning_rate import parameters, trained_parameters
+from tracelab.analyzers._learning_rate import trained_parameters
 from tracelab.analyzers._loss_contracts import (SQUARED, class_shares, constant_loss,
                                                 constant_losses, loss_type)
 from tracelab.analyzers._profiles import feature_profiles
@@ -190,7 +190,7 @@ def _label_range(run: Run, feature: str, rows: pd.DataFrame, share: float) -> li
 
 def _output_size(run: Run) -> int | None:
     """The first dimension of the model's last weight matrix: its output layer's size."""
-    shapes = [p.get("shape") for p in parameters(run.meta)
+    shapes = [p.get("shape") for p in run.parameters().values()
               if isinstance(p.get("shape"), (list, tuple)) and len(p["shape"]) >= 2]
     return int(shapes[-1][0]) if shapes else None
 
@@ -378,7 +378,7 @@ def _moves_freely(run: Run, low: float, high: float, travel: float,
     `min_kept` of its first norm; None where the updates or weights were not recorded or say
     otherwise: a frozen, starved, overdriven or decayed model learns nothing whatever its
     targets."""
-    params = parameters(run.meta)
+    params = list(run.parameters().values())
     listed = (run.meta.get("model") or {}).get("parameters") if isinstance(
         run.meta.get("model"), dict) else None
     if not params or len(params) != len(listed or ()) or \

@@ -62,8 +62,7 @@ def _count(run: Run, types: frozenset[str], counted: str) -> int:
 def _norm_frozen(run: Run) -> bool:
     """Whether every BatchNorm parameter is frozen: requires_grad False or in no optimizer."""
     paths = {m.get("path") for m in _modules(run, BATCH_NORMS)}
-    params = [p for p in (run.meta.get("model") or {}).get("parameters") or []
-              if isinstance(p, dict) and str(p.get("name", "")).rsplit(".", 1)[0] in paths]
+    params = [p for name, p in run.parameters().items() if name.rsplit(".", 1)[0] in paths]
     return bool(params) and all(p.get("requires_grad") is False or p.get("in_optimizer") is False
                                 for p in params)
 

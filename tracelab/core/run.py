@@ -59,6 +59,16 @@ def _imported_problems(meta: dict) -> list[str]:
     return [p for p in found if isinstance(p, str)] if isinstance(found, list) else []
 
 
+
+def summary_parameters(meta: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Parameter name → its entry in meta.json's model.parameters, the entries that are
+    mappings with a name; {} where the model summary is missing or malformed."""
+    model = meta.get("model")
+    found = model.get("parameters") if isinstance(model, dict) else None
+    if not isinstance(found, list):
+        return {}
+    return {str(p["name"]): p for p in found if isinstance(p, dict) and "name" in p}
+
 class Run:
     """A recorded run: metadata plus four lazily loaded tables (pandas DataFrames).
 
@@ -423,6 +433,10 @@ class Run:
         if not isinstance(found, dict):
             return {}
         return {str(k): v for k, v in found.items() if isinstance(v, dict)}
+
+    def parameters(self) -> dict[str, dict[str, Any]]:
+        """Parameter name → its model-summary entry (summary_parameters)."""
+        return summary_parameters(self.meta)
 
     def module_types(self) -> dict[str, str]:
         """Module path → type name, from the model summary."""
