@@ -251,7 +251,8 @@ def _dead_units_lead(x: torch.Tensor) -> int:
     t, dims = _units(x)
     per_sample = max(1, math.prod(t.shape[1:]))
     lead = min(t.shape[0], max(1, -(-ACTIVATION_SUBSAMPLE // per_sample)))
-    if t.is_cpu and type(t) is torch.Tensor:  # not a subclass (DTensor)
+    # numpy reads neither a subclass (DTensor) nor a lazily negated view.
+    if t.is_cpu and type(t) is torch.Tensor and not t.is_neg():
         values, axes = t.numpy(), tuple(dims)
         candidates = np.flatnonzero(~(values[:lead] > 0).any(axis=axes))
         if not len(candidates):

@@ -445,6 +445,35 @@ def test_tensor_statistics_and_updates_match_reference(dtype):
                            reference_stats(p.detach() - before))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_large_tensors_read_in_pieces_match_reference(dtype):
+    """Tensors above the scratch buffer's piece are reduced piece by piece into the same
+    statistics as plain torch's: zeros, a NaN or an Inf in a later piece, a strided tensor
+    (copied once), and the small tensors read beside them."""
+    from tracelab.recorders import stats
+    torch.manual_seed(4)
+    n = stats._PIECE + 4099
+    zeros = torch.randn(n)
+    zeros[::3] = 0.0
+    zeros[-5:] = -0.0
+    nan, inf = torch.randn(n), torch.randn(n) * 1e3
+    nan[stats._PIECE + 17] = float("nan")
+    inf[-1] = float("-inf")
+    strided = torch.randn(1100, 1000).t()  # not contiguous: read through a copy
+    tensors = [t.to(dtype) for t in (zeros, torch.randn(5), nan, inf, strided, torch.rand(40000))]
+    cols = finish(raw_stats(tensors).numpy(), np.array([t.numel() for t in tensors]))
+    for i, t in enumerate(tensors):
+        got = {k: v[i] for k, v in cols.items()}
+        for k, v in reference_stats(t).items():
+            # The pieces' sums: abs_mean and the counts. Sum and norm accumulate in float32
+            # on the CPU (stats.py), whose std of a million values is good to 1e-4.
+            rel = 1e-6 if k in ("abs_mean", "zero_frac", "numel") or dtype == torch.float64 \
+                else 1e-4
+            assert got[k] == pytest.approx(v, rel=rel, abs=1e-9, nan_ok=True), (i, k)
+    assert (cols["nan_count"][2], cols["inf_count"][3]) == (1, 1)
+    assert cols["zero_frac"][0] == pytest.approx((zeros == 0).double().mean().item())
+
+
 def test_the_device_profile_of_a_feature_spanning_the_float32_range_is_finite():
     # Centred on its first value in float32, -3e38 - 3e38 overflowed: the std came out inf.
     x = torch.tensor([[3.0e38, 1.0], [-3.0e38, 2.0], [3.0e38, 3.0], [-2.0e38, 4.0]])
