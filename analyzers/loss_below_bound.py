@@ -42,7 +42,7 @@ import numpy as np
 
 from tracelab.analyzers._dynamics import edge_len, finite, fmt
 from tracelab.analyzers._loss_contracts import NONNEGATIVE, loss_type
-from tracelab.core.causes import explained_by, explains
+from tracelab.core.causes import cause_is_stated, explained_by, explains
 from tracelab.core.findings import ERROR, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
@@ -61,7 +61,8 @@ FIX = ("Minimize the loss itself: remove the minus sign in front of it (to maxim
                       timing="overlap"),
              explained_by("target-problems",
                           why="targets outside the loss's domain (BCE targets of -1) make a "
-                              "loss that has no minimum", timing="overlap")))
+                              "loss that has no minimum", timing="overlap",
+                          when=cause_is_stated)))
 def loss_below_bound(run: Run, *, tolerance: float = 0.01, min_share: float = 0.9,
                      orders: float = 3.0, min_steps: int = 8) -> list[Finding]:
     loss = finite(run.loss())

@@ -97,11 +97,7 @@ _ACC = re.compile(r"acc", re.IGNORECASE)
 def _stated(cause: Finding, effect: Finding) -> bool:
     """For `when`: a finding at warning or above whose effect does not point at the input
     data; information (a class balance) explains nothing."""
-    return cause.severity is not INFO and causes.not_input(cause, effect)
-
-
-def _not_information(cause: Finding, _: Finding) -> bool:
-    return cause.severity is not INFO
+    return causes.cause_is_stated(cause, effect) and causes.not_input(cause, effect)
 
 
 @rule(name="target-problems", code="TL604", requires=(Needs.TARGETS,), plot=Plot.NONE,
@@ -113,17 +109,17 @@ def _not_information(cause: Finding, _: Finding) -> bool:
              # name it first.
              explained_by("weight-decay-too-high", why="decay that holds the weights near zero "
                           "leaves the prediction constant", timing="overlap",
-                          when=_not_information),
+                          when=causes.cause_is_stated),
              explained_by("wrong-batch-axis", why="outputs paired with another row's targets "
-                          "look unrelated to them", timing="overlap", when=_not_information),
+                          "look unrelated to them", timing="overlap", when=causes.cause_is_stated),
              explained_by("loss-input-contract", why="a loss given the wrong kind of output "
                           "cannot use what the model learned", timing="overlap",
-                          when=_not_information),
+                          when=causes.cause_is_stated),
              explained_by("shape-broadcast", why="outputs broadcast against every target "
                           "average over unrelated pairs", timing="overlap",
-                          when=_not_information),
+                          when=causes.cause_is_stated),
              explained_by("collapsed-outputs", why="outputs that no longer vary are a constant "
-                          "prediction", timing="overlap", when=_not_information)))
+                          "prediction", timing="overlap", when=causes.cause_is_stated)))
 def target_problems(run: Run, *, negative_share: float = 0.1, min_classes: int = 4,
                     sorted_share: float = 0.8, per_class: int = 4, min_batches: int = 5,
                     max_scale: float = 100.0, min_scale: float = 0.01,

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, NamedTuple, Optional, Sequence
 
-from tracelab.core.findings import Finding
+from tracelab.core.findings import INFO, Finding
 
 SLACK = 10  # steps: signals recorded every few steps see an event a little late
 
@@ -87,6 +87,11 @@ def update_side(f: Finding) -> str:
 def not_input(_: Finding, effect: Finding) -> bool:
     """For `when`: the effect's evidence does not point at the input data."""
     return not input_borne(effect)
+
+
+def cause_is_stated(cause: Finding, _: Finding) -> bool:
+    """For `when`: the cause is a warning or an error; an information note explains nothing."""
+    return cause.severity != INFO
 
 
 def low_updates(_: Finding, effect: Finding) -> bool:
