@@ -1,0 +1,16 @@
+"""c06: Morvan's BatchNorm regression net with ReLU instead of tanh: healthy."""
+from _c_morvan_bn import SOURCE, run as _train
+
+LABEL = {
+    "family": "mlp",
+    "optimizer": "adam",
+    "loss_reduction": "mean",
+    "healthy": True,
+    "cause": None,
+    "source": SOURCE,
+    "bug_source": None,
+}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    _train(run_dir, seed, bug="relu")
