@@ -9,8 +9,8 @@ offsets. Outputs no larger than the subsample are covered whole, so every statis
 On the CPU the hook takes one full torch sum of the output (the exact mean; NaN and Inf show
 up in it, and are counted only then), and the units' test and the subsample's moments in numpy:
 reading a value costs nothing there, and a numpy call on a view costs a few microseconds where
-a small torch op in a forward hook costs tens. On an accelerator every statistic is a device reduction
-(min and max cover every element there), with no host sync.
+a small torch op in a forward hook costs tens. On an accelerator every statistic is a device
+reduction (min and max cover every element there), with no host sync.
 """
 from __future__ import annotations
 
