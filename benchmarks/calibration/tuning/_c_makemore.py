@@ -5,7 +5,7 @@ CharDataset encoding (x = <START> + word, y = word + <END>, -1 past the end), Ad
 weight_decay=0.01, betas=(0.9, 0.99), eps=1e-8), batches of 32 drawn with replacement,
 model.zero_grad(set_to_none=True), and evaluate() (model.eval(), test loss on at most 10 batches of
 100, model.train()). names.txt is replaced by 2,000 synthetic names from a fixed random character
-Markov chain (12 letters, 2 to 8 long); n_embd 16, n_embd2 64; 600 steps instead of unbounded,
+Markov chain (12 letters, 2 to 8 long, each name once as in names.txt); n_embd 16, n_embd2 64; 600 steps instead of unbounded,
 evaluation every 100 steps instead of 500; lr 5e-3 (the short run; the default 5e-4 needs far more
 steps than 600).
 
@@ -74,19 +74,21 @@ class Bigram(nn.Module):
 
 
 def names(n: int, gen: torch.Generator) -> list[str]:
-    """Words from a fixed random Markov chain over CHARS (the chain is the same for every seed;
-    `gen` draws the words)."""
+    """n distinct words (names.txt holds each name once) from a fixed random Markov chain over
+    CHARS (the chain is the same for every seed; `gen` draws the words)."""
     chain_gen = torch.Generator().manual_seed(1234)
     v = len(CHARS)
     trans = torch.softmax(3.0 * torch.randn(v + 1, v, generator=chain_gen), dim=1)
-    words = []
+    words, seen = [], set()
     while len(words) < n:
         length = int(torch.randint(2, MAX_LEN + 1, (1,), generator=gen))
         prev, w = v, ""
         for _ in range(length):
             prev = int(torch.multinomial(trans[prev], 1, generator=gen))
             w += CHARS[prev]
-        words.append(w)
+        if w not in seen:
+            seen.add(w)
+            words.append(w)
     return words
 
 
