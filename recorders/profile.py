@@ -95,8 +95,8 @@ def tensor_profile(x: torch.Tensor, generator: torch.Generator | None = None
             nan, inf = torch.isnan(work).sum(dim=1), torch.isinf(work).sum(dim=1)
     else:
         int_frac, nan, inf = torch.ones_like(mean), zeros, zeros
-    packed = torch.stack([mean, std, mn.double(), mx.double(), n_unique.double(), int_frac,
-                          nan.double(), inf.double()], dim=1)
+    # One stack promotes them all to mean's float64 (exactly: extremes, counts).
+    packed = torch.stack([mean, std, mn, mx, n_unique, int_frac, nan, inf], dim=1)
     k = min(SAMPLES_PER_BATCH, count)
     idx = torch.randint(count, (k,), device=m.device, generator=generator)
     return packed, work[:, idx].double()
