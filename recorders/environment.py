@@ -109,16 +109,20 @@ FROZEN_STATS = ("numel", "mean", "std", "min", "max", "abs_mean")
 
 def frozen_values(model: torch.nn.Module) -> dict[str, dict[str, float]]:
     """Per floating-point parameter with requires_grad=False, FROZEN_STATS of its first
-    FROZEN_SAMPLE elements in memory order (numel: how many were read). Plain tensors only: a
-    sharded or meta parameter, or one that fails to read, is left out."""
+    FROZEN_SAMPLE elements in row-major order (numel: how many were read). Plain tensors only:
+    a sharded, meta or unmaterialized (Lazy) parameter, or one that fails to read, is left
+    out."""
     out: dict[str, dict[str, float]] = {}
     for name, p in model.named_parameters():
-        if p.requires_grad or not p.is_floating_point() or p.is_meta or p.numel() < 2:
-            continue
-        try:
+        try:  # a Lazy module's parameter raises at any question but requires_grad
+            if p.requires_grad or is_lazy(p) or not p.is_floating_point() or p.is_meta \
+                    or p.numel() < 2:
+                continue
             x = p.detach()
             if type(x) is not torch.Tensor:  # a DTensor's shard, a quantized wrapper
                 continue
+            if x.dim() > 1:  # the rows that hold the sample: no copy of a strided whole
+                x = x[:-(-FROZEN_SAMPLE // max(x[0].numel(), 1))]
             x = x.reshape(-1)[:FROZEN_SAMPLE].double()
             values = torch.stack([x.mean(), x.std(), x.min(), x.max(), x.abs().mean()]).tolist()
         except Exception:  # a summary never stops recording

@@ -44,13 +44,24 @@ _MASK = (1 << HASH_BITS) - 1
 # one-hot columns in float64 would collide.
 _BITS = {torch.float64: torch.int32, torch.int64: torch.int32, torch.float32: torch.int32,
          torch.float16: torch.int16, torch.bfloat16: torch.int16}
+_INTS = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int32}
+# Elements hashed at once: a batch's rows go by pieces of about this many values, so that the
+# int64 copies the hash takes stay small whatever the batch's size (or an expanded tensor's).
+_CHUNK = 1 << 21
 
 
 def _bits(x: torch.Tensor) -> torch.Tensor:
-    """[items, values] of x: a float's bits as integers of at most 32 bits, other values as
-    they are (an integer's value is its bits' meaning)."""
+    """[items, values] of x: a float's bits as integers of at most 32 bits (any float type,
+    float8 too: its value cast to an integer would make rows of small values one), other values
+    as they are (an integer's value is its bits' meaning)."""
     x = x.detach().reshape(x.shape[0], -1)
-    return x.contiguous().view(_BITS[x.dtype]) if x.dtype in _BITS else x.contiguous()
+    if x.stride(-1) != 1 or not x.is_contiguous():  # a column whose stride is its rows' count
+        x = x.clone(memory_format=torch.contiguous_format)
+    if x.dtype in _BITS:
+        return x.view(_BITS[x.dtype])
+    if x.is_floating_point():
+        return x.view(_INTS[x.element_size()])
+    return x
 
 
 def frame_tensor(df: Any) -> torch.Tensor | None:
@@ -58,7 +69,10 @@ def frame_tensor(df: Any) -> torch.Tensor | None:
     numeric = [c for c, dtype in df.dtypes.items() if getattr(dtype, "kind", "O") in "biuf"]
     if not numeric or not len(df):
         return None
-    return torch.from_numpy(df[numeric].to_numpy(dtype=np.float64, na_value=np.nan))
+    values = df[numeric].to_numpy(dtype=np.float64, na_value=np.nan)
+    if not values.flags.writeable:  # a copy-on-write frame's block: torch warns on a view
+        values = values.copy()
+    return torch.from_numpy(values)
 
 
 class Fingerprints:
@@ -127,8 +141,15 @@ class Fingerprints:
         return units, _mix(rows)
 
     def _item_hashes(self, x: torch.Tensor) -> torch.Tensor:
-        bits = _bits(x).to(torch.int64)
-        return (bits * self._coefficients_for(x.device, bits.shape[1])).sum(dim=1)
+        """[items] unmixed hashes of x's items (its slices along dim 0), by pieces of rows."""
+        x = x.detach().reshape(x.shape[0], -1)
+        step = max(1, _CHUNK // max(x.shape[1], 1))
+        out = []
+        for start in range(0, x.shape[0], step):
+            bits = _bits(x[start:start + step])
+            coefficients = self._coefficients_for(x.device, bits.shape[1])
+            out.append((bits.to(torch.int64) * coefficients).sum(dim=1))
+        return out[0] if len(out) == 1 else torch.cat(out)
 
     def _coefficients_for(self, device: torch.device, width: int) -> torch.Tensor:
         """The first `width` of one vector per device, so that items of one width (in any

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.nn.parameter import is_lazy
 
 from tracelab.recorders.hook_refs import WeakHook
 from tracelab.recorders.transfer import StepRecord
@@ -109,11 +110,14 @@ class GradResets:
         self._count = 0  # backward passes since the step began (optimizer step or step())
         self._resets: Any = 0  # those of them that found the grad reset: an int or a tensor
         self._added: Any = False  # an earlier pass of the step added a nonzero gradient
+        self._lazy: list[torch.Tensor] | None = None  # unmaterialized params to watch later
 
     def attach(self, params: list[torch.Tensor]) -> None:
-        """Watch the smallest plain parameter of `params` (a tracked model's)."""
+        """Watch the smallest plain parameter of `params` (a tracked model's); when all of
+        them are a Lazy module's, unmaterialized, once the first of them is (`take`)."""
         self.detach()
         self._param = _smallest_plain(params)
+        self._lazy = _lazy_only(params, self._param)
         if self._param is None:
             return
         self._handle = self._param.register_hook(
@@ -122,7 +126,7 @@ class GradResets:
     def detach(self) -> None:
         if self._handle is not None:
             self._handle.remove()
-        self._handle = self._param = None
+        self._handle = self._param = self._lazy = None
 
     def optimizer_stepped(self) -> None:
         self._fresh = True
@@ -166,6 +170,8 @@ class GradResets:
         """The observations of the step that ends: the grad left over, if its first backward
         pass was seen; the backward passes since the step began and the resets between them,
         if any pass was seen (then a new step begins)."""
+        if self._lazy is not None and self._param is None:  # a Lazy model's first forward
+            self.attach(self._lazy)
         leftover, self._leftover = self._leftover, None
         out = [] if leftover is None else [(GRAD_LEFTOVER, leftover)]
         if self._count:
@@ -173,6 +179,15 @@ class GradResets:
             out += [(BACKWARD_PASSES, self._count), (BACKWARD_RESETS, resets)]
         self._count, self._resets, self._added = 0, 0, False
         return out
+
+
+def _lazy_only(params: list[torch.Tensor], watched: torch.Tensor | None
+               ) -> list[torch.Tensor] | None:
+    """`params` when none is watched for want of a materialized one, some being a Lazy
+    module's (UninitializedParameter: a plain Parameter after the first forward)."""
+    if watched is not None or not any(is_lazy(p) for p in params):
+        return None
+    return list(params)
 
 
 def _smallest_plain(params: list[torch.Tensor]) -> torch.Tensor | None:
@@ -207,11 +222,13 @@ class GradNorms:
         self._queued = False  # the end-of-backward callback waits in the running backward
         self._backward: torch.Tensor | None = None
         self._step: dict[str, torch.Tensor] = {}
+        self._lazy = False  # no parameter watched: all are unmaterialized (Lazy modules)
 
     def attach(self, params: list[torch.Tensor]) -> None:
         self.detach()
         self._params = list(params)
         watched = _smallest_plain(self._params)
+        self._lazy = _lazy_only(self._params, watched) is not None
         if watched is not None:
             self._handle = watched.register_hook(
                 WeakHook(self._on_grad, copies_as_get=True))
@@ -256,6 +273,8 @@ class GradNorms:
 
     def take(self, single: bool) -> list[tuple[str, Any]]:
         """The step's norms as signals; `single`: one optimizer, named GRAD_NORM_STEP alone."""
+        if self._lazy and self._handle is None:  # a Lazy model's first forward
+            self.attach(self._params)
         out = [] if self._backward is None else [(GRAD_NORM_BACKWARD, self._backward)]
         for name, norm in self._step.items():
             out.append((GRAD_NORM_STEP if single else f"{GRAD_NORM_STEP}/{name}", norm))
