@@ -1,0 +1,11 @@
+"""d05: Lightning's backbone_image_classifier with hidden_dim=256, validated every half epoch."""
+from _d_pl_backbone import SOURCE, run as _train
+
+LABEL = {"family": "mlp", "optimizer": "adam", "loss_reduction": "mean",
+         "healthy": True, "cause": None,
+         "source": SOURCE,
+         "bug_source": None}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    _train(run_dir, seed, bug="wide")
