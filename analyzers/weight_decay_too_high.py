@@ -19,6 +19,10 @@ What it detects
       1e-4 to 0.1, SGD 1e-5 to 1e-3 are judged by their budget): the rule fires, whatever the
       loss did, when every weight matrix whose L2 term wd * ||w|| was at least its gradient's
       norm at the start ended below its first norm (geometric mean at most `max_shrink`).
+    - A decay that halves the weights (or worse) at every step: AdamW's and SGD's per-step
+      factor 1 - lr * wd (at the run's median learning rate) at most `max_factor`, beyond any
+      usual range whatever the loss and the recorded norms did (the weights are recorded after
+      each step, already decayed: weights wiped out at every step show no shrinking norm).
     Optimizers whose step is not measured in learning rates (Adadelta, LBFGS) are not judged.
 
 Why it matters
@@ -70,7 +74,8 @@ from tracelab.core.schema import GRAD, WEIGHT, Needs
                       why="decay that outweighs the gradients holds the weights near zero",
                       timing="overlap"),))
 def weight_decay_too_high(run: Run, *, min_decay: float = 0.5, max_shrink: float = 0.5,
-                          min_loss_ratio: float = 0.5, min_steps: int = 5) -> list[Finding]:
+                          min_loss_ratio: float = 0.5, max_factor: float = 0.5,
+                          min_steps: int = 5) -> list[Finding]:
     norms = run.stat(WEIGHT, "norm")
     loss = run.loss().dropna()
     loss = loss[np.isfinite(loss.to_numpy(dtype=float))]
@@ -103,6 +108,7 @@ def weight_decay_too_high(run: Run, *, min_decay: float = 0.5, max_shrink: float
             if not names:
                 continue
             budget = _budget(run, decay, group, wd, float(lr.sum()), names)
+            factor = _step_factor(decay, wd, lr)
             # Decay scaled by the learning rate: its budget, with the loss stalled. Coupled L2
             # in an adaptive optimizer is also judged by its usual range: normalized with the
             # gradient, it pulls each weight towards 0 by up to the learning rate at every
@@ -114,18 +120,24 @@ def weight_decay_too_high(run: Run, *, min_decay: float = 0.5, max_shrink: float
             if outweighed:
                 judged = _outweighed(run, norms, names, wd)
                 shrink = _shrink(norms, judged)
-            if shrink is None or shrink > max_shrink:
+            halving = factor is not None and factor <= max_factor
+            if (shrink is None or shrink > max_shrink) and not halving:
                 continue
+            if halving and (shrink is None or shrink > max_shrink):
+                # Decay alone halves the weights (or worse) at every step: the weights are
+                # recorded after each step, already decayed, so their norms need not show it.
+                outweighed, judged = False, names
+                shrink = _shrink(norms, names)
             findings.append(_finding(key, i, kind, decay, wd, lr, budget, shrink, judged, names,
                                      outweighed, (start, end), (first, last), len(optimizers),
-                                     len(groups)))
+                                     len(groups), factor, halving))
     return findings
 
 
 def _finding(key: str, i: int, kind: str, decay: str, wd: float, lr, budget: float,
              shrink: float, judged: list[str], names: list[str], outweighed: bool,
              loss: tuple[float, float], steps: tuple[int, int], optimizers: int,
-             groups: int) -> Finding:
+             groups: int, factor: float | None = None, halving: bool = False) -> Finding:
     usual = USUAL_DECAY[decay]
     where = "the optimizer" if optimizers == 1 else f"optimizer '{key}'"
     group_name = f"param group {i} of {where}" if groups > 1 else where
@@ -141,6 +153,15 @@ def _finding(key: str, i: int, kind: str, decay: str, wd: float, lr, budget: flo
                 f"{fmt(usual[1])}); added to the gradient and normalized with it, it pulls each "
                 "weight towards 0 by up to the learning rate at every step where it outweighs "
                 "the gradient.")
+    elif halving:
+        shrunk = (f", and {which} ended at {fmt(shrink)} of their first recorded norm "
+                  "(recorded after each step's decay)" if shrink is not None else "")
+        text = (f"{said} multiplies the weights by 1 - lr * weight_decay = {fmt(factor)} at "
+                f"every step (lr {fmt(float(lr.median()))} x weight_decay {fmt(wd)}): decay "
+                f"alone takes away {1 - factor:.0%} of each weight at every step, whatever the "
+                f"gradient adds; weight_decay is far beyond its usual range for {kind} "
+                f"({fmt(usual[0])} to {fmt(usual[1])}){shrunk}; the loss went from "
+                f"{fmt(loss[0])} to {fmt(loss[1])}.")
     else:
         text = (f"{said} has a decay budget of {fmt(budget)} over steps {steps[0]}-{steps[1]} "
                 f"(decay alone would leave {fmt(float(np.exp(-budget)))} of the weights), and "
@@ -150,7 +171,8 @@ def _finding(key: str, i: int, kind: str, decay: str, wd: float, lr, budget: flo
         WARNING, lr_name(key, i, optimizers), steps, text,
         {"weight_decay": wd, "optimizer": kind, "decay": decay, "usual_range": list(usual),
          "above_usual_range": wd > usual[1], "l2_outweighs_gradient": outweighed,
-         "decay_budget": budget, "shrink": shrink, "layers": len(judged),
+         "decay_budget": budget, "shrink": shrink, "step_factor": factor,
+         "halves_each_step": halving, "layers": len(judged),
          "loss_start": loss[0], "loss_end": loss[1]},
         _fix(kind, decay, wd))
 
@@ -212,6 +234,17 @@ def _fix(kind: str, decay: str, wd: float) -> str:
     }[decay]
     return (f"Lower weight_decay (now {fmt(wd)}) to the usual range: {advice}; exclude biases "
             "and normalization weights from decay.")
+
+
+def _step_factor(decay: str, wd: float, lr) -> float | None:
+    """What decay alone leaves of the weights at each step, 1 - lr * wd at the run's median
+    learning rate: AdamW's w <- w (1 - lr wd); SGD's wd w added to the gradient takes the same
+    share at once (momentum then carries more). None for adaptive L2 (normalized with the
+    gradient, it is judged by its range) or where no learning rate was recorded."""
+    if decay not in (DECOUPLED, SGD_COUPLED) or not len(lr):
+        return None
+    rate = float(lr.median())
+    return 1 - rate * wd if np.isfinite(rate) and rate > 0 else None
 
 
 def _budget(run: Run, decay: str, group: dict, wd: float, lr_sum: float,

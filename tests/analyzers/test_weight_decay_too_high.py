@@ -31,6 +31,29 @@ def test_decay_that_outweighs_the_gradients_is_named_first(tmp_path, optimizer, 
     assert "Lower weight_decay" in first.fix
 
 
+@pytest.mark.parametrize("optimizer,kind", [
+    (lambda p: O.AdamW(p, lr=1e-2, weight_decay=100.0), "AdamW"),  # lr * wd = 1: w <- 0
+    (lambda p: O.SGD(p, lr=0.1, weight_decay=5.0), "SGD"),  # lr * wd = 0.5
+], ids=["adamw-wiped", "sgd-halved"])
+def test_decay_that_halves_the_weights_each_step_is_named_whatever_the_norms_show(
+        tmp_path, optimizer, kind):
+    # The weights are recorded after each step, already decayed: their norms need not shrink
+    # from the first record on, so the per-step factor 1 - lr * wd alone decides.
+    diagnosis = _diagnosis(train(tmp_path / "r", steps=40, optimizer=optimizer))
+    found = [f for f in diagnosis.findings if f.rule == "weight-decay-too-high"]
+    assert len(found) == 1 and found[0].evidence["optimizer"] == kind
+    assert found[0].evidence["halves_each_step"] and found[0].evidence["step_factor"] <= 0.5
+    assert "1 - lr * weight_decay" in found[0].message
+    assert diagnosis.diagnoses[0].finding.rule == "weight-decay-too-high"
+
+
+def test_decay_above_its_range_that_keeps_most_of_each_weight_is_not_judged_per_step(tmp_path):
+    # AdamW's weight_decay 1 at lr 1e-2: 0.99 of each weight kept per step, and the loss falls.
+    found = _diagnosis(train(tmp_path / "r", steps=40, optimizer=lambda p: O.AdamW(
+        p, lr=1e-2, weight_decay=1.0))).findings
+    assert "weight-decay-too-high" not in {f.rule for f in found}
+
+
 @pytest.mark.parametrize("optimizer", [
     lambda p: O.SGD(p, lr=0.1, momentum=0.9, weight_decay=5e-4),
     lambda p: O.SGD(p, lr=0.1, momentum=0.9, weight_decay=5e-3),
