@@ -39,13 +39,14 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from tracelab.analyzers._dynamics import OUTCOME, matrix_params, update_ratios
+from tracelab.analyzers._dynamics import OUTCOME, edge_len, initial, matrix_params, update_ratios
 from tracelab.analyzers._dynamics import fmt as _fmt
 from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL, NO_OPTIMIZER_FIX,
-                                               adversarial_game, lr_known, without_optimizer)
+                                               adversarial_game, loss_grew, lr_known,
+                                               without_optimizer)
 from tracelab.core import causes
-from tracelab.core.causes import Chain, explains
-from tracelab.core.findings import Finding
+from tracelab.core.causes import Chain, explained_by, explains
+from tracelab.core.findings import INFO, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import LR_PREFIX, TRAIN, UPDATE, WEIGHT, Needs
@@ -56,7 +57,34 @@ PRIMARY = {"oscillation", "lr_rise", "spikes", "updates"}
 def _lr_symptom(cause: Finding, effect: Finding) -> bool:
     if effect.rule == "update-ratio":
         return causes.update_side(effect) == "high"
+    if effect.rule == "dead-units":
+        return _died(effect)
     return not causes.input_borne(effect)
+
+
+def _died(f: Finding) -> bool:
+    """A dead-units finding whose units died during the run: most were alive at its first
+    recording (units dead from the start are the initialization's, not the steps')."""
+    first, level = f.evidence.get("dead_frac_first"), f.evidence.get("dead_frac")
+    if not isinstance(first, (int, float)) or not isinstance(level, (int, float)):
+        return True
+    return first < level / 2
+
+
+def _flat_loss_cause(cause: Finding, effect: Finding) -> bool:
+    """For `explained_by`: a stated cause that keeps the loss from falling by itself (gradients
+    that vanish, noisy or frozen normalization statistics, decay that pins the weights, units
+    dead from the start) explains a finding that the loss's own facts do not set apart: no
+    jump right after the LR rose, no NaN/Inf, no loss that grew."""
+    if cause.severity == INFO:
+        return False
+    if cause.rule == "dead-units" and _died(cause):
+        return False
+    votes = effect.evidence.get("votes") or ()
+    return not ({"lr_rise", "nonfinite"} & set(votes) or effect.evidence.get("loss_grew"))
+
+
+_FLAT = "keeps the loss from falling whatever the learning rate, and its symptoms are the same"
 
 
 @rule(name="learning-rate-too-high", code="TL208", plot=Plot.LEARNING_RATE,
@@ -66,15 +94,31 @@ def _lr_symptom(cause: Finding, effect: Finding) -> bool:
                       "exploding-gradients", "nonfinite-values", "collapsed-outputs",
                       "saturated-activations", "frozen-parameters", *OUTCOME,
                       why="too large steps make the loss swing and spike, and kill units",
-                      timing="overlap", when=_lr_symptom),),
+                      timing="overlap", when=_lr_symptom),
+             # What else leaves the loss high, named from its own recorded facts: its finding
+             # ranks first, this one under it.
+             explained_by("vanishing-gradients", why="gradients that vanish " + _FLAT,
+                          timing="overlap", when=_flat_loss_cause),
+             explained_by("batchnorm-small-batch", why="BatchNorm over a few samples " + _FLAT,
+                          timing="overlap", when=_flat_loss_cause),
+             explained_by("train-in-eval-mode", why="training in eval mode " + _FLAT,
+                          timing="overlap", when=_flat_loss_cause),
+             explained_by("weight-decay-too-high", why="decay that holds the weights near zero "
+                          + _FLAT, timing="overlap", when=_flat_loss_cause),
+             explained_by("dead-units", why="units dead from the start " + _FLAT,
+                          timing="overlap", when=_flat_loss_cause)),
       presumes=(LR_MOVES_THE_MODEL,))
 def learning_rate_too_high(run: Run, chains: Sequence[Chain], *, far_above: float = 100.0,
-                           early: int = 10) -> list[Finding]:
+                           early: int = 10, fell: float = 10.0,
+                           far_from_best: float = 2.0) -> list[Finding]:
     seen: list[Finding] = []
     for chain in chains:
         if _symptom(chain.root):
             seen += [chain.root] + [f for f in chain.explains if _symptom(f)]
     if not seen:
+        return []
+    course = _loss_course(run)
+    if _fell_steadily(course, fell, far_from_best):
         return []
     votes = _votes(run, seen, far_above, early)
     if len(votes) < 2 or not PRIMARY & set(votes):
@@ -95,6 +139,8 @@ def learning_rate_too_high(run: Run, chains: Sequence[Chain], *, far_above: floa
         {"basis": basis, "confidence": confidence, "votes": sorted(votes),
          "symptoms": [f.id for f in seen], "lr_peak": peak[1] if peak else None,
          "update_ratio": _fastest(run, early)[1] if Needs.UPDATES in run.available else None,
+         "loss_start": course.get("start"), "loss_end": course.get("end"),
+         "loss_best": course.get("best"), "loss_grew": loss_grew(run),
          LR_KNOWN: lr_known(run)},
         _fix(run, seen, early))]
 
@@ -106,6 +152,40 @@ def fmt(value) -> str:
 
 def _symptom(f: Finding) -> bool:
     return _lr_symptom(f, f)
+
+
+def _loss_course(run: Run) -> dict[str, float]:
+    """The training loss's start (`initial`), end (median of its last tenth) and best (the
+    lowest median of a window of that length); {} where the loss is missing or too short."""
+    try:
+        loss = run.loss().to_numpy(dtype=float, na_value=np.nan)
+    except (KeyError, ValueError, TypeError):
+        return {}
+    n = edge_len(len(loss), lo=5, hi=100)
+    if n < 5 or len(loss) < 2 * n or not np.isfinite(loss[:5]).all():
+        return {}
+    windows = np.lib.stride_tricks.sliding_window_view(loss, n)
+    with np.errstate(invalid="ignore"):
+        medians = np.median(windows, axis=1)
+    medians = medians[np.isfinite(medians)]
+    return {"start": initial(loss), "end": float(np.median(loss[-n:])),
+            "best": float(medians.min()) if medians.size else float("nan"),
+            "finite": bool(np.isfinite(loss[-n:]).all())}
+
+
+def _fell_steadily(course: dict[str, float], fell: float, far_from_best: float) -> bool:
+    """Whether the loss shows no sign of a too-high learning rate: it ends finite, `fell`
+    times or more below where it started, and not `far_from_best` times above its best
+    stretch. A learning rate too high keeps the loss from falling, makes it rise, turn NaN/Inf
+    or swing around a level far above its best; a loss that fell tenfold did none of these,
+    whatever the size of the gradients (which scales with the loss's) or of the updates (which
+    Adam-type optimizers set near the learning rate per element, whatever the gradients)."""
+    start, end, best = course.get("start"), course.get("end"), course.get("best")
+    if not course.get("finite") or start is None or end is None or best is None:
+        return False
+    if not (start > 0 and end > 0 and best > 0):  # a factor means nothing across zero
+        return False
+    return start >= fell * end and end <= far_from_best * best
 
 
 def _votes(run: Run, seen: Sequence[Finding], far_above: float,
@@ -131,7 +211,8 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float,
             votes["updates"] = (f"updates reach {fmt(ev.get('worst_ratio'))} of the weights' "
                                 f"norm per step, {fmt((ev.get('worst_ratio') or 0) / 1e-3)}x the "
                                 "usual 1e-3", 1)
-        elif f.rule == "exploding-gradients" and "exploding" not in votes:
+        elif f.rule == "exploding-gradients" and "exploding" not in votes \
+                and f.severity != INFO:  # growth its rule found benign (the loss kept falling)
             votes["exploding"] = (f"gradients explode (norm {fmt(ev.get('peak_norm'))} in "
                                   f"'{f.subject}')", 1)
         elif f.rule == "nonfinite-values" and "nonfinite" not in votes \
@@ -147,7 +228,7 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float,
             votes["updates"] = (f"the fastest layer '{name}' changes by {fmt(ratio)} of its "
                                 f"norm per step ({when}), {fmt(ratio / 1e-3)}x the usual 1e-3",
                                 1)
-    dead = [f for f in seen if f.rule == "dead-units"]
+    dead = [f for f in seen if f.rule == "dead-units" and _died(f)]
     if dead:
         d = max(dead, key=lambda f: f.evidence.get("dead_frac") or 0)
         first_spike = min((f.steps[0] for f in spikes), default=None)
