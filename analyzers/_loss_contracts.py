@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from tracelab.core.run import Run
-from tracelab.core.schema import META_LOSS_FN, META_OUTPUTS, OTHER_CLASS, OUTPUT_SIGNALS, TRAIN
+from tracelab.core.schema import (MAX_CLASSES, META_LOSS_FN, META_OUTPUTS, OTHER_CLASS,
+                                  OUTPUT_SIGNALS, TRAIN)
 
 # Each family names the losses whose inputs follow one contract.
 CROSS_ENTROPY = frozenset({"CrossEntropyLoss", "cross_entropy"})  # logits, any real rows
@@ -108,8 +109,9 @@ def constant_losses(run: Run, split: str = TRAIN) -> pd.Series | None:
                                  index=f["step"].to_numpy()))
         return pd.concat(per, axis=1).mean(axis=1).groupby(level=0).mean()
     if kind in CROSS_ENTROPY | NLL:
-        cl = run.classes
-        cl = cl[cl["split"] == split]
+        cl = _counted(run, split)
+        if cl is None:
+            return None
         counts = cl.pivot_table(index="step", columns="label", values="count", aggfunc="sum",
                                 fill_value=0).astype(float)
         shares = counts.sum() / counts.sum().sum()
@@ -150,12 +152,42 @@ def _target_variance(run: Run, split: str) -> float | None:
 def class_shares(run: Run, split: str = TRAIN) -> np.ndarray | None:
     """The class shares of a split's targets from the classes table (one integer target, no
     label beyond its range, two classes or more); None where it does not say."""
-    cl = run.classes
-    cl = cl[cl["split"] == split]
-    if not len(cl) or cl["target"].nunique() != 1 or (cl["label"] == OTHER_CLASS).any():
+    cl = _counted(run, split)
+    if cl is None:
         return None
     counts = cl.groupby("label")["count"].sum().to_numpy(dtype=float)
     return counts / counts.sum() if len(counts) >= 2 else None
+
+
+def _counted(run: Run, split: str) -> pd.DataFrame | None:
+    """The split's rows of the classes table that the loss counts: one integer target, every
+    label within range, or beyond it (OTHER_CLASS) only the loss's ignore_index, whose rows
+    are left out (the padding a sequence loss skips); None where it does not say."""
+    cl = run.classes
+    cl = cl[cl["split"] == split]
+    if not len(cl) or cl["target"].nunique() != 1:
+        return None
+    other = cl["label"] == OTHER_CLASS
+    if other.any():
+        if not _only_ignored(run, split):
+            return None
+        cl = cl[~other & (cl["count"] > 0)]
+    return cl if len(cl) else None
+
+
+def _only_ignored(run: Run, split: str) -> bool:
+    """Whether every target of the split beyond 0 .. MAX_CLASSES - 1 is the loss's
+    ignore_index (a negative one: labels below 0 the loss does not skip fail in torch), by
+    the targets' recorded range."""
+    ignore = loss_fn(run).get("ignore_index")
+    if isinstance(ignore, bool) or not isinstance(ignore, int) or ignore >= 0:
+        return False
+    tg = run.targets
+    tg = tg[tg["split"] == split]
+    if not len(tg):
+        return False
+    low, high = float(tg["min"].min()), float(tg["max"].max())
+    return low >= ignore and high < MAX_CLASSES
 
 
 def _entropy(p: np.ndarray) -> float:

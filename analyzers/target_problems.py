@@ -16,10 +16,13 @@ What it detects
       `ratio` times or more in the train targets, with the validation split's balance beside;
     - targets that do not depend on the inputs. The best prediction that ignores the input has
       a known loss (`constant_loss`): the entropy of the recorded class shares for a
-      cross-entropy (label smoothing included), the targets' variance for MSE. An error when
+      cross-entropy (label smoothing included; targets at the loss's ignore_index, a
+      sequence's padding, left out), the targets' variance for MSE. An error when
       a model the optimizer demonstrably moves (no parameter frozen, every weight matrix's
       update ratio within [`low_update`, `high_update`], `travel` of its norm or more over
-      the run, `min_kept` of its first norm kept) on varying inputs, with one optimizer and
+      the run, `min_kept` of its first norm kept; its BatchNorm and Dropout modules in training
+      mode at every recorded step, BatchNorm on batches of `min_norm_batch` rows or more) on
+      varying inputs, with one optimizer and
       train targets that do not drift, either never gets the train loss more than
       `max_explained` of that level (plus `noise_k` standard errors of each tenth of the run,
       at most as much again) below it and has stopped falling, at most `max_above` above it,
@@ -65,9 +68,14 @@ False positives
     not yet moved their own norm, or is still falling; a validation split that beats its own
     constant prediction shows the targets are learnable; GANs and actor-critics (several
     optimizers) and RL returns (drifting targets) are not judged; a frozen, decayed, starved
-    or overdriven model is left to the rules that name those. A model that pairs outputs with
-    the wrong rows (wrong-batch-axis, shape-broadcast) or a loss given the wrong kind of
-    output looks the same: those findings rank first and this one under them.
+    or overdriven model is left to the rules that name those, and so is one trained in eval
+    mode or with BatchNorm on a few rows (not judged), or one whose findings say it is dead,
+    saturated or starved of gradient (dead-units, saturated-activations, vanishing-gradients,
+    frozen-parameters rank first, this one under them). A sequence model that learns the
+    class shares of each position beats the pooled constant prediction and stays quiet even
+    with unpaired targets: the classes are counted pooled over positions. A model that pairs
+    outputs with the wrong rows (wrong-batch-axis, shape-broadcast) or a loss given the wrong
+    kind of output looks the same: those findings rank first and this one under them.
 """
 from __future__ import annotations
 
@@ -76,6 +84,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from tracelab.analyzers._batches import BATCH_NORMS
 from tracelab.analyzers._dynamics import (OUTCOME, eval_split, finite, fmt, matrix_params,
                                           update_ratios)
 from tracelab.analyzers._inputs import spread_matches
@@ -89,9 +98,24 @@ from tracelab.core.causes import explained_by, explains
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import LOSS_NAME, META_OPTIMIZERS, OTHER_CLASS, TRAIN, WEIGHT, Needs
+from tracelab.core.schema import (LOSS_NAME, META_OPTIMIZERS, OTHER_CLASS, TRAIN,
+                                  TRAIN_MODE_MODEL, WEIGHT, Needs)
 
 _ACC = re.compile(r"acc", re.IGNORECASE)
+
+
+# Recorded causes that leave a model near the constant prediction with learnable targets.
+_UNSOUND = (
+    ("train-in-eval-mode", "BatchNorm in eval mode normalizes the training batches with stale "
+                           "statistics, and the model fits little"),
+    ("batchnorm-small-batch", "BatchNorm statistics of a few samples make the training "
+                              "batches' outputs noise"),
+    ("frozen-parameters", "layers that never change carry no learned signal to the output"),
+    ("dead-units", "dead units pass nothing from the input to the output"),
+    ("saturated-activations", "saturated units pass no input-dependent signal or gradient"),
+    ("vanishing-gradients", "the layers near the input get no gradient, so the output "
+                            "learns from no feature of the input"),
+)
 
 
 def _stated(cause: Finding, effect: Finding) -> bool:
@@ -119,7 +143,10 @@ def _stated(cause: Finding, effect: Finding) -> bool:
                           "average over unrelated pairs", timing="overlap",
                           when=causes.cause_is_stated),
              explained_by("collapsed-outputs", why="outputs that no longer vary are a constant "
-                          "prediction", timing="overlap", when=causes.cause_is_stated)))
+                          "prediction", timing="overlap", when=causes.cause_is_stated),
+             # A model whose training is not sound fits nothing, whatever its targets.
+             *(explained_by(cause, why=why, timing="overlap", when=causes.cause_is_stated)
+               for cause, why in _UNSOUND)))
 def target_problems(run: Run, *, negative_share: float = 0.1, min_classes: int = 4,
                     sorted_share: float = 0.8, per_class: int = 4, min_batches: int = 5,
                     max_scale: float = 100.0, min_scale: float = 0.01,
@@ -127,14 +154,15 @@ def target_problems(run: Run, *, negative_share: float = 0.1, min_classes: int =
                     noise_k: float = 3.0, max_above: float = 0.5, min_fit: float = 0.5,
                     pieces: int = 10, min_steps: int = 50, low_update: float = 1e-5,
                     high_update: float = 0.1, travel: float = 1.0, min_kept: float = 0.5,
-                    min_evals: int = 3, match_share: float = 0.8) -> list[Finding]:
+                    min_evals: int = 3, match_share: float = 0.8,
+                    min_norm_batch: int = 8) -> list[Finding]:
     tg = run.targets
     findings = _class_balance(run, ratio)  # 3+ classes; _imbalance below: 0/1 labels only
     findings += _unlearnable(
         run, max_explained=max_explained, noise_k=noise_k, max_above=max_above,
         min_fit=min_fit, pieces=pieces, min_steps=min_steps, low_update=low_update,
         high_update=high_update, travel=travel, min_kept=min_kept, min_evals=min_evals,
-        match_share=match_share)
+        match_share=match_share, min_norm_batch=min_norm_batch)
     numeric: dict[str, list[tuple[str, pd.DataFrame]]] = {}
     for feature, rows in tg.groupby("feature", sort=False):
         train = rows[rows["split"] == TRAIN]
@@ -285,7 +313,7 @@ def _unlearnable(run: Run, *, max_explained: float, noise_k: float, max_above: f
                  min_fit: float,
                  pieces: int, min_steps: int, low_update: float, high_update: float,
                  travel: float, min_kept: float, min_evals: int,
-                 match_share: float) -> list[Finding]:
+                 match_share: float, min_norm_batch: int) -> list[Finding]:
     """Targets the inputs do not predict: a model the optimizer demonstrably moves never gets
     the train loss `max_explained` below the best constant prediction's (and settles there),
     or fits train `min_fit` below it while the validation split, whose inputs match train's,
@@ -297,7 +325,7 @@ def _unlearnable(run: Run, *, max_explained: float, noise_k: float, max_above: f
     if not _one_learner(run) or drifting(run.targets, TRAIN, min_w=0.3, min_z=3.0, share=0.5):
         return []  # a game (GAN, actor-critic) or targets that move with the policy (RL)
     moved = _moves_freely(run, low_update, high_update, travel, min_kept)
-    if moved is None or not _inputs_vary(run):
+    if moved is None or not _inputs_vary(run) or not _sound_normalization(run, min_norm_batch):
         return []
     parts = np.array_split(np.arange(len(loss)), pieces)
     values = loss.to_numpy(dtype=float)
@@ -357,6 +385,24 @@ def _paired_late(run: Run, loss: pd.Series, min_points: int = 3) -> float | None
     if len(per) < min_points:
         return None
     return float(loss.reindex(per.index).sum() / per.sum())
+
+
+def _sound_normalization(run: Run, min_batch: int) -> bool:
+    """Whether the model's BatchNorm and Dropout modules trained as they should, as far as
+    recorded: False where a training step ran with the model in eval mode (the train-mode
+    signals) while it holds such modules, or where BatchNorm trained on batches of fewer
+    than `min_batch` rows (the train targets' rows per step). Either leaves a model near the
+    constant prediction with learnable targets; a model without them is not concerned."""
+    types = set(run.module_types().values())
+    norms = bool(types & BATCH_NORMS)
+    if not norms and not any("Dropout" in t for t in types):
+        return True
+    mode = run.signal(TRAIN_MODE_MODEL)
+    if len(mode) and bool((mode == 0).any()):
+        return False
+    tg = run.targets
+    rows = tg.loc[tg["split"] == TRAIN].groupby("step")["count"].max() if len(tg) else None
+    return not (norms and rows is not None and len(rows) and float(rows.median()) < min_batch)
 
 
 def _one_learner(run: Run) -> bool:

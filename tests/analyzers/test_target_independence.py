@@ -28,16 +28,20 @@ def _data(n: int, seed: int, *, classes: int = 4, features: int = 16, regression
 
 def _train(path, *, shuffle: bool, n: int = 4096, steps: int = 150, lr: float = 1e-2,
            regression: bool = False, val_every: int = 0, val_rows: int = 256,
-           loss_fn=None, freeze: bool = False, width: int = 32, epochs_over: int = 0):
+           loss_fn=None, freeze: bool = False, width: int = 32, epochs_over: int = 0,
+           batchnorm: bool = False, eval_mode: bool = False, batch: int = 32):
     """An MLP trained with Adam; `shuffle`: its train targets permuted apart from the inputs;
-    `epochs_over`: train on only that many rows, over and over (room to memorize)."""
+    `epochs_over`: train on only that many rows, over and over (room to memorize);
+    `batchnorm`: a BatchNorm1d after its hidden layer; `eval_mode`: every step in eval mode."""
     torch.manual_seed(0)
     x, y = _data(n + val_rows, 1, regression=regression)
     x, y, xv, yv = x[:n], y[:n], x[n:], y[n:]
     if shuffle:
         y = y[torch.randperm(n, generator=torch.Generator().manual_seed(2))]
     rows = epochs_over or n
-    model = nn.Sequential(nn.Linear(16, width), nn.ReLU(), nn.Linear(width, 1 if regression else 4))
+    model = nn.Sequential(nn.Linear(16, width), *([nn.BatchNorm1d(width)] if batchnorm else []),
+                          nn.ReLU(), nn.Linear(width, 1 if regression else 4))
+    model.train(not eval_mode)
     if freeze:
         model[0].weight.requires_grad_(False)
     loss_fn = loss_fn or (nn.MSELoss() if regression else nn.CrossEntropyLoss())
@@ -46,8 +50,8 @@ def _train(path, *, shuffle: bool, n: int = 4096, steps: int = 150, lr: float = 
     import tracelab
     with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=loss_fn) as rec:
         for step in range(steps):
-            i = (step * 32) % (rows - 32 + 1)
-            xb, yb = x[i:i + 32], y[i:i + 32]
+            i = (step * batch) % (rows - batch + 1)
+            xb, yb = x[i:i + batch], y[i:i + batch]
             opt.zero_grad()
             out = model(xb)
             loss = loss_fn(out_of(out), yb)
@@ -59,7 +63,7 @@ def _train(path, *, shuffle: bool, n: int = 4096, steps: int = 150, lr: float = 
                 with torch.no_grad():
                     val = loss_fn(out_of(model(xv)), yv)
                 rec.log("val", metrics={"loss": val}, inputs=xv, targets=yv)
-                model.train()
+                model.train(not eval_mode)
     return open_run(path)
 
 
@@ -165,3 +169,55 @@ def test_a_malformed_summary_is_quiet_without_raising(tmp_path):
                 {"optimizers": ["a", "b"]}, {"loss_fn": "CrossEntropyLoss"}, {"model": None}):
         assert _found(Run.from_frames({**run.meta, **bad}, **frames)) == []
     assert len(_found(Run.from_frames(run.meta, **frames))) == 1
+
+
+def test_a_model_trained_in_eval_mode_or_on_tiny_batchnorm_batches_is_not_judged(tmp_path):
+    """BatchNorm in eval mode, or normalizing a few rows, keeps a model near the constant
+    prediction with learnable targets: train-in-eval-mode and batchnorm-small-batch name it."""
+    assert len(_found(_train(tmp_path / "bn", shuffle=True, batchnorm=True))) == 1
+    assert _found(_train(tmp_path / "eval", shuffle=True, batchnorm=True, eval_mode=True)) == []
+    assert _found(_train(tmp_path / "tiny", shuffle=True, batchnorm=True, batch=4,
+                         steps=300)) == []
+
+
+def test_a_model_trained_in_eval_mode_is_named_before_its_targets(tmp_path):
+    import tracelab
+    diagnosis = tracelab.analyze(_train(tmp_path / "r", shuffle=False, batchnorm=True,
+                                        eval_mode=True, lr=1e-2).path)
+    assert diagnosis.diagnoses[0].finding.rule == "train-in-eval-mode"
+    assert "target-problems" not in {f.rule for f in diagnosis.findings
+                                     if f.subject == SUBJECT}
+
+
+def _sequences(path, *, shuffle: bool, steps: int = 150, length: int = 4):
+    """A per-position classifier over sequences padded with the loss's ignore_index -1 (a
+    language model's layout: targets (batch, length), outputs (batch * length, classes));
+    `shuffle`: each batch's target rows drawn apart from its input rows."""
+    import tracelab
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(3)
+    centres = torch.randn(4, 16, generator=torch.Generator().manual_seed(99)) * 2
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    loss_fn = nn.CrossEntropyLoss(ignore_index=-1)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=loss_fn) as rec:
+        for _ in range(steps):
+            y = torch.randint(0, 4, (32, length), generator=g)
+            x = centres[y] + torch.randn(32, length, 16, generator=g)
+            ends = torch.randint(1, length + 1, (32, 1), generator=g)
+            y = torch.where(torch.arange(length) < ends, y, -1)  # padding past each end
+            if shuffle:
+                y = y[torch.randperm(32, generator=g)]
+            opt.zero_grad()
+            out = model(x).view(-1, 4)
+            loss = loss_fn(out, y.view(-1))
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x.view(-1, 16), targets=y, outputs=out)
+    return open_run(path)
+
+
+def test_padding_the_loss_ignores_is_left_out_of_the_constant_prediction(tmp_path):
+    [f] = _found(_sequences(tmp_path / "r", shuffle=True))
+    assert abs(f.evidence["constant_loss"] - np.log(4)) < 0.05  # 4 classes, -1 left out
+    assert _found(_sequences(tmp_path / "ok", shuffle=False)) == []
