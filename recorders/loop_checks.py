@@ -134,6 +134,12 @@ class GradResets:
     def _before_accumulation(self, grad: torch.Tensor) -> None:
         self._passes.training = False  # the pass reached its backward
         old = self._param.grad if self._param is not None else None
+        # A sparse grad (an Embedding's with sparse=True) has no amax: its dense form, of the
+        # smallest parameter (C methods only, inline: hook_refs).
+        if grad.layout != torch.strided:
+            grad = grad.to_dense()
+        if old is not None and old.layout != torch.strided:
+            old = old.to_dense()
         if self._fresh:
             self._fresh = False
             self._count, self._resets, self._added = 0, 0, False

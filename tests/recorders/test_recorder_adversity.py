@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import tracelab
-from tracelab.core.schema import BACKWARD_PASSES, BACKWARD_RESETS, GRAD_NORM_BACKWARD
+from tracelab.core.schema import (BACKWARD_PASSES, BACKWARD_RESETS, GRAD_LEFTOVER,
+                                  GRAD_NORM_BACKWARD)
 from tracelab.recorders import fingerprints as fingerprints_module
 from tracelab.recorders.fingerprints import Fingerprints
 from tracelab.recorders.transfer import StepRecord
@@ -137,3 +138,62 @@ def test_a_lazy_model_s_backward_passes_and_norms_are_recorded_once_materialized
     assert len(norms) >= 5
     for step, norm in norms.items():
         assert norm == pytest.approx(recorded[2 * step + 1].item(), rel=1e-5)
+
+
+class _SparseSmallest(torch.nn.Module):
+    """A model whose smallest parameter (the one the gradient-reset hook watches) is an
+    Embedding's with sparse grads."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(2, 2, sparse=True)
+        self.hidden = torch.nn.Linear(2, 8, bias=False)
+        self.out = torch.nn.Linear(8, 1, bias=False)
+
+    def forward(self, ids):
+        return self.out(self.hidden(self.embed(ids)))
+
+
+def _sparse_loop(run_dir, reset_inside: bool, zero_grad: bool = True):
+    """Two backward passes per optimizer step; zero_grad() between them when `reset_inside`,
+    none at all unless `zero_grad`; recorded into `run_dir` unless None. Returns the losses and
+    final parameters, and the embedding's held grad before each step's first pass."""
+    torch.manual_seed(0)
+    model = _SparseSmallest()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    rec = None if run_dir is None else tracelab.Recorder(run_dir, model, opt)
+    seen, held = [], []
+    for step in range(4):
+        if zero_grad:
+            opt.zero_grad()
+        grad = model.embed.weight.grad
+        held.append(0.0 if grad is None else grad.to_dense().abs().max().item())
+        for micro in range(2):
+            if micro and reset_inside:
+                opt.zero_grad()
+            ids = torch.randint(0, 2, (8,), generator=torch.Generator().manual_seed(10 * step
+                                                                                     + micro))
+            loss = model(ids).pow(2).mean()
+            loss.backward()  # the recorder's hook raised NotImplementedError (sparse amax)
+            seen.append(loss.detach())
+        opt.step()
+        if rec is not None:
+            rec.step(loss=loss)
+    if rec is not None:
+        rec.close()
+    return seen + [p.detach().clone() for p in model.parameters()], held
+
+
+@pytest.mark.parametrize("reset_inside,zero_grad", [(True, True), (False, True), (False, False)])
+def test_a_sparse_grad_on_the_watched_parameter_is_read_not_raised(tmp_path, reset_inside,
+                                                                   zero_grad):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the recorder warns of nothing either
+        recorded, held = _sparse_loop(tmp_path / "run", reset_inside, zero_grad)
+    assert _same(recorded, _sparse_loop(None, reset_inside, zero_grad)[0])
+    table = tracelab.open_run(tmp_path / "run").signals.pivot_table(
+        index="step", columns="name", values="value")
+    assert (table[BACKWARD_PASSES] == 2).all() and len(table) == 4
+    assert (table[BACKWARD_RESETS] == (1 if reset_inside else 0)).all()
+    assert np.allclose(table[GRAD_LEFTOVER].to_numpy(), held, rtol=1e-6)
+    assert (table[GRAD_LEFTOVER].iloc[1:] > 0).all() == (not zero_grad)
