@@ -121,12 +121,15 @@ class Fingerprints:
     def _hash(self, named: list[tuple[str, torch.Tensor]]):
         """(item units [(name, [batch, k] hashes)], [batch] row hashes), mixed."""
         per_tensor = []  # (name, [batch, slots] unmixed item hashes)
+        # A batch's tensors on several devices (ids on the GPU, lengths on the CPU): their
+        # hashes meet on an accelerator's, a small copy that needs no host sync.
+        device = next((x.device for _, x in named if x.device.type != "cpu"), named[0][1].device)
         for name, x in named:
             if x.dim() >= 4 and x.shape[1] >= 2:  # stacked items: the slices along dim 1
                 h = self._item_hashes(x.reshape(x.shape[0] * x.shape[1], *x.shape[2:]))
-                per_tensor.append((name, h.reshape(x.shape[0], x.shape[1]), True))
+                per_tensor.append((name, h.reshape(x.shape[0], x.shape[1]).to(device), True))
             else:
-                per_tensor.append((name, self._item_hashes(x).reshape(-1, 1), False))
+                per_tensor.append((name, self._item_hashes(x).reshape(-1, 1).to(device), False))
         slots = torch.cat([h for _, h, _ in per_tensor], dim=1)
         rows = (slots * self._slot_multipliers(slots.device, slots.shape[1])).sum(dim=1)
         groups: dict[tuple, list[int]] = {}
