@@ -6,7 +6,7 @@ optimizer.step(), train_fn under model.train() and evaluate_fn under model.eval(
 teacher forcing. Batches are padded sequence-first with pad_sequence, as the notebook's
 collate_fn. The data is a synthetic "translation" for Multi30k: a source of 2-4 tokens from 10
 words and its target, each word mapped through a fixed permutation, both wrapped in <sos> ...
-<eos>; embedding 32, hidden 64 for 256/512; 800 training pairs, 12 epochs of batch 32.
+<eos>; embedding 32, hidden 64 for 256/512; 1,000 pairs of distinct sentences split 800 / 200 (train / valid), 12 epochs of batch 32.
 
 `bug` plants one fault (None: the script as published):
 - "batch-first": the collate_fn pads with batch_first=True, the sequence-first model reads the
@@ -95,10 +95,14 @@ def init_weights(m):
 
 
 def _pairs(n: int, gen: torch.Generator, perm: torch.Tensor) -> list[tuple[torch.Tensor, ...]]:
-    pairs = []
-    for _ in range(n):
+    """n pairs with distinct source sentences (a sentence drawn twice is drawn again)."""
+    pairs, seen = [], set()
+    while len(pairs) < n:
         length = int(torch.randint(2, 5, (1,), generator=gen))
         words = torch.randint(0, N_WORDS, (length,), generator=gen)
+        if tuple(words.tolist()) in seen:
+            continue
+        seen.add(tuple(words.tolist()))
         src = torch.cat([torch.tensor([SOS]), words + N_SPECIAL, torch.tensor([EOS])])
         trg = torch.cat([torch.tensor([SOS]), perm[words] + N_SPECIAL, torch.tensor([EOS])])
         pairs.append((src, trg))
@@ -136,7 +140,8 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 12) -
     random.seed(seed)
     gen = torch.Generator().manual_seed(seed)
     perm = torch.randperm(N_WORDS, generator=gen)
-    train, valid = _pairs(800, gen, perm), _pairs(200, gen, perm)
+    pairs = _pairs(1000, gen, perm)
+    train, valid = pairs[:800], pairs[800:]
     dim = N_SPECIAL + N_WORDS
     model = Seq2Seq(Encoder(dim, 32, 64, 2, 0.5), Decoder(dim, 32, 64, 2, 0.5))
     model.apply(init_weights)
