@@ -1,6 +1,8 @@
-"""learning-rate-too-high: named from the symptoms other rules found, when two of them agree."""
+"""learning-rate-too-high: named from the symptoms other rules found, when two of them agree,
+and only when the loss shows it; real tiny trainings and synthetic findings."""
 import numpy as np
 import pandas as pd
+import pytest
 
 from tracelab.analyzers.learning_rate_too_high import learning_rate_too_high
 from tracelab.core.causes import Chain
@@ -108,3 +110,116 @@ def test_a_game_s_loss_that_grows_out_of_its_range_still_counts():
     assert f.evidence["votes"] == ["oscillation", "spikes"]
     nan = np.r_[np.full(299, 1.4), np.nan]
     assert learning_rate_too_high(_game(nan), _alone(swings, spikes)) != []
+
+
+# -- real tiny trainings -----------------------------------------------------------------------
+def _relu_regression(path, lr):
+    """A 3-layer ReLU MLP fitting a linear target with Adam at `lr`."""
+    import torch
+    from _contract_runs import regression, train
+    from torch import nn
+    torch.manual_seed(0)
+    layers, width = [], 8
+    for _ in range(3):
+        layers += [nn.Linear(width, 32), nn.ReLU()]
+        width = 32
+    x, y = regression(2048)
+    mse = nn.MSELoss()
+    return train(path, nn.Sequential(*layers, nn.Linear(32, 1)), (x, y.unsqueeze(1)), mse,
+                 loss_fn=mse, lr=lr, steps=150, batch=32)
+
+
+def _bn_regression(path):
+    """MorvanZhou's BatchNorm regression net, shrunk to 2 tanh layers: y = x^2 - 5 on
+    x in [-7, 10] (targets in the tens, an MSE near 1,000 at the start), weights N(0, 0.1),
+    biases -0.2, BatchNorm on the input and after each layer, Adam at lr 0.03, batches of 64."""
+    import torch
+    from _contract_runs import train
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.bn_input = nn.BatchNorm1d(1, momentum=0.5)
+            layers, width = [], 1
+            for _ in range(2):
+                fc = nn.Linear(width, 10)
+                nn.init.normal_(fc.weight, 0, 0.1)
+                nn.init.constant_(fc.bias, -0.2)
+                layers += [fc, nn.BatchNorm1d(10, momentum=0.5), nn.Tanh()]
+                width = 10
+            self.body, self.predict = nn.Sequential(*layers), nn.Linear(10, 1)
+            nn.init.normal_(self.predict.weight, 0, 0.1)
+            nn.init.constant_(self.predict.bias, -0.2)
+
+        def forward(self, x):
+            return self.predict(self.body(self.bn_input(x)))
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.linspace(-7, 10, 2000)[torch.randperm(2000, generator=g)].unsqueeze(1)
+    y = x ** 2 - 5 + 2 * torch.randn(2000, 1, generator=g)
+    mse = nn.MSELoss()
+    return train(path, Net(), (x, y), mse, loss_fn=mse, lr=0.03, steps=400, batch=64)
+
+
+def _analyzed(path):
+    import tracelab
+    diagnosis = tracelab.analyze(path)
+    assert not diagnosis.errors, diagnosis.errors
+    return diagnosis
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_adam_at_lr_1_fires_and_ranks_first_where_lr_1e_2_stays_quiet(tmp_path):
+    diagnosis = _analyzed(_relu_regression(tmp_path / "high", lr=1.0))
+    [f] = [f for f in diagnosis.findings if f.rule == "learning-rate-too-high"]
+    assert diagnosis.diagnoses[0].finding is f
+    assert {"updates", "dead"} <= set(f.evidence["votes"])
+    assert f.evidence["loss_end"] > f.evidence["loss_start"] / 4  # the loss barely fell
+    assert f.fix.startswith("Lower the learning rate")
+    quiet = _analyzed(_relu_regression(tmp_path / "ok", lr=1e-2))
+    assert [f for f in quiet.findings if f.rule == "learning-rate-too-high"] == []
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_a_large_scale_mse_whose_loss_falls_tenfold_is_no_lr_too_high(tmp_path):
+    """Gradient norms in the hundreds (they scale with the loss) and Adam's updates of 0.1 of
+    small weights (lr / |w|) are there, but the loss fell from about 1,100 to under 100."""
+    from tracelab.core.run import open_run
+    path = _bn_regression(tmp_path / "r")
+    diagnosis = _analyzed(path)
+    assert [f for f in diagnosis.findings if f.rule == "learning-rate-too-high"] == []
+    # the symptoms alone would have voted: the loss's fall is what keeps the rule quiet
+    chains = _alone(*(f for f in diagnosis.findings))
+    [f] = learning_rate_too_high(open_run(path), chains, fell=float("inf"))
+    assert "updates" in f.evidence["votes"]
+    assert f.evidence["loss_start"] >= 4 * f.evidence["loss_end"]
+
+
+# -- what ranks above it -----------------------------------------------------------------------
+def _vanishing():
+    return _f("vanishing-gradients", (0, 299), {"ratio": 3e-12}, "0.weight")
+
+
+def test_a_cause_that_keeps_the_loss_flat_by_itself_ranks_above_it():
+    from tracelab.app.diagnose import diagnose
+    swings = _f("loss-oscillation", (100, 299), {"p10": 0.9, "p90": 4.7})
+    updates = _f("update-ratio", (0, 299), {"worst_ratio": 0.14}, "0.weight")
+    vanish = _vanishing()
+    _, [d] = diagnose(_run(lr=0.5), [vanish, swings, updates])
+    assert d.finding.rule == "vanishing-gradients"
+    assert "learning-rate-too-high" in [f.rule for f in d.explains]
+    # a jump right after the LR rose is the schedule's, whatever else keeps the loss high
+    rise = _f("loss-spike", (150, 160), {"cause": "lr_increase", "step": 150, "lr_ratio": 10.0})
+    _, ranked = diagnose(_run(lr=0.5), [_vanishing(), rise, updates])
+    assert ranked[0].finding.rule == "learning-rate-too-high"
+
+
+def test_units_dead_from_the_start_cast_no_vote_and_rank_above_it():
+    swings = _f("loss-oscillation", (100, 299), {"p10": 0.9, "p90": 4.7})
+    born_dead = _f("dead-units", (0, 299), {"dead_frac": 0.9, "dead_frac_first": 0.9}, "3")
+    assert learning_rate_too_high(_run(), _alone(swings, born_dead)) == []
+    died = _f("dead-units", (150, 299), {"dead_frac": 0.9, "dead_frac_first": 0.0}, "3")
+    [f] = learning_rate_too_high(_run(), _alone(swings, died))
+    assert f.evidence["votes"] == ["dead", "oscillation"]
