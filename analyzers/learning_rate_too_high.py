@@ -6,7 +6,11 @@ What it detects
     (`far_above` times it or more, over the run or its first `early` steps), exploding
     gradients, NaN/Inf and units that die. It reads those rules' findings: when at least two
     of these signals agree, and one of them is about the optimization itself (swings, spikes,
-    update size), it says so, with the numbers, and explains those findings.
+    update size), it says so, with the numbers, and explains those findings. A learning rate
+    too high must also show in the loss: one that ends finite and `fell` (4) times or more
+    below its start (the lower of its first value and the loss of the best prediction that
+    ignores the input) did not fail to fall, rise, blow up or swing far above its best, and
+    the rule stays quiet whatever the other signals say.
 
 Why it matters
     Each symptom alone has several causes, and its own fix (clip the gradients, switch to
@@ -21,17 +25,26 @@ How to fix
     rose mid-run, check the schedule at that step.
 
 False positives
-    Symptoms that an input cause already explains (a bad batch, unnormalized inputs) do not
-    count, nor NaN/Inf that only the evaluation's loss holds. Where several optimizers hold the
-    model's parameters (a GAN's generator and discriminator, separately trained parts), the one
-    recorded loss swings by design, as each player moves against the other: its swings and
-    spikes count only when it grows (turns non-finite, or ends above everything its first tenth
-    held); each optimizer's update size, gradients and NaN/Inf still count. Healthy tiny
-    networks reach 30-60x the usual update ratio in their first steps, below `far_above`; a lone
-    spike with its gradient burst is one signal, not two. Its fix presumes that an optimizer's
-    learning rate moves these weights: where no optimizer holds any of the model's trained
-    parameters (meta.json's optimizers), the diagnosis ranks below every one the recorded facts
-    do not contradict.
+    Gradient norms scale with the loss (an MSE on targets in the hundreds), and Adam-type
+    optimizers move each weight by about the learning rate whatever the gradients, so that
+    small layers show update ratios of lr/|w| (0.1-0.3 at lr 0.03): neither means much while
+    the loss falls fourfold, hence the loss's veto; gradient growth that its own rule found
+    benign (an information note: the loss kept falling) casts no vote, nor do units dead from
+    the start (the initialization's, not the steps'). A cause that keeps the loss high by
+    itself and that its own facts show (vanishing gradients, BatchNorm over a few samples,
+    training in eval mode, weight decay that pins the weights, units dead from the start)
+    ranks above this finding and explains it, unless the loss jumped right after the LR rose,
+    turned NaN/Inf or grew. Symptoms that an input cause already explains (a bad batch,
+    unnormalized inputs) do not count, nor NaN/Inf that only the evaluation's loss holds.
+    Where several optimizers hold the model's parameters (a GAN's generator and
+    discriminator, separately trained parts), the one recorded loss swings by design, as each
+    player moves against the other: its swings and spikes count only when it grows (turns
+    non-finite, or ends above everything its first tenth held); each optimizer's update size,
+    gradients and NaN/Inf still count. Healthy tiny networks reach 30-60x the usual update
+    ratio in their first steps, below `far_above`; a lone spike with its gradient burst is one
+    signal, not two. Its fix presumes that an optimizer's learning rate moves these weights:
+    where no optimizer holds any of the model's trained parameters (meta.json's optimizers),
+    the diagnosis ranks below every one the recorded facts do not contradict.
 """
 from __future__ import annotations
 
