@@ -54,10 +54,10 @@ import numpy as np
 
 from tracelab.analyzers._dynamics import OUTCOME, edge_len, initial, matrix_params, update_ratios
 from tracelab.analyzers._dynamics import fmt as _fmt
-from tracelab.analyzers._loss_contracts import constant_loss
 from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL, NO_OPTIMIZER_FIX,
                                                adversarial_game, loss_grew, lr_known,
                                                without_optimizer)
+from tracelab.analyzers._loss_contracts import constant_loss
 from tracelab.core import causes
 from tracelab.core.causes import Chain, explained_by, explains
 from tracelab.core.findings import INFO, Finding
@@ -153,7 +153,7 @@ def learning_rate_too_high(run: Run, chains: Sequence[Chain], *, far_above: floa
          "symptoms": [f.id for f in seen], "lr_peak": peak[1] if peak else None,
          "update_ratio": _fastest(run, early)[1] if Needs.UPDATES in run.available else None,
          "loss_start": course.get("start"), "loss_end": course.get("end"),
-         "loss_best": course.get("best"), "loss_grew": loss_grew(run),
+         "loss_best": course.get("best"), "loss_grew": course.get("grew", False),
          LR_KNOWN: lr_known(run)},
         _fix(run, seen, early))]
 
@@ -175,6 +175,7 @@ def _loss_course(run: Run) -> dict[str, float]:
     or too short."""
     try:
         loss = run.loss().to_numpy(dtype=float, na_value=np.nan)
+        grew = loss_grew(run)
     except (KeyError, ValueError, TypeError):
         return {}
     n = edge_len(len(loss), lo=5, hi=100)
@@ -193,7 +194,7 @@ def _loss_course(run: Run) -> dict[str, float]:
         start = min(start, float(constant))
     return {"start": start, "end": float(np.median(loss[-n:])),
             "best": float(medians.min()) if medians.size else float("nan"),
-            "finite": bool(np.isfinite(loss[-n:]).all())}
+            "finite": bool(np.isfinite(loss[-n:]).all()), "grew": grew}
 
 
 def _fell_steadily(course: dict[str, float], fell: float) -> bool:
