@@ -83,3 +83,64 @@ def test_odd_recorded_shapes_leave_the_rule_quiet_without_raising(tmp_path):
         meta["module_shapes"] = odd
         (path / "meta.json").write_text(json.dumps(meta))
         assert _findings(path) == []
+
+
+class Tagger(nn.Module):
+    """Embedding + sequence-first LSTM + a per-token head: a token model whose loss reads every
+    token (flattened 1-D targets, whose length is no batch size)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.embedding = nn.Embedding(12, 16)
+        self.rnn = nn.LSTM(16, 32)
+        self.head = nn.Linear(32, 12)
+
+    def forward(self, tokens):
+        out, _ = self.rnn(self.embedding(tokens))
+        return self.head(out)
+
+
+def _train_tagger(path, batch_first_data: bool, config: dict | None, steps: int = 24,
+                  batch: int = 16, length: int = 6):
+    """Tag each token with its successor mod 12 on (length, batch) token tables, or on
+    (batch, length) ones when `batch_first_data` (the layout the LSTM does not expect)."""
+    g = torch.Generator().manual_seed(0)
+    model, ce = Tagger(), nn.CrossEntropyLoss()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=ce,
+                           config=config, input_every=4) as rec:
+        for _ in range(steps):
+            x = torch.randint(0, 12, (batch, length) if batch_first_data else (length, batch),
+                              generator=g)
+            y = (x + 1) % 12
+            opt.zero_grad()
+            out = model(x).reshape(-1, 12)
+            loss = ce(out, y.reshape(-1))
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x, targets=y.reshape(-1), outputs=out)
+    return path
+
+
+def test_batch_first_token_tables_fire_when_the_config_and_the_inputs_agree_on_the_batch(
+        tmp_path):
+    # The flattened targets (96 tokens) name no batch; the config's batch_size and the
+    # inputs' rows (16 each) do, and the LSTM runs over those 16 samples as time.
+    [f] = _findings(_train_tagger(tmp_path / "r", True, {"batch_size": 16}))
+    assert f.subject == "rnn" and "read inputs of shape [16, 6, 16] while the batch held 16" \
+        in f.message and f.evidence["batch_from"] == ["config batch_size", "the inputs' rows"]
+
+
+def test_sequence_first_token_tables_stay_quiet(tmp_path):
+    # (6, 16) tables: the inputs' rows (6) are the sequence length, and the LSTM reads them as
+    # such; the config's batch_size (16) sits on its batch axis.
+    assert _findings(_train_tagger(tmp_path / "r", False, {"batch_size": 16})) == []
+
+
+@pytest.mark.parametrize("batch_first_data", [True, False])
+def test_the_inputs_rows_alone_name_no_batch(tmp_path, batch_first_data):
+    # Without a config, (batch, length) and (length, batch) tables of fixed sizes look alike:
+    # the rows may be either axis, and the flattened targets contradict both.
+    path = _train_tagger(tmp_path / "r", batch_first_data, None)
+    assert _findings(path) == []
