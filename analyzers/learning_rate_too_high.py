@@ -4,7 +4,8 @@ What it detects
     No rule sees the learning rate directly: it shows as a loss that keeps swinging, loss spikes
     (right after the LR rose, or again and again), updates far above 1e-3 of the weights
     (`far_above` times it or more, over the run or its first `early` steps), exploding
-    gradients, NaN/Inf and units that die. It reads those rules' findings: when at least two
+    gradients, NaN/Inf, units that die, and a loss that stays flat as its units die or its
+    weight matrices lose every gradient. It reads those rules' findings: when at least two
     of these signals agree, and one of them is about the optimization itself (swings, spikes,
     update size), it says so, with the numbers, and explains those findings. A learning rate
     too high must also show in the loss: one that ends finite and `fell` (4) times or more
@@ -103,7 +104,7 @@ _FLAT = "keeps the loss from falling whatever the learning rate, and its symptom
 
 @rule(name="learning-rate-too-high", code="TL208", plot=Plot.LEARNING_RATE,
       reads=("loss-oscillation", "loss-spike", "update-ratio", "dead-units",
-             "exploding-gradients", "nonfinite-values", "collapsed-outputs"),
+             "exploding-gradients", "nonfinite-values", "collapsed-outputs", "loss-plateau"),
       links=(explains("loss-oscillation", "loss-spike", "update-ratio", "dead-units",
                       "exploding-gradients", "nonfinite-values", "collapsed-outputs",
                       "saturated-activations", "frozen-parameters", *OUTCOME,
@@ -243,6 +244,13 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float,
         elif f.rule == "nonfinite-values" and "nonfinite" not in votes \
                 and f.evidence.get("source") != "eval loss":  # the evaluation's, not training's
             votes["nonfinite"] = (f"NaN/Inf appear from step {f.steps[0]}", 1)
+        elif f.rule == "loss-plateau" and "flat" not in votes \
+                and (ev.get("zero_grad_layers") or ev.get("dead_layers")):
+            # the loss did not fall, and the units that carry the gradient are dead: with
+            # large early steps (a primary vote), the steps killed them
+            votes["flat"] = (f"the loss stayed flat ({fmt(ev.get('start_loss'))} at the start, "
+                             f"{fmt(ev.get('end_loss'))} at the end) as its units died or its "
+                             "weight matrices lost every gradient", 1)
     episodes = max((int(f.evidence.get("spikes_total", 1)) for f in spikes), default=0)
     if episodes >= 2 and "lr_rise" not in votes:
         votes["spikes"] = (f"the loss spiked {episodes} times, first at step "

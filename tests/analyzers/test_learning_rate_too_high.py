@@ -223,3 +223,19 @@ def test_units_dead_from_the_start_cast_no_vote_and_rank_above_it():
     died = _f("dead-units", (150, 299), {"dead_frac": 0.9, "dead_frac_first": 0.0}, "3")
     [f] = learning_rate_too_high(_run(), _alone(swings, died))
     assert f.evidence["votes"] == ["dead", "oscillation"]
+
+
+def test_a_flat_loss_whose_units_died_after_large_first_steps_names_the_lr():
+    """Lightning's backbone classifier at Adam lr 1: the first steps move the weights by 0.2
+    of their norm, then every weight matrix gets zero gradients and the loss stays at ln 10."""
+    early = [0.5] * 10 + [0.0] * 40
+    plateau = _f("loss-plateau", (0, 299), {"zero_grad_layers": 2, "start_loss": 2.3,
+                                            "end_loss": 2.3})
+    [f] = learning_rate_too_high(_run(updates=early), _alone(plateau))
+    assert f.evidence["votes"] == ["flat", "updates"] and "stayed flat" in f.message
+    # a plateau that names another reason (vanishing gradients, tiny updates) casts no vote
+    other = _f("loss-plateau", (0, 299), {"grad_ratio": 1e-5, "start_loss": 2.3,
+                                          "end_loss": 2.3})
+    assert learning_rate_too_high(_run(updates=early), _alone(other)) == []
+    # nor does one after small first steps: the units died of something else
+    assert learning_rate_too_high(_run(updates=[1e-3] * 50), _alone(plateau)) == []
