@@ -22,6 +22,8 @@ VARIANTS = {
     "update-ratio": [{"worst_ratio": 1e-6}, {"worst_ratio": 0.5}],
     "clip-misuse": [{"kind": "too_small"}, {"kind": "after_step"}],
     "param-not-in-optimizer": [{"holds_watched": True}, {"holds_watched": False}],
+    "dead-units": [{"dead_frac": 0.9, "dead_frac_first": 0.0},
+                   {"dead_frac": 0.9, "dead_frac_first": 0.9}],
 }
 # place -> (cause subject, cause evidence, joining effect subject, differing effect subject)
 PLACES = {
