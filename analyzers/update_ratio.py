@@ -5,7 +5,12 @@ What it detects
     update is the change the optimizer applied. A healthy ratio is around 1e-3 (1e-4 to 1e-2 is
     common). Layers whose median ratio exceeds `high` are flagged as learning too fast; layers
     whose ratio stays below `low` even at its 90th percentile are flagged as barely learning.
-    Layers that never change are left to frozen-parameters.
+    Layers that never change are left to frozen-parameters. In a run whose loss does not fall
+    (less than 3 % below its start), it also names updates the learning rate keeps too small
+    to move the model: every weight matrix's reach per step at the run's largest learning
+    rate below 10^-3.5 (analyzers/_slow_updates.py): lr / rms(w) for Adam and the optimizers
+    that normalize by the gradients' root mean square (their per-element step is about lr),
+    the recorded ratio (lr * grad / w) for SGD.
 
 Why it matters
     The update ratio is the most direct reading of the effective learning rate per layer. Far
@@ -22,21 +27,27 @@ How to fix
 
 False positives
     The first steps of Adam-type optimizers and of warm-up schedules are uneven, hence the
-    median; a converged run's updates shrink at the end, hence the 90th percentile for the low
-    side. Biases and normalization scales are not judged. Its fix presumes that an optimizer's
-    learning rate moves these weights: where no optimizer holds any of the model's trained
-    parameters (meta.json's optimizers), the diagnosis ranks below every one the recorded facts
-    do not contradict. Softmax rows given to a loss that expects logits starve the gradients
-    and make updates tiny too: for a classification loss (or an unknown one) recorded without
-    what enters it, the diagnosis says to pass step(outputs=logits).
+    median; a converged run's updates shrink at the end, hence the 90th percentile for the
+    low side. Biases and normalization scales are not judged. The reach per step is judged
+    only in a run whose loss does not fall (a fine-tuning run with a small learning rate
+    whose loss falls is healthy), at the largest learning rate the run used (a schedule's
+    late, small steps say nothing of it), and never for LBFGS, Adadelta or Rprop, whose lr
+    means something else. Its fix presumes that an optimizer's learning rate moves these
+    weights: where no optimizer holds any of the model's trained parameters (meta.json's
+    optimizers), the diagnosis ranks below every one the recorded facts do not contradict.
+    Softmax rows given to a loss that expects logits starve the gradients and make updates
+    tiny too: for a classification loss (or an unknown one) recorded without what enters it,
+    the diagnosis says to pass step(outputs=logits).
 """
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt, matrix_params, name_list, subject_of
 from tracelab.analyzers._learning_rate import LR_KNOWN, LR_MOVES_THE_MODEL, lr_fix, lr_known
 from tracelab.analyzers._loss_contracts import BCE_LOGITS, CROSS_ENTROPY, NLL, loss_type
+from tracelab.analyzers._slow_updates import NORMALIZED, too_small_to_move
 from tracelab.core import causes
 from tracelab.core.causes import HOLDS, Premise, Verdict, explains, unknown
 from tracelab.core.findings import WARNING, Finding
@@ -111,4 +122,36 @@ def update_ratio(run: Run, *, high: float = 0.1, low: float = 1e-5,
              "worst_ratio": float(layers[worst]), "median_ratio_all": float(median.median()),
              LR_KNOWN: lr_known(run)},
             fix))
+    if not any(causes.update_side(f) == "low" for f in findings):
+        findings += _too_small_to_move(run, ratio, w, steps)
     return findings
+
+
+def _too_small_to_move(run: Run, ratio, weight, steps: tuple[int, int]) -> list[Finding]:
+    """Updates that the optimizer's learning rate keeps too small to move the model, in a run
+    whose loss does not fall (analyzers/_slow_updates.py)."""
+    try:
+        slow = too_small_to_move(run, ratio, weight)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):  # malformed facts: not judged
+        return []
+    if slow is None:
+        return []
+    reach = pd.Series(slow["reach"])
+    worst = str(reach.idxmax())
+    kinds = "/".join(slow["kinds"])
+    how = ("lr / rms(w): its per-element step is about the learning rate"
+           if set(slow["kinds"]) <= NORMALIZED else "lr * |grad| / |w|")
+    text = (f"Updates are too small to move the model: with {kinds} at learning rate "
+            f"{fmt(slow['peaks'][worst])} (the run's largest), a step moves none of the "
+            f"{len(reach)} weight matrices by more than {fmt(reach[worst])} of its typical "
+            f"weight ('{worst}' the most; {how}), {fmt(1e-3 / reach[worst])}x below the usual "
+            f"1e-3, and the loss fell {fmt(100 * slow['fall'])} % over the run.")
+    fix = lr_fix(run, "Raise the learning rate until the update ratio nears 1e-3 (about "
+                 f"{fmt(1e-3 / reach[worst])}x here); an LR range test finds a good one.")
+    return [update_ratio.finding(
+        WARNING, subject_of(list(reach.index)), steps, text,
+        {"layers": len(reach), "of_layers": len(reach), "worst_ratio": float(reach[worst]),
+         "reach_per_step": {k: float(v) for k, v in reach.items()},
+         "loss_fall": float(slow["fall"]), "optimizers": slow["kinds"],
+         LR_KNOWN: lr_known(run)},
+        fix)]

@@ -1,0 +1,117 @@
+"""Updates too small to move the model: how far the learning rate lets each weight move.
+
+The reach of one step against a weight matrix follows from the optimizer's update rule:
+- Adam and the optimizers that divide by a running root mean square of the gradients (AdamW,
+  Adamax, NAdam, RAdam, RMSprop, Adagrad) move each element by about the learning rate or less,
+  whatever the gradients' scale: the reach is lr / rms(w).
+- Plain and momentum SGD move the weights by lr * grad: the recorded ||update|| / ||weight||.
+Other optimizers (LBFGS's line search, Adadelta and Rprop, whose `lr` scales a step they size
+themselves) and parameters no recorded optimizer holds are not judged.
+
+A run is judged with the largest learning rate it used (its `lr/` scalars, else meta.json's),
+so that the late, small steps of a decaying schedule say nothing of the learning rate the run
+chose; plain SGD's recorded ratio is scaled by the peak's ratio to the step's learning rate.
+Only a run whose loss does not fall (loss-plateau's sense: less than 3 % below where it
+started, and not growing) is judged: a fine-tuning run with a small learning rate whose loss
+falls is healthy however small its updates.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tracelab.analyzers._dynamics import edge_len, finite
+from tracelab.analyzers._learning_rate import groups_of, loss_grew, lr_name
+from tracelab.core.run import Run
+from tracelab.core.schema import WEIGHT
+
+NORMALIZED = frozenset({"Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad",
+                        "SparseAdam"})
+PLAIN = frozenset({"SGD", "ASGD"})
+# The usual update ratio is 1e-3; half a decade below it, a step moves a weight by less than
+# a third of that, at the very bottom of the common 1e-4..1e-2 range.
+TOO_SMALL = 10 ** -3.5
+# loss-plateau's min_drop: a loss that falls less than this fraction does not learn.
+NOT_LEARNING = 0.03
+MIN_LOSSES = 30
+
+
+def loss_fall(run: Run) -> float | None:
+    """The training loss's relative fall from its first to its last steps (medians of each
+    end), or None with fewer than MIN_LOSSES finite losses."""
+    values = finite(run.loss()).to_numpy(dtype=float)
+    if len(values) < MIN_LOSSES:
+        return None
+    k = edge_len(len(values))
+    start, end = float(np.median(values[:k])), float(np.median(values[-k:]))
+    return (start - end) / max(abs(start), 1e-12)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) and value > 0 else None
+
+
+def _holders(run: Run) -> dict[str, tuple[str, str, float]]:
+    """Each held parameter's (optimizer type, its group's `lr/` scalar name, the group's lr)."""
+    optimizers = run.optimizers()
+    held = {}
+    for key, summary in optimizers.items():
+        kind = str(summary.get("type", "")) if isinstance(summary, dict) else ""
+        for index, group in enumerate(groups_of(summary)):
+            lr = _number(group.get("lr"))
+            params = group.get("params")
+            if lr is None or not isinstance(params, list):
+                continue
+            for name in params:
+                held[str(name)] = (kind, lr_name(str(key), index, len(optimizers)), lr)
+    return held
+
+
+def _lr(run: Run, scalar: str, lr: float, steps: pd.Index) -> tuple[pd.Series, float]:
+    """The learning rate at `steps` (its `lr/` scalar carried forward, else the group's) and
+    the largest the run used."""
+    series = finite(run.scalar(scalar)) if len(run.scalars) else pd.Series(dtype=float)
+    series = series[series > 0]
+    if series.empty:
+        return pd.Series(lr, index=steps), lr
+    at = series.reindex(series.index.union(steps)).ffill().bfill().reindex(steps)
+    return at, float(series.max())
+
+
+def too_small_to_move(run: Run, ratio: pd.DataFrame, weight: pd.DataFrame) -> dict | None:
+    """Where a run does not learn and every judged weight matrix's median reach per step, at
+    the run's peak learning rate, is below TOO_SMALL: the reaches by name, the loss's fall,
+    the optimizer types and the peak learning rates. None otherwise, or where any matrix
+    cannot be judged (its optimizer unknown, or one whose lr means something else)."""
+    fall = loss_fall(run)
+    if fall is None or fall >= NOT_LEARNING or loss_grew(run) or not len(ratio.columns):
+        return None
+    holders, numel = _holders(run), run.numel(WEIGHT)
+    reach, kinds, peaks = {}, set(), {}
+    for name in ratio.columns:
+        if name not in holders:
+            return None
+        kind, scalar, lr = holders[name]
+        at, peak = _lr(run, scalar, lr, ratio.index)
+        if kind in NORMALIZED:
+            size = _number(numel.get(name))
+            if size is None:
+                return None
+            rms = weight[name].reindex(ratio.index) / math.sqrt(size)
+            per_step = peak / rms.where(rms > 0)
+        elif kind in PLAIN:
+            per_step = ratio[name] * peak / at
+        else:
+            return None
+        value = float(per_step.replace([np.inf, -np.inf], np.nan).median())
+        if not math.isfinite(value) or value >= TOO_SMALL:
+            return None
+        reach[name], peaks[name] = value, peak
+        kinds.add(kind)
+    if not reach:
+        return None
+    return {"reach": reach, "fall": fall, "kinds": sorted(kinds), "peaks": peaks}
