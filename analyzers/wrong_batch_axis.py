@@ -4,9 +4,12 @@ What it detects
     RNN, LSTM and GRU layers read a 3-D input as (sequence, batch, features), or as (batch,
     sequence, features) with `batch_first=True` (meta.json's module config). The recorder
     keeps each module's input shapes on the first step that records activations. The batch
-    size is known when the targets are one label per sample (a 1-D target: its length). The
-    rule fires when, on every recorded call, the batch size sits on the axis the layer reads
-    as the sequence and not on the one it reads as the batch (the two sizes differ).
+    size comes from the recorded facts: config batch_size, the rows of 2-D train inputs when
+    most steps hold the same, largest number, and the length of 1-D targets (one label per
+    sample; flattened per-token targets give another number). The rule fires when, on every
+    recorded call, a batch size sits on the axis the layer reads as the sequence and not on
+    the one it reads as the batch, and that batch size is given by two facts, or by the only
+    fact recorded (config or targets).
 
 Why it matters
     The layer then runs its recurrence across the samples of the batch: each sample's
@@ -24,9 +27,10 @@ How to fix
     time step as `out[-1]` accordingly.
 
 False positives
-    Only fires when the batch size is known from 1-D targets and equals exactly one of the
-    two leading dimensions. Per-time-step targets, equal batch and sequence lengths, packed
-    sequences and layers that are not leaves (Transformer layers) are not judged.
+    Only fires when the batch size is known as above. The inputs' rows alone name no batch:
+    a (batch, sequence) and a (sequence, batch) table of fixed sizes look alike. Equal batch
+    and sequence lengths, packed sequences and layers that are not leaves (Transformer
+    layers) are not judged.
 """
 from __future__ import annotations
 
