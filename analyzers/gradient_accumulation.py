@@ -5,8 +5,8 @@ What it detects
     from the optimizer's step or `Recorder.step()`, whichever came last) and the passes after
     the first that found the watched parameter's grad reset although an earlier pass of the
     step had added to it (`backward/resets`: None, or zero). The rule fires when at least
-    `min_steps` steps took several backward passes and the grads were reset between them on
-    at least `min_share` of those steps: `zero_grad()` runs inside the accumulation loop, so
+    `min_steps` steps, and at least `min_share` of the steps, took several backward passes and
+    the grads were reset between them on at least `min_share` of those steps: `zero_grad()` runs inside the accumulation loop, so
     each optimizer step applies the last micro-batch's gradient only.
 
     The other fault of the same loop, micro-batch losses not divided by the accumulation count
@@ -37,7 +37,9 @@ How to fix
 
 False positives
     Correct accumulation (zero_grad after the step, each loss divided by k) and ordinary
-    one-pass training read no resets. Runs with several optimizers are not judged: a GAN's
+    one-pass training read no resets. A loop that now and then skips a batch after its
+    backward (no optimizer step: a spike check, an exception caught) gives the next step two
+    passes with a reset between them; such steps are a minority and are not judged. Runs with several optimizers are not judged: a GAN's
     generator pass reaches the discriminator, whose grads its own `zero_grad()` may reset
     between passes of one step on purpose. Grads assembled by hand from several passes
     (gradient surgery: each task's backward read and reset, their combination written into
@@ -59,7 +61,7 @@ from tracelab.core.findings import ERROR, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import (BACKWARD_PASSES, BACKWARD_RESETS, GRAD_NORM_BACKWARD,
-                                  GRAD_NORM_STEP, META_OPTIMIZERS, Needs)
+                                  GRAD_NORM_STEP, Needs)
 
 
 @rule(name="gradient-accumulation", code="TL613", requires=(Needs.GRAD_RESETS,),
@@ -70,13 +72,14 @@ from tracelab.core.schema import (BACKWARD_PASSES, BACKWARD_RESETS, GRAD_NORM_BA
                       timing="overlap", when=causes.not_input),))
 def gradient_accumulation(run: Run, *, min_share: float = 0.5,
                           min_steps: int = 5) -> list[Finding]:
-    optimizers = run.meta.get(META_OPTIMIZERS)
-    if isinstance(optimizers, dict) and len(optimizers) > 1:
+    if len(run.optimizers()) > 1:
         return []
     passes = run.signal(BACKWARD_PASSES)
     resets = run.signal(BACKWARD_RESETS).reindex(passes.index)
     several = passes.index[(passes >= 2).to_numpy()]
-    if len(several) < min_steps:
+    # Accumulation is the loop's rule: most steps take several passes. A step that follows a
+    # batch skipped after its backward (no optimizer step) takes two passes now and then.
+    if len(several) < min_steps or len(several) < min_share * len(passes):
         return []
     reset = resets.loc[several].to_numpy(dtype=float) >= 1
     share = float(np.mean(reset))

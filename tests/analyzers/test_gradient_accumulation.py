@@ -83,6 +83,31 @@ def test_quiet_on_one_pass_training(tmp_path, one_thread):
     assert gradient_accumulation(run) == []
 
 
+def test_quiet_on_a_loop_that_now_and_then_skips_a_batch_after_backward(tmp_path, one_thread):
+    """A spike check that drops a batch after its backward (no step): the next step takes two
+    passes with a reset between them, a minority of the steps, not accumulation."""
+    import torch
+    import tracelab
+    model = _mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    g = torch.Generator().manual_seed(1)
+    with tracelab.Recorder(str(tmp_path / "run"), model=model, optimizer=opt) as rec:
+        for s in range(60):
+            opt.zero_grad()
+            x = torch.randn(8, 6, generator=g)
+            loss = torch.nn.functional.mse_loss(model(x)[:, 0], x.sum(1))
+            loss.backward()
+            if s % 10 == 5:
+                continue
+            opt.step()
+            rec.step(loss=loss)
+    run = open_run(tmp_path / "run")
+    passes = run.signal("backward/passes")
+    assert (passes == 2).sum() == 6 and (passes == 1).sum() == len(passes) - 6
+    assert (run.signal("backward/resets") == 1).sum() == 6
+    assert gradient_accumulation(run) == []
+
+
 def test_quiet_on_a_gan(tmp_path, one_thread):
     """DCGAN's loop with the discriminator's update after the generator's: the generator's pass
     adds to the discriminator's grads, which its zero_grad() resets before its own passes."""
