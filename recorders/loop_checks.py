@@ -107,7 +107,8 @@ class GradResets:
         self._param: torch.Tensor | None = None
         self._fresh = True  # the next backward pass is the first since an optimizer step
         self._leftover: Any = None  # what that pass found: a float, or a device tensor
-        self._count = 0  # backward passes since the step began (optimizer step or step())
+        self._seen = False  # a backward pass of the step was seen
+        self._count: Any = 0  # backward passes since the step began (optimizer step or step())
         self._resets: Any = 0  # those of them that found the grad reset: an int or a tensor
         self._added: Any = False  # an earlier pass of the step added a nonzero gradient
         self._lazy: list[torch.Tensor] | None = None  # unmaterialized params to watch later
@@ -140,6 +141,30 @@ class GradResets:
             grad = grad.to_dense()
         if old is not None and old.layout != torch.strided:
             old = old.to_dense()
+        if torch.compiler.is_compiling():
+            # Traced by compiled autograd (inline: hook_refs). Dynamo guards on the Python state
+            # read here, and a host read (bool, float) breaks its graph: the state read takes
+            # the same values at every step's first pass (a fresh step, nothing seen), and the
+            # same at every later pass of a step (all tensors by then); the counts, the
+            # leftover and the resets are tensor ops of the graph, read at step().
+            added = (grad.detach().abs().amax() > 0 if grad.numel()
+                     else torch.zeros((), dtype=torch.bool, device=grad.device))
+            if self._fresh:
+                self._fresh, self._seen = False, False
+                self._leftover = 0.0 if old is None else old.detach().abs().amax()
+            if not self._seen:
+                self._seen = True
+                self._count = torch.ones((), dtype=torch.float64, device=grad.device)
+                self._resets = torch.zeros((), dtype=torch.float64, device=grad.device)
+                self._added = added
+            else:
+                before = torch.as_tensor(self._added, device=grad.device)
+                reset = before if old is None else torch.logical_and(
+                    before, old.detach().abs().amax() == 0)
+                self._count = self._count + 1
+                self._resets = self._resets + reset
+                self._added = torch.logical_or(before, added)
+            return None
         if self._fresh:
             self._fresh = False
             self._count, self._resets, self._added = 0, 0, False
@@ -149,27 +174,29 @@ class GradResets:
                 self._leftover = float(old.detach().abs().max())
             else:
                 self._leftover = old.detach().abs().amax()
-        elif self._count and self._added is not False:
+        elif self._seen and self._added is not False:
             # A pass after the step's first, which added to the grad: is its sum still there?
-            # (_added and _resets: Python values on the CPU, read there; on an accelerator
-            # device tensors, never read on the training thread. Inline: hook_refs.)
+            # (_added and _resets: Python values on the CPU, read there; on an accelerator,
+            # or after a compiled pass, tensors, never read on the training thread. Inline:
+            # hook_refs.)
             if old is None:
                 self._resets = self._resets + self._added
             else:
                 zero = old.detach().abs().amax() == 0
-                if zero.device.type == "cpu":
+                if zero.device.type == "cpu" and self._added is True:
                     self._resets += bool(zero)
                 else:
-                    self._resets = self._resets + (
-                        zero if self._added is True else torch.logical_and(self._added, zero))
+                    self._resets = self._resets + torch.logical_and(
+                        torch.as_tensor(self._added, device=zero.device), zero)
+        self._seen = True
         self._count += 1
         if self._added is not True and grad.numel():
             added = grad.detach().abs().amax() > 0
-            if added.device.type == "cpu":
+            if added.device.type == "cpu" and self._added is False:
                 self._added = bool(added)
             else:
-                self._added = added if self._added is False else torch.logical_or(
-                    self._added, added)
+                self._added = torch.logical_or(
+                    torch.as_tensor(self._added, device=added.device), added)
         return None
 
     def take(self) -> list[tuple[str, Any]]:
@@ -180,10 +207,9 @@ class GradResets:
             self.attach(self._lazy)
         leftover, self._leftover = self._leftover, None
         out = [] if leftover is None else [(GRAD_LEFTOVER, leftover)]
-        if self._count:
-            resets = self._resets
-            out += [(BACKWARD_PASSES, self._count), (BACKWARD_RESETS, resets)]
-        self._count, self._resets, self._added = 0, 0, False
+        if self._seen:
+            out += [(BACKWARD_PASSES, self._count), (BACKWARD_RESETS, self._resets)]
+        self._seen, self._count, self._resets, self._added = False, 0, 0, False
         return out
 
 
