@@ -15,8 +15,10 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from tracelab.recorders.profile import (PACKED, Reservoir, dtype_name, feature_names,
-                                        feature_shape, frame_profile, is_frame, tensor_profile)
+from tracelab.recorders.profile import (MAX_PROFILED_FEATURES, PACKED, Reservoir, dtype_name,
+                                        feature_names, feature_shape, frame_profile, is_frame,
+                                        profiled_features, tensor_profile)
+from tracelab.recorders.sentinel import batch_leaves
 from tracelab.recorders.transfer import StepRecord
 from tracelab.core.schema import ARROW_SCHEMAS, COUNT_STATS, INPUTS, SAMPLES_SNAPSHOT
 
@@ -58,6 +60,10 @@ class InputStats:
         are profiled.
         """
         if is_frame(inputs):
+            chosen = profiled_features(inputs.shape[1])
+            if chosen is not None:
+                self._cut(self._what + "s", inputs.shape[1], "columns")
+                inputs = inputs.iloc[:, chosen]
             profile, samples = frame_profile(inputs, self._frame_rng, self._skip)
             record.add(self._frame_rows(step, split, profile, samples))
             return
@@ -74,13 +80,17 @@ class InputStats:
             if self._devices.get(key) != str(x.device):
                 self._devices[key] = str(x.device)
                 self._on_devices(dict(self._devices))
+            n_feat, count = feature_shape(x.shape)
+            chosen = profiled_features(n_feat) if x.dim() >= 2 else None
+            if chosen is not None:
+                self._cut(name, n_feat, "channels" if x.dim() >= 3 else "features")
             try:
-                packed.extend(tensor_profile(x, self._generator(x.device)))
+                packed.extend(tensor_profile(x, self._generator(x.device), chosen))
             except Exception as exc:
                 self._skip(name, type(exc).__name__, f"{type(exc).__name__}: {exc}")
                 continue
-            n_feat, count = feature_shape(x.shape)
-            layout.append((feature_names(prefix, n_feat, names, x.dim()), dtype_name(x), count))
+            layout.append((feature_names(prefix, n_feat, names, x.dim(), chosen), dtype_name(x),
+                           count))
         record.add(self._tensor_rows(step, split, layout), packed)
 
     def _skip(self, feature: str, kind: str, reason: str) -> None:
@@ -92,6 +102,24 @@ class InputStats:
         if self._warn is None:
             raise ValueError(f"tracelab: {message}")
         self._warn((self._what, feature, kind), message)
+
+    def _cut(self, name: str, n: int, what: str) -> None:
+        """Warn once per input that only MAX_PROFILED_FEATURES of its n features are profiled."""
+        if self._warn is not None:
+            self._warn((self._what, name, "wide"), f"{self._what} {name!r} has {n} {what}: "
+                       f"{MAX_PROFILED_FEATURES} of them, spread evenly over its width, are "
+                       "profiled (named by their index), to bound the recorder's memory; "
+                       "warned once")
+
+    def _refused(self) -> None:
+        """Warn once when the reservoir's budget refused features (writer thread)."""
+        reservoir = self._reservoir
+        if reservoir.refused and self._warn is not None:
+            shown = ", ".join(f"{split}:{feature}" for split, feature in reservoir.refused_first)
+            self._warn((self._what, "samples", "budget"), f"the input samples keep at most "
+                       f"{reservoir.capacity} (split, feature) pairs of {reservoir.size} values, "
+                       f"to bound the recorder's memory: features offered later ({shown}, ...) "
+                       "are profiled but keep no samples; warned once")
 
     def _tensor_rows(self, step: int, split: str, layout: list):
         reservoir, table, samples = self._reservoir, self._table, self._table == INPUTS
@@ -114,6 +142,7 @@ class InputStats:
                     reservoir.add_many(split, list(feats), step,
                                        np.asarray(sample, dtype=np.float64).reshape(len(feats), -1))
             if samples:
+                self._refused()
                 out.append((SAMPLES_SNAPSHOT, reservoir.columns))
             return out
         return rows
@@ -128,18 +157,21 @@ class InputStats:
                 return [(table, cols)]
             for feature, vals in samples.items():
                 reservoir.add(split, feature, step, vals)
+            self._refused()
             return [(INPUTS, cols), (SAMPLES_SNAPSHOT, reservoir.columns)]
         return rows
 
     def _named_inputs(self, inputs: Any) -> list[tuple[str, Any, Sequence[str] | None]]:
+        """(name prefix, leaf, feature names) of each part of `inputs`, nested tuples, lists and
+        dicts walked as the sentinel walks them (which warns of what it skips)."""
         names = self.feature_names
-        if isinstance(inputs, Mapping):
-            per_key = names if isinstance(names, Mapping) else {}
-            return [(str(k), v, per_key.get(k)) for k, v in inputs.items()]
-        if isinstance(inputs, (tuple, list)):
-            return [(f"{self._base}{i}", v, None) for i, v in enumerate(inputs)]
-        single = "" if self._table == INPUTS else self._base  # inputs: feature[i] names
-        return [(single, inputs, names if not isinstance(names, Mapping) else None)]
+        if type(inputs) is torch.Tensor or not isinstance(inputs, (Mapping, tuple, list)):
+            single = "" if self._table == INPUTS else self._base  # inputs: feature[i] names
+            return [(single, inputs, names if not isinstance(names, Mapping) else None)]
+        per_key = names if isinstance(names, Mapping) and isinstance(inputs, Mapping) else {}
+        leaves, _ = batch_leaves(inputs, self._base)
+        return [(name, leaf, per_key.get(path[0]) if len(path) == 1 else None)
+                for name, path, leaf in leaves]
 
     def _generator(self, device: torch.device) -> torch.Generator:
         """The recorder's own random stream per device: sampling never moves the user's."""

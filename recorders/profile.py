@@ -17,6 +17,12 @@ import torch
 from tracelab.core.schema import INPUT_STATS, N_UNIQUE_CAP, RESOLUTIONS, unique_stride
 
 SAMPLES_PER_BATCH = 64
+# The recorder runs in the user's process, so its input profiles have a fixed budget whatever
+# an input's width: at most MAX_PROFILED_FEATURES features of a tensor (or columns of a
+# DataFrame) are profiled, spread evenly over its width (`profiled_features`), and the
+# reservoir holds at most MAX_SAMPLE_VALUES values (16 bytes each with their steps: 64 MiB).
+MAX_PROFILED_FEATURES = 1024
+MAX_SAMPLE_VALUES = 1 << 22
 # Columns of the packed per-feature tensor profile: the input statistics but the count, which
 # the batch's shape gives.
 PACKED = tuple(c for c in INPUT_STATS if c != "count")
@@ -36,6 +42,17 @@ def feature_shape(shape: Sequence[int]) -> tuple[int, int]:
     return shape[1], math.prod(shape) // shape[1] if shape[1] else 0
 
 
+@functools.lru_cache(maxsize=64)
+def profiled_features(n: int, cap: int = MAX_PROFILED_FEATURES) -> np.ndarray | None:
+    """The indices of the features profiled of `n`: None for all of them (n <= cap), else
+    `cap` indices spread evenly from the first to the last, the same at every step (made once
+    per width; the array is shared: never change it)."""
+    if n <= cap:
+        return None
+    chosen = np.unique(np.linspace(0, n - 1, cap).round().astype(np.int64))
+    return chosen
+
+
 def feature_matrix(x: torch.Tensor) -> torch.Tensor:
     """[features, values]: dim 1 holds the features (2-D) or channels (3-D and up)."""
     x = x.detach()
@@ -46,9 +63,12 @@ def feature_matrix(x: torch.Tensor) -> torch.Tensor:
     return x.transpose(0, 1).reshape(x.shape[1], -1)
 
 
-def tensor_profile(x: torch.Tensor, generator: torch.Generator | None = None
-                   ) -> tuple[torch.Tensor, torch.Tensor]:
+def tensor_profile(x: torch.Tensor, generator: torch.Generator | None = None,
+                   features: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(packed [F, len(PACKED)] float64, samples [F, k]) on x's device, with no host sync.
+
+    `features` (indices along dim 1, as `profiled_features` gives them) profiles those
+    features alone: they are selected before anything else is copied.
 
     `generator` draws the sampled positions; the recorder passes its own, so that recording
     never advances the training's global random state.
@@ -57,6 +77,8 @@ def tensor_profile(x: torch.Tensor, generator: torch.Generator | None = None
     schema.UNIQUE_EXACT values in the batch (tabular batches), else counted on a strided
     subsample of at most that many (image channels), where n_unique is then a lower bound.
     """
+    if features is not None and x.dim() >= 2:
+        x = x.detach().index_select(1, torch.as_tensor(features, device=x.device))
     m = feature_matrix(x)
     if m.dtype == torch.bool:
         m = m.to(torch.uint8)
@@ -102,19 +124,35 @@ def tensor_profile(x: torch.Tensor, generator: torch.Generator | None = None
     return packed, work[:, idx].double()
 
 
-def feature_names(prefix: str, n: int, names: Sequence[str] | None, ndim: int = 2) -> list[str]:
-    """`names` when they fit; else `prefix` alone for one feature, `prefix[i]` for several."""
+def feature_names(prefix: str, n: int, names: Sequence[str] | None, ndim: int = 2,
+                  features: np.ndarray | None = None) -> list[str]:
+    """`names` when they fit; else `prefix` alone for one feature, `prefix[i]` for several.
+    With `features` (profiled_features of n), the names of those features alone, each
+    keeping its index in the full input (`feature[517]`)."""
     if names is not None and len(names) == n:
-        return [str(v) for v in names]
+        named = [str(v) for v in names]
+        return named if features is None else [named[i] for i in features]
     if n == 1 and prefix:
         return [prefix]
-    return list(_numbered(prefix or ("channel" if ndim >= 3 else "feature"), n))
+    base = prefix or ("channel" if ndim >= 3 else "feature")
+    if features is None:
+        return list(_numbered(base, n))
+    if features is profiled_features(n):
+        return list(_numbered_spread(base, n))  # the usual selection: made once per layout
+    return [f"{base}[{i}]" for i in features]
 
 
 @functools.lru_cache(maxsize=64)
 def _numbered(base: str, n: int) -> tuple[str, ...]:
     """`base[0]`, ..., `base[n-1]`: made once per input layout, not at every profiled step."""
     return tuple(f"{base}[{i}]" for i in range(n))
+
+
+@functools.lru_cache(maxsize=64)
+def _numbered_spread(base: str, n: int) -> tuple[str, ...]:
+    """The names of profiled_features(n), never all n of them (a name per feature of a
+    4-million-wide input would be hundreds of MB)."""
+    return tuple(f"{base}[{i}]" for i in profiled_features(n))
 
 
 def dtype_name(x: Any) -> str:
@@ -250,10 +288,20 @@ class Reservoir:
 
     One row of a 2-D array per (split, feature), offered a batch and all its features at once
     by a few numpy calls of Algorithm R, never a few per feature. Used only on the writer thread.
+
+    Its memory is bounded by `budget` values (16 bytes each, with their steps), whatever the
+    number of features: it keeps at most budget // size rows. Features are admitted in the
+    order they are first offered, at most half the rows' worth of feature names, so that each
+    admitted feature has room for a second split (train and val sample the same features); a
+    row past the budget, or of a feature not admitted, is refused and counted in `refused`.
     """
 
-    def __init__(self, size: int = 2_000, seed: int = 0):
+    def __init__(self, size: int = 2_000, seed: int = 0, budget: int = MAX_SAMPLE_VALUES):
         self.size = size
+        self.capacity = max(1, budget // max(size, 1))  # rows
+        self.refused = 0  # rows the budget refused (counted once per batch layout)
+        self.refused_first: list[tuple[str, str]] = []  # the first few of them, for a warning
+        self._names: set[str] = set()  # the features admitted
         self.rng = np.random.default_rng(seed)
         self._rows: dict[tuple[str, str], int] = {}
         self._values = np.empty((0, size))  # row r: its kept values in slot order
@@ -275,6 +323,9 @@ class Reservoir:
                 self.add_many(split, [feature], step, row.reshape(1, -1))
             return
         rows = self._rows_of(split, features)
+        if len(rows) and rows.min() < 0:  # rows refused by the budget
+            kept = rows >= 0
+            rows, values = rows[kept], values[kept]
         finite = np.isfinite(values)
         counts = finite.sum(axis=1)
         total = int(counts.sum())
@@ -302,16 +353,34 @@ class Reservoir:
         for feature in features:
             row = self._rows.get((split, feature))
             if row is None:
-                row = self._rows[(split, feature)] = len(self._rows)
+                row = self._admit(split, feature)
             rows.append(row)
         if len(self._rows) > len(self._seen):  # grow by doubling: rows are added rarely
-            grow = max(len(self._rows), 2 * len(self._seen)) - len(self._seen)
+            grow = min(max(len(self._rows), 2 * len(self._seen)), self.capacity) \
+                - len(self._seen)
             self._values = np.concatenate([self._values, np.empty((grow, self.size))])
             self._steps = np.concatenate([self._steps,
                                           np.empty((grow, self.size), dtype=np.int64)])
             self._seen = np.concatenate([self._seen, np.zeros(grow, dtype=np.int64)])
         known = self._known[key] = np.array(rows, dtype=np.int64)
         return known
+
+    def _admit(self, split: str, feature: str) -> int:
+        """The new row of (split, feature), or -1 when the budget refuses it."""
+        if len(self._rows) < self.capacity and (
+                feature in self._names or len(self._names) < max(1, self.capacity // 2)):
+            self._names.add(feature)
+            row = self._rows[(split, feature)] = len(self._rows)
+            return row
+        self.refused += 1
+        if len(self.refused_first) < 5:
+            self.refused_first.append((split, feature))
+        return -1
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes its arrays hold (at most budget * 16, plus a counter per row)."""
+        return self._values.nbytes + self._steps.nbytes + self._seen.nbytes
 
     def columns(self) -> dict[str, Any]:
         """The kept values as the samples table's columns. The split and feature of each

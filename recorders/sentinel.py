@@ -68,30 +68,72 @@ def frame_sentinel(df: Any) -> list[np.ndarray]:
                      dtype=np.float64)]
 
 
+# How far a batch part is walked: nested tuples, lists and dicts up to MAX_DEPTH levels below
+# the part itself, and at most MAX_PARTS leaves, so that a deep or huge structure costs a
+# bounded walk; what lies beyond is skipped and warned about.
+MAX_DEPTH = 4
+MAX_PARTS = 256
+
+
+def batch_leaves(value: Any, base: str) -> tuple[list[tuple[str, tuple, Any]], list[str]]:
+    """(leaves, skipped) of a batch part: each leaf (anything but a tuple, list or dict) as
+    (name, path, leaf), in order, and what the walk left out, described for a warning.
+
+    Names are stable from step to step: `base` for the part itself; `base<i>` for the i-th item
+    of a tuple or list and the key for a dict's value, as one level always named them; deeper
+    items add `.<i>` or `.<key>` (`input0.1.0`, `k.mask`). `path` holds the indices and keys
+    from the top. Containers deeper than MAX_DEPTH levels and leaves past MAX_PARTS are
+    skipped; a leaf that is None is dropped silently."""
+    leaves: list[tuple[str, tuple, Any]] = []
+    skipped: list[str] = []
+    stack: list[tuple[str, tuple, Any]] = [(base, (), value)]
+    while stack:
+        name, path, item = stack.pop()
+        if type(item) is torch.Tensor or not isinstance(item, (Mapping, tuple, list)):
+            if item is None:
+                continue
+            if len(leaves) >= MAX_PARTS:
+                skipped.append(f"{name} and any later parts (more than {MAX_PARTS} parts)")
+                break
+            leaves.append((name, path, item))
+            continue
+        if len(path) >= MAX_DEPTH:
+            skipped.append(f"{name} (nested deeper than {MAX_DEPTH} levels)")
+            continue
+        try:
+            items = list(item.items()) if isinstance(item, Mapping) else list(enumerate(item))
+        except Exception as exc:  # a mapping whose items() raises
+            skipped.append(f"{name} ({type(exc).__name__} reading its items)")
+            continue
+        children = []
+        for key, child in items:
+            if not path:  # the first level, named as before
+                label = str(key) if isinstance(item, Mapping) else f"{base}{key}"
+            else:
+                label = f"{name}.{key}"
+            children.append((label, path + (key,), child))
+        stack.extend(reversed(children))  # depth first, in order
+    return leaves, skipped
+
+
+def _profiled(x: Any) -> bool:
+    return isinstance(x, torch.Tensor) and bool(x.numel()) and x.layout == torch.strided \
+        and not (x.is_meta or x.is_complex() or x.is_quantized)
+
+
 def _unchecked(value: Any) -> list[str]:
     """The type names of the parts of a batch that the sentinel cannot read."""
-    if type(value) is torch.Tensor:
-        return []
-    if isinstance(value, Mapping):
-        return [t for v in value.values() for t in _unchecked(v)]
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _unchecked(v)]
-    if value is None or isinstance(value, torch.Tensor) or is_frame(value):
-        return []
-    return [type(value).__name__]
+    leaves, _ = batch_leaves(value, "")
+    return [type(v).__name__ for _, _, v in leaves
+            if not (isinstance(v, torch.Tensor) or is_frame(v))]
 
 
 def named_tensors(value: Any, base: str) -> list[tuple[str, torch.Tensor]]:
-    """The tensors of a batch part (a tensor, a tuple or dict of them) with their names:
-    `base` alone, `base<i>` in a tuple, the key in a dict."""
-    if isinstance(value, Mapping):
-        items = [(str(k), v) for k, v in value.items()]
-    elif isinstance(value, (tuple, list)):
-        items = [(f"{base}{i}", v) for i, v in enumerate(value)]
-    else:
-        items = [(base, value)]
-    return [(n, v) for n, v in items if isinstance(v, torch.Tensor) and v.numel()
-            and v.layout == torch.strided and not (v.is_meta or v.is_complex() or v.is_quantized)]
+    """The tensors of a batch part (a tensor, or tuples, lists and dicts of them, nested as
+    `batch_leaves` walks them) with their names: `base` alone, `base<i>` in a tuple, the key
+    in a dict, `.<i>` or `.<key>` for each level below."""
+    leaves, _ = batch_leaves(value, base)
+    return [(n, v) for n, _, v in leaves if _profiled(v)]
 
 
 def device_sentinel(x: torch.Tensor) -> torch.Tensor:
@@ -140,17 +182,25 @@ class Sentinel:
         for role, value in ((INPUT_ROLE, inputs), (TARGET_ROLE, targets)):
             if value is None:
                 continue
-            for kind in _unchecked(value):
+            leaves, skipped = batch_leaves(value, role)
+            unread: dict[str, list[str]] = {}
+            for name, _, leaf in leaves:
+                if not (isinstance(leaf, torch.Tensor) or is_frame(leaf)):
+                    unread.setdefault(type(leaf).__name__, []).append(name)
+            for kind, where in unread.items():
                 self._warn(("sentinel-type", role, kind), f"{role}s given as a {kind} are not "
-                           "checked or profiled: give tensors, numpy arrays or a pandas "
-                           "DataFrame; warned once")
+                           f"checked or profiled ({_listed(where)}): give tensors, numpy arrays "
+                           "or a pandas DataFrame; warned once")
+            if skipped:
+                self._warn(("sentinel-limits", role), f"{role} parts not checked or profiled: "
+                           f"{_listed(skipped)}; warned once")
             if is_frame(value):
                 for row in frame_sentinel(value):
                     roles.append(role)
                     names.append(role)
                     host.append(row)
                 continue
-            for name, x in named_tensors(value, role):
+            for name, x in ((n, v) for n, _, v in leaves if _profiled(v)):
                 try:
                     if x.device.type == "cpu":
                         host.append(host_sentinel(x))
@@ -178,3 +228,8 @@ class Sentinel:
     def _unchecked(self, role: str, name: str, exc: Exception) -> None:
         self._warn(("sentinel", name, type(exc).__name__), f"{role} {name!r} not checked "
                    f"({type(exc).__name__}: {exc}); warned once")
+
+
+def _listed(names: list[str], most: int = 5) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
