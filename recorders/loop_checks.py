@@ -14,6 +14,11 @@
   optimizer) or `step()`, whichever came last, to the next. Cost: a reduction of the small
   parameter's incoming grad per pass, and of its held grad per pass after the first; on an
   accelerator they stay device tensors that ride the step's packed copy (no host sync).
+  Under compiled autograd the hook is traced into the captured backward: there the counts, the
+  resets and the leftover are tensor ops of the graph (read at `step()`, with the packed copy),
+  and the Python state the hook reads takes one set of values at a step's first pass and
+  another at its later ones, so the backward compiles once per kind of pass (a first pass that
+  finds the grad None or held, a later one) and no graph breaks or recompiles after.
 - Modes at evaluation (`EvalModes`): a forward pre-hook on the model notes, for forward passes
   without autograd (evaluation), whether the model and its Dropout and BatchNorm modules were
   in training mode; `log()` of another split records what the last such pass saw (or the
@@ -186,8 +191,8 @@ class GradResets:
                 if zero.device.type == "cpu" and self._added is True:
                     self._resets += bool(zero)
                 else:
-                    self._resets = self._resets + torch.logical_and(
-                        torch.as_tensor(self._added, device=zero.device), zero)
+                    self._resets = self._resets + (
+                        zero if self._added is True else torch.logical_and(self._added, zero))
         self._seen = True
         self._count += 1
         if self._added is not True and grad.numel():
@@ -195,8 +200,8 @@ class GradResets:
             if added.device.type == "cpu" and self._added is False:
                 self._added = bool(added)
             else:
-                self._added = torch.logical_or(
-                    torch.as_tensor(self._added, device=added.device), added)
+                self._added = added if self._added is False else torch.logical_or(
+                    self._added, added)
         return None
 
     def take(self) -> list[tuple[str, Any]]:

@@ -698,3 +698,51 @@ def test_activations_off_keeps_a_compiled_run_bit_for_bit(tmp_path):
     assert run.meta["recorder"]["activations"] is False
     assert "activation" not in set(run.tensors.kind)
     assert sorted(run.tensors[run.tensors.kind == "grad"].step.unique()) == list(range(STEPS))
+
+
+@pytest.mark.parametrize("inside", [None, "none", "zeros"])
+def test_compiled_autograd_counts_passes_and_resets_as_the_eager_backward_does(tmp_path, inside):
+    """Gradient accumulation (4 passes per step) with the backward under compiled autograd:
+    the recorder's gradient hook is traced into the captured backward, and records the same
+    backward/passes, backward/resets and grad_leftover as the eager backward, with no graph
+    break, and no graph compiled after the last variant's first recording step (step 3: a
+    recording step whose first pass finds the grad held, as zero_grad(set_to_none=False)
+    leaves it)."""
+    from torch._dynamo import compiled_autograd
+
+    def train(run_dir, captured: bool):
+        torch._dynamo.reset()
+        counters.clear()
+        torch.manual_seed(0)
+        model = MLP()
+        net = torch.compile(model, backend="aot_eager")
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        rec = tracelab.Recorder(str(run_dir), net, opt, activation_every=EVERY)
+        seen = []
+        for x, y in _batches():
+            for i in range(4):
+                if inside is not None:
+                    opt.zero_grad(set_to_none=inside == "none")
+                loss = torch.nn.functional.cross_entropy(net(x[2 * i:2 * i + 2]),
+                                                         y[2 * i:2 * i + 2]) / 4
+                if captured:
+                    with compiled_autograd._enable(torch.compile(backend="aot_eager")):
+                        loss.backward()
+                else:
+                    loss.backward()
+            opt.step()
+            if inside is None:
+                opt.zero_grad()
+            rec.step(loss=loss)
+            seen.append(_graphs())
+        rec.close()
+        return seen, open_run(run_dir).signals.pivot_table(index="step", columns="name",
+                                                           values="value")
+
+    names = ["backward/passes", "backward/resets", "grad_leftover"]
+    seen, got = train(tmp_path / "captured", True)
+    want = train(tmp_path / "eager", False)[1]
+    assert (got["backward/passes"] == 4).all() and len(got) == STEPS
+    assert (got["backward/resets"] == (0 if inside is None else 3)).all()
+    pd.testing.assert_frame_equal(got[names], want[names], rtol=1e-6)
+    assert seen[-1]["breaks"] == 0 and seen[3:] == [seen[-1]] * (STEPS - 3)
