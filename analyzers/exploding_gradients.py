@@ -3,12 +3,15 @@
 What it detects
     For each weight matrix or kernel, its gradient norm smoothed over a few recorded steps
     (rolling median, so a single bad batch does not count). A layer is flagged when that
-    sustained norm grows to `growth` times its level at the start while exceeding `min_norm`,
-    or, for a loss recorded as a mean (`Recorder(loss_fn=...)` with reduction "mean"), when it
-    reaches `max_norm`. Both levels are per term of the loss: a loss summed over the batch
-    (reduction "sum", with what enters it recorded: `step(outputs=...)`) has gradients as many
-    times a mean's as it adds terms (rows for a cross-entropy, elements otherwise), and is
-    judged on its norm divided by that count. The finding names the layers, with the peak's
+    sustained norm grows to `growth` times its level before (the lowest it held earlier, and
+    at least its level at the start) while exceeding `min_norm`, or, for a loss recorded as a
+    mean (`Recorder(loss_fn=...)` with reduction "mean"), when it reaches `max_norm`. For a
+    squared error (MSELoss) that bound is per unit of the error: the gradient of a mean squared
+    error is at most 2 * sqrt(loss) times the outputs' derivative, so the norm is divided by
+    2 * sqrt(loss) at the same step. Both levels are per term of the loss: a loss summed over
+    the batch (reduction "sum", with what enters it recorded: `step(outputs=...)`) has
+    gradients as many times a mean's as it adds terms (rows for a cross-entropy, elements
+    otherwise), and is judged on its norm divided by that count. The finding names the layers, with the peak's
     ratio to the median of the other layers at the same step. Non-finite gradients are left to
     nonfinite-values.
 
@@ -31,7 +34,10 @@ False positives
     gradients by design: the absolute `max_norm` applies only to a loss recorded as a mean, and
     a summed one only divided by its recorded count of terms, and every other run is judged
     by its gradients' growth alone. A gradient that grows from a tiny
-    start (a zero-initialized layer) must still exceed `min_norm` to count. Gradients of a deep
+    start (a zero-initialized layer) must still exceed `min_norm` to count; a norm largest in
+    the first steps that then falls (a transient of the initialization) has not grown. A
+    regression on large targets has large gradients while its error is large: judged per unit
+    of the error, they are its scale, not an explosion. Gradients of a deep
     network often grow 100x from a tiny start as it learns: while the loss, finite throughout,
     ends the span at half its start or less, the finding is information, not a warning.
 """
@@ -40,10 +46,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
 from tracelab.analyzers._learning_rate import lower_lr_fix
-from tracelab.analyzers._loss_contracts import (CROSS_ENTROPY, NLL, loss_fn, loss_type,
-                                                mean_reduced, output_facts)
+from tracelab.analyzers._loss_contracts import (CROSS_ENTROPY, NLL, SQUARED, loss_fn,
+                                                loss_type, mean_reduced, output_facts)
 from tracelab.analyzers._dynamics import (OUTCOME, edge_len, fmt, matrix_params, name_list,
                                           subject_of)
 from tracelab.core import causes
@@ -78,20 +85,30 @@ def exploding_gradients(run: Run, *, max_norm: float = 100.0, growth: float = 10
     sustained = norms.rolling(smooth, min_periods=smooth).median()
     start = norms.iloc[:edge_len(len(norms), lo=smooth, hi=50)].median()
     peak = sustained.max()
-    grew = peak / start.where(start > 0)
+    # Growth is a level reached from a lower one, at least the start's: a norm that is largest
+    # in the first steps and then falls (a transient of the initialization) never grew.
+    lowest = sustained.cummin().shift(1)
+    before = lowest.clip(lower=start, axis=1).where(lowest.notna())
+    rise_of = sustained / before
+    grew = rise_of.max()
     # An absolute norm means something only per term of the loss: a mean's, or a sum's divided
-    # by the batch, the sequence or the pixels it adds up (the user's choice of scale).
+    # by the batch, the sequence or the pixels it adds up (the user's choice of scale); for a
+    # squared error, per unit of the error it scales with.
     terms = 1.0 if mean_reduced(run) else _summed_terms(run)
-    absolute = max_norm * terms if terms else math.inf
     floor = min_norm * (terms or 1.0)
-    hot = [n for n in names if peak[n] >= absolute or (peak[n] >= floor and grew[n] >= growth)]
+    judged = _per_unit(run, norms, terms)
+    level = judged.rolling(smooth, min_periods=smooth).median() if terms else None
+    top = level.max() if level is not None else pd.Series(np.nan, index=names)
+    grown = ((rise_of >= growth) & (sustained >= floor)).any()
+    hot = [n for n in names if top[n] >= max_norm or grown[n]]
     if not hot:
         return []
     worst = max(hot, key=lambda n: peak[n])
     at = sustained[worst].idxmax()
     others = sustained.loc[at, [n for n in names if n != worst]].median()
     ratio = float(peak[worst] / others) if others > 0 else float("nan")
-    first = min(_onset(sustained[n], absolute, max(floor, growth * start[n])) for n in hot)
+    first = min(_onset(sustained[n], level[n] if level is not None else None, max_norm,
+                       max(floor, growth * start[n])) for n in hot)
     rise = f", {fmt(grew[worst])}x its start ({fmt(start[worst])})" if grew[worst] > 0 else ""
     rel = f", {fmt(ratio)}x the median of the other layers" if ratio == ratio else ""
     learning = _loss_fell(run, first, int(at))
@@ -142,7 +159,32 @@ def _summed_terms(run: Run) -> float | None:
     return terms if math.isfinite(terms) and terms >= 1 else None
 
 
-def _onset(series, max_norm: float, grown: float) -> int:
-    """First step at which a layer's sustained norm crossed either threshold."""
-    limit = min(max_norm, grown) if grown == grown else max_norm
-    return int(series.index[(series >= limit).to_numpy()][0])
+def _onset(series: pd.Series, judged: pd.Series | None, max_norm: float, grown: float) -> int:
+    """First step at which a layer's sustained norm crossed either threshold: `max_norm` on
+    its `judged` level (per term of the loss), or `grown` on the norm."""
+    crossed = np.zeros(len(series), dtype=bool)
+    if grown == grown:
+        crossed |= (series >= grown).to_numpy()
+    if judged is not None:
+        crossed |= (judged >= max_norm).to_numpy()
+    hits = series.index[crossed]
+    return int(hits[0]) if len(hits) else int(series.idxmax())
+
+
+def _per_unit(run: Run, norms: pd.DataFrame, terms: float | None) -> pd.DataFrame:
+    """The gradient norms per term of the loss (divided by `terms`) and, for a squared error,
+    per unit of the error: a mean squared error's gradient is 2 * mean(error * d output), at
+    most 2 * sqrt(loss) times the outputs' typical derivative (Cauchy-Schwarz over the batch),
+    so a regression on targets of size 100 has gradients 100 times one on targets of size 1
+    and falls as its error falls. Dividing by 2 * sqrt(the loss per term) at the same step
+    leaves the outputs' derivative, which the absolute bound is about. Steps without a finite
+    positive loss are left out (NaN)."""
+    if not terms:
+        return norms
+    per_term = norms / terms
+    if loss_type(run) not in SQUARED:
+        return per_term
+    loss = run.loss()
+    loss = loss[~loss.index.duplicated(keep="last")].astype(float)
+    loss = loss.where(np.isfinite(loss) & (loss > 0)).reindex(norms.index) / terms
+    return per_term.div(2 * np.sqrt(loss), axis=0)

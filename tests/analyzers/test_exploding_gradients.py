@@ -151,3 +151,35 @@ def test_sgd_within_the_stability_limit_stays_quiet(tmp_path, reduction):
     run = _regression(tmp_path / reduction, 1.0, reduction)
     assert exploding_gradients(run) == []
     assert exploding_gradients(run, max_norm=0.01) != []  # per term, the norm is still judged
+
+
+def _large_targets(path):
+    """A healthy regression on targets of size about 100 (Adam, mean squared error): its
+    gradients are about 100 times those of the same net on targets of size 1 from the first
+    step, and fall as the error falls."""
+    x, y = regression(512)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+    loss = nn.MSELoss()
+    train(path, model, (x, 30 * y), lambda out, t: loss(out.squeeze(1), t), loss_fn=loss,
+          steps=150, lr=0.1)
+    return tracelab.open_run(path)
+
+
+def test_a_squared_error_is_judged_per_unit_of_its_error(tmp_path):
+    run = _large_targets(tmp_path / "large")
+    raw = run.stat("grad", "norm")["2.weight"]
+    assert raw.rolling(5).median().max() > 100  # the absolute bound, read raw, would fire
+    assert run.loss().iloc[-5:].median() < 0.5 * run.loss().iloc[:5].median()
+    assert exploding_gradients(run) == []
+    # per unit of the error, the norm is still judged against the bound
+    assert exploding_gradients(run, max_norm=0.05) != []
+
+
+def test_a_norm_largest_at_the_first_steps_then_falling_did_not_grow():
+    """A layer whose gradient is large for the first steps and then falls for good (a
+    transient of the initialization) has grown from nothing: its start's median is low."""
+    falling = np.r_[np.full(4, 50.0), np.full(N - 4, 0.01)]
+    assert exploding_gradients(grad_run({**HEALTHY, "l0.weight": falling})) == []
+    rising = np.r_[np.full(8, 0.01), np.full(N - 8, 50.0)]
+    assert exploding_gradients(grad_run({**HEALTHY, "l0.weight": rising})) != []
