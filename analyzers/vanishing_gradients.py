@@ -40,6 +40,11 @@ False positives
     chain is judged on the gradients, not on the updates. A net whose profile is flat below
     its head (ReLU with the default initialization, residual or normalized nets) has no
     chain; a layer that starts at zero weights has no ratio and breaks the chain.
+    A layer whose outputs a BatchNorm normalizes right after (the next module in the model's
+    order, over as many features as the layer has outputs) is not judged by the size test:
+    the norm divides out its weights' scale, so its gradient shrinks as 1 / ||w|| and, with
+    one input feature (Morvan's BatchNorm regression net), is zero up to the norm's eps: its
+    size carries no meaning of depth.
     Only layers before the largest one in the model's order count as starved: a layer nearer
     the loss gets its gradient first, and when that is tiny the loss is flat there (a softmax
     saturated by blown-up weights), which no depth explains.
@@ -52,7 +57,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracelab.analyzers._dynamics import OUTCOME, fmt, matrix_params, name_list, subject_of
+from tracelab.analyzers._batches import BATCH_NORMS, POOLED_BATCH_NORMS
+from tracelab.analyzers._dynamics import (OUTCOME, fmt, layer_of, matrix_params, name_list,
+                                          param_shapes, subject_of)
 from tracelab.core import causes
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
@@ -100,6 +107,9 @@ def vanishing_gradients(run: Run, *, ratio: float = 1e-3, median_ratio: float = 
     # its gradient first, and when that is tiny the loss is flat there (saturated outputs).
     order = list(rms.index)
     low = low[[order.index(n) < order.index(rms.idxmax()) for n in low.index]]
+    # A layer whose outputs a BatchNorm normalizes right after has no scale of its own: the
+    # normalization divides out its weights' size and removes the gradient along them.
+    low = low.drop(index=[n for n in normalized_away(run, list(low.index))])
     if low.empty:
         return []
     worst = str(low.idxmin())
@@ -188,3 +198,35 @@ def _saturated(run: Run, share: float = 0.5) -> pd.Series:
         return pd.Series(dtype=float)
     frac = act.groupby("name")["saturated_frac"].median()
     return frac[frac >= share].sort_values(ascending=False)
+
+
+def normalized_away(run: Run, names: list[str]) -> list[str]:
+    """The weights among `names` whose layer's outputs a BatchNorm normalizes right after: the
+    next module in the model's order (its registration order, as nn.Sequential and the usual
+    conv-bn blocks write it) is a BatchNorm over as many features as the layer has outputs.
+    Such a layer is scale-invariant: its output after the norm does not change when its
+    weights are scaled, so its gradient is orthogonal to them and scales with 1 / ||w|| (and
+    for a layer with one input feature is zero up to the norm's eps): its size says nothing
+    of how much gradient reaches it."""
+    mods = [m for m in run.modules() if isinstance(m, dict) and m.get("path")]
+    shapes = param_shapes(run)
+    after = {str(m["path"]): n for m, n in zip(mods, mods[1:])}
+    found = []
+    for name in names:
+        norm = after.get(layer_of(name))
+        shape = shapes.get(name)
+        if (norm is not None and norm.get("type") in BATCH_NORMS | POOLED_BATCH_NORMS
+                and shape is not None and len(shape) >= 2
+                and _features(norm, shapes) == shape[0]):
+            found.append(name)
+    return found
+
+
+def _features(norm: dict, shapes: dict[str, tuple[int, ...]]) -> int | None:
+    """How many features a BatchNorm module normalizes: its scale's length, else the first
+    number of its repr ("10, eps=1e-05, ...")."""
+    shape = shapes.get(f"{norm['path']}.weight")
+    if shape is not None and len(shape) == 1:
+        return shape[0]
+    head = str(norm.get("extra_repr") or "").split(",")[0].strip()
+    return int(head) if head.isdigit() else None

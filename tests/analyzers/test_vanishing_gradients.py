@@ -90,3 +90,28 @@ def test_a_deep_sigmoid_stack_under_adam_loses_its_gradient_layer_by_layer(tmp_p
 def test_the_same_stack_with_relu_keeps_a_flat_profile_below_its_head(tmp_path):
     assert vanishing_gradients(_deep(tmp_path / "relu", nn.ReLU)) == []
 
+
+
+def _normalized_first_layer(path):
+    """A regression net whose first layer (one input feature) a BatchNorm normalizes right
+    after, as in Morvan's BatchNorm tutorial: the norm divides out that layer's weights, so
+    its gradient is zero up to the norm's eps."""
+    torch.manual_seed(0)
+    x = torch.linspace(-7, 10, 512)[torch.randperm(512, generator=torch.Generator().manual_seed(0))]
+    x, y = x.unsqueeze(1), (x ** 2 - 5) / 10
+    model = nn.Sequential(nn.BatchNorm1d(1), nn.Linear(1, 16), nn.BatchNorm1d(16), nn.ReLU(),
+                          nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 1))
+    loss = nn.MSELoss()
+    train(path, model, (x, y), lambda out, t: loss(out.squeeze(1), t), loss_fn=loss, steps=60,
+          lr=0.03)
+    return tracelab.open_run(path)
+
+
+def test_a_layer_a_batchnorm_normalizes_has_no_gradient_scale_to_judge(tmp_path):
+    run = _normalized_first_layer(tmp_path / "bn")
+    norms = run.stat("grad", "norm").iloc[30:].median()
+    per_element = {n: norms[n] / np.sqrt(w) for n, w in
+                   {"1.weight": 16, "4.weight": 256, "6.weight": 16}.items()}
+    # the size test alone would flag it: far below the largest layer and the median one
+    assert per_element["1.weight"] < 1e-3 * max(per_element.values())
+    assert vanishing_gradients(run) == []
