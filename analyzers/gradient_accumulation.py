@@ -6,8 +6,12 @@ What it detects
     the first that found the watched parameter's grad reset although an earlier pass of the
     step had added to it (`backward/resets`: None, or zero). The rule fires when at least
     `min_steps` steps, and at least `min_share` of the steps, took several backward passes and
-    the grads were reset between them on at least `min_share` of those steps: `zero_grad()` runs inside the accumulation loop, so
-    each optimizer step applies the last micro-batch's gradient only.
+    the grads were reset between them on at least `min_share` of those steps: `zero_grad()`
+    runs inside the accumulation loop, so each optimizer step applies the last micro-batch's
+    gradient only. Steps whose weights moved between their passes (`backward/weights_moved`:
+    the watched parameter's value at a later pass differed from the first's) are not
+    accumulation and are not judged. With 3 or more passes a step the finding is an ERROR; with
+    exactly 2 a WARNING, since a two-pass method reads the same (False positives).
 
     The other fault of the same loop, micro-batch losses not divided by the accumulation count
     k, cannot be seen in what is recorded: the sum of k mean-reduced gradients applied at a
@@ -48,6 +52,15 @@ False positives
     on most steps where both were recorded, they were written after backward and the rule is
     quiet. A watched parameter whose gradient is exactly zero in every pass reads as never
     added to, and is not judged.
+    Two-pass methods take two backward passes with `zero_grad()` between them by design.
+    Sharpness-aware minimization (SAM: backward, perturb the weights, zero_grad, backward
+    again, restore, step) moves every weight between its passes, which the recorder notes;
+    those steps are not judged. Adversarial training (FGSM, PGD: a backward for the input's
+    gradient, zero_grad, a backward on the perturbed batch) leaves the weights where they were,
+    and whether the two passes saw the same batch is not recorded, so it cannot be told apart
+    from a 2-micro-batch accumulation with zero_grad inside; nor can SAM in a trace recorded
+    before the weights' movement was. The finding is then a WARNING that names them; with 3
+    or more passes a step (a two-pass method has exactly 2) it stays an ERROR.
 """
 from __future__ import annotations
 
@@ -57,11 +70,11 @@ import pandas as pd
 from tracelab.analyzers._dynamics import OUTCOME
 from tracelab.core import causes
 from tracelab.core.causes import explains
-from tracelab.core.findings import ERROR, Finding
+from tracelab.core.findings import ERROR, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import (BACKWARD_PASSES, BACKWARD_RESETS, GRAD_NORM_BACKWARD,
-                                  GRAD_NORM_STEP, Needs)
+from tracelab.core.schema import (BACKWARD_PASSES, BACKWARD_RESETS, BACKWARD_WEIGHTS_MOVED,
+                                  GRAD_NORM_BACKWARD, GRAD_NORM_STEP, Needs)
 
 
 @rule(name="gradient-accumulation", code="TL613", requires=(Needs.GRAD_RESETS,),
@@ -76,7 +89,10 @@ def gradient_accumulation(run: Run, *, min_share: float = 0.5,
         return []
     passes = run.signal(BACKWARD_PASSES)
     resets = run.signal(BACKWARD_RESETS).reindex(passes.index)
-    several = passes.index[(passes >= 2).to_numpy()]
+    moved = run.signal(BACKWARD_WEIGHTS_MOVED).reindex(passes.index)
+    # Weights that moved between a step's passes: a two-pass optimizer (SAM), not accumulation.
+    still = ~(moved.to_numpy(dtype=float) >= 1)
+    several = passes.index[(passes >= 2).to_numpy() & still]
     # Accumulation is the loop's rule: most steps take several passes. A step that follows a
     # batch skipped after its backward (no optimizer step) takes two passes now and then.
     if len(several) < min_steps or len(several) < min_share * len(passes):
@@ -88,14 +104,25 @@ def gradient_accumulation(run: Run, *, min_share: float = 0.5,
     steps = several[reset]
     k = float(np.median(passes.loc[steps]))
     lost = float(np.median(resets.loc[steps]))
+    message = (f"On {int(reset.sum())} of {len(several)} steps that took several backward "
+               f"passes (median {k:g}), the grads were reset between them (median {lost:g} "
+               "resets a step): zero_grad() runs inside the accumulation loop, so each "
+               "optimizer step applies the last micro-batch's gradient only.")
+    known = bool(moved.loc[steps].notna().all())
+    if k < 3:  # a two-pass method takes exactly 2, its zero_grad between them on purpose
+        methods = ("adversarial training (FGSM, PGD: a backward for the input's gradient, "
+                   "zero_grad, a backward on the perturbed batch)")
+        if not known:
+            methods = ("sharpness-aware minimization (SAM; this trace does not record whether "
+                       "the weights moved between the passes) or " + methods)
+        message += (f" Unless this is a two-pass method by design: {methods}, whose two passes "
+                    "read the same; the recorded facts do not tell them apart.")
     return [gradient_accumulation.finding(
-        ERROR, "optimizer", (int(steps[0]), int(steps[-1])),
-        f"On {int(reset.sum())} of {len(several)} steps that took several backward passes "
-        f"(median {k:g}), the grads were reset between them (median {lost:g} resets a step): "
-        "zero_grad() runs inside the accumulation loop, so each optimizer step applies the "
-        "last micro-batch's gradient only.",
+        ERROR if k >= 3 else WARNING, "optimizer", (int(steps[0]), int(steps[-1])),
+        message,
         {"steps_reset": int(reset.sum()), "steps_accumulating": len(several), "share": share,
-         "median_passes": k, "median_resets": lost},
+         "median_passes": k, "median_resets": lost,
+         "steps_weights_moved": int((moved >= 1).sum()), "weights_moved_recorded": known},
         "Call optimizer.zero_grad() once per optimizer step, right after optimizer.step(), "
         "not between the micro-batches' backward() calls; divide each micro-batch's loss by "
         "the number of micro-batches.")]

@@ -11,11 +11,16 @@
   parameter's grad was reset (None, or all zero although an earlier pass of the step added a
   nonzero gradient): `zero_grad()` inside a gradient-accumulation loop, so that the optimizer
   step uses the last micro-batch only. A step here runs from the optimizer's step (with one
-  optimizer) or `step()`, whichever came last, to the next. Cost: a reduction of the small
-  parameter's incoming grad per pass, and of its held grad per pass after the first; on an
-  accelerator they stay device tensors that ride the step's packed copy (no host sync).
+  optimizer) or `step()`, whichever came last, to the next. The hook also notes whether the
+  parameter's value at a later pass differs from its value at the step's first pass (a copy of
+  the small parameter taken then): the weights moved between the passes, as a two-pass method
+  such as sharpness-aware minimization moves them (backward, perturb every weight, zero_grad,
+  backward again, restore, step), which is not accumulation. Cost: a reduction of the small
+  parameter's incoming grad per pass, and of its held grad and its value against the copy per
+  pass after the first, and that copy once per step; on an accelerator they stay device tensors
+  that ride the step's packed copy (no host sync).
   Under compiled autograd the hook is traced into the captured backward: there the counts, the
-  resets and the leftover are tensor ops of the graph (read at `step()`, with the packed copy),
+  resets, the leftover, the copy and the comparison with it are tensor ops of the graph (read at `step()`, with the packed copy),
   and the Python state the hook reads takes one set of values at a step's first pass and
   another at its later ones, so the backward compiles once per kind of pass (a first pass that
   finds the grad None or held, a later one) and no graph breaks or recompiles after.
@@ -59,7 +64,7 @@ from tracelab.recorders.transfer import StepRecord
 from tracelab.recorders.parameters import local
 from tracelab.recorders.stats import dense_equivalent, norms
 from tracelab.core.schema import (AMP_SCALE, AMP_SKIPPED, BACKWARD_PASSES, BACKWARD_RESETS,
-                                  DROPOUT_MODULES, GRAD_LEFTOVER,
+                                  BACKWARD_WEIGHTS_MOVED, DROPOUT_MODULES, GRAD_LEFTOVER,
                                   GRAD_NORM_BACKWARD, GRAD_NORM_STEP, NORM_MODULES, SIGNALS,
                                   TRAIN_MODE_DROPOUT, TRAIN_MODE_MODEL, TRAIN_MODE_NORM)
 
@@ -116,6 +121,8 @@ class GradResets:
         self._count: Any = 0  # backward passes since the step began (optimizer step or step())
         self._resets: Any = 0  # those of them that found the grad reset: an int or a tensor
         self._added: Any = False  # an earlier pass of the step added a nonzero gradient
+        self._value: torch.Tensor | None = None  # the parameter at the step's first pass
+        self._moved: Any = False  # its value differed at a later pass: a bool or a tensor
         self._lazy: list[torch.Tensor] | None = None  # unmaterialized params to watch later
 
     def attach(self, params: list[torch.Tensor]) -> None:
@@ -151,7 +158,8 @@ class GradResets:
             # read here, and a host read (bool, float) breaks its graph: the state read takes
             # the same values at every step's first pass (a fresh step, nothing seen), and the
             # same at every later pass of a step (all tensors by then); the counts, the
-            # leftover and the resets are tensor ops of the graph, read at step().
+            # leftover, the resets and the moved weights are tensor ops of the graph, read at
+            # step().
             added = (grad.detach().abs().amax() > 0 if grad.numel()
                      else torch.zeros((), dtype=torch.bool, device=grad.device))
             if self._fresh:
@@ -162,6 +170,9 @@ class GradResets:
                 self._count = torch.ones((), dtype=torch.float64, device=grad.device)
                 self._resets = torch.zeros((), dtype=torch.float64, device=grad.device)
                 self._added = added
+                self._value = (None if self._param is None
+                               else self._param.detach().clone())
+                self._moved = torch.zeros((), dtype=torch.bool, device=grad.device)
             else:
                 before = torch.as_tensor(self._added, device=grad.device)
                 reset = before if old is None else torch.logical_and(
@@ -169,7 +180,15 @@ class GradResets:
                 self._count = self._count + 1
                 self._resets = self._resets + reset
                 self._added = torch.logical_or(before, added)
+                now = self._param.detach() if self._param is not None else None
+                if self._value is not None and now is not None and (
+                        self._value.shape == now.shape):
+                    differ = torch.logical_and(now != self._value, torch.logical_not(
+                        torch.logical_and(now.isnan(), self._value.isnan())))
+                    self._moved = torch.logical_or(
+                        torch.as_tensor(self._moved, device=grad.device), differ.any())
             return None
+        first = self._fresh or not self._seen  # the step's first pass
         if self._fresh:
             self._fresh = False
             self._count, self._resets, self._added = 0, 0, False
@@ -193,6 +212,20 @@ class GradResets:
                 else:
                     self._resets = self._resets + (
                         zero if self._added is True else torch.logical_and(self._added, zero))
+        now = self._param.detach() if self._param is not None else None
+        if first:
+            self._value, self._moved = (None if now is None else now.clone()), False
+        elif self._moved is not True and self._value is not None and now is not None and (
+                self._value.shape == now.shape):
+            # Has the parameter moved since the step's first pass (NaN = NaN)? Read on the CPU
+            # (a bool), a tensor on an accelerator or after a compiled pass (inline: hook_refs).
+            differ = torch.logical_and(now != self._value, torch.logical_not(
+                torch.logical_and(now.isnan(), self._value.isnan()))).any()
+            if differ.device.type == "cpu" and self._moved is False:
+                self._moved = bool(differ)
+            else:
+                self._moved = differ if self._moved is False else torch.logical_or(
+                    self._moved, differ)
         self._seen = True
         self._count += 1
         if self._added is not True and grad.numel():
@@ -206,15 +239,18 @@ class GradResets:
 
     def take(self) -> list[tuple[str, Any]]:
         """The observations of the step that ends: the grad left over, if its first backward
-        pass was seen; the backward passes since the step began and the resets between them,
-        if any pass was seen (then a new step begins)."""
+        pass was seen; the backward passes since the step began, the resets between them and
+        whether the weights moved between them, if any pass was seen (then a new step
+        begins)."""
         if self._lazy is not None and self._param is None:  # a Lazy model's first forward
             self.attach(self._lazy)
         leftover, self._leftover = self._leftover, None
         out = [] if leftover is None else [(GRAD_LEFTOVER, leftover)]
         if self._seen:
-            out += [(BACKWARD_PASSES, self._count), (BACKWARD_RESETS, self._resets)]
+            out += [(BACKWARD_PASSES, self._count), (BACKWARD_RESETS, self._resets),
+                    (BACKWARD_WEIGHTS_MOVED, self._moved)]
         self._seen, self._count, self._resets, self._added = False, 0, 0, False
+        self._value, self._moved = None, False
         return out
 
 

@@ -182,3 +182,93 @@ def test_rare_resets_few_steps_several_optimizers_and_bad_values_are_quiet():
     assert gradient_accumulation(Run.from_frames()) == []
     [f] = gradient_accumulation(_frames([1] * 5 + [4] * 10, [0] * 5 + [3] * 10))
     assert f.evidence["steps_accumulating"] == 10
+
+
+def _two_pass(path, method):
+    """Two backward passes a step with zero_grad() between them, by design. "sam": sharpness-
+    aware minimization (perturb every weight along its grad, backward there, restore, step);
+    "fgsm": adversarial training (the input's gradient, then a backward on the perturbed
+    batch). Returns the run and whether the watched weight moved between the passes, as torch
+    shows it."""
+    import torch
+    import tracelab
+    model = _mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    g = torch.Generator().manual_seed(1)
+    watched = model[2].bias  # the smallest parameter
+    moved = []
+    with tracelab.Recorder(str(path), model=model, optimizer=opt,
+                           loss_fn=torch.nn.MSELoss()) as rec:
+        for _ in range(STEPS):
+            x = torch.randn(8, 6, generator=g)
+            x.requires_grad_(method == "fgsm")
+            loss = torch.nn.functional.mse_loss(model(x)[:, 0], x.detach().sum(1))
+            loss.backward()
+            first = watched.detach().clone()
+            with torch.no_grad():
+                if method == "sam":
+                    norm = torch.stack([p.grad.norm() for p in model.parameters()]).norm()
+                    eps = [0.05 * p.grad / (norm + 1e-12) for p in model.parameters()]
+                    for p, e in zip(model.parameters(), eps):
+                        p.add_(e)
+                else:
+                    x = (x + 0.1 * x.grad.sign()).detach()
+            opt.zero_grad()
+            out = model(x)[:, 0]
+            moved.append(not torch.equal(watched, first))
+            torch.nn.functional.mse_loss(out, x.sum(1)).backward()
+            if method == "sam":
+                with torch.no_grad():
+                    for p, e in zip(model.parameters(), eps):
+                        p.sub_(e)
+            opt.step()
+            opt.zero_grad()
+            rec.step(loss=loss)
+    return open_run(path), moved
+
+
+def test_quiet_on_sharpness_aware_minimization(tmp_path, one_thread):
+    """SAM moves every weight between its two passes: recorded, and not judged."""
+    run, moved = _two_pass(tmp_path / "run", "sam")
+    assert run.signal("backward/passes").tolist() == [2] * STEPS
+    assert run.signal("backward/resets").tolist() == [1] * STEPS  # recorded as it happened
+    assert run.signal("backward/weights_moved").tolist() == [float(m) for m in moved]
+    assert all(moved)
+    assert gradient_accumulation(run) == []
+
+
+def test_two_passes_without_moved_weights_are_a_warning_that_names_adversarial_training(
+        tmp_path, one_thread):
+    """FGSM reads as 2 micro-batches with zero_grad between them: whether the passes saw the
+    same batch is not recorded, so a warning that says what else it may be."""
+    run, moved = _two_pass(tmp_path / "run", "fgsm")
+    assert run.signal("backward/weights_moved").tolist() == [0.0] * STEPS and not any(moved)
+    [f] = gradient_accumulation(run)
+    assert f.severity.value == "warning" and f.evidence["median_passes"] == 2
+    assert "adversarial training" in f.message and "sharpness" not in f.message
+    accumulated, _ = _accumulating(tmp_path / "acc", reset_inside="none", k=2)
+    [f] = gradient_accumulation(accumulated)
+    assert f.severity.value == "warning" and "adversarial training" in f.message
+
+
+def test_a_trace_without_the_weights_movement_names_sam_too():
+    """Recorded before backward/weights_moved: two passes may be SAM as well; three or more
+    passes are no two-pass method and stay an error."""
+    [f] = gradient_accumulation(_frames([2] * 10, [1] * 10))
+    assert f.severity.value == "warning" and not f.evidence["weights_moved_recorded"]
+    assert "sharpness-aware minimization" in f.message and "adversarial" in f.message
+    [f] = gradient_accumulation(_frames([3] * 10, [2] * 10))
+    assert f.severity.value == "error" and "adversarial" not in f.message
+
+
+def test_steps_whose_weights_moved_are_not_judged():
+    def frames(moved):
+        run = _frames([2] * 10, [1] * 10)
+        extra = pd.DataFrame({"step": range(10), "split": "train",
+                              "name": "backward/weights_moved", "value": moved})
+        return Run.from_frames(signals=pd.concat([run.signals, extra], ignore_index=True),
+                               meta={"optimizers": {"0": {"type": "SGD"}}})
+    assert gradient_accumulation(frames([1.0] * 10)) == []
+    assert gradient_accumulation(frames([1.0] * 6 + [0.0] * 4)) == []  # 4 of 10: a minority
+    [f] = gradient_accumulation(frames([0.0] * 10))
+    assert f.severity.value == "warning" and f.evidence["weights_moved_recorded"]

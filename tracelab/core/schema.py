@@ -159,9 +159,13 @@ GRAD_NORM_STEP = "grad_norm/step"
 # added to it): zero_grad() inside a gradient-accumulation loop.
 BACKWARD_PASSES = "backward/passes"
 BACKWARD_RESETS = "backward/resets"
+# 1 when the watched parameter's value at a later backward pass of the step differed from its
+# value at the step's first pass (NaN = NaN): the weights moved between the passes, a two-pass
+# method (sharpness-aware minimization perturbs every weight), not accumulation; 0 otherwise.
+BACKWARD_WEIGHTS_MOVED = "backward/weights_moved"
 SIGNAL_NAMES = (GRAD_LEFTOVER, TRAIN_MODE_MODEL, TRAIN_MODE_DROPOUT, TRAIN_MODE_NORM,
                 DROPOUT_MODULES, NORM_MODULES, AMP_SCALE, AMP_SKIPPED, GRAD_NORM_BACKWARD,
-                GRAD_NORM_STEP, BACKWARD_PASSES, BACKWARD_RESETS)
+                GRAD_NORM_STEP, BACKWARD_PASSES, BACKWARD_RESETS, BACKWARD_WEIGHTS_MOVED)
 # meta.json: "optimizers" maps each watched optimizer's name to its summary (type, param groups
 # with their hyperparameters and tracked parameter names); {} records that the run was given no
 # optimizer object (manual SGD): its learning rate is unknown. "optimizer" keeps the first one's
