@@ -317,7 +317,8 @@ def _unlearnable(run: Run, *, max_explained: float, noise_k: float, max_above: f
     """Targets the inputs do not predict: a model the optimizer demonstrably moves never gets
     the train loss `max_explained` below the best constant prediction's (and settles there),
     or fits train `min_fit` below it while the validation split, whose inputs match train's,
-    stays at that level over `min_evals` evaluations or more."""
+    stays at that level over `min_evals` evaluations or more with its logged accuracy (a
+    fraction, or percent) at chance; without a validation accuracy that case is not judged."""
     bound = constant_loss(run)
     loss = finite(run.loss())
     if bound is None or not np.isfinite(bound) or bound <= 0 or len(loss) < min_steps:
@@ -362,11 +363,15 @@ def _unlearnable(run: Run, *, max_explained: float, noise_k: float, max_above: f
             val["val_constant_loss"] or not _splits_match(run, str(split), match_share):
         return []
     acc = val.get("accuracy")
-    if acc is not None:
-        chance, best = val["chance_acc"], float(acc[acc.index >= since].max())
-        if best > chance + max_explained * (1 - chance):
-            return []  # accuracy above chance: it learned something that carries over
-        evidence.update(val_acc_best=best, chance_acc=chance)
+    if acc is None or not len(acc[acc.index >= since]):
+        # A loss above the constant prediction's is also what healthy overfitting gives
+        # (confident wrong answers on some rows, right answers on more): only an accuracy
+        # at chance tells that nothing carries over.
+        return []
+    chance, best = val["chance_acc"], float(acc[acc.index >= since].max())
+    if best > chance + max_explained * (1 - chance):
+        return []  # accuracy above chance: it learned something that carries over
+    evidence.update(val_acc_best=best, chance_acc=chance)
     evidence.update(split=split, evaluations=len(after), fit_since=since,
                     val_constant_loss=val["val_constant_loss"],
                     val_loss_median=float(after.median()))
@@ -471,9 +476,14 @@ def _validation(run: Run, max_explained: float) -> tuple[str | None, dict | None
     shares = class_shares(run, split)
     for name in pd.unique(run.scalars["name"]):
         acc = finite(run.scalar(name, split)) if _ACC.search(str(name)) else None
-        if acc is not None and len(acc) and shares is not None and acc.max() <= 1:
-            found["accuracy"] = acc
-            found["chance_acc"] = float(shares.max())
+        if acc is None or not len(acc) or shares is None or acc.min() < 0:
+            continue
+        if acc.max() > 1:  # logged in percent
+            if acc.max() > 100:
+                continue
+            acc = acc / 100
+        found["accuracy"] = acc
+        found["chance_acc"] = float(shares.max())
     return split, found
 
 

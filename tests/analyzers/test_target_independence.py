@@ -29,15 +29,17 @@ def _data(n: int, seed: int, *, classes: int = 4, features: int = 16, regression
 def _train(path, *, shuffle: bool, n: int = 4096, steps: int = 150, lr: float = 1e-2,
            regression: bool = False, val_every: int = 0, val_rows: int = 256,
            loss_fn=None, freeze: bool = False, width: int = 32, epochs_over: int = 0,
-           batchnorm: bool = False, eval_mode: bool = False, batch: int = 32):
+           batchnorm: bool = False, eval_mode: bool = False, batch: int = 32,
+           accuracy: float = 0.0, perm_seed: int = 2):
     """An MLP trained with Adam; `shuffle`: its train targets permuted apart from the inputs;
+    `accuracy`: log the validation accuracy times that (1: a fraction, 100: percent);
     `epochs_over`: train on only that many rows, over and over (room to memorize);
     `batchnorm`: a BatchNorm1d after its hidden layer; `eval_mode`: every step in eval mode."""
     torch.manual_seed(0)
     x, y = _data(n + val_rows, 1, regression=regression)
     x, y, xv, yv = x[:n], y[:n], x[n:], y[n:]
     if shuffle:
-        y = y[torch.randperm(n, generator=torch.Generator().manual_seed(2))]
+        y = y[torch.randperm(n, generator=torch.Generator().manual_seed(perm_seed))]
     rows = epochs_over or n
     model = nn.Sequential(nn.Linear(16, width), *([nn.BatchNorm1d(width)] if batchnorm else []),
                           nn.ReLU(), nn.Linear(width, 1 if regression else 4))
@@ -61,8 +63,12 @@ def _train(path, *, shuffle: bool, n: int = 4096, steps: int = 150, lr: float = 
             if val_every and (step + 1) % val_every == 0:
                 model.eval()
                 with torch.no_grad():
-                    val = loss_fn(out_of(model(xv)), yv)
-                rec.log("val", metrics={"loss": val}, inputs=xv, targets=yv)
+                    out = out_of(model(xv))
+                    val = loss_fn(out, yv)
+                metrics = {"loss": val}
+                if accuracy:
+                    metrics["acc"] = accuracy * (out.argmax(1) == yv).float().mean().item()
+                rec.log("val", metrics=metrics, inputs=xv, targets=yv)
                 model.train(not eval_mode)
     return open_run(path)
 
@@ -93,14 +99,67 @@ def test_shuffled_regression_targets_sit_at_their_variance(tmp_path):
 
 
 def test_memorized_train_with_validation_at_the_constant_prediction(tmp_path):
-    run = _train(tmp_path / "r", shuffle=True, epochs_over=96, steps=600, width=256,
-                 val_every=60)
-    [f] = _found(run)
-    assert f.evidence["split"] == "val" and f.evidence["evaluations"] >= 3
-    assert "memorizes train" in f.message
+    for scale in (1, 100):  # the accuracy as a fraction or in percent
+        # (with 4 tight clusters the validation accuracy is a few draws: a permutation
+        # whose clusters' majorities happen to match their true class lands above chance)
+        run = _train(tmp_path / f"r{scale}", shuffle=True, epochs_over=96, steps=600,
+                     width=256, val_every=60, accuracy=scale, perm_seed=4)
+        [f] = _found(run)
+        assert f.evidence["split"] == "val" and f.evidence["evaluations"] >= 3
+        assert "memorizes train" in f.message
+        assert f.evidence["val_acc_best"] <= 0.4  # 4 classes: chance is about 0.25
     # The same memorizing model on aligned labels generalizes: quiet.
     assert _found(_train(tmp_path / "ok", shuffle=False, epochs_over=96, steps=600, width=256,
-                         val_every=60)) == []
+                         val_every=60, accuracy=1)) == []
+    # Without a validation accuracy, a validation loss above the constant prediction's is
+    # also healthy overfitting's: not judged.
+    assert _found(_train(tmp_path / "none", shuffle=True, epochs_over=96, steps=600,
+                         width=256, val_every=60, perm_seed=4)) == []
+
+
+def _overfit(path, accuracy: float):
+    """A wide MLP memorizing 96 rows of noisy but learnable blobs (4 classes): its
+    validation accuracy is well above chance while its validation loss, from confident wrong
+    answers, ends far above the constant prediction's."""
+    import tracelab
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    centres = torch.randn(4, 16, generator=g) * 2
+    y = torch.randint(0, 4, (600,), generator=g)
+    x = centres[y] + torch.randn(600, 16, generator=g) + 6 * torch.randn(600, 16)
+    xt, yt, xv, yv = x[:96], y[:96], x[96:], y[96:]
+    model = nn.Sequential(nn.Linear(16, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 4))
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    loss_fn = nn.CrossEntropyLoss()
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=loss_fn,
+                           input_every=5) as rec:
+        for step in range(400):
+            i = (step * 32) % 65
+            opt.zero_grad()
+            out = model(xt[i:i + 32])
+            loss = loss_fn(out, yt[i:i + 32])
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=xt[i:i + 32], targets=yt[i:i + 32], outputs=out)
+            if (step + 1) % 20 == 0:
+                model.eval()
+                with torch.no_grad():
+                    out = model(xv)
+                metrics = {"loss": loss_fn(out, yv)}
+                if accuracy:
+                    metrics["acc"] = accuracy * (out.argmax(1) == yv).float().mean().item()
+                rec.log("val", metrics=metrics, targets=yv, inputs=xv)
+                model.train()
+    return open_run(path)
+
+
+@pytest.mark.parametrize("accuracy", [0, 1, 100])
+def test_healthy_overfitting_is_not_memorization(tmp_path, accuracy):
+    run = _overfit(tmp_path / "r", accuracy)
+    val = run.loss("val")
+    assert float(val.iloc[-1]) > 2 * np.log(4)  # the validation loss far above the constant's
+    assert _found(run) == []
 
 
 def test_quiet_when_part_of_the_model_is_frozen_or_the_run_is_short(tmp_path):
