@@ -84,7 +84,7 @@ def dead_units(run: Run, *, min_dead: float = 0.5, error_dead: float = 0.95,
     modules = [m for m in dead.columns if types.get(m) in RELU_TYPES]
     baseline = constant_loss(run)
     if not modules:
-        return _from_gradients(run, window, min_recordings)
+        return _from_gradients(run, window, min_recordings, baseline)
     findings = []
     for module in modules:
         series = dead[module].dropna()
@@ -114,13 +114,17 @@ def dead_units(run: Run, *, min_dead: float = 0.5, error_dead: float = 0.95,
     return findings
 
 
-def _from_gradients(run: Run, window: float, min_recordings: int) -> list[Finding]:
+def _from_gradients(run: Run, window: float, min_recordings: int,
+                    baseline: float | None) -> list[Finding]:
     """One finding naming the trainable parameters whose gradient is exactly zero on each of
-    their recent recordings while others' are not, when a weight matrix is among them."""
+    their recent recordings while others' are not, when a weight matrix is among them: an
+    error when that is every weight matrix, or while the loss does no better than the best
+    constant prediction; information where it does and they never had a gradient (a module
+    left unused, a head weighted by 0); a warning otherwise."""
     info = param_info(run)
     grads = finite_stat(run, GRAD, "norm")
     trainable = [n for n in grads.columns if info.get(n, {}).get("requires_grad") is True]
-    zero, since, recent_steps = [], [], set()
+    zero, since, recent_steps, died = [], [], set(), False
     for name in trainable:
         series = grads[name].dropna()
         if len(series) < min_recordings:
@@ -129,6 +133,7 @@ def _from_gradients(run: Run, window: float, min_recordings: int) -> list[Findin
         if (recent == 0).all():
             zero.append(name)
             moved = series[series != 0]
+            died = died or len(moved) > 0
             since.append(int(series.index[series.index > moved.index[-1]][0]) if len(moved)
                          else int(series.index[0]))
             recent_steps.update(int(s) for s in recent.index)
@@ -143,8 +148,14 @@ def _from_gradients(run: Run, window: float, min_recordings: int) -> list[Findin
     modules = list(dict.fromkeys(layer_of(n) for n in zero))
     span = (min(since), int(grads.index[-1]))
     one = len(zero) == 1
+    loss = _mean_loss(run, span)
+    known = baseline is not None and loss is not None
+    # Every weight matrix without a gradient: the output is a constant the biases learn.
+    constant = set(matrix_params(run, trainable)) <= set(zero)
+    severity = (ERROR if constant or (known and loss >= baseline) else
+                INFO if known and not died else WARNING)
     return [dead_units.finding(
-        ERROR, subject_of(modules), span,
+        severity, subject_of(modules), span,
         f"The {'gradient' if one else 'gradients'} of {name_list(zero)} "
         f"{'is' if one else 'are'} exactly zero on each of {'its' if one else 'their'} "
         f"recordings from step {span[0]} to {span[1]}, while {len(live)} other "
@@ -154,7 +165,8 @@ def _from_gradients(run: Run, window: float, min_recordings: int) -> list[Findin
         "is dead (or a mask zeroes the layer's output); no ReLU module's activations were "
         "recorded to show it.",
         {"parameters": len(zero), "subjects": modules, "zero_grad_parameters": zero,
-         "recordings": len(steps), "grad_norm_max_elsewhere": peak, "source": "gradients"},
+         "recordings": len(steps), "grad_norm_max_elsewhere": peak, "source": "gradients",
+         "had_gradients": died, "loss_mean": loss, "constant_loss": baseline},
         lower_lr_fix(run, "Check the bias initialization of the layer before the ReLU (a "
                      "negative bias kills every unit), lower or warm up the learning rate, or "
                      "use LeakyReLU/GELU."))]

@@ -203,14 +203,16 @@ def _fell_steadily(course: dict[str, float], fell: float) -> bool:
     times or more below its start (for a mean squared error under the best constant
     prediction's, three quarters of the targets' variance explained). A learning rate too
     high keeps the loss from falling, makes it rise, turn NaN/Inf or swing around a level far
-    above its best; a loss that ends fourfold below its start did none of these (it gave back
-    less than a quarter of what it fell), whatever the size of the gradients (which scales
+    above its best; a loss that ends fourfold below its start, and within twice its best, did
+    none of these, whatever the size of the gradients (which scales
     with the loss's) or of the updates (which Adam-type optimizers set near the learning rate
     per element, whatever the gradients: their ratio to the weights is the LR over the
     weights' scale)."""
-    start, end = course.get("start"), course.get("end")
+    start, end, best = course.get("start"), course.get("end"), course.get("best")
     if not course.get("finite") or start is None or end is None:
         return False
+    if best is not None and best > 0 and end > 2 * best:
+        return False  # it fell, then gave back more than half: a late divergence is judged
     return start > 0 and end >= 0 and start >= fell * end  # a factor means nothing across 0
 
 

@@ -39,7 +39,9 @@ False positives
     metric that rises and falls back (a reinforcement learner forgetting, PPO's noisy
     returns), which ends no worse than it started. Names that say no direction (a length,
     `d_fake`, anything holding "loss", a spread like `return_std`) are never judged, nor is a
-    metric logged at fewer than `min_points` of the loss's steps. A curriculum that makes the
+    metric logged at fewer than `min_points` of the loss's steps. Runs where two or more
+    optimizers hold parameters (a GAN's players, an actor and a critic) are not judged: a
+    discriminator's falling loss pushes its score of the fakes down. A curriculum that makes the
     task harder as it goes, with a loss that does not show it, can look the same.
 """
 from __future__ import annotations
@@ -50,6 +52,7 @@ import numpy as np
 from scipy.stats import mannwhitneyu, spearmanr
 
 from tracelab.analyzers._dynamics import fmt
+from tracelab.analyzers._learning_rate import optimizers_holding
 from tracelab.core.causes import explained_by, explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -89,8 +92,8 @@ def loss_against_objective(run: Run, *, blocks: int = 8, min_points: int = 24,
                            alpha: float = 1e-3, alpha_trend: float = 0.01,
                            alpha_loss: float = 0.05) -> list[Finding]:
     sc = run.scalars
-    if not {"split", "name"} <= set(sc.columns):
-        return []
+    if not {"split", "name"} <= set(sc.columns) or optimizers_holding(run) >= 2:
+        return []  # several players (a GAN): one's loss falls as the other's score does
     findings = []
     pairs = sc[["split", "name"]].drop_duplicates()
     for split in dict.fromkeys(pairs["split"]):

@@ -63,3 +63,29 @@ def test_live_units_and_gradients_reset_before_recording_stay_quiet(tmp_path):
     assert dead_units(_train(tmp_path / "live", b1=0.0)) == []
     # every gradient zero at step(): nothing says the loss had gradient elsewhere
     assert dead_units(_train(tmp_path / "reset", b1=0.0, reset_before_recording=True)) == []
+
+
+def test_a_head_weighted_by_zero_in_a_model_that_learns_is_information(tmp_path):
+    """DDP's idiom for an unused module (`loss + 0 * head(x).sum()`): its gradient is exactly
+    zero from the start while the model beats the constant prediction: a note, not an alarm."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    body, head = torch.nn.Linear(8, 3), torch.nn.Linear(8, 4)
+    model = torch.nn.ModuleDict({"body": body, "head": head})
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    w = torch.randn(8, 3, generator=g)
+    with tracelab.Recorder(str(tmp_path / "r"), model=model, optimizer=opt,
+                           loss_fn=torch.nn.CrossEntropyLoss(), activations=False) as rec:
+        for _ in range(60):
+            x = torch.rand(32, 8, generator=g)
+            y = (x @ w).argmax(1)
+            loss = torch.nn.functional.cross_entropy(body(x), y)
+            opt.zero_grad()
+            (loss + 0 * head(x).sum()).backward()
+            opt.step()
+            rec.step(loss=loss, targets=y)
+    run = tracelab.open_run(str(tmp_path / "r"))
+    [f] = dead_units(run)
+    assert f.evidence["zero_grad_parameters"] == ["head.weight", "head.bias"]
+    assert f.evidence["loss_mean"] < f.evidence["constant_loss"]
+    assert f.severity.value == "info"

@@ -122,6 +122,41 @@ def test_a_minimized_cross_entropy_stays_quiet(tmp_path):
     assert _findings(_classifier(tmp_path / "r", sign=1.0)) == []
 
 
+def _gan(path, steps=400):
+    """A GAN with its two optimizers: the discriminator's loss falls as it learns to score the
+    fakes low, so its logged `fake_score` falls with its loss."""
+    torch.manual_seed(0)
+    G = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2))
+    D = nn.Sequential(nn.Linear(2, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1))
+    og = torch.optim.Adam(G.parameters(), 2e-4, betas=(0.5, 0.999))
+    od = torch.optim.Adam(D.parameters(), 2e-3, betas=(0.5, 0.999))
+    bce = nn.BCEWithLogitsLoss()
+    with tracelab.Recorder(path, model=nn.ModuleDict({"G": G, "D": D}),
+                           optimizer={"g": og, "d": od}, loss_fn=bce) as rec:
+        for _ in range(steps):
+            real = torch.randn(64, 2) * 0.5 + torch.tensor([2.0, -1.0])
+            fake = G(torch.randn(64, 4))
+            od.zero_grad()
+            dr, df = D(real), D(fake.detach())
+            dl = bce(dr, torch.ones_like(dr)) + bce(df, torch.zeros_like(df))
+            dl.backward()
+            od.step()
+            og.zero_grad()
+            bce(D(fake), torch.ones(64, 1)).backward()
+            og.step()
+            rec.step(loss=dl, metrics={"real_score": torch.sigmoid(dr).mean(),
+                                       "fake_score": torch.sigmoid(df).mean()})
+    return path
+
+
+def test_a_gan_whose_discriminator_scores_the_fakes_lower_stays_quiet(tmp_path):
+    run = tracelab.open_run(_gan(tmp_path / "r"))
+    loss, fake = run.loss(), run.scalar("fake_score")
+    assert loss.iloc[-20:].median() < loss.iloc[:20].median()  # the judged pattern is there
+    assert fake.iloc[-20:].median() < fake.iloc[:20].median()
+    assert _findings(tmp_path / "r") == []
+
+
 def _frames(split_series: dict):
     rows = [{"step": int(s), "split": split, "name": name, "value": float(v)}
             for (split, name), series in split_series.items() for s, v in enumerate(series)]
