@@ -739,10 +739,61 @@ def test_compiled_autograd_counts_passes_and_resets_as_the_eager_backward_does(t
         return seen, open_run(run_dir).signals.pivot_table(index="step", columns="name",
                                                            values="value")
 
-    names = ["backward/passes", "backward/resets", "grad_leftover"]
+    names = ["backward/passes", "backward/resets", "grad_leftover", "backward/weights_moved"]
     seen, got = train(tmp_path / "captured", True)
     want = train(tmp_path / "eager", False)[1]
     assert (got["backward/passes"] == 4).all() and len(got) == STEPS
     assert (got["backward/resets"] == (0 if inside is None else 3)).all()
+    assert (got["backward/weights_moved"] == 0).all()
+    pd.testing.assert_frame_equal(got[names], want[names], rtol=1e-6)
+    assert seen[-1]["breaks"] == 0 and seen[3:] == [seen[-1]] * (STEPS - 3)
+
+
+def test_compiled_autograd_sees_the_weights_move_between_sam_passes_as_eager_does(tmp_path):
+    """Sharpness-aware minimization with the backward under compiled autograd: the weights,
+    perturbed between the step's two passes, are recorded as moved (backward/weights_moved),
+    as the eager backward records them, with no graph break and no graph after step 3."""
+    from torch._dynamo import compiled_autograd
+
+    def train(run_dir, captured: bool):
+        torch._dynamo.reset()
+        counters.clear()
+        torch.manual_seed(0)
+        model = MLP()
+        net = torch.compile(model, backend="aot_eager")
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        rec = tracelab.Recorder(str(run_dir), net, opt, activation_every=EVERY)
+        seen = []
+        for x, y in _batches():
+            eps = []
+            for i in range(2):
+                loss = torch.nn.functional.cross_entropy(net(x), y)
+                if captured:
+                    with compiled_autograd._enable(torch.compile(backend="aot_eager")):
+                        loss.backward()
+                else:
+                    loss.backward()
+                with torch.no_grad():
+                    for p in model.parameters():
+                        if i == 0:
+                            eps.append(0.05 * p.grad.sign())
+                            p.add_(eps[-1])
+                        else:
+                            p.sub_(eps.pop(0))
+                if i == 0:
+                    opt.zero_grad()
+            opt.step()
+            opt.zero_grad()
+            rec.step(loss=loss)
+            seen.append(_graphs())
+        rec.close()
+        return seen, open_run(run_dir).signals.pivot_table(index="step", columns="name",
+                                                           values="value")
+
+    names = ["backward/passes", "backward/resets", "grad_leftover", "backward/weights_moved"]
+    seen, got = train(tmp_path / "captured", True)
+    want = train(tmp_path / "eager", False)[1]
+    assert len(got) == STEPS and (got["backward/passes"] == 2).all()
+    assert (got["backward/weights_moved"] == 1).all()
     pd.testing.assert_frame_equal(got[names], want[names], rtol=1e-6)
     assert seen[-1]["breaks"] == 0 and seen[3:] == [seen[-1]] * (STEPS - 3)

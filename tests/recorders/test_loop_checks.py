@@ -90,3 +90,36 @@ def test_grad_scaler_scale_is_recorded_every_step(tmp_path):
     run = open_run(tmp_path / "run")
     assert run.signal("amp/scale").tolist() == scales and scales[3] < scales[2]
     assert run.signal("amp/skipped").tolist() == [0, 0, 0, 1, 0, 0]
+
+
+def test_weights_moved_is_whether_the_watched_parameter_changed_between_passes(tmp_path):
+    """backward/weights_moved against torch.equal of the watched parameter at each later pass
+    and at the step's first; a NaN weight that stays NaN has not moved."""
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    watched = model[4].bias  # the smallest parameter, the last of them
+    expected = []
+    with tracelab.Recorder(str(tmp_path / "run"), model=model, optimizer=opt) as rec:
+        for step in range(6):
+            opt.zero_grad()
+            if step == 5:
+                with torch.no_grad():
+                    watched[0] = float("nan")
+            moved = False
+            for i in range(3):
+                if i == 0:
+                    first = watched.detach().clone()
+                elif i == 2 and step in (1, 4):
+                    with torch.no_grad():
+                        watched.add_(1e-3)  # moved between passes, as SAM moves every weight
+                x, y = torch.randn(16, 5), torch.randint(0, 3, (16,))
+                out = model(x)
+                moved |= i > 0 and not torch.equal(watched.nan_to_num(), first.nan_to_num())
+                torch.nn.functional.cross_entropy(out, y).backward()
+            opt.step()
+            rec.step(loss=1.0)
+            expected.append(float(moved))
+    run = open_run(tmp_path / "run")
+    assert expected == [0, 1, 0, 0, 1, 0]
+    assert run.signal("backward/weights_moved").tolist() == expected
+    assert run.signal("backward/passes").tolist() == [3] * 6
