@@ -89,10 +89,12 @@ def train_val_overlap(run: Run, *, min_overlap: float = 0.05, over_chance: float
             matches = int(np.isin(mine, theirs).sum())
             if not len(mine) or matches < min_matches or matches < min_overlap * len(mine):
                 continue
+            seen = len(theirs) * _FULL / limit
             try:
-                chance = _chance(run, fp, unit, len(theirs) * _FULL / limit)
+                chance = _chance(run, fp, unit, seen)
             except (TypeError, ValueError, KeyError):  # malformed profiles: no estimate
                 chance = 1.0
+            chance = max(chance, _repeat_chance(fp, unit, seen))
             bound = _tail_bound(matches, len(mine), min(1.0, over_chance * chance))
             if bound <= alpha and (best is None or matches / len(mine) > best[0]):
                 best = (matches / len(mine), unit, matches, len(mine), len(theirs), chance, bound)
@@ -125,6 +127,46 @@ def _tail_bound(matches: int, n: int, p: float) -> float:
     if share < 1.0:
         kl += (1.0 - share) * math.log((1.0 - share) / (1.0 - p))
     return math.exp(-n * kl)
+
+
+def _repeat_chance(fp, unit: str, train_rows: float) -> float:
+    """The chance that a random row (or item) of `unit` equals one of `train_rows` distinct
+    training ones, measured on the training split itself: the rate q at which two training
+    rows drawn apart are identical, from the rows of the first epoch's fingerprinted batches
+    (the steps while the rows processed, a batch a step, are no more than the distinct training
+    rows: no row has come back yet), each compared with the rows of its batch and the distinct
+    rows of earlier fingerprinted batches; a fresh row then matches one of `train_rows` with
+    chance 1 - exp(-q train_rows) at most (skewed values make it less). Discrete, binned or
+    skewed values collide at the rate they really do, whatever their profiles. 0 when nothing
+    was measured (a single row a batch, no training rows)."""
+    train = fp[(fp["split"] == TRAIN) & (fp["input"] == unit)]
+    if not len(train) or train_rows <= 0:
+        return 0.0
+    hashes = train["hash"].to_numpy(dtype=np.int64)
+    limit = _threshold(hashes)
+    scale = _FULL / limit  # the sample's rows stand for `scale` rows each
+    steps = train["step"].to_numpy(dtype=float)
+    below = hashes < limit
+    hashes, steps = hashes[below], steps[below]
+    order = np.unique(steps)
+    if not len(order):
+        return 0.0
+    first = steps == order[0]
+    admitted = float(first.sum())  # the first batch is written whole, repeats included
+    batch = admitted * scale
+    distinct = len(np.unique(hashes)) * scale
+    matches = comparisons = 0.0
+    before = 0.0  # distinct rows (full scale) of earlier fingerprinted batches
+    for step in order:
+        if step > order[0] and (step - order[0] + 1) * batch > distinct:
+            break  # rows may come back from here on: no longer chance alone
+        new = float(len(np.unique(hashes[steps == step])))
+        matches += max(0.0, admitted - new)
+        comparisons += admitted * (before + (batch - 1) / 2)
+        before += new * scale
+    if comparisons <= 0 or matches <= 0:
+        return 0.0
+    return 1.0 - math.exp(-train_rows * matches / comparisons)
 
 
 def _chance(run: Run, fp, unit: str, train_rows: float) -> float:
