@@ -161,7 +161,8 @@ BACKWARD_PASSES = "backward/passes"
 BACKWARD_RESETS = "backward/resets"
 # 1 when the watched parameter's value at a later backward pass of the step differed from its
 # value at the step's first pass (NaN = NaN): the weights moved between the passes, a two-pass
-# method (sharpness-aware minimization perturbs every weight), not accumulation; 0 otherwise.
+# method (sharpness-aware minimization perturbs every weight) or, with several optimizers, one's
+# step between the passes; not accumulation. 0 otherwise.
 BACKWARD_WEIGHTS_MOVED = "backward/weights_moved"
 SIGNAL_NAMES = (GRAD_LEFTOVER, TRAIN_MODE_MODEL, TRAIN_MODE_DROPOUT, TRAIN_MODE_NORM,
                 DROPOUT_MODULES, NORM_MODULES, AMP_SCALE, AMP_SKIPPED, GRAD_NORM_BACKWARD,
