@@ -41,17 +41,17 @@ How to fix
 
 False positives
     Correct accumulation (zero_grad after the step, each loss divided by k) and ordinary
-    one-pass training read no resets. A loop that now and then skips a batch after its
-    backward (no optimizer step: a spike check, an exception caught) gives the next step two
-    passes with a reset between them; such steps are a minority and are not judged. Runs with several optimizers are not judged: a GAN's
-    generator pass reaches the discriminator, whose grads its own `zero_grad()` may reset
-    between passes of one step on purpose. Grads assembled by hand from several passes
-    (gradient surgery: each task's backward read and reset, their combination written into
-    `.grad`) reset on purpose too; when the recorded grads the optimizer used
-    (`grad_norm/step`) are larger than those of the last backward pass (`grad_norm/backward`)
-    on most steps where both were recorded, they were written after backward and the rule is
-    quiet. A watched parameter whose gradient is exactly zero in every pass reads as never
-    added to, and is not judged.
+    one-pass training read no resets. A loop that now and then skips a batch after its backward
+    (no optimizer step: a spike check, an exception caught) gives the next step two passes with
+    a reset between them; such steps are a minority and are not judged. Runs with several
+    optimizers are not judged: a GAN's generator pass reaches the discriminator, whose grads its
+    own `zero_grad()` may reset between passes of one step on purpose. Grads assembled by hand
+    from several passes (gradient surgery: each task's backward read and reset, their
+    combination written into `.grad`) reset on purpose too; when the recorded grads the
+    optimizer used (`grad_norm/step`) are larger than those of the last backward pass
+    (`grad_norm/backward`) on most steps where both were recorded, they were written after
+    backward and the rule is quiet. A watched parameter whose gradient is exactly zero in every
+    pass reads as never added to, and is not judged.
     Two-pass methods take two backward passes with `zero_grad()` between them by design.
     Sharpness-aware minimization (SAM: backward, perturb the weights, zero_grad, backward
     again, restore, step) moves every weight between its passes, which the recorder notes;

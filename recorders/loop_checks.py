@@ -20,10 +20,11 @@
   pass after the first, and that copy once per step; on an accelerator they stay device tensors
   that ride the step's packed copy (no host sync).
   Under compiled autograd the hook is traced into the captured backward: there the counts, the
-  resets, the leftover, the copy and the comparison with it are tensor ops of the graph (read at `step()`, with the packed copy),
-  and the Python state the hook reads takes one set of values at a step's first pass and
-  another at its later ones, so the backward compiles once per kind of pass (a first pass that
-  finds the grad None or held, a later one) and no graph breaks or recompiles after.
+  resets, the leftover, the copy and the comparison with it are tensor ops of the graph (read at
+  `step()`, with the packed copy), and the Python state the hook reads takes one set of values
+  at a step's first pass and another at its later ones, so the backward compiles once per kind
+  of pass (a first pass that finds the grad None or held, a later one) and no graph breaks or
+  recompiles after.
 - Modes at evaluation (`EvalModes`): a forward pre-hook on the model notes, for forward passes
   without autograd (evaluation), whether the model and its Dropout and BatchNorm modules were
   in training mode; `log()` of another split records what the last such pass saw (or the
