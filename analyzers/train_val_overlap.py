@@ -94,7 +94,8 @@ def train_val_overlap(run: Run, *, min_overlap: float = 0.05, over_chance: float
                 chance = _chance(run, fp, unit, seen)
             except (TypeError, ValueError, KeyError):  # malformed profiles: no estimate
                 chance = 1.0
-            chance = max(chance, _repeat_chance(fp, unit, seen))
+            if not unit.startswith(_ITEMS):  # items repeat by design: one image, many pairs
+                chance = max(chance, _repeat_chance(run, fp, split, unit, seen, alpha))
             bound = _tail_bound(matches, len(mine), min(1.0, over_chance * chance))
             if bound <= alpha and (best is None or matches / len(mine) > best[0]):
                 best = (matches / len(mine), unit, matches, len(mine), len(theirs), chance, bound)
@@ -129,44 +130,129 @@ def _tail_bound(matches: int, n: int, p: float) -> float:
     return math.exp(-n * kl)
 
 
-def _repeat_chance(fp, unit: str, train_rows: float) -> float:
+def _repeat_chance(run: Run, fp, split: str, unit: str, train_rows: float,
+                   alpha: float) -> float:
     """The chance that a random row (or item) of `unit` equals one of `train_rows` distinct
-    training ones, measured on the training split itself: the rate q at which two training
-    rows drawn apart are identical, from the rows of the first epoch's fingerprinted batches
-    (the steps while the rows processed, a batch a step, are no more than the distinct training
-    rows: no row has come back yet), each compared with the rows of its batch and the distinct
-    rows of earlier fingerprinted batches; a fresh row then matches one of `train_rows` with
-    chance 1 - exp(-q train_rows) at most (skewed values make it less). Discrete, binned or
-    skewed values collide at the rate they really do, whatever their profiles. 0 when nothing
-    was measured (a single row a batch, no training rows)."""
-    train = fp[(fp["split"] == TRAIN) & (fp["input"] == unit)]
-    if not len(train) or train_rows <= 0:
+    training ones, measured on the rows themselves: q, the rate at which two rows drawn apart
+    are identical, gives 1 - exp(-q train_rows) at most (skewed values give less), whatever the
+    values' profiles say (one-hot, binned or skewed categories collide far more often than
+    their distinct values suggest). q is the training split's (its first epoch's rows, see
+    `_train_repeats`) unless `split`'s own first batch, rows drawn in turn from the same
+    population, repeats at a rate that contradicts it (two-sided Poisson test at `alpha`):
+    training rows sampled with replacement, or duplicated before training, repeat by their
+    sampling, not by chance; then q is `split`'s. 0 when nothing was measured."""
+    if _identifying_feature(run, fp, unit):
         return 0.0
-    hashes = train["hash"].to_numpy(dtype=np.int64)
+    matches, pairs = _train_repeats(fp, unit)
+    q = matches / pairs if pairs > 0 else 0.0
+    own, own_pairs = _first_batch_repeats(run, fp, split, unit)
+    if own_pairs > 0:
+        expected = q * own_pairs
+        if pairs <= 0 or min(_poisson_cdf(own, expected),
+                             1.0 - _poisson_cdf(own - 1, expected)) < alpha / 2:
+            q = own / own_pairs
+    return 1.0 - math.exp(-train_rows * q) if q > 0 else 0.0
+
+
+def _identifying_feature(run: Run, fp, unit: str) -> bool:
+    """Whether a profiled feature of the training split's first fingerprinted batch repeats
+    no more than its rows do (its distinct values' share of its values at least the distinct
+    rows' share of the rows): its values repeat only where a whole row does, so the rows that
+    repeat are the same rows drawn again (sampled with replacement, duplicated), not values
+    that collide by chance, which would repeat a feature more often than the rows it belongs
+    to (a one-hot column, a binned or skewed category)."""
+    hashes, steps, _ = _sample(fp, TRAIN, unit)
+    if not len(hashes):
+        return False
+    first = hashes[steps == steps.min()]
+    share = len(np.unique(first)) / len(first)
+    try:
+        inp = run.inputs
+        at = inp[(inp["split"] == TRAIN) & (pd.to_numeric(inp["step"], errors="coerce")
+                                             == steps.min())].groupby("feature").first()
+        distinct = (pd.to_numeric(at["n_unique"], errors="coerce")
+                    / pd.to_numeric(at["count"], errors="coerce"))
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return False
+    return bool(len(first) >= 2 and (distinct >= share).any())
+
+
+def _sample(fp, split: str, unit: str):
+    """(hashes, steps, scale) of a split's unit below its sampling threshold, in written order;
+    each row kept stands for `scale` rows."""
+    rows = fp[(fp["split"] == split) & (fp["input"] == unit)]
+    hashes = rows["hash"].to_numpy(dtype=np.int64)
+    steps = rows["step"].to_numpy(dtype=float)
+    if not len(hashes):
+        return hashes, steps, 1.0
     limit = _threshold(hashes)
-    scale = _FULL / limit  # the sample's rows stand for `scale` rows each
-    steps = train["step"].to_numpy(dtype=float)
     below = hashes < limit
-    hashes, steps = hashes[below], steps[below]
+    return hashes[below], steps[below], _FULL / limit
+
+
+def _train_repeats(fp, unit: str) -> tuple[float, float]:
+    """(repeats, pairs compared) among the training rows of the first epoch's fingerprinted
+    batches: the steps while the rows processed (a batch a step, the first batch's rows) are no
+    more than the distinct training rows, so that no row has come back yet; each row is
+    compared with the rows before it in its batch and with the distinct rows of the earlier
+    fingerprinted batches. The first batch is written whole (repeats included), later batches
+    only their rows not seen before: a batch's repeats are its rows less its new ones."""
+    hashes, steps, scale = _sample(fp, TRAIN, unit)
     order = np.unique(steps)
     if not len(order):
-        return 0.0
-    first = steps == order[0]
-    admitted = float(first.sum())  # the first batch is written whole, repeats included
+        return 0.0, 0.0
+    admitted = float((steps == order[0]).sum())
     batch = admitted * scale
     distinct = len(np.unique(hashes)) * scale
-    matches = comparisons = 0.0
-    before = 0.0  # distinct rows (full scale) of earlier fingerprinted batches
+    matches = pairs = before = 0.0
     for step in order:
         if step > order[0] and (step - order[0] + 1) * batch > distinct:
             break  # rows may come back from here on: no longer chance alone
         new = float(len(np.unique(hashes[steps == step])))
         matches += max(0.0, admitted - new)
-        comparisons += admitted * (before + (batch - 1) / 2)
+        pairs += admitted * (before + (batch - 1) / 2)
         before += new * scale
-    if comparisons <= 0 or matches <= 0:
+    return matches, pairs
+
+
+def _first_batch_repeats(run: Run, fp, split: str, unit: str) -> tuple[float, float]:
+    """(repeats, pairs) within `split`'s first fingerprinted batch, written whole: its rows at
+    its first step less their distinct ones (later batches of that step write only new rows),
+    among the pairs of the first batch's rows (the rows of the step's first input profile,
+    where the profiles tell; the rows written otherwise)."""
+    hashes, steps, scale = _sample(fp, split, unit)
+    if not len(hashes):
+        return 0.0, 0.0
+    first = hashes[steps == steps.min()]
+    written = float(len(first))
+    repeats = written - len(np.unique(first))
+    rows = written
+    try:
+        inp = run.inputs
+        at = inp[(inp["split"] == split) & (pd.to_numeric(inp["step"], errors="coerce")
+                                             == steps.min())]
+        counts = pd.to_numeric(at.groupby("feature")["count"].first(), errors="coerce")
+        counts = counts[np.isfinite(counts) & (counts > 0)]
+        if len(counts) and not unit.startswith(_ITEMS):
+            rows = min(rows, max(float(counts.min()) / scale, repeats + 1.0))
+    except (AttributeError, KeyError, TypeError, ValueError):
+        pass
+    return repeats, rows * (rows * scale - 1) / 2
+
+
+def _poisson_cdf(k: float, mean: float) -> float:
+    """P(X <= k) for X Poisson(mean)."""
+    if k < 0:
         return 0.0
-    return 1.0 - math.exp(-train_rows * matches / comparisons)
+    if mean <= 0:
+        return 1.0
+    term = total = math.exp(-mean) if mean < 700 else 0.0
+    if term == 0.0:  # a mean too large for the series: the normal approximation
+        return 0.5 * math.erfc((mean - k - 0.5) / math.sqrt(2 * mean))
+    for i in range(1, int(k) + 1):
+        term *= mean / i
+        total += term
+    return min(1.0, total)
 
 
 def _chance(run: Run, fp, unit: str, train_rows: float) -> float:
