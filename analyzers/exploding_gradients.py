@@ -11,9 +11,9 @@ What it detects
     2 * sqrt(loss) at the same step. Both levels are per term of the loss: a loss summed over
     the batch (reduction "sum", with what enters it recorded: `step(outputs=...)`) has
     gradients as many times a mean's as it adds terms (rows for a cross-entropy, elements
-    otherwise), and is judged on its norm divided by that count. The finding names the layers, with the peak's
-    ratio to the median of the other layers at the same step. Non-finite gradients are left to
-    nonfinite-values.
+    otherwise), and is judged on its norm divided by that count. The finding names the
+    layers, with the peak's ratio to the median of the other layers at the same step.
+    Non-finite gradients are left to nonfinite-values.
 
 Why it matters
     Exploding gradients make each update overshoot: the loss jumps, weights blow up, and the

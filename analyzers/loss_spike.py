@@ -5,8 +5,12 @@ What it detects
     it (robust z-score >= `z` against their median absolute deviation), or a sudden level shift
     (the median of the next `shift` steps at z >= `z_shift`). The jump must also be large
     relative to the recent level (`min_jump`, `min_shift`: 1.0 is a doubling) and to the run's
-    initial loss (`min_jump_of_start`). For each spike it looks at what else was recorded
-    around that step and names the likely cause, in this order: an input batch holding NaN/Inf
+    initial loss (`min_jump_of_start`). A positive loss's per-batch noise is multiplicative,
+    so a single step (no level shift) must also reach `z` on the log scale, against the
+    log-values' own spread over the window; one that does not counts only where a recorded
+    fact outside the noise explains it (a bad batch, an LR rise). For each spike it looks at
+    what else was recorded around that step and names the likely cause, in this order: an
+    input batch holding NaN/Inf
     or outlier values (`input_ratio` times the feature's usual largest magnitude; on any step,
     from the per-batch sentinel of inputs and targets, and by feature where the step's batch
     was profiled), a learning
@@ -29,8 +33,11 @@ How to fix
     gradient spike: clip gradients (`clip_grad_norm_`, max_norm about 1) or lower the LR.
 
 False positives
-    Runs with heavy-tailed per-batch losses (rare hard examples near convergence) could look
-    spiky; the jump must also exceed `min_jump_of_start` of the starting loss, which keeps
+    Runs with heavy-tailed per-batch losses (rare hard examples near convergence, a
+    regression on targets of size 100 whose batch MSE swings several times over, an epoch's
+    short last batch) look spiky on a linear scale: on the log scale they are noise, and
+    stay quiet unless a bad batch or an LR rise explains them. The jump must also exceed
+    `min_jump_of_start` of the starting loss, which keeps
     small absolute jumps near zero loss quiet, and a bump must last `shift` steps to count as
     a level shift. Inputs are profiled every few steps (the Recorder's `input_every`); the
     per-batch sentinel covers the other steps (a run recorded before it existed only sees an
@@ -101,7 +108,24 @@ def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float =
         single = jumped(values, z, min_jump)
         sustained = jumped(ahead, z_shift, min_shift)
         onset_ok = jumped(values, z_shift, min_shift)
-    idx = np.flatnonzero(single | sustained)
+        # A positive loss's per-batch noise is multiplicative: a mean over a batch of squared
+        # errors on targets of size 100 swings by several times its median from batch to
+        # batch, a skew the linear MAD misses. The same z on the log scale, against the
+        # log-values' own spread, says whether one step stands out of that noise (NaN where
+        # the window holds a loss <= 0: no such scale, the linear test alone).
+        logs = np.log(np.where(values > 0, values, np.nan))
+        log_med, log_mad = rolling_previous(logs, window)
+        log_z = (logs - log_med) / (MAD_TO_STD * log_mad + 1e-12)
+    # A step that only the linear test finds, within the loss's multiplicative noise on the
+    # log scale (no level shift), counts only where a recorded fact outside that noise (a bad
+    # batch, an LR rise) explains it.
+    noisy = single & ~sustained & (log_z < z)
+    for j in np.flatnonzero(noisy):
+        kind = _cause(run, int(steps[j]), int(steps[max(j - window, 0)]), int(steps[j]),
+                      lr_increase=lr_increase, input_ratio=input_ratio,
+                      grad_ratio=grad_ratio)[1]
+        noisy[j] = kind not in OUTSIDE_THE_GAME
+    idx = np.flatnonzero((single | sustained) & ~noisy)
     if not len(idx):
         return []
     # Spiking steps close together are one episode, reported at its first high step.
