@@ -20,7 +20,9 @@ What it detects
       sequence's padding, left out), the targets' variance for MSE. An error when
       a model the optimizer demonstrably moves (no parameter frozen, every weight matrix's
       update ratio within [`low_update`, `high_update`], `travel` of its norm or more over
-      the run, `min_kept` of its first norm kept; its BatchNorm and Dropout modules in training
+      the run -- a tenth: enough to leave the constant prediction if the inputs told
+      anything, while a task still early in training is guarded by the loss having stopped
+      falling --, `min_kept` of its first norm kept; its BatchNorm and Dropout modules in training
       mode at every recorded step, BatchNorm on batches of `min_norm_batch` rows or more) on
       varying inputs, with one optimizer and
       train targets that do not drift, either never gets the train loss more than
@@ -29,8 +31,9 @@ What it detects
       and over the last half's profiled batches is within those bounds of the loss the
       constant prediction has on those very batches (`constant_losses`); or fits train
       `min_fit` below it while the validation split, whose inputs match train's
-      (`match_share` of the features), stays at its own such level (and its accuracy at the
-      largest class's share) over `min_evals` evaluations since.
+      (`match_share` of the features), stays at its own such level and its logged accuracy
+      (a fraction, or percent) at the largest class's share over `min_evals` evaluations
+      since (without a validation accuracy, healthy overfitting looks the same: not judged).
 
 Why it matters
     Each of these trains silently on the wrong problem. A BCE loss given -1 labels rewards
@@ -153,7 +156,7 @@ def target_problems(run: Run, *, negative_share: float = 0.1, min_classes: int =
                     rare: float = 0.1, ratio: float = 10.0, max_explained: float = 0.05,
                     noise_k: float = 3.0, max_above: float = 0.5, min_fit: float = 0.5,
                     pieces: int = 10, min_steps: int = 50, low_update: float = 1e-5,
-                    high_update: float = 0.1, travel: float = 1.0, min_kept: float = 0.5,
+                    high_update: float = 0.1, travel: float = 0.1, min_kept: float = 0.5,
                     min_evals: int = 3, match_share: float = 0.8,
                     min_norm_batch: int = 8) -> list[Finding]:
     tg = run.targets

@@ -167,6 +167,40 @@ def test_quiet_when_part_of_the_model_is_frozen_or_the_run_is_short(tmp_path):
     assert _found(_train(tmp_path / "short", shuffle=True, steps=40)) == []
 
 
+def _deeper(path, *, shuffle: bool, steps: int = 300):
+    """A three-layer MLP trained with Adam at 1e-3 on fresh batches of 4 blobs."""
+    import tracelab
+    torch.manual_seed(0)
+    x, y = _data(20000, 1)
+    if shuffle:
+        y = y[torch.randperm(len(y), generator=torch.Generator().manual_seed(2))]
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
+                          nn.Linear(64, 4))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = nn.CrossEntropyLoss()
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=loss_fn,
+                           input_every=5) as rec:
+        for step in range(steps):
+            i = step * 64
+            opt.zero_grad()
+            out = model(x[i:i + 64])
+            loss = loss_fn(out, y[i:i + 64])
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x[i:i + 64], targets=y[i:i + 64], outputs=out)
+    return open_run(path)
+
+
+def test_shuffled_labels_are_found_before_every_matrix_travelled_its_own_norm(tmp_path):
+    from tracelab.analyzers._dynamics import update_ratios
+    run = _deeper(tmp_path / "r", shuffle=True)
+    # The first layer moved a fraction of its norm, ample to leave the constant prediction.
+    assert 0.1 <= float(update_ratios(run)["0.weight"]) * 300 < 1
+    [f] = _found(run)
+    assert abs(f.evidence["train_loss_late"] / f.evidence["constant_loss"] - 1) < 0.05
+    assert _found(_deeper(tmp_path / "ok", shuffle=False)) == []
+
+
 def test_quiet_with_a_learning_rate_too_small_to_move_the_weights(tmp_path):
     assert _found(_train(tmp_path / "r", shuffle=True, lr=1e-5)) == []
 
