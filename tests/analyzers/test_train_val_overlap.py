@@ -162,3 +162,64 @@ def test_malformed_fingerprints_and_profiles_do_not_raise():
     fp["hash"] = "x"
     assert train_val_overlap(Run.from_frames(fingerprints=fp, inputs=inputs)) == []
     assert train_val_overlap(Run.from_frames(fingerprints=fp.drop(columns="input"))) == []
+
+
+def _categories(n, g, kinds):
+    """n rows of skewed categorical features, one-hot encoded (issue 41's tables): `kinds`
+    categoricals of 5 levels each, plus two binned integers 0-9."""
+    p = torch.tensor([.4, .3, .15, .1, .05])
+    hot = [nn.functional.one_hot(torch.multinomial(p, n, replacement=True, generator=g), 5)
+           for _ in range(kinds)]
+    return torch.cat(hot + [torch.randint(0, 10, (n, 2), generator=g)], 1).float()
+
+
+def _table_run(path, train, val, batch=32):
+    """An epoch over `train` in shuffled batches (no row twice), `val` evaluated in batches."""
+    g = torch.Generator().manual_seed(2)
+    order = torch.randperm(len(train), generator=g)
+    with tracelab.Recorder(str(path), input_every=1) as rec:
+        for start in range(0, len(train), batch):
+            rec.step(loss=1.0, inputs=train[order[start:start + batch]])
+        for start in range(0, len(val), 128):
+            rec.log("val", inputs=val[start:start + 128])
+    return open_run(path)
+
+
+def test_independent_one_hot_rows_that_collide_by_nature_stay_quiet(tmp_path):
+    # Issue 41: 3 skewed categoricals and 2 binned integers take a few hundred likely values,
+    # far fewer than their 14 columns' distinct values multiply to, so fresh rows collide.
+    g = torch.Generator().manual_seed(0)
+    run = _table_run(tmp_path / "run", _categories(2048, g, 3), _categories(512, g, 3))
+    fp = run.fingerprints
+    val, train = (set(fp.loc[fp["split"] == s, "hash"]) for s in ("val", "train"))
+    assert len(val & train) > 0.25 * len(val)  # they do overlap, by chance alone
+    assert train_val_overlap(run) == []
+
+
+def test_one_hot_rows_copied_from_training_fire(tmp_path):
+    # 4 categoricals: a fresh row equals a training row about 1 time in 10, measured on the
+    # training rows' own repeats, so a validation split cut from the training rows is told
+    # from fresh rows of the same table.
+    g = torch.Generator().manual_seed(0)
+    train = _categories(2048, g, 4)
+    [f] = train_val_overlap(_table_run(tmp_path / "leak", train, train[:512]))
+    assert f.evidence["overlap_share"] > 0.9 and 0.03 < f.evidence["chance"] < 0.3
+    assert train_val_overlap(_table_run(tmp_path / "fresh", train, _categories(512, g, 4))) == []
+
+
+def test_training_rows_drawn_with_replacement_repeat_by_their_sampling(tmp_path):
+    # 300 one-hot rows, batches of random indices: training rows come back within the first
+    # epoch; the validation batch's own rows, which hardly ever repeat, say it is not chance.
+    g = torch.Generator().manual_seed(0)
+    pool = _categories(300, g, 8)
+
+    def run(path, val):
+        with tracelab.Recorder(str(path), input_every=1) as rec:
+            for _ in range(40):
+                rec.step(loss=1.0, inputs=pool[torch.randint(0, 300, (32,), generator=g)])
+            rec.log("val", inputs=val)
+        return open_run(path)
+
+    [f] = train_val_overlap(run(tmp_path / "leak", pool[:128]))
+    assert f.evidence["overlap_share"] > 0.9 and f.evidence["chance"] < 0.01
+    assert train_val_overlap(run(tmp_path / "fresh", _categories(128, g, 8))) == []
