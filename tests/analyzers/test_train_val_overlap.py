@@ -166,10 +166,11 @@ def test_malformed_fingerprints_and_profiles_do_not_raise():
 
 def _categories(n, g, kinds):
     """n rows of skewed categorical features, one-hot encoded (issue 41's tables): `kinds`
-    categoricals of 5 levels each, plus two binned integers 0-9."""
-    p = torch.tensor([.4, .3, .15, .1, .05])
-    hot = [nn.functional.one_hot(torch.multinomial(p, n, replacement=True, generator=g), 5)
-           for _ in range(kinds)]
+    categoricals of 5, 4 and 3 levels in turn, plus two binned integers 0-9."""
+    levels = ([.4, .3, .15, .1, .05], [.5, .3, .15, .05], [.6, .3, .1])
+    hot = [nn.functional.one_hot(torch.multinomial(torch.tensor(p), n, replacement=True,
+                                                   generator=g), len(p))
+           for p in (levels[i % 3] for i in range(kinds))]
     return torch.cat(hot + [torch.randint(0, 10, (n, 2), generator=g)], 1).float()
 
 
