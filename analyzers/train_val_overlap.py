@@ -10,10 +10,18 @@ What it detects
     the lower of the two thresholds, and fires when they are at least `min_matches`, at least
     `min_overlap` of the split, and more than chance allows: Chernoff's bound on drawing that
     many matches, each with `over_chance` times the chance of one, is below `alpha`. The chance
-    that a random row equals one of the training rows comes from the number of distinct values
-    each input feature takes (the profiles' n_unique), the values of it that one row holds and
-    the training rows seen. A few validation rows all found among the training rows are judged:
-    3 of 3 sequences of 49 float values cannot match by chance.
+    that a random row equals one of the training rows is the larger of two estimates. One is
+    measured on the rows: the rate q at which two training rows of the first epoch (the
+    fingerprinted batches before any row can come back) are identical, within a batch or
+    against earlier batches, gives 1 - exp(-q * training rows seen); where the split's own
+    first batch repeats at a rate that contradicts q (a two-sided Poisson test at `alpha`:
+    training rows drawn with replacement repeat by their sampling), q is that batch's. It is
+    not taken where a feature's values repeat no more than the rows (a measurement that
+    identifies its row: the rows that repeat were drawn again) nor for items (one image in many
+    pairs). The other comes from the number of distinct values each input feature takes (the
+    profiles' n_unique), the values of it that one row holds and the training rows seen, as if
+    uniform and independent. A few validation rows all found among the training rows are
+    judged: 3 of 3 sequences of 49 float values cannot match by chance.
 
 Why it matters
     A validation row that is also a training row measures memory, not generalization. Leaked
@@ -33,13 +41,15 @@ How to fix
 
 False positives
     Inputs made of a few binary or categorical features repeat by nature: 4 binary features
-    take 16 values, so most validation rows equal some training row; the chance estimate
-    covers this, and the rule stays quiet. Natural duplicates (a blank image, an all-zero row,
+    take 16 values, and one-hot, binned or skewed categories take far fewer likely rows than
+    their columns' values multiply to, so many validation rows equal some training row; the
+    training rows repeat each other as often, which the measured chance covers, and the rule
+    stays quiet. Natural duplicates (a blank image, an all-zero row,
     a constant channel) are one or two matches, below `min_matches`, and a few per cent of a
     large split, below `min_overlap`. A split whose name holds "train" (training data
-    evaluated again) is not judged. The chance assumes the values uniform and independent, so
-    data far more repetitive than its profiles say (long runs of one value) can match more
-    than estimated.
+    evaluated again) is not judged. The measured chance needs repeats among the training rows:
+    a tiny discrete training sample (one small batch, no repeat yet) leaves the profiles'
+    estimate, which assumes the values uniform and independent.
 """
 from __future__ import annotations
 
