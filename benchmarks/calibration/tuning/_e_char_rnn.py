@@ -27,7 +27,8 @@ CONSONANTS, VOWELS = "bcdfghklmnprstvz", "aeiouy"
 
 
 def _names(rnd: random.Random, n_categories=6, per_category=200):
-    syll = sorted({c + v for c in CONSONANTS for v in VOWELS} | {v + c for c in "nlrs" for v in VOWELS})
+    syll = sorted({c + v for c in CONSONANTS for v in VOWELS}
+                  | {v + c for c in "nlrs" for v in VOWELS})
     rnd.shuffle(syll)
     own = [syll[8 * k:8 * k + 6] for k in range(n_categories)]
     sets = [own[k] + own[(k + 1) % n_categories][:2] for k in range(n_categories)]

@@ -42,7 +42,8 @@ class CartPole:
         force = 10.0 if action == 1 else -10.0
         costheta, sintheta = math.cos(theta), math.sin(theta)
         temp = (force + 0.05 * theta_dot ** 2 * sintheta) / 1.1
-        thetaacc = (9.8 * sintheta - costheta * temp) / (0.5 * (4.0 / 3.0 - 0.1 * costheta ** 2 / 1.1))
+        thetaacc = ((9.8 * sintheta - costheta * temp)
+                    / (0.5 * (4.0 / 3.0 - 0.1 * costheta ** 2 / 1.1)))
         xacc = temp - 0.05 * thetaacc * costheta / 1.1
         x, x_dot = x + 0.02 * x_dot, x_dot + 0.02 * xacc
         theta, theta_dot = theta + 0.02 * theta_dot, theta_dot + 0.02 * thetaacc

@@ -22,7 +22,8 @@ import tracelab
 from _e_data import batches, digits01
 
 COMMIT = "36d3c77e5ff20ebe0aeefd322326a134a279b93e"
-SOURCES = {v: f"https://github.com/eriklindernoren/PyTorch-GAN/blob/{COMMIT}/implementations/{v}/{v}.py"
+SOURCES = {v: (f"https://github.com/eriklindernoren/PyTorch-GAN/blob/{COMMIT}/"
+               f"implementations/{v}/{v}.py")
            for v in ("gan", "wgan_gp", "cgan")}
 LATENT, N_CLASSES, IMG = 32, 10, (1, 8, 8)
 IMG_N = int(np.prod(IMG))

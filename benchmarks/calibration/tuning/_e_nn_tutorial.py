@@ -88,7 +88,8 @@ def run(run_dir: str, seed: int = 0, variant: str = "cnn", bs: int = 64) -> None
         for _ in range(epochs):
             model.train()
             if variant == "scratch":
-                steps = [torch.arange(i * bs, min(i * bs + bs, n)) for i in range((n - 1) // bs + 1)]
+                steps = [torch.arange(i * bs, min(i * bs + bs, n))
+                         for i in range((n - 1) // bs + 1)]
             else:
                 steps = batches(n, bs, gen)
             for idx in steps:

@@ -1,4 +1,5 @@
-"""e02: PyTorch-GAN's wgan_gp.py as published (critic loss -mean(real) + mean(fake) + 10 GP, generator every 5th batch)."""
+"""e02: PyTorch-GAN's wgan_gp.py as published (critic loss -mean(real) + mean(fake) + 10 GP,
+generator every 5th batch)."""
 from _e_gan import SOURCES, run as _train
 
 LABEL = {"family": "gan", "optimizer": "adam", "loss_reduction": "mean",

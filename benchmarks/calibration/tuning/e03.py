@@ -1,4 +1,5 @@
-"""e03: PyTorch-GAN's cgan.py as published (label embeddings, Dropout(0.4) in D, MSELoss least-squares GAN)."""
+"""e03: PyTorch-GAN's cgan.py as published (label embeddings, Dropout(0.4) in D, MSELoss least-
+squares GAN)."""
 from _e_gan import SOURCES, run as _train
 
 LABEL = {"family": "gan", "optimizer": "adam", "loss_reduction": "mean",

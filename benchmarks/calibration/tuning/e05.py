@@ -1,4 +1,5 @@
-"""e05: RL-Adventure's double DQN on CartPole as published (target network, replay buffer, Adam default lr)."""
+"""e05: RL-Adventure's double DQN on CartPole as published (target network, replay buffer, Adam
+default lr)."""
 from _e_dqn import SOURCE, run as _train
 
 LABEL = {"family": "rl", "optimizer": "adam", "loss_reduction": "mean",

@@ -1,4 +1,5 @@
-"""e07: pytorch/tutorials nn_tutorial's logistic regression from scratch (hand-written log_softmax and nll, manual update lr 0.5)."""
+"""e07: pytorch/tutorials nn_tutorial's logistic regression from scratch (hand-written
+log_softmax and nll, manual update lr 0.5)."""
 from _e_nn_tutorial import SOURCE, run as _train
 
 LABEL = {"family": "mlp", "optimizer": "manual", "loss_reduction": "mean",

@@ -1,4 +1,5 @@
-"""e08: pytorch/tutorials nn_tutorial's final Sequential CNN (ReLU on the class maps as published, SGD 0.1 momentum 0.9)."""
+"""e08: pytorch/tutorials nn_tutorial's final Sequential CNN (ReLU on the class maps as
+published, SGD 0.1 momentum 0.9)."""
 from _e_nn_tutorial import SOURCE, run as _train
 
 LABEL = {"family": "cnn", "optimizer": "sgd", "loss_reduction": "mean",
