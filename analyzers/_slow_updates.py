@@ -13,7 +13,12 @@ so that the late, small steps of a decaying schedule say nothing of the learning
 chose; plain SGD's recorded ratio is scaled by the peak's ratio to the step's learning rate.
 Only a run whose loss does not fall (loss-plateau's sense: less than 3 % below where it
 started, and not growing) is judged: a fine-tuning run with a small learning rate whose loss
-falls is healthy however small its updates.
+falls is healthy however small its updates. Nor is a run whose loss starts below the loss of
+the best prediction that ignores the input (`constant_loss`, paired with the first steps'
+own batches where profiled) by NOT_LEARNING or more: a trained model, resumed or fine-tuned
+at a small learning rate, has little left to fall. Where that level is not known (no
+recorded loss function, or one without it) a finished model cannot be told from a starved
+one, and the run is not judged.
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ import pandas as pd
 
 from tracelab.analyzers._dynamics import edge_len, finite
 from tracelab.analyzers._learning_rate import groups_of, loss_grew, lr_name
+from tracelab.analyzers._loss_contracts import constant_loss, constant_losses
 from tracelab.core.run import Run
 from tracelab.core.schema import WEIGHT
 
@@ -48,6 +54,27 @@ def loss_fall(run: Run) -> float | None:
     k = edge_len(len(values))
     start, end = float(np.median(values[:k])), float(np.median(values[-k:]))
     return (start - end) / max(abs(start), 1e-12)
+
+
+def starts_unlearned(run: Run, min_points: int = 3) -> bool:
+    """Whether the training loss's first steps (their median, as `loss_fall`) are no more
+    than NOT_LEARNING below the best input-free prediction's loss: over the first steps whose
+    batches were profiled (`constant_losses`, `min_points` of them or more) the loss summed
+    against that prediction's loss on the very same batches, else against `constant_loss`.
+    False where neither is known."""
+    loss = finite(run.loss())
+    if len(loss) < MIN_LOSSES:
+        return False
+    first = loss.iloc[:edge_len(len(loss))]
+    per = constant_losses(run)
+    if per is not None:
+        per = per[np.isfinite(per.to_numpy(dtype=float)) & (per > 0)]
+        per = per[per.index.isin(first.index)]
+    if per is not None and len(per) >= min_points:
+        level, bound = float(first.reindex(per.index).sum()), float(per.sum())
+    else:
+        level, bound = float(first.median()), constant_loss(run) or float("nan")
+    return bool(math.isfinite(bound) and bound > 0 and level >= (1 - NOT_LEARNING) * bound)
 
 
 def _number(value: Any) -> float | None:
@@ -83,13 +110,15 @@ def _lr(run: Run, scalar: str, lr: float, steps: pd.Index) -> tuple[pd.Series, f
 
 
 def too_small_to_move(run: Run, ratio: pd.DataFrame, weight: pd.DataFrame) -> dict | None:
-    """Where a run does not learn and every judged weight matrix's median reach per step, at
+    """Where a run does not learn from where an untrained model starts and every judged weight matrix's median reach per step, at
     the run's peak learning rate, is below TOO_SMALL: the reaches by name, the loss's fall,
     the optimizer types and the peak learning rates. None otherwise, or where any matrix
     cannot be judged (its optimizer unknown, or one whose lr means something else)."""
     fall = loss_fall(run)
     if fall is None or fall >= NOT_LEARNING or loss_grew(run) or not len(ratio.columns):
         return None
+    if not starts_unlearned(run):
+        return None  # a trained model has little left to fall, or the level is not known
     holders, numel = _holders(run), run.numel(WEIGHT)
     reach, kinds, peaks = {}, set(), {}
     for name in ratio.columns:

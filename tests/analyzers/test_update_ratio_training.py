@@ -33,9 +33,12 @@ def _mine(diagnosis):
     return [f for f in diagnosis.findings if f.rule == "update-ratio"]
 
 
-def _trained(tmp_path, make_optimizer, steps=60):
-    model = _mlp()
-    return train(tmp_path / "r", model, _data(), nn.CrossEntropyLoss(),
+def _trained(tmp_path, make_optimizer, steps=60, *, model=None, known=True, name="r"):
+    """`known`: the loss function is given to the recorder (the constant prediction's loss
+    is then known); `model`: one trained before, else a fresh MLP."""
+    model = model or _mlp()
+    return train(tmp_path / name, model, _data(), nn.CrossEntropyLoss(),
+                 loss_fn=nn.CrossEntropyLoss() if known else None,
                  optimizer=make_optimizer(model.parameters()), steps=steps)
 
 
@@ -89,3 +92,42 @@ def test_a_schedule_that_decayed_early_is_judged_at_its_peak(tmp_path):
     assert ratio["0.weight"].median() < TOO_SMALL and loss_fall(run) < 0.03
     diagnosis = _analyze(path)
     assert _mine(diagnosis) == [] and any(f.rule == "lr-schedule" for f in diagnosis.findings)
+
+
+def _stalled(diagnosis):
+    return [f for f in _mine(diagnosis) if "too small to move the model" in f.message]
+
+
+def _pretrained():
+    """The MLP trained to a low loss first: the checkpoint a resumed run starts from."""
+    model, (x, y), ce = _mlp(), _data(), nn.CrossEntropyLoss()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for step in range(600):
+        i = (step * 32) % (len(x) - 31)
+        opt.zero_grad()
+        ce(model(x[i:i + 32]), y[i:i + 32]).backward()
+        opt.step()
+    return model
+
+
+@pytest.mark.parametrize("optimizer", [lambda p: torch.optim.Adam(p, lr=3e-5),
+                                       lambda p: torch.optim.SGD(p, lr=1e-4, momentum=0.9)])
+def test_a_trained_model_resumed_at_a_small_learning_rate_is_quiet(tmp_path, optimizer):
+    # Its loss starts far below the constant prediction's (log 3 or less) and cannot fall
+    # 3 %: it has little left to learn, however small its updates.
+    from tracelab.analyzers._loss_contracts import constant_loss
+    from tracelab.analyzers._slow_updates import loss_fall
+    from tracelab.core.run import open_run
+    path = _trained(tmp_path, optimizer, model=_pretrained())
+    run = open_run(path)
+    assert float(run.loss().iloc[:5].median()) < 0.5 * constant_loss(run)
+    assert loss_fall(run) < 0.03
+    assert _stalled(_analyze(path)) == []
+    # The fresh model at the same learning rate starts at the constant prediction: named.
+    assert len(_stalled(_analyze(_trained(tmp_path, optimizer, name="fresh")))) == 1
+
+
+def test_without_the_constant_predictions_loss_a_stall_is_not_judged(tmp_path):
+    # No loss function recorded: a finished model cannot be told from a starved one.
+    path = _trained(tmp_path, lambda p: torch.optim.Adam(p, lr=3e-5), known=False)
+    assert _stalled(_analyze(path)) == []
