@@ -8,10 +8,10 @@ What it detects
     mean (`Recorder(loss_fn=...)` with reduction "mean"), when it reaches `max_norm`. For a
     squared error (MSELoss) that bound is per unit of the error: the gradient of a mean squared
     error is at most 2 * sqrt(loss) times the outputs' derivative, so the norm is divided by
-    2 * sqrt(loss) at the same step. Both levels are per term of the loss: a loss summed over
-    the batch (reduction "sum", with what enters it recorded: `step(outputs=...)`) has
-    gradients as many times a mean's as it adds terms (rows for a cross-entropy, elements
-    otherwise), and is judged on its norm divided by that count. The finding names the
+    2 * sqrt(loss) at the same step where that exceeds 1. Both levels are per term of the
+    loss: a loss summed over the batch (reduction "sum", with what enters it recorded:
+    `step(outputs=...)`) has gradients as many times a mean's as it adds terms (rows for a
+    cross-entropy, elements otherwise), and is judged on its norm divided by that count. The finding names the
     layers, with the peak's ratio to the median of the other layers at the same step.
     Non-finite gradients are left to nonfinite-values.
 
@@ -173,12 +173,13 @@ def _onset(series: pd.Series, judged: pd.Series | None, max_norm: float, grown: 
 
 def _per_unit(run: Run, norms: pd.DataFrame, terms: float | None) -> pd.DataFrame:
     """The gradient norms per term of the loss (divided by `terms`) and, for a squared error,
-    per unit of the error: a mean squared error's gradient is 2 * mean(error * d output), at
-    most 2 * sqrt(loss) times the outputs' typical derivative (Cauchy-Schwarz over the batch),
-    so a regression on targets of size 100 has gradients 100 times one on targets of size 1
-    and falls as its error falls. Dividing by 2 * sqrt(the loss per term) at the same step
-    leaves the outputs' derivative, which the absolute bound is about. Steps without a finite
-    positive loss are left out (NaN)."""
+    per unit of its error above one: a mean squared error's gradient is 2 * mean(error *
+    d output), at most 2 * sqrt(loss) times the outputs' typical derivative (Cauchy-Schwarz
+    over the batch), so a regression on targets of size 100 has gradients 100 times one on
+    targets of size 1, falling as its error falls. The absolute bound presumes an error
+    factor of about 1 at most (a cross-entropy's p - y): a larger one, 2 * sqrt(the loss per
+    term) at the same step, is divided out; a smaller one is kept, as a cross-entropy's near
+    convergence. Steps without a finite positive loss are left out (NaN)."""
     if not terms:
         return norms
     per_term = norms / terms
@@ -187,4 +188,4 @@ def _per_unit(run: Run, norms: pd.DataFrame, terms: float | None) -> pd.DataFram
     loss = run.loss()
     loss = loss[~loss.index.duplicated(keep="last")].astype(float)
     loss = loss.where(np.isfinite(loss) & (loss > 0)).reindex(norms.index) / terms
-    return per_term.div(2 * np.sqrt(loss), axis=0)
+    return per_term.div(np.maximum(2 * np.sqrt(loss), 1.0), axis=0)
