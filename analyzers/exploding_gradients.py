@@ -11,8 +11,9 @@ What it detects
     2 * sqrt(loss) at the same step where that exceeds 1. Both levels are per term of the
     loss: a loss summed over the batch (reduction "sum", with what enters it recorded:
     `step(outputs=...)`) has gradients as many times a mean's as it adds terms (rows for a
-    cross-entropy, elements otherwise), and is judged on its norm divided by that count. The finding names the
-    layers, with the peak's ratio to the median of the other layers at the same step.
+    cross-entropy, elements otherwise), and is judged on its norm divided by that count. The
+    finding names the layers, with the peak's ratio to the median of the other layers at the
+    same step.
     Non-finite gradients are left to nonfinite-values.
 
 Why it matters
