@@ -22,7 +22,9 @@ splits is measured on the hashes below the lower threshold (the power of two abo
 hash a split wrote). Splits evaluated again and again write each row once, except the first
 batch a split fingerprints, whose hashes are all written, repeats included: its rows' number
 is the batch size that the analysis needs to tell how many values of a profiled feature one
-row holds.
+row holds, and its repeats, with the rows later batches leave out as seen before, how often
+rows repeat by chance (train-val-overlap: the training split's first epoch, and a split's
+own first batch).
 """
 from __future__ import annotations
 
