@@ -43,6 +43,11 @@ False positives
     normal init other than an Embedding's default, or a run never closed (no `frozen_at_close`)
     is not. Without a model summary, only parameters with recorded gradients are judged. When
     no parameter changes at all, loss-plateau names the cause instead.
+    With several optimizers (a GAN's generator and critic), the gradients read at step() are
+    those of the last backward pass, not necessarily the ones the parameter's own optimizer
+    stepped on (`grad_norm/step/<optimizer>`): a critic's output bias cancels in its own loss
+    (zero gradient, no change) yet gets a gradient from the generator's backward. A parameter
+    whose group's recorded learning rate is positive is then only noted at info level.
 """
 from __future__ import annotations
 
@@ -52,6 +57,7 @@ import numpy as np
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt, layer_of, name_list, param_info, \
     subject_of, weights_unchanged
+from tracelab.analyzers._learning_rate import groups_of, lr_name, optimizers_holding
 from tracelab.core.causes import explains
 from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -82,9 +88,12 @@ def frozen_parameters(run: Run, *, rtol: float = 1e-7, negligible: float = 1e-6,
     first, last = int(norms.index[0]), int(norms.index[-1])
     # One finding per cause, naming the modules: a dead network should not give one per layer.
     by_cause: dict[tuple, list[str]] = {}
+    players = optimizers_holding(run)
     for name in still:
         scale = float(norms[name].median())
-        by_cause.setdefault(_cause(name, info, grads, scale, negligible), []).append(name)
+        own_lr = _own_lr(run, name) if players >= 2 else None
+        by_cause.setdefault(_cause(name, info, grads, scale, negligible, own_lr),
+                            []).append(name)
     for (severity, cause, fix), params in by_cause.items():
         modules = list(dict.fromkeys(layer_of(p) for p in params))
         findings.append(frozen_parameters.finding(
@@ -206,8 +215,31 @@ def _grad_max(grads, params) -> float:
     return float(peaks.max()) if peaks.size else float("nan")
 
 
-def _cause(name: str, info: dict, grads, scale: float, negligible: float) -> tuple:
-    """(severity, cause, fix) of one parameter that never changed."""
+def _own_lr(run: Run, name: str) -> float | None:
+    """The smallest learning rate recorded for the param group that holds `name` (its `lr/`
+    scalar, else meta.json's group `lr`); None where no group lists it or no LR is known."""
+    optimizers = run.optimizers()
+    for key, summary in optimizers.items():
+        for index, group in enumerate(groups_of(summary)):
+            if name not in map(str, group.get("params") or ()):
+                continue
+            values = run.scalar(lr_name(key, index, len(optimizers))).to_numpy(
+                dtype=float, na_value=np.nan)
+            values = values[np.isfinite(values)]
+            if values.size:
+                return float(values.min())
+            try:
+                lr = float(group.get("lr"))
+            except (TypeError, ValueError):
+                return None
+            return lr if math.isfinite(lr) else None
+    return None
+
+
+def _cause(name: str, info: dict, grads, scale: float, negligible: float,
+           own_lr: float | None = None) -> tuple:
+    """(severity, cause, fix) of one parameter that never changed; `own_lr` is its param
+    group's smallest learning rate where the run has several optimizers (None otherwise)."""
     if info.get(name, {}).get("in_optimizer") is False:
         return (WARNING, "the optimizer's param groups do not hold them",
                 "Build the optimizer after the model is complete, from model.parameters(), or "
@@ -226,6 +258,14 @@ def _cause(name: str, info: dict, grads, scale: float, negligible: float) -> tup
                 "followed by a normalization layer or vanishing gradients",
                 "Drop the redundant parameter (e.g. bias=False before BatchNorm) or ignore "
                 "this note.")
+    if own_lr is not None and own_lr > 0:
+        return (INFO, f"their param group's learning rate is {fmt(own_lr)}, and the non-zero "
+                "gradients read at step() need not be the ones their own optimizer used: with "
+                "several optimizers, another player's backward (a generator's through the "
+                "critic) fills them, while their own loss may not depend on them at all (a "
+                "critic's output bias cancels in mean(real) - mean(fake))",
+                "Nothing to fix if their own loss does not depend on them; otherwise check "
+                "that their optimizer's loss reaches them.")
     return (WARNING, "the gradients are non-zero, so the param group's learning rate is "
             "zero or the optimizer skips the group",
             "Check the learning rate and the schedule of the param group holding these "
