@@ -18,7 +18,10 @@ What it detects
     - Coupled L2 above its usual range (USUAL_DECAY: 1e-5 to 1e-3 for Adam's L2 term; AdamW
       1e-4 to 0.1, SGD 1e-5 to 1e-3 are judged by their budget): the rule fires, whatever the
       loss did, when every weight matrix whose L2 term wd * ||w|| was at least its gradient's
-      norm at the start ended below its first norm (geometric mean at most `max_shrink`).
+      norm at the start ended below its first norm (geometric mean at most `max_shrink`), and
+      those are most of the group's matrices or most of them ended at `max_shrink` of their
+      first norm or less; where only a few were outweighed (an embedding's sparse
+      gradients), only with the loss stalled.
     - A decay that halves the weights (or worse) at every step: AdamW's and SGD's per-step
       factor 1 - lr * wd (at the run's median learning rate) at most `max_factor`, beyond any
       usual range whatever the loss and the recorded norms did (the weights are recorded after
@@ -120,6 +123,10 @@ def weight_decay_too_high(run: Run, *, min_decay: float = 0.5, max_shrink: float
             if outweighed:
                 judged = _outweighed(run, norms, names, wd)
                 shrink = _shrink(norms, judged)
+                if not (stalled or _most(norms, names, judged, max_shrink)):
+                    # One matrix the L2 term outweighs (an embedding's sparse gradients) that
+                    # shrank, while the rest of the model learns: the decay holds no model.
+                    shrink = None
             halving = factor is not None and factor <= max_factor
             if (shrink is None or shrink > max_shrink) and not halving:
                 continue
@@ -187,6 +194,18 @@ def _shrink(norms, names: list[str]) -> float | None:
     if len(ends) < len(names) or not (ends < 1).all():
         return None
     return float(np.exp(np.mean(np.log(ends.clip(lower=1e-30)))))
+
+
+def _most(norms, names: list[str], judged: list[str], max_shrink: float) -> bool:
+    """Whether the decay holds most of the group's weight matrices: more than half of them
+    outweighed by the L2 term, or more than half of them ended at `max_shrink` of their
+    first norm or less."""
+    if not names or not judged:
+        return False
+    if 2 * len(judged) > len(names):
+        return True
+    ends = norms[names].ffill().iloc[-1] / norms[names].bfill().iloc[0]
+    return bool(2 * int((ends <= max_shrink).sum()) > len(names))
 
 
 def _outweighed(run: Run, norms, names: list[str], wd: float) -> list[str]:

@@ -120,3 +120,56 @@ def test_odd_optimizer_facts_leave_the_rule_quiet_without_raising(tmp_path):
         diagnosis = tracelab.analyze(path)
         assert "weight-decay-too-high" not in {f.rule for f in diagnosis.findings}
         assert "weight-decay-too-high" not in {e.rule for e in diagnosis.errors}
+
+
+class _WithIds(torch.nn.Module):
+    """Dense features plus a learned vector per id (an N(0,1) embedding of 1000 ids, a few of
+    them in each batch: its rows get sparse gradients); the labels depend on the features."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.emb = nn.Embedding(1000, 32)
+        self.inp = nn.Linear(16, 32)
+        self.head = nn.Sequential(nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 4))
+
+    def forward(self, x, ids):
+        return self.head(self.inp(x) + self.emb(ids))
+
+
+def _with_ids(path, weight_decay: float, steps: int = 600):
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(16, 4, generator=g)
+    net, loss_fn = _WithIds(), torch.nn.CrossEntropyLoss()
+    opt = O.Adam(net.parameters(), lr=3e-3, weight_decay=weight_decay)
+    with tracelab.Recorder(str(path), model=net, optimizer=opt, loss_fn=loss_fn,
+                           input_every=5) as rec:
+        for _ in range(steps):
+            x, ids = torch.randn(64, 16, generator=g), torch.randint(0, 1000, (64,), generator=g)
+            y = (x @ w).argmax(1)
+            opt.zero_grad()
+            out = net(x, ids)
+            loss = loss_fn(out, y)
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x, targets=y, outputs=out)
+    return path
+
+
+def test_an_l2_term_that_outweighs_only_an_embedding_while_the_loss_falls_is_quiet(tmp_path):
+    # Adam's L2 term 1e-2 outweighs the embedding's sparse gradients (1 of 4 matrices), which
+    # shrinks, while the rest of the model learns: the loss falls as far as without decay.
+    from tracelab.analyzers.weight_decay_too_high import _outweighed
+    from tracelab.core.run import open_run
+    path = _with_ids(tmp_path / "r", 1e-2)
+    run = open_run(path)
+    norms = run.stat("weight", "norm")
+    assert _outweighed(run, norms, ["emb.weight", "inp.weight", "head.1.weight",
+                                    "head.3.weight"], 1e-2) == ["emb.weight"]
+    assert float(norms["emb.weight"].iloc[-1] / norms["emb.weight"].iloc[0]) < 0.5
+    assert float(run.loss().iloc[-30:].median()) < 0.5 * float(run.loss().iloc[:10].median())
+    assert "weight-decay-too-high" not in {f.rule for f in _diagnosis(path).findings}
+    # Ten times that holds the whole model near zero and the loss stalls: named first.
+    first = _diagnosis(_with_ids(tmp_path / "high", 0.1)).diagnoses[0].finding
+    assert first.rule == "weight-decay-too-high" and first.evidence["layers"] == 4
