@@ -110,9 +110,10 @@ def _lr(run: Run, scalar: str, lr: float, steps: pd.Index) -> tuple[pd.Series, f
 
 
 def too_small_to_move(run: Run, ratio: pd.DataFrame, weight: pd.DataFrame) -> dict | None:
-    """Where a run does not learn from where an untrained model starts and every judged weight matrix's median reach per step, at
-    the run's peak learning rate, is below TOO_SMALL: the reaches by name, the loss's fall,
-    the optimizer types and the peak learning rates. None otherwise, or where any matrix
+    """Where a run does not learn from where an untrained model starts (`starts_unlearned`)
+    and every judged weight matrix's median reach per step, at the run's peak learning rate,
+    is below TOO_SMALL: the reaches by name, the loss's fall, the optimizer types and the
+    peak learning rates. None otherwise, or where any matrix
     cannot be judged (its optimizer unknown, or one whose lr means something else)."""
     fall = loss_fall(run)
     if fall is None or fall >= NOT_LEARNING or loss_grew(run) or not len(ratio.columns):
