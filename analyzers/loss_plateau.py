@@ -24,17 +24,22 @@ How to fix
     check the label format against the loss and normalize inputs.
 
 False positives
-    A run resumed from an already converged checkpoint, a fine-tuning run meant to move
-    little, or an adversarial (GAN) objective has a flat loss by design; ignore the rule there.
-    Runs shorter than `min_steps` recorded losses are not judged.
+    A run resumed from an already converged checkpoint, or a fine-tuning run meant to move
+    little, has a flat loss by design; ignore the rule there. In an adversarial game (two or
+    more optimizers holding parameters, a loss that did not grow: a GAN's players) each
+    player's loss stays level by design while both learn, so a plateau is reported there only
+    when something does not move: no gradients, weights that never change, or one player
+    whose parameters all stay still. Runs shorter than `min_steps` recorded losses are not
+    judged.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from tracelab.analyzers._learning_rate import lower_lr_fix, lr_fix
+from tracelab.analyzers._learning_rate import adversarial_game, groups_of, lower_lr_fix, \
+    lr_fix
 from tracelab.analyzers._dynamics import (edge_len, finite, finite_stat, fmt, matrix_params,
-                                          name_list, update_ratios)
+                                          name_list, update_ratios, weights_unchanged)
 from tracelab.analyzers.dead_units import RELU_TYPES
 from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, WARNING, Finding
@@ -60,6 +65,18 @@ def loss_plateau(run: Run, *, min_steps: int = 30, min_drop: float = 0.03,
     if drop >= min_drop or drop < -max_rise:  # a rising loss is not a plateau
         return []
     severity, hint, evidence, fix = _hint(run, low_update_ratio)
+    if adversarial_game(run) and severity is not ERROR:
+        still = _players_still(run)
+        if not still:
+            return []  # a player's loss stays level by design while both players learn
+        one = len(still) == 1
+        hint = (f"the parameters of optimizer{'' if one else 's'} "
+                f"{name_list([repr(p) for p in still])} never change, so "
+                f"{'that player' if one else 'those players'} never learn"
+                f"{'s' if one else ''} (see optimizer-step-missing)")
+        evidence = {"players_still": len(still)}
+        fix = ("Call each player's own optimizer.step() after its backward pass, on an "
+               "optimizer built from that player's parameters.")
     fix = lower_lr_fix(run, fix)
     first, last = int(loss.index[0]), int(loss.index[-1])
     evidence.update(start_loss=start, end_loss=end, relative_drop=drop, steps=len(values))
@@ -123,6 +140,18 @@ def _hint(run: Run, low_update_ratio: float, high_update_ratio: float = 0.1) -> 
     return (WARNING, "gradients and updates look ordinary, so check the labels' format "
             "against the loss and the inputs' scaling", {},
             "Check that labels match the loss (class indices vs one-hot) and normalize inputs.")
+
+
+def _players_still(run: Run) -> list[str]:
+    """The optimizers (meta.json's keys) whose listed parameters, those with recorded weights
+    or updates, all never changed (weights_unchanged); [] where none lists any."""
+    still = []
+    for key, summary in run.optimizers().items():
+        params = [str(p) for g in groups_of(summary) for p in (g.get("params") or ())]
+        judged = [p for p in params if p in run.names(WEIGHT) or p in run.names(UPDATE)]
+        if judged and all(weights_unchanged(run, p) for p in judged):
+            still.append(key)
+    return still
 
 
 def _dead_layers(run: Run) -> list[str]:
