@@ -11,7 +11,15 @@ What it detects
     too high must also show in the loss: one that ends finite and `fell` (4) times or more
     below its start (the lower of its first value and the loss of the best prediction that
     ignores the input) did not fail to fall, rise, blow up or swing far above its best, and
-    the rule stays quiet whatever the other signals say.
+    the rule stays quiet whatever the other signals say. So it does when a logged metric whose
+    name gives its direction (a reward, an accuracy, an error: loss-against-objective's
+    `direction`) improved significantly over the run and still did over its second half (its
+    last quarter better than its first and than its second, one-sided Mann-Whitney p <
+    `alpha`, the best of the four, with at least half the gain in the second half): a step
+    too large keeps the objective from improving, whatever the loss does (a DQN's regression
+    targets grow as its policy improves, and its loss and gradients with them). A score that
+    climbs from its initialization to chance and settles there made its gain early: it does
+    not count.
 
 Why it matters
     Each symptom alone has several causes, and its own fix (clip the gradients, switch to
@@ -52,6 +60,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 import numpy as np
+from scipy.stats import mannwhitneyu
 
 from tracelab.analyzers._dynamics import OUTCOME, edge_len, initial, matrix_params, update_ratios
 from tracelab.analyzers._dynamics import fmt as _fmt
@@ -59,6 +68,7 @@ from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL, NO_
                                                adversarial_game, loss_grew, lr_known,
                                                without_optimizer)
 from tracelab.analyzers._loss_contracts import constant_loss
+from tracelab.analyzers.loss_against_objective import direction
 from tracelab.core import causes
 from tracelab.core.causes import Chain, explained_by, explains
 from tracelab.core.findings import INFO, Finding
@@ -124,7 +134,8 @@ _FLAT = "keeps the loss from falling whatever the learning rate, and its symptom
                           timing="overlap", when=_flat_loss_cause)),
       presumes=(LR_MOVES_THE_MODEL,))
 def learning_rate_too_high(run: Run, chains: Sequence[Chain], *, far_above: float = 100.0,
-                           early: int = 10, fell: float = 4.0) -> list[Finding]:
+                           early: int = 10, fell: float = 4.0, alpha: float = 1e-3
+                           ) -> list[Finding]:
     seen: list[Finding] = []
     for chain in chains:
         if _symptom(chain.root):
@@ -132,7 +143,7 @@ def learning_rate_too_high(run: Run, chains: Sequence[Chain], *, far_above: floa
     if not seen:
         return []
     course = _loss_course(run)
-    if _fell_steadily(course, fell):
+    if _fell_steadily(course, fell) or _objective_improved(run, alpha):
         return []
     votes = _votes(run, seen, far_above, early)
     if len(votes) < 2 or not PRIMARY & set(votes):
@@ -214,6 +225,38 @@ def _fell_steadily(course: dict[str, float], fell: float) -> bool:
     if best is not None and best > 0 and end > 2 * best:
         return False  # it fell, then gave back more than half: a late divergence is judged
     return start > 0 and end >= 0 and start >= fell * end  # a factor means nothing across 0
+
+
+def _objective_improved(run: Run, alpha: float, min_points: int = 24) -> bool:
+    """Whether a logged metric whose name gives its direction (`direction`: a reward, an
+    accuracy, an error), at `min_points` values or more, kept improving over the run: its
+    last quarter better than its first and its second (one-sided Mann-Whitney p < `alpha`),
+    the best of its four quarters (no late divergence gave the gain back), with at least half
+    of its gain made in the second half (not a transient of the start that settled)."""
+    sc = run.scalars
+    if not {"split", "name"} <= set(sc.columns):
+        return False
+    for split, name in sc[["split", "name"]].drop_duplicates().itertuples(index=False):
+        sign = direction(str(name))
+        if not sign:
+            continue
+        values = run.scalar(str(name), str(split)).to_numpy(dtype=float, na_value=np.nan)
+        values = sign * values[np.isfinite(values)]
+        if len(values) < min_points:
+            continue
+        quarters = np.array_split(values, 4)
+        medians = [float(np.median(q)) for q in quarters]
+        if medians[-1] < max(medians) or medians[-1] <= medians[0] or \
+                medians[-1] - medians[1] < 0.5 * (medians[-1] - min(medians)):
+            continue
+        try:
+            p = max(float(mannwhitneyu(quarters[-1], q, alternative="greater").pvalue)
+                    for q in quarters[:2])
+        except ValueError:
+            continue
+        if p < alpha:
+            return True
+    return False
 
 
 def _votes(run: Run, seen: Sequence[Finding], far_above: float,

@@ -239,3 +239,57 @@ def test_a_flat_loss_whose_units_died_after_large_first_steps_names_the_lr():
     assert learning_rate_too_high(_run(updates=early), _alone(other)) == []
     # nor does one after small first steps: the units died of something else
     assert learning_rate_too_high(_run(updates=[1e-3] * 50), _alone(plateau)) == []
+
+
+# -- an objective that keeps improving -----------------------------------------------------------
+def _growing_targets(path, lr, metric):
+    """A ReLU MLP regressing targets that grow 40x over the run (a DQN's bootstrapped targets
+    grow as its policy improves), with Adam at `lr`; every 10 steps it logs on the val split
+    either "episode_reward" (the return the targets follow, rising throughout) or "score"
+    (the model's R^2 on held-out inputs)."""
+    import torch
+    from torch import nn
+
+    import tracelab
+    torch.manual_seed(0)
+    x, w, xv = torch.randn(4096, 8), torch.randn(8), torch.randn(256, 8)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(),
+                          nn.Linear(32, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    steps = 600
+    with tracelab.Recorder(str(path), model=model, optimizer=opt) as rec:
+        for step in range(steps):
+            scale = 1 + 39 * step / steps
+            i = torch.randint(0, len(x), (32,))
+            y = scale * torch.tanh(x[i] @ w).unsqueeze(1)
+            opt.zero_grad()
+            loss = nn.functional.mse_loss(model(x[i]), y)
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, targets=y)
+            if step % 10 == 0:
+                with torch.no_grad():
+                    yv = scale * torch.tanh(xv @ w).unsqueeze(1)
+                    score = 1 - ((model(xv) - yv) ** 2).mean() / yv.var()
+                value = scale * (1 + 0.1 * torch.randn(()).item()) if metric == \
+                    "episode_reward" else score.item()
+                rec.log("val", {metric: value})
+    return path
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_an_objective_that_keeps_improving_vetoes_the_symptoms(tmp_path):
+    from tracelab.core.run import open_run
+    path = _growing_targets(tmp_path / "rising", 1e-2, "episode_reward")
+    diagnosis = _analyzed(path)
+    assert [f for f in diagnosis.findings if f.rule == "learning-rate-too-high"] == []
+    # the loss swings and spikes as its targets grow: the reward is what keeps it quiet
+    chains = _alone(*diagnosis.findings)
+    assert learning_rate_too_high(open_run(path), chains, alpha=0.0) != []
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_a_score_that_climbs_from_its_init_to_chance_vetoes_nothing(tmp_path):
+    diagnosis = _analyzed(_growing_targets(tmp_path / "high", 1.0, "score"))
+    [f] = [f for f in diagnosis.findings if f.rule == "learning-rate-too-high"]
+    assert f.severity.value in ("warning", "error")
