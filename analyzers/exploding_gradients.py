@@ -41,6 +41,11 @@ False positives
     of the error, they are its scale, not an explosion. Gradients of a deep
     network often grow 100x from a tiny start as it learns: while the loss, finite throughout,
     ends the span at half its start or less, the finding is information, not a warning.
+    Gradients of a regression loss scale with its targets: where real-valued targets were
+    recorded (`step(targets=...)`, not class indices) for a loss that is no classification's,
+    growth is judged on the norm divided by the targets' root mean square relative to its
+    start, where that grew (a DQN's bootstrapped targets, 1 -> 20 as its policy improves), so
+    gradients that follow their targets are not an explosion.
 """
 from __future__ import annotations
 
@@ -50,8 +55,8 @@ import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._learning_rate import lower_lr_fix
-from tracelab.analyzers._loss_contracts import (CROSS_ENTROPY, NLL, SQUARED, loss_fn,
-                                                loss_type, mean_reduced, output_facts)
+from tracelab.analyzers._loss_contracts import (BCE, BCE_LOGITS, CROSS_ENTROPY, NLL, SQUARED,
+                                                loss_fn, loss_type, mean_reduced, output_facts)
 from tracelab.analyzers._dynamics import (OUTCOME, edge_len, fmt, matrix_params, name_list,
                                           subject_of)
 from tracelab.core import causes
@@ -87,10 +92,15 @@ def exploding_gradients(run: Run, *, max_norm: float = 100.0, growth: float = 10
     start = norms.iloc[:edge_len(len(norms), lo=smooth, hi=50)].median()
     peak = sustained.max()
     # Growth is a level reached from a lower one, at least the start's: a norm that is largest
-    # in the first steps and then falls (a transient of the initialization) never grew.
-    lowest = sustained.cummin().shift(1)
-    before = lowest.clip(lower=start, axis=1).where(lowest.notna())
-    rise_of = sustained / before
+    # in the first steps and then falls (a transient of the initialization) never grew. A
+    # regression's gradients are judged per unit of its targets' scale, where that grew.
+    targets = _target_growth(run, norms.index)
+    scaled = norms if targets is None else norms.div(targets, axis=0)
+    level_of = scaled.rolling(smooth, min_periods=smooth).median()
+    first_level = scaled.iloc[:edge_len(len(norms), lo=smooth, hi=50)].median()
+    lowest = level_of.cummin().shift(1)
+    before = lowest.clip(lower=first_level, axis=1).where(lowest.notna())
+    rise_of = level_of / before
     grew = rise_of.max()
     # An absolute norm means something only per term of the loss: a mean's, or a sum's divided
     # by the batch, the sequence or the pixels it adds up (the user's choice of scale); for a
@@ -111,6 +121,8 @@ def exploding_gradients(run: Run, *, max_norm: float = 100.0, growth: float = 10
     first = min(_onset(sustained[n], level[n] if level is not None else None, max_norm,
                        max(floor, growth * start[n])) for n in hot)
     rise = f", {fmt(grew[worst])}x its start ({fmt(start[worst])})" if grew[worst] > 0 else ""
+    if rise and targets is not None and float(targets.max()) > 1:
+        rise += f" per unit of its targets' scale (which grew {fmt(float(targets.max()))}x)"
     rel = f", {fmt(ratio)}x the median of the other layers" if ratio == ratio else ""
     learning = _loss_fell(run, first, int(at))
     told = "; the loss kept falling meanwhile (grads that grow from a small start as a deep " \
@@ -126,6 +138,30 @@ def exploding_gradients(run: Run, *, max_norm: float = 100.0, growth: float = 10
         lower_lr_fix(run, "Clip gradients (clip_grad_norm_ with max_norm about 1), lower the "
                      "learning rate and normalize the inputs; check the named layers' "
                      "initialization."))]
+
+
+def _target_growth(run: Run, index: pd.Index) -> pd.Series | None:
+    """The training targets' root mean square (sqrt(mean^2 + std^2), the median over their
+    features) at each step of `index` (the last profile at or before it), relative to the
+    first profiled steps' and at least 1; None where the loss is a classification's, the
+    targets are integers (class indices) or fewer than two profiles were recorded."""
+    if loss_type(run) in CROSS_ENTROPY | NLL | BCE | BCE_LOGITS:
+        return None
+    try:
+        t = run.targets
+        t = t[(t["split"] == "train") & t["mean"].notna() & t["std"].notna()]
+        if not len(t) or not (t["int_frac"].fillna(1.0) < 1).any():
+            return None
+        rms = np.sqrt(t["mean"].astype(float) ** 2 + t["std"].astype(float) ** 2)
+        scale = rms.groupby(t["step"].astype(int)).median().sort_index()
+    except (KeyError, TypeError, ValueError):
+        return None
+    scale = scale[np.isfinite(scale) & (scale > 0)]
+    if len(scale) < 2:
+        return None
+    first = float(scale.iloc[:edge_len(len(scale), lo=1, hi=10)].median())
+    at = scale.reindex(scale.index.union(index)).ffill().reindex(index)
+    return (at / first).clip(lower=1.0).fillna(1.0)
 
 
 def _loss_fell(run: Run, first: int, last: int) -> bool:

@@ -183,3 +183,39 @@ def test_a_norm_largest_at_the_first_steps_then_falling_did_not_grow():
     assert exploding_gradients(grad_run({**HEALTHY, "l0.weight": falling})) == []
     rising = np.r_[np.full(8, 0.01), np.full(N - 8, 50.0)]
     assert exploding_gradients(grad_run({**HEALTHY, "l0.weight": rising})) != []
+
+
+def _growing_targets(path, record_targets: bool = True):
+    """A ReLU MLP regressing targets that grow 2,000x over the run (a DQN's bootstrapped targets
+    grow as its policy improves), Adam at 1e-2, a mean squared error: its gradients grow with
+    the targets."""
+    torch.manual_seed(0)
+    x, w = torch.randn(4096, 8), torch.randn(8)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(),
+                          nn.Linear(32, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt) as rec:
+        for step in range(400):
+            scale = 1 + 1999 * step / 400
+            i = torch.randint(0, len(x), (32,))
+            y = scale * torch.tanh(x[i] @ w).unsqueeze(1)
+            opt.zero_grad()
+            loss = nn.functional.mse_loss(model(x[i]), y)
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, targets=y if record_targets else None)
+    return tracelab.open_run(path)
+
+
+def test_gradients_that_follow_their_growing_targets_are_no_explosion(tmp_path):
+    # without the targets' scale the growth reads as an explosion
+    [f] = exploding_gradients(_growing_targets(tmp_path / "blind", record_targets=False))
+    assert f.severity.value == "warning" and f.evidence["growth"] >= 100
+    assert exploding_gradients(_growing_targets(tmp_path / "seen")) == []
+
+
+def test_growth_beyond_the_recorded_targets_still_explodes(tmp_path):
+    run = _regression(tmp_path / "past", 2.2)
+    assert (run.targets["int_frac"] < 1).any()  # real-valued targets were recorded, flat
+    [f] = exploding_gradients(run)
+    assert f.severity.value == "warning" and "targets' scale" not in f.message
