@@ -47,7 +47,8 @@ False positives
     those of the last backward pass, not necessarily the ones the parameter's own optimizer
     stepped on (`grad_norm/step/<optimizer>`): a critic's output bias cancels in its own loss
     (zero gradient, no change) yet gets a gradient from the generator's backward. A parameter
-    whose group's recorded learning rate is positive is then only noted at info level.
+    whose group's recorded learning rate is positive, in an optimizer that moves others of its
+    parameters, is then only noted at info level.
 """
 from __future__ import annotations
 
@@ -91,7 +92,7 @@ def frozen_parameters(run: Run, *, rtol: float = 1e-7, negligible: float = 1e-6,
     players = optimizers_holding(run)
     for name in still:
         scale = float(norms[name].median())
-        own_lr = _own_lr(run, name) if players >= 2 else None
+        own_lr = _own_lr(run, name, still) if players >= 2 else None
         by_cause.setdefault(_cause(name, info, grads, scale, negligible, own_lr),
                             []).append(name)
     for (severity, cause, fix), params in by_cause.items():
@@ -215,12 +216,18 @@ def _grad_max(grads, params) -> float:
     return float(peaks.max()) if peaks.size else float("nan")
 
 
-def _own_lr(run: Run, name: str) -> float | None:
+def _own_lr(run: Run, name: str, still: list[str]) -> float | None:
     """The smallest learning rate recorded for the param group that holds `name` (its `lr/`
-    scalar, else meta.json's group `lr`); None where no group lists it or no LR is known."""
+    scalar, else meta.json's group `lr`), where its optimizer steps: some other parameter it
+    holds changed (not in `still`). None where no group lists it, its optimizer moved none of
+    its parameters (a missing optimizer.step()) or no LR is known."""
     optimizers = run.optimizers()
     for key, summary in optimizers.items():
-        for index, group in enumerate(groups_of(summary)):
+        groups = groups_of(summary)
+        held = {str(p) for g in groups for p in (g.get("params") or ())}
+        if name in held and not held - set(still) - {name}:
+            return None  # none of its optimizer's parameters moved: that optimizer never steps
+        for index, group in enumerate(groups):
             if name not in map(str, group.get("params") or ()):
                 continue
             values = run.scalar(lr_name(key, index, len(optimizers))).to_numpy(

@@ -1,7 +1,8 @@
 """frozen-parameters on a real tiny WGAN (two optimizers): the critic's output bias cancels in
 its own loss -mean(D(real)) + mean(D(fake)), so its optimizer never moves it, while the
 generator's backward leaves it a non-zero gradient at step(): only info. A param group with a
-zero learning rate in the same game is still a warning."""
+zero learning rate in the same game is still a warning, and so is a player whose optimizer
+never steps."""
 from pathlib import Path
 
 import torch
@@ -12,7 +13,8 @@ from tracelab.analyzers.frozen_parameters import frozen_parameters
 from tracelab.core.run import open_run
 
 
-def _wgan(run_dir: Path, *, frozen_group: bool = False, steps: int = 60) -> Path:
+def _wgan(run_dir: Path, *, frozen_group: bool = False, d_steps: bool = True,
+          steps: int = 60) -> Path:
     torch.manual_seed(0)
     data = torch.randn(256, 2) @ torch.tensor([[1.0, 2.0], [-0.1, 0.5]]) + 1
     net_g = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 2))
@@ -31,7 +33,8 @@ def _wgan(run_dir: Path, *, frozen_group: bool = False, steps: int = 60) -> Path
             opt_d.zero_grad()
             loss_d = -net_d(x).mean() + net_d(net_g(z).detach()).mean()
             loss_d.backward()
-            opt_d.step()
+            if d_steps:
+                opt_d.step()
             opt_g.zero_grad()
             loss_g = -net_d(net_g(z)).mean()
             loss_g.backward()
@@ -52,3 +55,10 @@ def test_a_zero_learning_rate_group_in_a_game_is_still_a_warning(tmp_path):
     warned = [f for f in findings if f.severity.value == "warning"]
     assert len(warned) == 1 and "D.0.weight" in warned[0].message
     assert "learning rate is zero" in warned[0].message
+
+
+def test_a_player_whose_optimizer_never_steps_is_still_a_warning(tmp_path):
+    findings = frozen_parameters(open_run(_wgan(tmp_path / "wgan_nod", d_steps=False)))
+    [f] = findings
+    assert f.severity.value == "warning" and "D.0.weight" in f.message
+    assert "learning rate is zero or the optimizer skips" in f.message
