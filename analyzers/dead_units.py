@@ -44,7 +44,12 @@ False positives
     loss falls far below the constant prediction's: ordinary sparsity, reported as info only.
     The constant-prediction level is read from recorded facts (`Recorder(loss_fn=...)` with a
     mean reduction, and `step(targets=...)`); a summed loss, an L1 loss or a run without those
-    facts is not judged against it and a partly dead layer stays a warning. A loss divided
+    facts is not judged against it: there a partly dead layer is info when a logged metric
+    whose name gives its direction (a reward, an accuracy: loss-against-objective's
+    `direction`) kept improving over the run into its second half (learning-rate-too-high's
+    test, one-sided Mann-Whitney p < `alpha`), since units that carry no signal cannot make
+    the objective improve, and a warning otherwise (a DQN's hand-written TD loss regresses on
+    targets that grow as its policy improves: no constant level exists). A loss divided
     for gradient accumulation reads lower, never higher, than that level. Label smoothing
     raises the constant prediction's cross-entropy and is taken into account. LeakyReLU, GELU
     and other activations that pass negative values are not judged. Functional `F.relu` calls
@@ -58,6 +63,7 @@ from tracelab.analyzers._learning_rate import lower_lr_fix
 from tracelab.analyzers._dynamics import OUTCOME, finite_stat, fmt, layer_of, matrix_params, \
     name_list, param_info, subject_of, tail
 from tracelab.analyzers._loss_contracts import constant_loss
+from tracelab.analyzers.learning_rate_too_high import _objective_improved
 from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -78,13 +84,15 @@ RELU_TYPES = ("ReLU", "ReLU6")
                       "weights around them never change", timing="overlap", place="same"),
              explains(*OUTCOME, why="a network with dead units stops learning", timing="overlap")))
 def dead_units(run: Run, *, min_dead: float = 0.5, error_dead: float = 0.95,
-               window: float = 1 / 3, min_recordings: int = 3) -> list[Finding]:
+               window: float = 1 / 3, min_recordings: int = 3, alpha: float = 1e-3
+               ) -> list[Finding]:
     types = run.module_types()
     dead = finite_stat(run, ACTIVATION, "dead_frac")
     modules = [m for m in dead.columns if types.get(m) in RELU_TYPES]
     baseline = constant_loss(run)
     if not modules:
         return _from_gradients(run, window, min_recordings, baseline)
+    improved = baseline is None and _objective_improved(run, alpha)
     findings = []
     for module in modules:
         series = dead[module].dropna()
@@ -96,7 +104,8 @@ def dead_units(run: Run, *, min_dead: float = 0.5, error_dead: float = 0.95,
             continue
         span = (int(recent.index[0]), int(series.index[-1]))
         loss = _mean_loss(run, span)
-        learns = baseline is not None and loss is not None and loss < baseline
+        learns = (baseline is not None and loss is not None and loss < baseline) or (
+            baseline is None and improved)
         severity = ERROR if level >= error_dead else INFO if learns else WARNING
         first = float(series.iloc[0])
         onset = series[series >= min_dead]
@@ -105,10 +114,11 @@ def dead_units(run: Run, *, min_dead: float = 0.5, error_dead: float = 0.95,
             severity, module, (since, span[1]),
             f"{_share(level)} of the units of '{module}' ({types[module]}) are dead on each "
             f"of its last {len(recent)} recordings, against {fmt(100 * first)}% at step "
-            f"{int(series.index[0])}; {_verdict(severity, level, loss, baseline)}.",
+            f"{int(series.index[0])}; {_verdict(severity, level, loss, baseline, improved)}.",
             {"dead_frac": level, "dead_frac_median": float(recent.median()),
              "dead_frac_first": first, "dead_frac_max": float(series.max()),
-             "recordings": len(recent), "loss_mean": loss, "constant_loss": baseline},
+             "recordings": len(recent), "loss_mean": loss, "constant_loss": baseline,
+             "objective_improved": improved},
             lower_lr_fix(run, "Lower or warm up the learning rate, switch to LeakyReLU/GELU, "
                          "or add BatchNorm before this activation.")))
     return findings
@@ -183,11 +193,15 @@ def _share(level: float) -> str:
     return "All" if level >= 1 else f"{fmt(100 * level)}% or more"
 
 
-def _verdict(severity, level: float, loss: float | None, baseline: float | None) -> str:
+def _verdict(severity, level: float, loss: float | None, baseline: float | None,
+             improved: bool = False) -> str:
     if severity is ERROR:
         return ("nothing after it depends on the input, and no gradient reaches the layers "
                 "before it" if level >= 1 else "the few live units left carry all the signal "
                 "and the gradient")
+    if severity is INFO and improved:
+        return ("a logged objective (a reward, an accuracy) kept improving into the second half "
+                "of the run, so the live units carry the signal")
     if baseline is None or loss is None:
         return ("the loss's constant-prediction level was not recorded (pass loss_fn= to the "
                 "Recorder and targets= to step()), so the cost of the lost units is not judged")

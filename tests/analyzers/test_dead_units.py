@@ -70,11 +70,13 @@ def test_quiet_without_enough_recordings():
 
 # -- real tiny trainings -------------------------------------------------------------------------
 def _train(run_dir, *, kill=None, target="linear", loss="mse", widths=(16, 8), batch=32,
-           steps=150, lr=1e-2, sgd=False, seed=0):
+           steps=150, lr=1e-2, sgd=False, seed=0, record_loss_fn=True):
     """An MLP on fresh Gaussian batches of 8 features. `kill`: "all" sets every hidden bias to
     -50 (no unit ever fires), "half" the first half of the last hidden layer's biases.
     `target`: "linear" (a linear function of the inputs plus noise), "noise" (3 + N(0, 1), not
-    a function of the inputs), "classes" (the argmax of 3 linear scores)."""
+    a function of the inputs), "classes" (the argmax of 3 linear scores), "random classes" (3
+    classes drawn independently of the inputs). Classifiers log their batch accuracy.
+    `record_loss_fn=False` leaves the loss unknown to the Recorder, as a hand-written loss is."""
     torch = pytest.importorskip("torch")
     import tracelab
     torch.manual_seed(seed)
@@ -83,7 +85,7 @@ def _train(run_dir, *, kill=None, target="linear", loss="mse", widths=(16, 8), b
     for w in widths:
         layers += [torch.nn.Linear(width, w), torch.nn.ReLU()]
         width = w
-    classes = target == "classes"
+    classes = target in ("classes", "random classes")
     net = torch.nn.Sequential(*layers, torch.nn.Linear(width, 3 if classes else 1))
     hidden = [m for m in net[:-1] if isinstance(m, torch.nn.Linear)]
     with torch.no_grad():
@@ -95,11 +97,14 @@ def _train(run_dir, *, kill=None, target="linear", loss="mse", widths=(16, 8), b
     loss_fn = torch.nn.CrossEntropyLoss(label_smoothing=0.1) if classes else torch.nn.MSELoss()
     opt = (torch.optim.SGD if sgd else torch.optim.Adam)(net.parameters(), lr=lr)
     w = torch.randn(8, 3, generator=g)
-    with tracelab.Recorder(str(run_dir), model=net, optimizer=opt, loss_fn=loss_fn,
+    with tracelab.Recorder(str(run_dir), model=net, optimizer=opt,
+                           loss_fn=loss_fn if record_loss_fn else None,
                            activation_every=10, input_every=10) as rec:
         for _ in range(steps):
             x = torch.randn(batch, 8, generator=g)
-            if classes:
+            if target == "random classes":
+                y = torch.randint(0, 3, (batch,), generator=g)
+            elif classes:
                 y = (x @ w).argmax(1)
             elif target == "noise":
                 y = 3 + torch.randn(batch, generator=g)
@@ -111,6 +116,8 @@ def _train(run_dir, *, kill=None, target="linear", loss="mse", widths=(16, 8), b
             value.backward()
             opt.step()
             rec.step(loss=value, targets=y)
+            if classes:
+                rec.log("train", {"accuracy": (out.argmax(1) == y).float().mean().item()})
     return tracelab.open_run(str(run_dir))
 
 
@@ -153,3 +160,27 @@ def test_a_small_tabular_mlp_with_batches_of_8_raises_no_warning(tmp_path):
     assert recent.median() >= 0.5  # what a median over the recordings read as dead
     assert [f for f in dead_units(run) if f.severity.value != "info"] == []
     assert run.loss().iloc[-50:].mean() < 0.5 * run.loss().iloc[:10].mean()
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_without_a_constant_level_an_objective_that_improves_makes_a_half_dead_layer_info(
+        tmp_path):
+    # A hand-written loss (nothing recorded of it) has no constant-prediction level; the
+    # logged accuracy that keeps rising says the live units carry the signal.
+    run = _train(tmp_path / "r", kill="half", target="classes", steps=300, seed=1, lr=1e-3,
+                 record_loss_fn=False)
+    [f] = dead_units(run)
+    assert f.subject == "3" and f.severity.value == "info"
+    assert f.evidence["constant_loss"] is None and f.evidence["objective_improved"] is True
+    assert "kept improving" in f.message
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_without_a_constant_level_an_objective_that_does_not_improve_keeps_the_warning(
+        tmp_path):
+    # Labels drawn independently of the inputs: the accuracy stays at chance.
+    run = _train(tmp_path / "r", kill="half", target="random classes", steps=300, seed=1, lr=1e-3,
+                 record_loss_fn=False)
+    [f] = dead_units(run)
+    assert f.subject == "3" and f.severity.value == "warning"
+    assert f.evidence["constant_loss"] is None and f.evidence["objective_improved"] is False
