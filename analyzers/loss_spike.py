@@ -45,7 +45,12 @@ False positives
     model's parameters (a GAN's players, an actor and a critic), the one recorded loss jumps by
     design as each moves against the other: there a spike counts only when a recorded fact
     outside the game explains it (a bad input batch, a learning rate that rose), or when the
-    loss grows (turns non-finite, or ends above everything its first tenth held). At most
+    loss grows (turns non-finite, or ends above everything its first tenth held). So it is
+    where the recorded real-valued targets drift (`targets_drift`: the scale of the profiled
+    batches' targets moved twice over or more between the first and the last quarter of the
+    run): a regression on targets that move, a DQN's bootstrapped targets recomputed by a
+    target network synced every few hundred steps and growing as its policy improves, jumps
+    each time they move, a schedule of the algorithm rather than a fault. At most
     `max_reported` spikes are reported, the largest first.
 """
 from __future__ import annotations
@@ -137,9 +142,11 @@ def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float =
         end = min(int(ep[-1]) + shift, len(values))
         found.append((i, i + int(np.argmax(values[i:end]))))
     found.sort(key=lambda f: -values[f[1]] / abs(med[f[0]]))
-    # Several optimizers playing against one recorded loss make it jump by design: there only
-    # a jump that a fact outside the game explains counts, unless the loss grew.
-    game = adversarial_game(run)
+    # Several optimizers playing against one recorded loss make it jump by design, and so
+    # does a regression whose targets drift (bootstrapped targets, recomputed by a copy of
+    # the model synced now and then): there only a jump that a fact outside the game
+    # explains counts.
+    game = adversarial_game(run) or targets_drift(run) is not None
     named = [(i, peak, _cause(run, int(steps[i]), int(steps[max(i - window, 0)]),
                               int(steps[peak]), lr_increase=lr_increase,
                               input_ratio=input_ratio, grad_ratio=grad_ratio))
@@ -160,6 +167,33 @@ def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float =
             f"(z = {fmt(score)}); {cause}.",
             evidence, _FIX[kind]))
     return findings
+
+
+def targets_drift(run: Run, *, factor: float = 2.0, min_batches: int = 8) -> float | None:
+    """How many times the recorded real-valued train targets' scale (per profiled batch, the
+    root mean square sqrt(mean ** 2 + std ** 2), averaged over target columns) moved between
+    the first and the last quarter of the profiled batches, by the ratio of their medians (the
+    larger over the smaller), where that is `factor` or more over `min_batches` batches or
+    more; None otherwise (integer targets, too few batches, a steady scale). A fixed data set
+    sampled at random keeps its targets' scale from batch to batch."""
+    try:
+        rows = run.targets
+        rows = rows[(rows["split"] == TRAIN) & (rows["count"] > 1)]
+        rows = rows[rows["dtype"].astype(str).str.contains("float")
+                    & (rows["int_frac"].astype(float) < 0.5)]
+        mean, std = rows["mean"].astype(float), rows["std"].astype(float)
+        rms = pd.Series(np.sqrt(mean ** 2 + std ** 2).to_numpy(), index=rows["step"].to_numpy())
+        rms = rms[np.isfinite(rms.to_numpy())].groupby(level=0).mean().sort_index()
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return None
+    if len(rms) < min_batches:
+        return None
+    quarters = np.array_split(rms.to_numpy(dtype=float), 4)
+    first, last = float(np.median(quarters[0])), float(np.median(quarters[-1]))
+    if not (first > 0 and last > 0):
+        return None
+    ratio = max(first, last) / min(first, last)
+    return ratio if ratio >= factor else None
 
 
 def _against(value: float, median: float) -> str:

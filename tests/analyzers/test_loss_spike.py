@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 from dynamics_frames import make_run, noisy_decay, scalar_rows, tensor_rows
 
-from tracelab.analyzers.loss_spike import loss_spike
+from tracelab.analyzers.loss_spike import loss_spike, targets_drift
 
 N, AT = 300, 200
 # A jump that no recorded fact explains must stand out of the loss's multiplicative noise
@@ -210,6 +210,7 @@ def test_a_heavy_tailed_regression_loss_is_noise_and_its_bad_batch_a_spike(tmp_p
     loss = run.loss().to_numpy()
     assert loss[127] > 5 * np.median(loss[77:127])  # a short last batch, 10x on a linear MAD
     assert loss_spike(run) == []
+    assert targets_drift(run) is None  # a fixed data set: its targets keep their scale
     [f] = loss_spike(_heavy_regression(tmp_path / "bad", bad_step=150))
     assert f.evidence["cause"] == "input_outlier" and f.evidence["step"] == 150
 
@@ -238,3 +239,59 @@ def test_a_gan_s_jump_right_after_its_learning_rates_rose_still_fires(tmp_path):
     [f] = loss_spike(run)
     assert f.evidence["cause"] == "lr_increase" and 300 <= f.evidence["step"] <= 310
     assert f.evidence["spikes_total"] == 1
+
+
+# -- real tiny trainings: a regression on targets that a synced copy of the model recomputes -----
+def _bootstrapped(path, bad_step=None, steps=600, sync=150):
+    """Fitted value iteration on a fixed random chain of 256 states (4 features, reward about
+    1, discount 0.97): the targets r + 0.97 V'(next) come from a copy of the model synced every
+    `sync` steps, so they grow (1 -> about 8) and the loss jumps at each sync, a DQN's target
+    network in small. `bad_step`: that batch's targets come 20x too large."""
+    torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+    import copy
+
+    from torch import nn
+
+    import tracelab
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    states = torch.randn(256, 4, generator=g)
+    following = torch.randint(0, 256, (256,), generator=g)
+    reward = 1 + 0.1 * torch.randn(256, generator=g)
+    model = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 1))
+    target = copy.deepcopy(model)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    loss_fn = nn.MSELoss()
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=loss_fn) as rec:
+        for step in range(steps):
+            i = torch.randint(0, 256, (32,), generator=g)
+            with torch.no_grad():
+                y = reward[i] + 0.97 * target(states[following[i]])[:, 0]
+            y = y * (20 if step == bad_step else 1)
+            out = model(states[i])[:, 0]
+            loss = loss_fn(out, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=states[i], targets=y, outputs=out)
+            if step % sync == sync - 1:
+                target.load_state_dict(model.state_dict())
+    return tracelab.open_run(str(path))
+
+
+def test_the_jumps_of_targets_a_synced_copy_recomputes_are_the_algorithm_s(tmp_path,
+                                                                          monkeypatch):
+    import importlib
+    module = importlib.import_module("tracelab.analyzers.loss_spike")
+    run = _bootstrapped(tmp_path / "td")
+    assert module.targets_drift(run) >= 2  # the targets' scale grew as the values did
+    assert loss_spike(run) == []
+    # the same loss read as a regression on steady targets: each sync is a spike
+    monkeypatch.setattr(module, "targets_drift", lambda run: None)
+    found = loss_spike(run)
+    assert {f.evidence["step"] for f in found} <= {150, 300, 450} and len(found) >= 2
+
+
+def test_a_bad_batch_among_drifting_targets_still_fires(tmp_path):
+    [f] = loss_spike(_bootstrapped(tmp_path / "bad", bad_step=375))
+    assert f.evidence["cause"] == "input_outlier" and f.evidence["step"] == 375
