@@ -63,7 +63,7 @@ from tracelab.analyzers._learning_rate import lower_lr_fix
 from tracelab.analyzers._dynamics import OUTCOME, finite_stat, fmt, layer_of, matrix_params, \
     name_list, param_info, subject_of, tail
 from tracelab.analyzers._loss_contracts import constant_loss
-from tracelab.analyzers.learning_rate_too_high import _objective_improved
+from tracelab.analyzers._objectives import objective_improved
 from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -92,7 +92,7 @@ def dead_units(run: Run, *, min_dead: float = 0.5, error_dead: float = 0.95,
     baseline = constant_loss(run)
     if not modules:
         return _from_gradients(run, window, min_recordings, baseline)
-    improved = baseline is None and _objective_improved(run, alpha)
+    improved = baseline is None and objective_improved(run, alpha)
     findings = []
     for module in modules:
         series = dead[module].dropna()

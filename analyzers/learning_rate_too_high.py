@@ -60,7 +60,6 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 import numpy as np
-from scipy.stats import mannwhitneyu
 
 from tracelab.analyzers._dynamics import OUTCOME, edge_len, initial, matrix_params, update_ratios
 from tracelab.analyzers._dynamics import fmt as _fmt
@@ -68,7 +67,7 @@ from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL, NO_
                                                adversarial_game, loss_grew, lr_known,
                                                without_optimizer)
 from tracelab.analyzers._loss_contracts import constant_loss
-from tracelab.analyzers.loss_against_objective import direction
+from tracelab.analyzers._objectives import objective_improved
 from tracelab.core import causes
 from tracelab.core.causes import Chain, explained_by, explains
 from tracelab.core.findings import INFO, Finding
@@ -143,7 +142,7 @@ def learning_rate_too_high(run: Run, chains: Sequence[Chain], *, far_above: floa
     if not seen:
         return []
     course = _loss_course(run)
-    if _fell_steadily(course, fell) or _objective_improved(run, alpha):
+    if _fell_steadily(course, fell) or objective_improved(run, alpha):
         return []
     votes = _votes(run, seen, far_above, early)
     if len(votes) < 2 or not PRIMARY & set(votes):
@@ -225,38 +224,6 @@ def _fell_steadily(course: dict[str, float], fell: float) -> bool:
     if best is not None and best > 0 and end > 2 * best:
         return False  # it fell, then gave back more than half: a late divergence is judged
     return start > 0 and end >= 0 and start >= fell * end  # a factor means nothing across 0
-
-
-def _objective_improved(run: Run, alpha: float, min_points: int = 24) -> bool:
-    """Whether a logged metric whose name gives its direction (`direction`: a reward, an
-    accuracy, an error), at `min_points` values or more, kept improving over the run: its
-    last quarter better than its first and its second (one-sided Mann-Whitney p < `alpha`),
-    the best of its four quarters (no late divergence gave the gain back), with at least half
-    of its gain made in the second half (not a transient of the start that settled)."""
-    sc = run.scalars
-    if not {"split", "name"} <= set(sc.columns):
-        return False
-    for split, name in sc[["split", "name"]].drop_duplicates().itertuples(index=False):
-        sign = direction(str(name))
-        if not sign:
-            continue
-        values = run.scalar(str(name), str(split)).to_numpy(dtype=float, na_value=np.nan)
-        values = sign * values[np.isfinite(values)]
-        if len(values) < min_points:
-            continue
-        quarters = np.array_split(values, 4)
-        medians = [float(np.median(q)) for q in quarters]
-        if medians[-1] < max(medians) or medians[-1] <= medians[0] or \
-                medians[-1] - medians[1] < 0.5 * (medians[-1] - min(medians)):
-            continue
-        try:
-            p = max(float(mannwhitneyu(quarters[-1], q, alternative="greater").pvalue)
-                    for q in quarters[:2])
-        except ValueError:
-            continue
-        if p < alpha:
-            return True
-    return False
 
 
 def _votes(run: Run, seen: Sequence[Finding], far_above: float,

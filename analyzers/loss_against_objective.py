@@ -46,39 +46,21 @@ False positives
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 from scipy.stats import mannwhitneyu, spearmanr
 
 from tracelab.analyzers._dynamics import fmt
 from tracelab.analyzers._learning_rate import optimizers_holding
+from tracelab.analyzers._objectives import direction
 from tracelab.core.causes import explained_by, explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import LOSS_NAME, Needs
 
-_WORD = r"(?:^|[^a-z])({})s?(?:$|[^a-z])"
-_HIGHER = re.compile(_WORD.format("reward|rew|return|score|acc|accuracy|f1|auc|precision|recall"
-                                  "|iou|bleu|rouge|dice"))
-_LOWER = re.compile(_WORD.format("error|err|perplexity|ppl|mae|mse|rmse|wer|cer"))
-# A name holding one of these says no direction of its own (a loss, a spread, a distance).
-_UNDIRECTED = re.compile(r"loss|cost|penalty|regret|std|var|spread|dist|fid|energy|nll|grad")
-
 FIX = ("Check the sign of every term of the loss: the optimizer minimizes it, so a quantity to "
        "maximize (a return, a log-likelihood, an accuracy) enters with a minus sign, once "
        "(REINFORCE: -log_prob * R, not log_prob * R).")
-
-
-def direction(name: str) -> int:
-    """+1 when the metric's name says higher is better, -1 lower, 0 when it says neither or
-    both."""
-    low = str(name).lower()
-    if _UNDIRECTED.search(low):
-        return 0
-    up, down = bool(_HIGHER.search(low)), bool(_LOWER.search(low))
-    return 0 if up == down else (1 if up else -1)
 
 
 @rule(name="loss-against-objective", code="TL614", requires=(Needs.LOSS,), plot=Plot.SCALAR,

@@ -286,9 +286,12 @@ def test_an_objective_that_keeps_improving_vetoes_the_symptoms(tmp_path):
     path = _growing_targets(tmp_path / "rising", 1e-2, "episode_reward")
     diagnosis = _analyzed(path)
     assert [f for f in diagnosis.findings if f.rule == "learning-rate-too-high"] == []
-    # the loss swings and spikes as its targets grow: the reward is what keeps it quiet
-    chains = _alone(*diagnosis.findings)
-    assert learning_rate_too_high(open_run(path), chains, alpha=0.0) != []
+    # votes it is handed (swings, large updates) are vetoed by the reward alone
+    swings = _f("loss-oscillation", (100, 299), {"p10": 0.9, "p90": 4.7})
+    updates = _f("update-ratio", (0, 299), {"worst_ratio": 0.14}, "0.weight")
+    run = open_run(path)
+    assert learning_rate_too_high(run, _alone(swings, updates)) == []
+    assert learning_rate_too_high(run, _alone(swings, updates), alpha=0.0) != []
 
 
 @pytest.mark.usefixtures("one_thread")

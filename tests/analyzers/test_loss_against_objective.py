@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tracelab.analyzers.loss_against_objective import direction, loss_against_objective
+from tracelab.analyzers._objectives import direction
+from tracelab.analyzers.loss_against_objective import loss_against_objective
 from tracelab.core.run import Run
 
 torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")

@@ -1,0 +1,59 @@
+"""What a run's logged metrics say of its objective: which way each one is better, by its name,
+and whether one kept improving. Read by the rules that judge a loss against what it optimizes."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from scipy.stats import mannwhitneyu
+
+from tracelab.core.run import Run
+
+_WORD = r"(?:^|[^a-z])({})s?(?:$|[^a-z])"
+_HIGHER = re.compile(_WORD.format("reward|rew|return|score|acc|accuracy|f1|auc|precision|recall"
+                                  "|iou|bleu|rouge|dice"))
+_LOWER = re.compile(_WORD.format("error|err|perplexity|ppl|mae|mse|rmse|wer|cer"))
+# A name holding one of these says no direction of its own (a loss, a spread, a distance).
+_UNDIRECTED = re.compile(r"loss|cost|penalty|regret|std|var|spread|dist|fid|energy|nll|grad")
+
+
+def direction(name: str) -> int:
+    """+1 when the metric's name says higher is better, -1 lower, 0 when it says neither or
+    both."""
+    low = str(name).lower()
+    if _UNDIRECTED.search(low):
+        return 0
+    up, down = bool(_HIGHER.search(low)), bool(_LOWER.search(low))
+    return 0 if up == down else (1 if up else -1)
+
+
+def objective_improved(run: Run, alpha: float, min_points: int = 24) -> bool:
+    """Whether a logged metric whose name gives its direction (`direction`: a reward, an
+    accuracy, an error), at `min_points` values or more, kept improving over the run: its
+    last quarter better than its first and its second (one-sided Mann-Whitney p < `alpha`),
+    the best of its four quarters (no late divergence gave the gain back), with at least half
+    of its gain made in the second half (not a transient of the start that settled)."""
+    sc = run.scalars
+    if not {"split", "name"} <= set(sc.columns):
+        return False
+    for split, name in sc[["split", "name"]].drop_duplicates().itertuples(index=False):
+        sign = direction(str(name))
+        if not sign:
+            continue
+        values = run.scalar(str(name), str(split)).to_numpy(dtype=float, na_value=np.nan)
+        values = sign * values[np.isfinite(values)]
+        if len(values) < min_points:
+            continue
+        quarters = np.array_split(values, 4)
+        medians = [float(np.median(q)) for q in quarters]
+        if medians[-1] < max(medians) or medians[-1] <= medians[0] or \
+                medians[-1] - medians[1] < 0.5 * (medians[-1] - min(medians)):
+            continue
+        try:
+            p = max(float(mannwhitneyu(quarters[-1], q, alternative="greater").pvalue)
+                    for q in quarters[:2])
+        except ValueError:
+            continue
+        if p < alpha:
+            return True
+    return False
