@@ -1,0 +1,18 @@
+"""A scenario of the former sealed set (scored once, 2026-12-07; now tuning): README_s.md, SOURCES_s.md."""
+from __future__ import annotations
+
+from _s_t03 import train
+
+LABEL = {
+    "family": "mlp",
+    "optimizer": "sgd",
+    "loss_reduction": "mean",
+    "healthy": False,
+    "cause": "missing-zero-grad",
+    "source": "https://github.com/yunjey/pytorch-tutorial/blob/master/tutorials/01-basics/logistic_regression/main.py",
+    "bug_source": "https://stackoverflow.com/questions/48001598/why-do-we-need-to-call-zero-grad-in-pytorch",
+}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    train(run_dir, seed, zero_grad=False)

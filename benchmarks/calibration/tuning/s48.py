@@ -1,0 +1,18 @@
+"""A scenario of the former sealed set (scored once, 2026-12-07; now tuning): README_s.md, SOURCES_s.md."""
+from __future__ import annotations
+
+from _s_t16 import train
+
+LABEL = {
+    "family": "transformer",
+    "optimizer": "sgd",
+    "loss_reduction": "mean",
+    "healthy": False,
+    "cause": "wrong-batch-axis",
+    "source": "https://github.com/pytorch/tutorials/blob/main/beginner_source/transformer_tutorial.py",
+    "bug_source": "https://github.com/Exorust/TorchLeet/issues/5",
+}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    train(run_dir, seed, batch_first_data=True)

@@ -1,0 +1,18 @@
+"""A scenario of the former sealed set (scored once, 2026-12-07; now tuning): README_s.md, SOURCES_s.md."""
+from __future__ import annotations
+
+from _s_t04 import train
+
+LABEL = {
+    "family": "mlp",
+    "optimizer": "adam",
+    "loss_reduction": "mean",
+    "healthy": False,
+    "cause": "lr-too-high",
+    "source": "https://github.com/yunjey/pytorch-tutorial/blob/master/tutorials/01-basics/feedforward_neural_network/main.py",
+    "bug_source": "https://github.com/rajveermalviya/language-modeling/issues/3",
+}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    train(run_dir, seed, lr=1.0)
