@@ -4,8 +4,9 @@ What it detects
     From the profiles of the targets given to `Recorder.step(targets=...)` and `log()`:
     - labels outside what the loss expects: binary labels in {-1, 1} while the train loss goes
       negative (a cross-entropy given -1 labels; on at least `negative_share` of the steps), or
-      integer class indices at or above the size of the model's output layer (its last weight
-    matrix's first dimension);
+      integer class indices at or above the size of the model's output layer (the outputs'
+    dimension the targets lack, from the recorded shapes; in traces without them, the last
+    weight matrix's first dimension);
     - train batches holding one or two classes (at least `sorted_share` of them, batches of at
       least `per_class` rows per class) where the data has `min_classes` or more: an
       unshuffled, sorted dataset;
@@ -216,10 +217,32 @@ def _label_range(run: Run, feature: str, rows: pd.DataFrame, share: float) -> li
 
 
 def _output_size(run: Run) -> int | None:
-    """The first dimension of the model's last weight matrix: its output layer's size."""
+    """The number of classes the outputs given to the loss hold. Where the recorder saw the
+    outputs and targets (`outputs` in the metadata), the size of the outputs' dimension that
+    the targets lack (a language model's (B, T, V) logits against (B, T) tokens: V), the
+    largest where several could be; None where the shapes pair no such way (not judged). Only
+    a trace without those shapes falls back to the first dimension of the model's last
+    weight matrix, its output layer's size -- which a head tied to the input embedding (its
+    weight listed once, as the embedding's) does not show."""
+    seen = run.meta.get("outputs")
+    if isinstance(seen, dict) and seen:
+        sizes = [size for split in seen.values() if isinstance(split, dict)
+                 for size in _class_dims(split.get("shape"), split.get("targets_shape"))]
+        return max(sizes) if sizes else None
     shapes = [p.get("shape") for p in run.parameters().values()
               if isinstance(p.get("shape"), (list, tuple)) and len(p["shape"]) >= 2]
     return int(shapes[-1][0]) if shapes else None
+
+
+def _class_dims(shape, targets) -> list[int]:
+    """The sizes of the dimensions of `shape` whose removal leaves `targets`' shape (class
+    indices index that dimension); [] where the shapes are not lists of ints so paired."""
+    ok = [isinstance(s, (list, tuple)) and all(isinstance(d, int) for d in s)
+          for s in (shape, targets)]
+    if not all(ok) or len(shape) != len(targets) + 1:
+        return []
+    return [int(shape[i]) for i in range(len(shape))
+            if list(shape[:i]) + list(shape[i + 1:]) == list(targets)]
 
 
 def _sorted(feature: str, rows: pd.DataFrame, train: pd.DataFrame, min_classes: int,
