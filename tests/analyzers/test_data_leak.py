@@ -117,3 +117,36 @@ def test_a_standardized_copy_of_a_numeric_target_is_named(tmp_path):
 def test_a_feature_that_only_correlates_with_a_numeric_target_stays_quiet(tmp_path):
     d = _regression(tmp_path / "run", lambda t, rng: t + rng.normal(0, 0.05, len(t)))
     assert "data-leak" not in {f.rule for f in d.findings}
+
+
+def _reviews(run_dir, embedded):
+    """Reviews of 12 token ids where 4 fixed positions hold words of the review's sentiment;
+    `embedded`: a bag of embeddings reads the ids (else a linear model reads them as numbers)."""
+    g = torch.Generator().manual_seed(0)
+    n = 600
+    words = torch.randint(21, 60, (n, 12), generator=g)
+    label = (torch.rand(n, generator=g) < 0.5).float()
+    words[:, :4] = torch.where(label[:, None] > 0, torch.randint(1, 11, (n, 4), generator=g),
+                               torch.randint(11, 21, (n, 4), generator=g))
+    torch.manual_seed(0)
+    if embedded:
+        model = torch.nn.Sequential(torch.nn.EmbeddingBag(60, 8), torch.nn.Linear(8, 1))
+    else:
+        model = torch.nn.Linear(12, 1)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with tracelab.Recorder(str(run_dir), model, opt, input_every=1, flush_interval=0.2) as rec:
+        for step in range(40):
+            idx = torch.randint(0, n, (32,), generator=g)
+            x = words[idx] if embedded else words[idx].float()
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(
+                model(x).squeeze(1), label[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x, targets=label[idx])
+    return tracelab.analyze(run_dir)
+
+
+def test_token_ids_an_embedding_reads_stay_quiet_where_numbers_fire(tmp_path):
+    assert "data-leak" in {f.rule for f in _reviews(tmp_path / "numbers", False).findings}
+    assert "data-leak" not in {f.rule for f in _reviews(tmp_path / "ids", True).findings}
