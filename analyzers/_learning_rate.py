@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from tracelab.analyzers._dynamics import edge_len
+from tracelab.analyzers._dynamics import edge_len, weights_unchanged
 from tracelab.core.causes import HOLDS, Premise, Verdict, contradicted, unknown
 from tracelab.core.findings import Finding
 from tracelab.core.run import Run, summary_parameters
-from tracelab.core.schema import LR_PREFIX, META_OPTIMIZERS
+from tracelab.core.schema import LR_PREFIX, META_OPTIMIZERS, UPDATE, WEIGHT
 
 NO_OPTIMIZER_FIX = ("The run was recorded without an optimizer object, so its learning rate is "
                     "unknown and was not judged: check the step size the training loop applies "
@@ -125,13 +125,55 @@ def loss_grew(run: Run) -> bool:
     return len(loss) >= 2 * n and float(np.median(loss[-n:])) > float(loss[:n].max())
 
 
+def unrecorded_mover(run: Run) -> bool:
+    """Whether some trained parameter that no recorded optimizer holds (`held_parameters`)
+    changed over the run (its recorded weights or updates: not `weights_unchanged`): an
+    optimizer the Recorder was not given moves it, as when a GAN is recorded with its
+    generator's optimizer only and its discriminator is stepped by another. False where the
+    run recorded no optimizer's parameters, or no such parameter's weights or updates."""
+    held = held_parameters(run)
+    if not held:
+        return False
+    recorded = set(run.names(WEIGHT)) | set(run.names(UPDATE))
+    return any(name not in held and name in recorded and not weights_unchanged(run, name)
+               for name in trained_parameters(run))
+
+
+def players(run: Run) -> int:
+    """How many optimizers move the model's parameters: those of meta.json that hold some
+    (`optimizers_holding`), plus one where parameters no recorded optimizer holds changed
+    (`unrecorded_mover`)."""
+    holding = optimizers_holding(run)
+    return holding + (1 if holding and unrecorded_mover(run) else 0)
+
+
+def several_players(run: Run) -> bool:
+    """Whether two or more optimizers move the model's parameters (`players`): a GAN's
+    generator and discriminator, an actor and a critic, whatever the loss did."""
+    return players(run) >= 2
+
+
 def adversarial_game(run: Run) -> bool:
-    """Whether the one recorded loss is a game's: two or more optimizers hold parameters (a
-    GAN's generator and discriminator, an actor and a critic), each moving its own against the
-    others, so that the recorded loss (one player's, or their sum) swings and jumps by design,
-    and the loss did not grow (`loss_grew`). Its swings and spikes are then no fault by
-    themselves; a loss that grows or turns non-finite still is."""
-    return optimizers_holding(run) >= 2 and not loss_grew(run)
+    """Whether the one recorded loss is a game's: two or more optimizers move parameters
+    (`several_players`: a GAN's generator and discriminator, an actor and a critic, one of
+    them possibly not given to the Recorder), each moving its own against the others, so that
+    the recorded loss (one player's, or their sum) swings and jumps by design, and the loss did
+    not grow (`loss_grew`). Its swings and spikes are then no fault by themselves; a loss that
+    grows or turns non-finite still is."""
+    return several_players(run) and not loss_grew(run)
+
+
+def iterations_per_step(run: Run) -> int:
+    """The most iterations one `optimizer.step()` runs, by meta.json's param groups'
+    `max_iter` (L-BFGS: up to 20 evaluations of its closure per step); 1 where none says."""
+    most = 1
+    for summary in run.optimizers().values():
+        for group in groups_of(summary):
+            value = group.get("max_iter")
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and \
+                    np.isfinite(value) and value > most:
+                most = int(value)
+    return most
 
 
 def watched_parameter(meta: dict[str, Any]) -> str | None:

@@ -29,15 +29,19 @@ False positives
     more optimizers holding parameters, a loss that did not grow: a GAN's players) each
     player's loss stays level by design while both learn, so a plateau is reported there only
     when something does not move: no gradients, weights that never change, or one player
-    whose parameters all stay still. Runs shorter than `min_steps` recorded losses are not
-    judged.
+    whose parameters all stay still. A loss that rose a little is no exception there (a GAN's
+    generator loss rises as its discriminator learns), and parameters that no recorded
+    optimizer holds but that changed count as one more player (an optimizer not given to the
+    Recorder). An optimizer that runs many iterations per step (L-BFGS's `max_iter`) is judged
+    from the first recorded loss, the only one taken before it iterated. Runs shorter than
+    `min_steps` recorded losses are not judged.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from tracelab.analyzers._learning_rate import adversarial_game, groups_of, lower_lr_fix, \
-    lr_fix
+from tracelab.analyzers._learning_rate import groups_of, iterations_per_step, lower_lr_fix, \
+    lr_fix, several_players
 from tracelab.analyzers._dynamics import (edge_len, finite, finite_stat, fmt, matrix_params,
                                           name_list, update_ratios, weights_unchanged)
 from tracelab.analyzers.dead_units import RELU_TYPES
@@ -60,12 +64,14 @@ def loss_plateau(run: Run, *, min_steps: int = 30, min_drop: float = 0.03,
     values = loss.to_numpy(dtype=float)
     k = edge_len(len(values))
     start, end = float(np.median(values[:k])), float(np.median(values[-k:]))
+    if iterations_per_step(run) > 1:  # L-BFGS: the second loss already follows many iterations
+        start = float(values[0])
     scale = max(abs(start), 1e-12)
     drop = (start - end) / scale
     if drop >= min_drop or drop < -max_rise:  # a rising loss is not a plateau
         return []
     severity, hint, evidence, fix = _hint(run, low_update_ratio)
-    if adversarial_game(run) and severity is not ERROR:
+    if several_players(run) and severity is not ERROR:
         still = _players_still(run)
         if not still:
             return []  # a player's loss stays level by design while both players learn

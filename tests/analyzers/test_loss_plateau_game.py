@@ -14,10 +14,11 @@ from tracelab.core.run import open_run
 
 
 def _lsgan(run_dir: Path, *, g_steps: bool = True, lr_d: float = 2e-3, steps: int = 400,
-           warmup: int = 2000) -> Path:
+           warmup: int = 2000, only_g: bool = False) -> Path:
     """`warmup` steps before recording, near the game's balance (the generator's loss about
     0.25); while recording, the discriminator's learning rate `lr_d`, and the generator's
-    optimizer.step() missing when `g_steps` is False."""
+    optimizer.step() missing when `g_steps` is False; `only_g`: the Recorder is given the
+    generator's optimizer only (the discriminator's steps unrecorded)."""
     torch.manual_seed(0)
     data = torch.randn(512, 2) @ torch.tensor([[1.0, 2.0], [-0.1, 0.5]]) + 1
     net_g = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 2))
@@ -46,8 +47,8 @@ def _lsgan(run_dir: Path, *, g_steps: bool = True, lr_d: float = 2e-3, steps: in
     for _ in range(warmup):
         play()
     opt_d.param_groups[0]["lr"] = lr_d
-    with tracelab.Recorder(str(run_dir), model=model, optimizer={"G": opt_g, "D": opt_d},
-                           loss_fn=mse) as rec:
+    optimizer = opt_g if only_g else {"G": opt_g, "D": opt_d}
+    with tracelab.Recorder(str(run_dir), model=model, optimizer=optimizer, loss_fn=mse) as rec:
         for _ in range(steps):
             play(rec, g_steps)
     return run_dir
@@ -64,3 +65,13 @@ def test_a_player_whose_optimizer_never_steps_is_reported(tmp_path):
     run = open_run(_lsgan(tmp_path / "lsgan_g", g_steps=False, lr_d=2e-5))
     [f] = loss_plateau(run)
     assert "optimizer 'G' never change" in f.message and f.evidence["players_still"] == 1
+
+
+def test_a_player_the_recorder_was_not_given_still_counts(tmp_path):
+    # only the generator's optimizer recorded: the discriminator's weights, held by no recorded
+    # optimizer, change, so another optimizer plays: level by design, quiet
+    assert loss_plateau(open_run(_lsgan(tmp_path / "only_g", only_g=True))) == []
+    # the same, with the recorded generator's optimizer.step() missing: reported
+    run = open_run(_lsgan(tmp_path / "only_g_still", only_g=True, g_steps=False, lr_d=2e-5))
+    [f] = loss_plateau(run)
+    assert f.evidence["players_still"] == 1
