@@ -14,9 +14,14 @@ What it detects
     - wrapped: a CosineAnnealingLR's LR falls to `drop` of its peak and rises back to half
       of it: the schedule anneals once over T_max steps, so it was stepped more than T_max
       times (per batch, with T_max in epochs); CosineAnnealingWarmRestarts is another class.
+      Where no CosineAnnealingLR was recorded (a LambdaLR, or an LR set by hand), the LR's
+      own shape: it fell from half its peak to below `floor` of the peak and climbed back to
+      half of it, both through two or more levels in between (an annealing, not a jump).
     - never warmed up: the LR stays below `floor` of the group's configured LR (`initial_lr`,
-      which a scheduler writes into the group) on every step of the run: a warm-up far longer
-      than the run, or a schedule that starts at 0 and never rises.
+      which a scheduler writes into the group; without a scheduler, the group's lr when the
+      recorder saw it) on every step of the run, or it rose on every step of the run and
+      ended at `warm_share` of it or less: a warm-up longer than the run, or a schedule that
+      starts at 0 and never rises.
 
 Why it matters
     An LR at a thousandth of its peak moves the weights a thousand times less: training stops
@@ -39,8 +44,10 @@ False positives
     the LR only after the loss stops improving), and so is a slow decay (ExponentialLR per
     epoch) that takes longer to go from a tenth of the peak to the floor than the run spends
     below it. Warm-up from 0 is quiet
-    once the LR rises past `floor` of its configured value; cyclic schedules that restart
-    (CosineAnnealingWarmRestarts) never stay below the floor.
+    once the LR rises past `floor` of its configured value, and a warm-up cut by the run's end
+    past `warm_share` of it; cyclic schedules that restart (CosineAnnealingWarmRestarts) never
+    stay below the floor and jump back up, and a recorded CyclicLR is left alone. A triangular
+    cycle written by hand whose base LR is 0 would read as a cosine stepped past its end.
 """
 from __future__ import annotations
 
@@ -56,6 +63,8 @@ from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import LR_PREFIX, META_SCHEDULERS, TRAIN, Needs
 
+CYCLIC = ("CosineAnnealingWarmRestarts", "CyclicLR")  # schedules that cycle by design
+
 
 @rule(name="lr-schedule", code="TL210", requires=(Needs.LEARNING_RATE, Needs.LOSS),
       plot=Plot.LEARNING_RATE,
@@ -63,7 +72,8 @@ from tracelab.core.schema import LR_PREFIX, META_SCHEDULERS, TRAIN, Needs
                       why="a learning rate near 0 leaves the weights where they are",
                       timing="overlap", when=causes.low_updates),))
 def lr_schedule(run: Run, *, floor: float = 1e-3, drop: float = 0.1,
-                min_dead_share: float = 0.2, min_steps: int = 10) -> list[Finding]:
+                min_dead_share: float = 0.2, min_steps: int = 10,
+                warm_share: float = 0.5) -> list[Finding]:
     loss = run.loss().dropna()
     loss = loss[np.isfinite(loss.to_numpy(dtype=float))]
     died, cold, cycles = [], [], []
@@ -77,10 +87,11 @@ def lr_schedule(run: Run, *, floor: float = 1e-3, drop: float = 0.1,
             died.append((name, *found))
             continue
         base = _configured(run, name)
-        if base and base > 0 and float(lr.max()) < floor * base:
+        if base and base > 0 and (float(lr.max()) < floor * base
+                                  or _still_warming(lr, base, warm_share)):
             cold.append((name, base, float(lr.max()), lr))
             continue
-        wrapped = _wrapped(run, lr, drop)
+        wrapped = _wrapped(run, lr, drop, floor)
         if wrapped is not None:
             cycles.append((name, lr, wrapped))
     findings = []
@@ -92,9 +103,11 @@ def lr_schedule(run: Run, *, floor: float = 1e-3, drop: float = 0.1,
             (int(lr.index[0]), int(lr.index[-1])),
             "The cosine schedule ran past its end and started again: "
             f"{name_list([c[0] for c in cycles])} reached its floor at step {low_at} and "
-            f"rose back to half its peak or more, so CosineAnnealingLR (T_max {t_max}) was "
-            "stepped more than T_max times (after every batch with T_max counted in epochs, "
-            "or for more epochs than T_max).",
+            f"rose back to half its peak or more, so "
+            + (f"CosineAnnealingLR (T_max {t_max})" if t_max is not None else
+               "an annealing to 0 (CosineAnnealingLR or the like)")
+            + " was stepped more than T_max times (after every batch with T_max counted in "
+            "epochs, or for more epochs than T_max).",
             {"kind": "wrapped", "groups": len(cycles), "low_step": low_at, "t_max": t_max},
             "Step the scheduler once per epoch, or set T_max to the number of times it is "
             "stepped (epochs times batches per epoch when stepped per batch)."))
@@ -128,9 +141,12 @@ def lr_schedule(run: Run, *, floor: float = 1e-3, drop: float = 0.1,
             (int(lr.index[0]), int(lr.index[-1])),
             "The learning rate never reached its configured value: "
             f"{name_list([c[0] for c in cold])} "
-            f"stayed at or below {fmt(top)} on all {len(lr)} steps, under {fmt(floor)} of the "
-            f"configured {fmt(base)}: a warm-up far longer than the run, or a schedule that "
-            "starts at 0 and does not rise."
+            f"stayed at or below {fmt(top)} on all {len(lr)} steps, {fmt(top / base)} of the "
+            f"configured {fmt(base)}"
+            + (", still rising at the last step: a warm-up longer than the run"
+               if top >= floor * base else
+               ": a warm-up far longer than the run, or a schedule that starts at 0 and does "
+               "not rise") + "."
             + (f" Scheduler: {scheduler}." if scheduler else ""),
             {"kind": "never_warmed_up", "groups": len(cold), "configured_lr": base,
              "max_lr": top, "steps": len(lr)},
@@ -186,20 +202,52 @@ def _died(lr: pd.Series, loss: pd.Series, floor: float, drop: float, min_dead_sh
     return lr, peak, int(lr.index[dead_from]), float(values[dead_from]), start, end, False
 
 
-def _wrapped(run: Run, lr: pd.Series, drop: float) -> tuple[int, object] | None:
+def _wrapped(run: Run, lr: pd.Series, drop: float, floor: float) -> tuple[int, object] | None:
     """(the step of the first low, T_max) when a CosineAnnealingLR's LR fell to `drop` of its
     peak or less and rose back to half the peak: it anneals once over T_max steps, so it was
     stepped more often than that."""
-    schedulers = [s for s in (run.meta.get(META_SCHEDULERS) or {}).values()
-                  if isinstance(s, dict) and s.get("type") == "CosineAnnealingLR"]
-    if len(schedulers) != 1:
-        return None
+    recorded = _schedulers(run)
+    cosine = [s for s in recorded if s.get("type") == "CosineAnnealingLR"]
     values = lr.to_numpy(dtype=float)
     peak = float(values.max())
-    low = np.flatnonzero(values <= drop * peak)
-    if not peak > 0 or not len(low) or not (values[low[0]:] >= 0.5 * peak).any():
+    if not peak > 0:
         return None
-    return int(lr.index[low[0]]), (schedulers[0].get("settings") or {}).get("T_max")
+    if len(cosine) == 1:
+        low = np.flatnonzero(values <= drop * peak)
+        if not len(low) or not (values[low[0]:] >= 0.5 * peak).any():
+            return None
+        return int(lr.index[low[0]]), (cosine[0].get("settings") or {}).get("T_max")
+    if any(s.get("type") in CYCLIC for s in recorded):
+        return None
+    # no CosineAnnealingLR recorded: read the cycle from the LR itself. An annealing that
+    # fell from half its peak to 0 (below `floor` of the peak) and climbed back to half the
+    # peak, both through several levels, ran past its end; a warm restart jumps back up in
+    # one step, and a warm-up set after a first epoch at the optimizer's LR jumps down to 0.
+    high = values >= 0.5 * peak
+    low = np.flatnonzero((values <= floor * peak) & (np.cumsum(high) > 0))
+    if not len(low):
+        return None
+    fell = values[:low[0]][::-1]
+    fell = fell[:int(np.argmax(fell >= 0.5 * peak))]
+    after = values[low[0]:]
+    back = np.flatnonzero(after >= 0.5 * peak)
+    if not len(back) or not (_levels(fell, floor, peak) and _levels(after[:back[0]], floor,
+                                                                    peak)):
+        return None
+    return int(lr.index[low[0]]), None
+
+
+def _levels(values: np.ndarray, floor: float, peak: float) -> bool:
+    """Whether `values` pass through at least 2 distinct levels between `floor` and half of the
+    peak: a gradual fall or climb, not a jump."""
+    between = values[(values > floor * peak) & (values < 0.5 * peak)]
+    return len(np.unique(between)) >= 2
+
+
+def _schedulers(run: Run) -> list[dict]:
+    found = run.meta.get(META_SCHEDULERS)
+    return [s for s in (found.values() if isinstance(found, dict) else ())
+            if isinstance(s, dict)]
 
 
 def _after(loss: pd.Series, dead_at: int) -> str:
@@ -221,7 +269,19 @@ def _configured(run: Run, name: str) -> float | None:
     if index >= len(groups):
         return None
     value = groups[index].get("initial_lr")
+    if not isinstance(value, (int, float)) and not _schedulers(run):
+        # no scheduler: the LR the group was built with, before the loop set it by hand
+        value = groups[index].get("lr")
     return float(value) if isinstance(value, (int, float)) else None
+
+
+def _still_warming(lr: pd.Series, base: float, warm_share: float) -> bool:
+    """The LR rose on the whole run (never fell) and ended at `warm_share` of the configured
+    LR or less: a warm-up that had not ended when the run did."""
+    values = lr.to_numpy(dtype=float)
+    top = float(values[-1])
+    return (top > float(values[0]) and top <= warm_share * base
+            and bool((np.diff(values) >= -1e-9 * top).all()))
 
 
 def _scheduler_types(run: Run) -> str:

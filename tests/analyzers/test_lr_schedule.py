@@ -11,7 +11,8 @@ from tracelab.core.run import Run
 pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
 
 from torch.optim import lr_scheduler as sched  # noqa: E402
-from _optim_training import train  # noqa: E402
+from _optim_training import batches, model, train  # noqa: E402
+import torch  # noqa: E402
 
 import tracelab  # noqa: E402
 
@@ -96,3 +97,59 @@ def test_a_cosine_annealing_stepped_past_its_t_max_is_named(tmp_path):
 def test_warm_restarts_stay_quiet(tmp_path):
     assert _found(train(tmp_path / "r", steps=STEPS,
                         scheduler=lambda o: sched.CosineAnnealingWarmRestarts(o, T_0=50))) == []
+
+
+def _cosine(step, span=20):  # CosineAnnealingLR's factor, T_max `span`, as a LambdaLR
+    return (1 + math.cos(math.pi * step / span)) / 2
+
+
+def test_a_cosine_stepped_past_its_end_is_named_from_the_lr_alone(tmp_path):
+    # a LambdaLR (no CosineAnnealingLR recorded) annealing to 0 and back, over and over
+    [f] = _found(train(tmp_path / "r", steps=STEPS,
+                       scheduler=lambda o: sched.LambdaLR(o, _cosine)))
+    assert f.evidence["kind"] == "wrapped" and f.evidence["t_max"] is None
+    assert f.evidence["low_step"] <= 21 and "CosineAnnealingLR or the like" in f.message
+
+
+@pytest.mark.parametrize("factor", [
+    lambda s: _cosine(s % 20, 21),  # hand-written warm restarts: back to the peak in one step
+    lambda s: 1.0 if s < 20 else min(1.0, (s - 20) / 40),  # a warm-up set after a first epoch
+])
+def test_restarts_and_a_late_warm_up_stay_quiet(tmp_path, factor):
+    assert _found(train(tmp_path / "r", steps=STEPS,
+                        scheduler=lambda o: sched.LambdaLR(o, factor))) == []
+
+
+def _manual_warm_up(run_dir, warmup, steps=100, lr=0.1):
+    """nanoGPT's loop: no scheduler, each group's lr set by hand before the step."""
+    torch.manual_seed(0)
+    net = model()
+    opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    with tracelab.Recorder(str(run_dir), model=net, optimizer=opt, loss_fn=loss_fn,
+                           flush_interval=0.5) as rec:
+        for i, (x, y) in enumerate(batches(steps)):
+            for group in opt.param_groups:
+                group["lr"] = lr * min(1.0, (i + 1) / (warmup + 1))
+            opt.zero_grad()
+            loss = loss_fn(net(x), y)
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x, targets=y)
+    return run_dir
+
+
+def test_a_warm_up_longer_than_the_run_is_named(tmp_path):
+    [f] = _found(_manual_warm_up(tmp_path / "r", warmup=1000))
+    assert f.evidence["kind"] == "never_warmed_up"
+    assert f.evidence["configured_lr"] == pytest.approx(0.1)
+    assert f.evidence["max_lr"] == pytest.approx(0.1 * 100 / 1001)
+    assert "still rising at the last step" in f.message
+    [f] = _found(train(tmp_path / "s", steps=100,
+                       scheduler=lambda o: sched.LambdaLR(o, lambda s: (s + 1) / 1000)))
+    assert f.evidence["kind"] == "never_warmed_up"
+
+
+@pytest.mark.parametrize("warmup", [10, 120])  # ends within the run; ends just after it
+def test_a_warm_up_that_ends_about_the_run_stays_quiet(tmp_path, warmup):
+    assert _found(_manual_warm_up(tmp_path / "r", warmup=warmup)) == []
