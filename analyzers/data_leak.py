@@ -29,11 +29,10 @@ False positives
     Values that never repeat (ids, continuous measurements) carry no evidence and stay quiet;
     rows seen in several epochs or evaluations count once. A strongly but not perfectly
     predictive feature (one exception among the repeated values) stays quiet, as does a
-    category that holds one class by chance (the odds must pass `chance`). Rows of token ids
-    (the recorded model looks the whole row up in one embedding table: `module_shapes` shows an
-    Embedding or EmbeddingBag taking [batch, width] inputs of the rows' width) are skipped: their
-    columns are positions sharing one vocabulary, not features, and a word that marks its class
-    (a sentiment word) is the signal the model is meant to learn.
+    category that holds one class by chance (the odds must pass `chance`). Token ids are
+    skipped (`module_shapes` shows an Embedding or EmbeddingBag reading a 2-D input of the
+    inputs' shape, all whole numbers): their columns are positions sharing one vocabulary, not
+    features, and a word that marks its class (a sentiment word) is the signal to learn.
 """
 from __future__ import annotations
 
@@ -43,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt
+from tracelab.analyzers._tokens import token_ids
 from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, Finding
 from tracelab.core.rules import Plot, rule
@@ -58,7 +58,8 @@ def data_leak(run: Run, *, chance: float = 1e-9, min_rows: int = 40, max_classes
               min_corr: float = 0.9999) -> list[Finding]:
     rows = run.rows
     found: dict[str, list[dict]] = {}
-    token_widths = _token_widths(run.meta)
+    if token_ids(run.inputs, run.meta):
+        return []
     for split, part in rows.groupby("split", sort=False):
         table = part.pivot_table(index="row", columns="feature", values="value",
                                  aggfunc="first", sort=False)
@@ -67,7 +68,7 @@ def data_leak(run: Run, *, chance: float = 1e-9, min_rows: int = 40, max_classes
         y = table.pop("__target__").to_numpy(dtype=float)
         ok = np.isfinite(y)
         table, y = table[ok], y[ok]
-        if len(y) < min_rows or _token_rows(table, token_widths):
+        if len(y) < min_rows:
             continue
         classes = np.unique(y)
         if len(classes) < 2:
@@ -154,32 +155,3 @@ def _indicator(frame: pd.DataFrame, groups, chance: float) -> dict | None:
                         "rows": int(n), "odds": 10.0 ** max(log_odds, -300)}
     return None
 
-
-_LOOKUPS = ("Embedding", "EmbeddingBag")
-
-
-def _token_widths(meta) -> set[int]:
-    """Widths of the 2-D inputs that the recorded model's embedding tables look up whole."""
-    try:
-        types = {str(m.get("path")): str(m.get("type")) for m in meta["model"]["modules"]}
-        widths = set()
-        for path, calls in (meta.get("module_shapes") or {}).items():
-            if types.get(str(path)) not in _LOOKUPS:
-                continue
-            for call in calls:
-                first = (call.get("inputs") or [None])[0]
-                if isinstance(first, list) and len(first) == 2:
-                    widths.add(int(first[1]))
-        return widths
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return set()
-
-
-def _token_rows(table: pd.DataFrame, widths: set[int]) -> bool:
-    """Whether the split's rows are token ids: whole numbers of the width an embedding reads."""
-    if table.shape[1] not in widths:
-        return False
-    values = table.to_numpy(dtype=float)
-    values = values[np.isfinite(values)]
-    return bool(len(values)) and bool(np.all(values == np.round(values))) and bool(
-        np.all(values >= 0))

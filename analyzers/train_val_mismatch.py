@@ -44,6 +44,7 @@ from tracelab.analyzers._inputs import (Profile, feature_profiles, fmt, range_la
                                         rescaled, samples_of, stats_text)
 from tracelab.analyzers._reorder import reordered
 from tracelab.analyzers._splits import drifting, split_key
+from tracelab.analyzers._tokens import columns_of, token_ids
 from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -66,6 +67,9 @@ def train_val_mismatch(run: Run, *, min_ks: float = 0.15, min_wasserstein: float
     limits = dict(min_ks=min_ks, min_w=min_wasserstein, strong_ks=strong_ks,
                   strong_w=strong_wasserstein, alpha=alpha)
     mine, mine_s = _profiles(run), samples_of(run)
+    if token_ids(run.inputs, run.meta):
+        ids = columns_of(mine)
+        mine = {f: by for f, by in mine.items() if f not in ids}
     pairs = [(TRAIN, mine, mine_s, s, "train", s) for s in _splits(mine) if s != TRAIN]
     if baseline is not None:
         base, base_s = _profiles(baseline), samples_of(baseline)

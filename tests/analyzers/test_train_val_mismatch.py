@@ -129,3 +129,46 @@ def test_generated_samples_logged_as_a_split_are_not_compared():
     fixed = input_frames({"train": real, "val": [fakes[0]] * 6},
                          batch={"train": 64, "val": 200}, step_of=lambda split, i: 100 * i)
     assert train_val_mismatch(Run.from_frames(**fixed)) != []  # one set read at every evaluation
+
+
+def _sequences(run_dir, embedded):
+    """Sequence-first token ids (12 positions; batches of 32, val in one batch of 128): train
+    sequences fill every position, val ones are shorter and padded with id 0. `embedded`: an
+    Embedding reads the ids (their mean over the sequence into a linear head); else a linear
+    model reads each sample's column as numbers."""
+    torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+    import tracelab
+
+    g = torch.Generator().manual_seed(0)
+    train = torch.randint(1, 40, (12, 640), generator=g)
+    val = torch.randint(1, 40, (12, 128), generator=g)
+    val[6:] = 0
+    torch.manual_seed(0)
+    bag = torch.nn.Embedding(40, 8)
+    head = torch.nn.Linear(8 if embedded else 12, 1)
+    model = torch.nn.ModuleDict({"bag": bag, "head": head})
+
+    def forward(x):
+        return head(bag(x).mean(0) if embedded else x.T.float()).squeeze(1)
+
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with tracelab.Recorder(str(run_dir), model, opt, input_every=1, flush_interval=0.2) as rec:
+        for step in range(40):
+            x = train[:, (step % 20) * 32:(step % 20 + 1) * 32]
+            y = (x[0] > 20).float()
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(forward(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x if embedded else x.float())
+            if (step + 1) % 10 == 0:
+                rec.log("val", metrics={"loss": 0.5}, inputs=val if embedded else val.float())
+    return tracelab.analyze(run_dir)
+
+
+def test_token_ids_an_embedding_reads_are_not_compared_where_numbers_are(tmp_path,
+                                                                         one_thread):
+    numbers = _sequences(tmp_path / "numbers", False)
+    assert "train-val-mismatch" in {f.rule for f in numbers.findings}
+    ids = _sequences(tmp_path / "ids", True)
+    assert "train-val-mismatch" not in {f.rule for f in ids.findings}
