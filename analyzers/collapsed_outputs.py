@@ -21,21 +21,26 @@ How to fix
     rate if the network died early.
 
 False positives
-    A regression model whose targets themselves vary by less than `min_range` (unscaled
-    targets in small units) needs a smaller threshold. A classifier on imbalanced classes that
+    Where the outputs predict the targets one for one (meta.json's outputs: one shape, real-
+    valued targets) and their recorded targets span little too, outputs are flagged only when
+    they span less than `target_share` of the targets' range: a value head fitting returns
+    that differ little, a discriminator judged against constant labels. Without recorded
+    targets, a regression model whose targets themselves vary by less than `min_range`
+    (unscaled targets in small units) needs a smaller threshold. A classifier on imbalanced classes that
     collapsed to its class priors keeps a wider range (its biases differ) and is missed; the
     dead or frozen layers behind it are reported by their own rules.
 """
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from tracelab.analyzers._dynamics import OUTCOME, finite_stat, fmt, tail
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import ACTIVATION, Needs
+from tracelab.core.schema import ACTIVATION, TRAIN, Needs
 
 
 @rule(name="collapsed-outputs", code="TL207", requires=(Needs.ACTIVATIONS,),
@@ -43,7 +48,7 @@ from tracelab.core.schema import ACTIVATION, Needs
       links=(explains(*OUTCOME, why="outputs that no longer vary cannot fit the labels",
                       timing="overlap"),))
 def collapsed_outputs(run: Run, *, min_range: float = 0.1, window: float = 1 / 3,
-                      min_recordings: int = 4) -> list[Finding]:
+                      min_recordings: int = 4, target_share: float = 0.5) -> list[Finding]:
     hi, lo = finite_stat(run, ACTIVATION, "max"), finite_stat(run, ACTIVATION, "min")
     if hi.empty:
         return []
@@ -57,6 +62,9 @@ def collapsed_outputs(run: Run, *, min_range: float = 0.1, window: float = 1 / 3
     level = float(recent.median())
     if not level < min_range:
         return []
+    targets = _target_range(run, int(recent.index[0]))
+    if targets is not None and not level < target_share * targets:
+        return []  # the targets the outputs fit span as little: no collapse
     return [collapsed_outputs.finding(
         WARNING, module, (int(recent.index[0]), int(recent.index[-1])),
         f"The outputs of the final module '{module}' span only {fmt(level)} (max - min over the "
@@ -65,3 +73,27 @@ def collapsed_outputs(run: Run, *, min_range: float = 0.1, window: float = 1 / 3
         {"range": level, "range_start": start, "recordings": len(recent)},
         "Look for dead, frozen or saturated layers among the other findings, and check the loss "
         "against the labels.")]
+
+
+def _target_range(run: Run, since: int) -> float | None:
+    """The median range (max - min over the batch) of the real-valued train targets recorded
+    from step `since` on (all of them where none is that late), where meta.json's outputs say
+    the outputs and targets have one shape (a prediction of each target, not logits against
+    class indices); None where that is not recorded."""
+    spec = run.meta.get("outputs")
+    spec = spec.get(TRAIN) if isinstance(spec, dict) else None
+    if not isinstance(spec, dict) or spec.get("targets_shape") is None or \
+            spec.get("targets_shape") != spec.get("shape") or \
+            not str(spec.get("targets_dtype", "")).startswith(("float", "bfloat")):
+        return None
+    rows = run.targets
+    if not {"step", "split", "min", "max"} <= set(rows.columns):
+        return None
+    rows = rows[rows["split"] == TRAIN]
+    span = (pd.to_numeric(rows["max"], errors="coerce")
+            - pd.to_numeric(rows["min"], errors="coerce"))
+    steps = pd.to_numeric(rows["step"], errors="coerce")
+    span = span[np.isfinite(span.to_numpy(dtype=float))]
+    late = span[steps.reindex(span.index) >= since]
+    span = late if len(late) else span
+    return float(span.median()) if len(span) else None

@@ -33,3 +33,37 @@ def test_quiet_on_a_zero_initialized_head_that_learns():
 
 def test_threshold_is_configurable():
     assert collapsed_outputs(_run(np.full(len(STEPS), 0.05)), min_range=0.01) == []
+
+
+def _small_targets(path, *, frozen_head: bool):
+    """A real tiny regression whose targets span about 0.06 over a batch (units far below the
+    rule's `min_range`), its outputs (N, 1) against targets (N, 1); `frozen_head`: the linear
+    head's weight zeroed and frozen, so the model outputs its bias whatever the input."""
+    import pytest
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    import torch
+    from torch import nn
+    from _contract_runs import regression, train
+    from tracelab.core.run import open_run
+
+    torch.manual_seed(0)
+    x, y = regression(512)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1))
+    if frozen_head:
+        nn.init.zeros_(model[2].weight)
+        model[2].weight.requires_grad_(False)
+    train(path, model, (x, 0.005 * y.unsqueeze(1)), nn.functional.mse_loss, steps=300)
+    return open_run(path)
+
+
+def test_outputs_that_span_their_recorded_targets_range_are_no_collapse(tmp_path):
+    run = _small_targets(tmp_path / "fit", frozen_head=False)
+    assert collapsed_outputs(run) == []
+    # without the targets' range to compare with, the same outputs fall under min_range
+    run.meta.pop("outputs", None)
+    assert len(collapsed_outputs(run)) == 1
+
+
+def test_outputs_far_narrower_than_their_targets_still_fire(tmp_path):
+    [f] = collapsed_outputs(_small_targets(tmp_path / "frozen", frozen_head=True))
+    assert f.evidence["range"] < 0.01
