@@ -27,7 +27,12 @@ How to fix
 
 False positives
     The first steps of Adam-type optimizers and of warm-up schedules are uneven, hence the
-    median; a converged run's updates shrink at the end, hence the 90th percentile for the
+    median. Large updates are named only where the loss does not show that they work: a
+    run whose training loss ends `min_fall` (a tenth) or more below where it started (its
+    first value, before any update acted, or its first steps' median, whichever is lower)
+    and never grew learns at that step size (a large SGD learning rate held in check by
+    gradient clipping, as in the PyTorch transformer tutorial's lr 5.0), and stays quiet on
+    that side; without 30 finite losses the ratio alone is judged; a converged run's updates shrink at the end, hence the 90th percentile for the
     low side. Biases and normalization scales are not judged. The reach per step is judged
     only in a run whose loss does not fall (a fine-tuning run with a small learning rate
     whose loss falls is healthy), at the largest learning rate the run used (a schedule's
@@ -44,10 +49,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracelab.analyzers._dynamics import OUTCOME, fmt, matrix_params, name_list, subject_of
-from tracelab.analyzers._learning_rate import LR_KNOWN, LR_MOVES_THE_MODEL, lr_fix, lr_known
+from tracelab.analyzers._dynamics import (OUTCOME, edge_len, finite, fmt, matrix_params,
+                                          name_list, subject_of)
+from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL, loss_grew, lr_fix,
+                                               lr_known)
 from tracelab.analyzers._loss_contracts import BCE_LOGITS, CROSS_ENTROPY, NLL, loss_type
-from tracelab.analyzers._slow_updates import NORMALIZED, too_small_to_move
+from tracelab.analyzers._slow_updates import MIN_LOSSES, NORMALIZED, too_small_to_move
 from tracelab.core import causes
 from tracelab.core.causes import HOLDS, Premise, Verdict, explains, unknown
 from tracelab.core.findings import WARNING, Finding
@@ -83,7 +90,7 @@ LOSS_READS_LOGITS = Premise("the loss reads the logits or log-probabilities it e
                       timing="overlap", when=_low_side),),
       presumes=(LR_MOVES_THE_MODEL, LOSS_READS_LOGITS))
 def update_ratio(run: Run, *, high: float = 0.1, low: float = 1e-5,
-                 min_steps: int = 5) -> list[Finding]:
+                 min_steps: int = 5, min_fall: float = 0.1) -> list[Finding]:
     upd, w = run.stat(UPDATE, "norm"), run.stat(WEIGHT, "norm")
     names = matrix_params(run, [n for n in upd.columns if n in w.columns])
     if len(upd) < min_steps or not names:
@@ -98,7 +105,7 @@ def update_ratio(run: Run, *, high: float = 0.1, low: float = 1e-5,
     steps = (int(upd.index[0]), int(upd.index[-1]))
     findings = []
     for side, layers in (("high", median[median > high]), ("low", upper[upper < low])):
-        if layers.empty:
+        if layers.empty or (side == "high" and _steps_pay_off(run, min_fall)):
             continue
         worst = str(layers.idxmax() if side == "high" else layers.idxmin())
         flagged = list(layers.index)
@@ -125,6 +132,23 @@ def update_ratio(run: Run, *, high: float = 0.1, low: float = 1e-5,
     if not any(causes.update_side(f) == "low" for f in findings):
         findings += _too_small_to_move(run, ratio, w, steps)
     return findings
+
+
+def _steps_pay_off(run: Run, min_fall: float) -> bool:
+    """Whether the training loss shows that the large steps work: it ends (the median of its
+    last steps) `min_fall` or more below where it started -- the lower of its first recorded
+    value, taken before any update acted, and the median of its first steps, so that a loss
+    that jumps at the first large update and falls back only to its start is not counted --
+    and it never grew nor turned non-finite (`loss_grew`). False with fewer than MIN_LOSSES
+    finite losses, or a start that is not positive (a loss that can go negative has no
+    relative fall): the ratio alone is judged then."""
+    values = finite(run.loss()).to_numpy(dtype=float)
+    if len(values) < MIN_LOSSES or loss_grew(run):
+        return False
+    k = edge_len(len(values))
+    start = min(float(values[0]), float(np.median(values[:k])))
+    end = float(np.median(values[-k:]))
+    return start > 0 and (start - end) / start >= min_fall
 
 
 def _too_small_to_move(run: Run, ratio, weight, steps: tuple[int, int]) -> list[Finding]:
