@@ -31,7 +31,10 @@ False positives
     discriminator, an actor and a critic), the one recorded loss is one player's or their sum,
     and it swings by design as each moves against the other: it is judged only when it grows
     (turns non-finite, or ends above everything its first tenth held). Other reinforcement-
-    learning objectives are not meant to decrease steadily either; ignore the rule there.
+    learning objectives are not meant to decrease steadily either: where a logged metric whose
+    name gives its direction (a reward, a score, an accuracy) kept improving over the run
+    (objective_improved at `alpha`), the swings do not keep the run from its goal and the
+    rule stays quiet.
     Losses that can be negative are not judged.
 """
 from __future__ import annotations
@@ -41,6 +44,7 @@ import pandas as pd
 
 from tracelab.analyzers._dynamics import OUTCOME, finite, fmt, initial, update_ratios
 from tracelab.analyzers._learning_rate import adversarial_game, lr_fix
+from tracelab.analyzers._objectives import objective_improved
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -53,7 +57,8 @@ from tracelab.core.schema import Needs
                       timing="overlap"),))
 def loss_oscillation(run: Run, *, min_steps: int = 50, min_swing: float = 0.25,
                      max_progress: float = 0.1, rebound: float = 1.75,
-                     min_bounce: float = 0.15, min_update_ratio: float = 1e-6) -> list[Finding]:
+                     min_bounce: float = 0.15, min_update_ratio: float = 1e-6,
+                     alpha: float = 1e-3) -> list[Finding]:
     loss = finite(run.loss())
     n = len(loss)
     if n < min_steps:
@@ -86,6 +91,11 @@ def loss_oscillation(run: Run, *, min_steps: int = 50, min_swing: float = 0.25,
     # noise around a model that stopped learning (dead or frozen; other rules say which).
     moving = update_ratios(run, 1 / 3)
     if len(moving) and moving.max() < min_update_ratio:
+        return []
+    # A logged objective (a reward, an accuracy) that kept improving says the run gets
+    # somewhere: the loss swings, but not against its progress (a policy gradient's loss grows
+    # with the returns it weighs).
+    if objective_improved(run, alpha):
         return []
     first = int(loss.index[n - len(recent)])
     trend = (f"{fmt(start)} at the start" if stalled else

@@ -108,3 +108,44 @@ def test_a_gan_s_loss_that_grows_still_fires(tmp_path):
     assert optimizers_holding(run) == 2 and not adversarial_game(run)
     [f] = loss_oscillation(run)
     assert f.steps[1] == 399
+
+
+def _reinforce(path, *, score: bool, episodes: int = 200):
+    """A real tiny REINFORCE (summed loss -sum(G_t log pi(a_t))): an episode lasts while the
+    policy picks the action the observation's sign asks for (60 steps at most), so its returns,
+    and with them the loss, grow and swing as the policy learns; `score`: each episode's length
+    logged as the metric `score`."""
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    import torch
+    from torch import nn
+
+    import tracelab
+    from tracelab.core.run import open_run
+
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    policy = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 2))
+    opt = torch.optim.Adam(policy.parameters(), lr=0.02)
+    with tracelab.Recorder(str(path), model=policy, optimizer=opt) as rec:
+        for _ in range(episodes):
+            logps = []
+            while len(logps) < 60:
+                obs = torch.randn(1, 4, generator=g)
+                dist = torch.distributions.Categorical(logits=policy(obs))
+                action = dist.sample()
+                logps.append(dist.log_prob(action))
+                if int(action) != int(obs[0, 0] > 0):
+                    break
+            returns = torch.arange(len(logps), 0, -1, dtype=torch.float32)
+            loss = -(torch.cat(logps) * returns).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, metrics={"score": len(logps)} if score else None)
+    return open_run(path)
+
+
+def test_a_policy_gradient_whose_logged_score_keeps_improving_is_quiet(tmp_path):
+    assert loss_oscillation(_reinforce(tmp_path / "scored", score=True)) == []
+    # the same losses without the score logged: nothing says the run gets anywhere
+    assert len(loss_oscillation(_reinforce(tmp_path / "unscored", score=False))) == 1
