@@ -11,6 +11,13 @@ What it detects
     quarter of the run and either still falling there as fast as in the first quarter (and
     at least as far below 0 as it started from 0), or gone more than `orders` orders of
     magnitude below the scale of its first steps.
+    A two-player game (two or more optimizers) whose recorded loss is a binary cross-entropy
+    and that logs exactly one other train loss (a GAN's generator loss beside its `d_loss`):
+    two opponents scored on the same outputs p of the discriminator on the fakes cannot both
+    be near 0, one pays -log p and the other at least half of -log(1 - p), so their sum is at
+    least min_p [-log p - log(1 - p) / 2] = ln(3/2) + ln(3)/2 ≈ 0.955. The rule fires when the
+    sum sits below that bound on `min_share` of the last half's steps, its median below half
+    of it: the players cooperate, one loss's sign or labels are flipped.
 
 Why it matters
     A loss below its minimum is being maximized, not minimized: a sign flipped
@@ -41,7 +48,8 @@ from __future__ import annotations
 import numpy as np
 
 from tracelab.analyzers._dynamics import edge_len, finite, fmt
-from tracelab.analyzers._loss_contracts import NONNEGATIVE, loss_type
+from tracelab.analyzers._learning_rate import several_players
+from tracelab.analyzers._loss_contracts import BCE, BCE_LOGITS, NONNEGATIVE, loss_type
 from tracelab.core.causes import cause_is_stated, explained_by, explains
 from tracelab.core.findings import ERROR, WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -70,6 +78,10 @@ def loss_below_bound(run: Run, *, tolerance: float = 0.01, min_share: float = 0.
     if len(values) < min_steps:
         return []
     kind = loss_type(run)
+    if kind in BCE | BCE_LOGITS and several_players(run):
+        game = _cooperating_players(run, loss, min_share=min_share)
+        if game:
+            return game
     if kind in NONNEGATIVE:
         half = loss.iloc[len(loss) // 2:]
         median = float(half.median())
@@ -107,3 +119,44 @@ def loss_below_bound(run: Run, *, tolerance: float = 0.01, min_share: float = 0.
         "its inputs or targets lie outside its domain.",
         {"loss_fn": None, "quarter_means": quarters, "first": float(values[0]),
          "last": float(values[-1])}, FIX)]
+
+
+# min over p of -log p - log(1 - p) / 2 (at p = 2/3): the least sum of a generator's BCE and a
+# discriminator's that averages its real and fake terms (summing them, the bound is ln 4).
+GAME_BOUND = float(np.log(1.5) + np.log(3.0) / 2)
+
+
+def _cooperating_players(run: Run, loss, *, min_share: float) -> list[Finding]:
+    """loss-below-bound's game contract: the recorded BCE loss and the one other train loss
+    logged beside it, opponents on the discriminator's score of the fakes, summed below
+    `GAME_BOUND` over the last half of the run."""
+    sc = run.scalars
+    if not {"split", "name", "step", "value"} <= set(sc.columns):
+        return []
+    train = sc[sc["split"].astype(str) == "train"]
+    others = [n for n in train["name"].astype(str).unique()
+              if "loss" in n.lower() and n != "loss" and "/" not in n]
+    if len(others) != 1:
+        return []
+    other = finite(run.scalar(others[0]))
+    both = np.array([(loss[s], other[s]) for s in loss.index.intersection(other.index)],
+                    dtype=float).reshape(-1, 2)
+    if len(both) < 8 or (both < 0).any():
+        return []
+    total = both.sum(axis=1)[len(both) // 2:]
+    median = float(np.median(total))
+    below = int((total < GAME_BOUND).sum())
+    if median >= GAME_BOUND / 2 or below < min_share * len(total):
+        return []
+    return [loss_below_bound.finding(
+        ERROR, "loss", (int(loss.index[0]), int(loss.index[-1])),
+        f"The loss and '{others[0]}', two players' binary cross-entropies, summed to a median "
+        f"of {fmt(median)} over the last {len(total)} steps ({below} below {fmt(GAME_BOUND)}): "
+        "opponents scored on the same outputs cannot both be near 0 (one pays -log p, the "
+        f"other at least half of -log(1 - p), at least {fmt(GAME_BOUND)} together), so the "
+        "players cooperate: one loss's sign or its labels are flipped (a generator trained "
+        "towards the 'fake' label).",
+        {"loss_fn": loss_type(run), "partner": others[0], "bound": GAME_BOUND,
+         "median_last_half": median, "steps_below": below, "steps_judged": len(total)},
+        "Give the generator the labels of real samples (loss = bce(D(G(z)), ones)) and the "
+        "discriminator real=1, fake=0; remove any minus sign in front of either loss.")]

@@ -98,3 +98,38 @@ def test_without_loss_fn_a_loss_gone_orders_of_magnitude_negative_fires():
     assert "orders of magnitude below the scale it started at" in f.message
     # a Gaussian log-likelihood going from 3 to -5 stays quiet
     assert loss_below_bound(_run([3 - 8 * (1 - 0.97 ** i) for i in range(100)])) == []
+
+
+def _gan(path, fake_label_for_generator):
+    """A tiny GAN on 2-D points with BCELoss, both optimizers given to the Recorder, the
+    discriminator's loss logged as `d_loss`; the generator aims at the label of real points,
+    or (flipped) at that of fakes."""
+    torch.manual_seed(0)
+    G = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+    D = nn.Sequential(nn.Linear(2, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1), nn.Sigmoid())
+    bce = nn.BCELoss()
+    opt_g = torch.optim.Adam(G.parameters(), lr=2e-3, betas=(0.5, 0.999))
+    opt_d = torch.optim.Adam(D.parameters(), lr=2e-3, betas=(0.5, 0.999))
+    model = nn.ModuleDict({"generator": G, "discriminator": D})
+    with tracelab.Recorder(str(path), model, {"generator": opt_g, "discriminator": opt_d},
+                           loss_fn=bce, flush_interval=0.2) as rec:
+        for _ in range(120):
+            real = torch.randn(32, 2) * 0.5 + torch.tensor([2.0, -1.0])
+            ones, zeros = torch.ones(32, 1), torch.zeros(32, 1)
+            opt_g.zero_grad()
+            fake = G(torch.randn(32, 4))
+            g_loss = bce(D(fake), zeros if fake_label_for_generator else ones)
+            g_loss.backward()
+            opt_g.step()
+            opt_d.zero_grad()
+            d_loss = (bce(D(real), ones) + bce(D(fake.detach()), zeros)) / 2
+            d_loss.backward()
+            opt_d.step()
+            rec.step(loss=g_loss, metrics={"d_loss": d_loss})
+    return _findings(path)
+
+
+def test_two_players_that_cooperate_fire_and_opponents_stay_quiet(tmp_path):
+    [f] = _gan(tmp_path / "flipped", True)
+    assert f.evidence["partner"] == "d_loss" and f.evidence["median_last_half"] < 0.48
+    assert _gan(tmp_path / "honest", False) == []
