@@ -9,7 +9,9 @@ What it detects
     split's class shares) fall below `chance`; or one value of a feature that marks exactly
     the rows of one class (a one-hot label column: odds 1 / C(rows, rows of the class));
     (b) for numeric targets, a feature whose values are an exact affine function of the
-    target (|correlation| at least `min_corr`).
+    target (|correlation| at least `min_corr`), or a monotone function of it (a binned copy:
+    sorted by the target, the feature's values never go back), when the odds of such an order
+    by chance (2 · Π n_v! / n! for the n_v rows of each value) fall below `chance`.
 
 Why it matters
     The model learns to read the answer from that column: training and validation look
@@ -82,7 +84,8 @@ def data_leak(run: Run, *, chance: float = 1e-9, min_rows: int = 40, max_classes
             if whole and len(classes) <= max_classes:
                 hit = _determines(x[keep], y[keep], chance)
             else:
-                hit = _affine(x[keep], y[keep], min_corr)
+                hit = (_affine(x[keep], y[keep], min_corr)
+                       or _monotone(x[keep], y[keep], chance))
             if hit:
                 found.setdefault(str(feature), []).append({"split": str(split), **hit})
     findings = []
@@ -96,6 +99,9 @@ def data_leak(run: Run, *, chance: float = 1e-9, min_rows: int = 40, max_classes
                f"its value {fmt(h['value'])} marks exactly the rows of class {fmt(h['label'])} "
                f"({h['rows']} distinct rows; by chance the odds are {fmt(h['odds'])}): a one-hot "
                f"label column" if h["kind"] == "indicator" else
+               f"sorted by the target, its {h['values']} values never go back (a monotone "
+               f"function of the target, a binned copy; {h['rows']} distinct rows, by chance "
+               f"the odds are {fmt(h['odds'])})" if h["kind"] == "monotone" else
                f"its values are an affine function of the target (correlation "
                f"{h['corr']:.6f} over {h['rows']} distinct rows)")
         findings.append(data_leak.finding(
@@ -135,6 +141,28 @@ def _affine(x: np.ndarray, y: np.ndarray, min_corr: float) -> dict | None:
     if not abs(corr) >= min_corr:
         return None
     return {"kind": "affine", "corr": corr, "rows": int(len(x))}
+
+
+def _monotone(x: np.ndarray, y: np.ndarray, chance: float) -> dict | None:
+    """Whether x is a monotone function of y beyond `chance` odds: ordered by y, x never
+    decreases (or never increases), and y's ties hold one x (else x is no function of y)."""
+    frame = pd.DataFrame({"x": x, "y": y})
+    if (frame.groupby("y")["x"].nunique() > 1).any():
+        return None
+    steps = np.diff(frame.sort_values("y")["x"].to_numpy())
+    if not ((steps >= 0).all() or (steps <= 0).all()):
+        return None
+    sizes = frame["x"].value_counts().to_numpy()
+    if len(sizes) < 2:
+        return None
+    n = len(frame)
+    # The odds that a random order puts each value's rows in one block, in order (or reverse).
+    log_odds = (math.log(2) + sum(math.lgamma(k + 1) for k in sizes)
+                - math.lgamma(n + 1)) / math.log(10)
+    if log_odds > math.log10(chance):
+        return None
+    return {"kind": "monotone", "values": int(len(sizes)), "rows": int(n),
+            "odds": 10.0 ** max(log_odds, -300)}
 
 
 def _indicator(frame: pd.DataFrame, groups, chance: float) -> dict | None:

@@ -150,3 +150,12 @@ def _reviews(run_dir, embedded):
 def test_token_ids_an_embedding_reads_stay_quiet_where_numbers_fire(tmp_path):
     assert "data-leak" in {f.rule for f in _reviews(tmp_path / "numbers", False).findings}
     assert "data-leak" not in {f.rule for f in _reviews(tmp_path / "ids", True).findings}
+
+
+def test_a_binned_copy_of_a_numeric_target_is_named_and_a_rounded_noisy_one_is_not(tmp_path):
+    d = _regression(tmp_path / "binned", lambda t, rng: np.round((t - t.mean()) / t.std() * 2))
+    [f] = [f for f in d.findings if f.rule == "data-leak"]
+    assert f.subject == "extra" and f.evidence["kind"] == "monotone"
+    noisy = _regression(tmp_path / "noisy", lambda t, rng: np.round(
+        ((t - t.mean()) / t.std() + rng.normal(0, 0.3, len(t))) * 2))
+    assert "data-leak" not in {f.rule for f in noisy.findings}
