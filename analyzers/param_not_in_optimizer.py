@@ -5,6 +5,10 @@ What it detects
     (meta.json's `model.parameters[*].in_optimizer` is false), that receive non-zero gradients,
     and whose weights never change over the run. Parameters that change anyway (another
     optimizer, not given to the Recorder, updates them) are not judged.
+    Parameters of a module that is not registered (kept in a plain Python list or dict) are
+    not the model's at all: the recorder finds them among the leaves of the first loss's
+    graph (meta `unregistered_parameters`); those that got a gradient, that no optimizer
+    holds and that did not change from the first step to the close are named too.
 
 Why it matters
     Backward computes their gradients and nothing applies them: the module keeps its initial
@@ -29,7 +33,9 @@ False positives
     optimized one in the forward pass (a backbone under a trained head; the model's parameter
     order without activations), the finding is information: that is how a backbone is often
     frozen, wastefully but harmlessly. An embedding left out runs first but is a small part,
-    and a critic left out beside its actor runs after it: both are warnings.
+    and a critic left out beside its actor runs after it: both are warnings. A network outside
+    the model that the loss runs through (a loss network, a teacher) and that was left
+    trainable is named among the unregistered parameters: freezing it is the fix there.
 """
 from __future__ import annotations
 
@@ -42,7 +48,7 @@ from tracelab.core.causes import explains
 from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import ACTIVATION, GRAD, WEIGHT, Needs
+from tracelab.core.schema import ACTIVATION, GRAD, META_UNREGISTERED, WEIGHT, Needs
 
 
 def _holds_watched(cause: Finding, effect: Finding) -> bool:
@@ -64,17 +70,18 @@ def _holds_watched(cause: Finding, effect: Finding) -> bool:
                       why="parameters no optimizer holds do not learn", timing="overlap")))
 def param_not_in_optimizer(run: Run, *, rtol: float = 1e-7,
                            min_steps: int = 3) -> list[Finding]:
+    findings = _unregistered(run)
     info = param_info(run)
     trainable = [n for n, p in info.items() if p.get("requires_grad", True)]
     outside = [n for n in trainable if info[n].get("in_optimizer") is False]
     norms = run.stat(WEIGHT, "norm")
     if not outside or len(norms) < min_steps:
-        return []
+        return findings
     grads = run.stat(GRAD, "norm")
     peaks = {n: _peak(grads, n) for n in outside}
     left = [n for n in outside if peaks[n] > 0 and weights_unchanged(run, n, rtol)]
     if not left:
-        return []
+        return findings
     inside = [n for n in trainable if info[n].get("in_optimizer") is True]
     # a backbone frozen by leaving it out: most of the model, running before the trained head
     upstream = bool(inside) and _share(info, left, trainable) >= 0.5 and \
@@ -92,7 +99,7 @@ def param_not_in_optimizer(run: Run, *, rtol: float = 1e-7,
     if upstream:
         text += (" They all come before the optimized parameters, as a backbone frozen by "
                  "leaving it out of the optimizer is.")
-    return [param_not_in_optimizer.finding(
+    return findings + [param_not_in_optimizer.finding(
         INFO if upstream else WARNING, subject_of(modules), steps, text,
         {"parameters": len(left), "modules": len(modules), "subjects": modules,
          "grad_norm_max": max(peaks[n] for n in left), "holds_watched": watched in left,
@@ -102,6 +109,36 @@ def param_not_in_optimizer(run: Run, *, rtol: float = 1e-7,
         "Build the optimizer after the model is complete, from model.parameters(), or add "
         "them with optimizer.add_param_group({'params': module.parameters()}); pass every "
         "optimizer to Recorder(optimizer=[...]).")]
+
+
+def _unregistered(run: Run) -> list[Finding]:
+    """Parameters the loss's graph reaches that the model does not hold (a module kept in a
+    plain list or dict), that got a gradient, that no optimizer holds and that never changed
+    from the first step to the end (recorded: meta `unregistered_parameters`)."""
+    found = run.meta.get(META_UNREGISTERED)
+    if not isinstance(found, list):
+        return []
+    left = [p for p in found if isinstance(p, dict) and p.get("in_optimizer") is False
+            and p.get("changed") is False and isinstance(p.get("grad_norm"), (int, float))
+            and p["grad_norm"] > 0 and isinstance(p.get("shape"), list)]
+    if not left:
+        return []
+    elements = sum(int(np.prod(p["shape"] or [1])) for p in left)
+    shapes = name_list(["x".join(str(d) for d in p["shape"]) or "scalar" for p in left])
+    span = run.step_range or (0, 0)
+    return [param_not_in_optimizer.finding(
+        WARNING, "unregistered parameters", (int(span[0]), int(span[1])),
+        f"{len(left)} parameters ({elements} elements; shapes {shapes}) get gradients from the "
+        "loss but are not the model's: the module holding them is not registered (kept in a "
+        "plain Python list or dict, or as an attribute of an object that is not a Module), or "
+        "is a network outside the model (a loss network, a teacher) left trainable; they are "
+        "in neither model.parameters() nor any optimizer, and they never changed from the "
+        "first step to the end of the run.",
+        {"parameters": len(left), "elements": elements, "unregistered": True,
+         "grad_norm_max": max(float(p["grad_norm"]) for p in left), "holds_watched": False},
+        "Hold the submodules in nn.ModuleList / nn.ModuleDict / nn.Sequential (not a Python "
+        "list or dict) so that model.parameters() and the optimizer built from it include "
+        "them; freeze a network that should not learn with requires_grad_(False).")]
 
 
 def _share(info: dict, names: list[str], of: list[str]) -> float:

@@ -42,6 +42,7 @@ from tracelab.recorders.activations import record_activations
 from tracelab.recorders.cadence import DEFAULT_EVERY, SPARSE_EVERY, Cadence
 from tracelab.recorders.classes import record_classes
 from tracelab.recorders.fingerprints import Fingerprints
+from tracelab.recorders.graph_parameters import UnregisteredParameters
 from tracelab.recorders.hook_refs import WeakHook
 from tracelab.recorders.inputs import InputStats
 from tracelab.recorders.rows import JointRows
@@ -53,6 +54,7 @@ from tracelab.recorders.scalars import Scalars, Skip, WarnOnce, scalar_value
 from tracelab.recorders.sentinel import Sentinel, as_tensors
 from tracelab.recorders.transfer import StepRecord
 from tracelab.core.schema import (DATA_TIME, EVAL, LOSS_NAME, LR_PREFIX, META_ABSENT,
+                                   META_UNREGISTERED,
                                    META_OPTIMIZERS, META_SCHEDULERS, META_LOSS_FN,
                                    META_OUTPUTS, STEP_TIME, TARGETS, TRAIN)
 from tracelab.core.writer import RunWriter
@@ -181,6 +183,7 @@ class Recorder:
         self._given_model: torch.nn.Module | None = None  # as given: compiled, wrapped, ...
         self.optimizer: torch.optim.Optimizer | None = None  # the first of `optimizers`
         self.optimizers: dict[str, torch.optim.Optimizer] = {}
+        self._unregistered = UnregisteredParameters()  # modules kept in a plain list
         self._optimizer_size = 0  # the optimizers' parameters when last looked at
         self._tracked: list[tuple[str, torch.nn.Parameter]] = []
         self._parameters = ParameterStats([])
@@ -398,6 +401,11 @@ class Recorder:
             self.scaler, stepped if self.optimizer is not None else None)
         if not self.optimizers:  # a hand-written update: step() ends the optimizer step
             self._grad_resets.optimizer_stepped()
+        found = None if self._unregistered.done else self._produce(
+            "unregistered parameters", self._unregistered.check, loss, self.model,
+            self.optimizers.values())
+        if found:
+            self.writer.update_meta(**{META_UNREGISTERED: found})
         if self._losses:
             loss = self._accumulated_loss(loss)
         if stopped:
@@ -562,6 +570,9 @@ class Recorder:
         if not self.writer.closed:
             self.writer.close(status)
             self.writer.update_meta(recorder=dict(self._settings, cost=self.cost))
+            changed = self._produce("unregistered parameters", self._unregistered.at_close)
+            if changed:
+                self.writer.update_meta(**{META_UNREGISTERED: changed})
             if self.model is not None:  # the frozen parameters' values at the end
                 self.writer.update_meta(frozen_at_close={compiled.plain_name(n): v for n, v in
                                                          env.frozen_values(self.model).items()})

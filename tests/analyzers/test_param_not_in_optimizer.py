@@ -100,3 +100,57 @@ def test_an_embedding_left_out_is_a_warning_though_it_runs_first(tmp_path):
                  params=lambda m: m.body.parameters())
     [f] = [f for f in _diagnosis(path).findings if f.rule == "param-not-in-optimizer"]
     assert f.severity.value == "warning" and f.evidence["subjects"] == ["embed"]
+
+
+class _Listed(nn.Module):
+    """A layer kept in a plain Python list (`registered=False`): not the model's parameter."""
+
+    def __init__(self, registered: bool):
+        super().__init__()
+        self.first = nn.Linear(16, 32)
+        layers = [nn.ReLU(), nn.Linear(32, 4)]
+        self.rest = nn.Sequential(*layers) if registered else layers
+
+    def forward(self, x):
+        out = self.first(x)
+        for layer in self.rest:
+            out = layer(out)
+        return out
+
+
+def _listed(run_dir, registered: bool, own_optimizer: bool = False, steps: int = 30):
+    from _optim_training import batches
+    torch.manual_seed(0)
+    net = _Listed(registered)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    # a second optimizer, not given to the Recorder, over the listed layer's parameters
+    extra = torch.optim.SGD([p for m in net.rest for p in m.parameters()], lr=0.1) \
+        if own_optimizer else None
+    loss_fn = nn.CrossEntropyLoss()
+    with tracelab.Recorder(str(run_dir), model=net, optimizer=opt, loss_fn=loss_fn,
+                           flush_interval=0.5) as rec:
+        for x, y in batches(steps):
+            opt.zero_grad()
+            loss = loss_fn(net(x), y)
+            loss.backward()
+            opt.step()
+            if extra:
+                extra.step()
+                extra.zero_grad()
+            rec.step(loss=loss, inputs=x, targets=y)
+    return run_dir
+
+
+def test_a_layer_kept_in_a_plain_list_is_named(tmp_path):
+    [f] = [f for f in _diagnosis(_listed(tmp_path / "r", registered=False)).findings
+           if f.rule == "param-not-in-optimizer"]
+    assert f.severity.value == "warning" and f.evidence["unregistered"] is True
+    assert f.evidence["parameters"] == 2 and f.evidence["elements"] == 32 * 4 + 4
+    assert "nn.ModuleList" in f.fix
+
+
+@pytest.mark.parametrize("registered,own_optimizer", [(True, False), (False, True)])
+def test_registered_layers_and_ones_another_optimizer_updates_stay_quiet(
+        tmp_path, registered, own_optimizer):
+    found = _diagnosis(_listed(tmp_path / "r", registered, own_optimizer)).findings
+    assert [f for f in found if f.rule == "param-not-in-optimizer"] == []

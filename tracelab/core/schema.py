@@ -45,6 +45,7 @@ META_FILE = "meta.json"  # rank 0's (or the only process's) metadata
 # meta.json: {statistic: why} for statistics the recorder could not record in this run (e.g.
 # "activations" of a compiled model on a torch without set_stance); the report lists them.
 META_ABSENT = "absent"
+META_UNREGISTERED = "unregistered_parameters"  # recorders/graph_parameters.py
 HEARTBEAT_FILE = "heartbeat"
 _RANK_META = re.compile(r"^meta\.rank(\d+)\.json$")
 # A table's part files; groups: rank, sequence (or RESERVOIR), extension.

@@ -1,0 +1,74 @@
+"""Parameters the loss depends on that the recorded model does not hold.
+
+A module kept in a plain Python list or dict (not nn.ModuleList / nn.ModuleDict) is not
+registered: its parameters are in neither `model.parameters()` nor an optimizer built from
+it, so no hook, stat or optimizer sees them, yet the loss's graph reaches them. At the first
+step whose loss has a graph, the graph's leaves that are nn.Parameters (AccumulateGrad nodes)
+and not among the model's parameters are summarized; at close, whether each changed since
+(another optimizer, not given to the Recorder, may update them). Meta key
+`unregistered_parameters`: a list of {"shape", "in_optimizer", "grad_norm", "changed"}.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import torch
+
+MAX_NODES = 100_000  # a graph walk's budget: larger graphs are walked this far
+MAX_PARAMETERS = 64  # parameters summarized at most
+
+
+def graph_parameters(loss: Any, known: set[int]) -> list[torch.nn.Parameter]:
+    """The nn.Parameters the graph of `loss` accumulates gradients into, less `known` ids."""
+    fn = getattr(loss, "grad_fn", None)
+    if fn is None:
+        return []
+    seen, stack, found = set(), [fn], {}
+    while stack and len(seen) < MAX_NODES:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        variable = getattr(node, "variable", None)
+        if isinstance(variable, torch.nn.Parameter) and id(variable) not in known:
+            found[id(variable)] = variable
+        stack.extend(n for n, _ in getattr(node, "next_functions", ()))
+    return list(found.values())[:MAX_PARAMETERS]
+
+
+def _fingerprint(p: torch.Tensor) -> tuple[float, float]:
+    with torch.no_grad():
+        values = p.detach().double()
+        return float(values.abs().sum()), float((values * values).sum())
+
+
+class UnregisteredParameters:
+    """Finds them once, on the first loss with a graph; says at close whether they changed."""
+
+    def __init__(self) -> None:
+        self.done = False
+        self._found: list[tuple[torch.nn.Parameter, tuple[float, float], dict]] = []
+
+    def check(self, loss: Any, model: Any, optimizers: Iterable[Any]) -> list[dict] | None:
+        """The summaries, the first time `loss` has a graph (None otherwise)."""
+        if self.done or not isinstance(loss, torch.Tensor) or loss.grad_fn is None or \
+                model is None:
+            return None
+        self.done = True
+        held = {id(p) for o in optimizers for g in getattr(o, "param_groups", ())
+                for p in g.get("params", ())}
+        known = {id(p) for p in model.parameters()}
+        for p in graph_parameters(loss, known):
+            grad = p.grad
+            summary = {"shape": list(p.shape), "in_optimizer": id(p) in held,
+                       "grad_norm": float(grad.detach().double().norm())
+                       if isinstance(grad, torch.Tensor) else None}
+            self._found.append((p, _fingerprint(p), summary))
+        return [s for _, _, s in self._found]
+
+    def at_close(self) -> list[dict] | None:
+        if not self._found:
+            return None
+        for p, first, summary in self._found:
+            summary["changed"] = _fingerprint(p) != first
+        return [s for _, _, s in self._found]
