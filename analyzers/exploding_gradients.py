@@ -40,7 +40,9 @@ False positives
     regression on large targets has large gradients while its error is large: judged per unit
     of the error, they are its scale, not an explosion. Gradients of a deep
     network often grow 100x from a tiny start as it learns: while the loss, finite throughout,
-    ends the span at half its start or less, the finding is information, not a warning.
+    ends the span at half its start or less -- the span up to the peak, or up to the last
+    recorded gradient (growth that levelled off while the loss went on falling) --, the
+    finding is information, not a warning.
     Gradients of a regression loss scale with its targets: where real-valued targets were
     recorded (`step(targets=...)`, not class indices) for a loss that is no classification's,
     growth is judged on the norm divided by the targets' root mean square relative to its
@@ -124,7 +126,9 @@ def exploding_gradients(run: Run, *, max_norm: float = 100.0, growth: float = 10
     if rise and targets is not None and float(targets.max()) > 1:
         rise += f" per unit of its targets' scale (which grew {fmt(float(targets.max()))}x)"
     rel = f", {fmt(ratio)}x the median of the other layers" if ratio == ratio else ""
-    learning = _loss_fell(run, first, int(at))
+    # Did the growth harm the loss? Judged at the peak, and again at the run's end: growth
+    # that stopped at the peak while the loss went on falling did no harm either.
+    learning = _loss_fell(run, first, int(at)) or _loss_fell(run, first, int(norms.index[-1]))
     told = "; the loss kept falling meanwhile (grads that grow from a small start as a deep " \
         "network learns)" if learning else ""
     return [exploding_gradients.finding(
