@@ -380,6 +380,12 @@ def _unlearnable(run: Run, *, max_explained: float, noise_k: float, max_above: f
             settled and 1 - max_explained <= paired <= 1 + max_above:
         evidence["late_loss_to_constant"] = paired
         return [_independent_finding(run, steps, bound, means, explained, evidence, None)]
+    if "val" in val and loss_type(run) in SQUARED:
+        found = _never_generalizes(run, str(split), val, explained, noise, max_explained,
+                                   noise_k, min_evals, match_share)
+        if found is not None:
+            evidence.update(found, split=split, fit_since=steps[0])
+            return [_independent_finding(run, steps, bound, means, explained, evidence, split)]
     fit = np.flatnonzero(explained >= min_fit)
     if not len(fit) or explained[-1] < min_fit or "val" not in val:
         return []
@@ -402,6 +408,28 @@ def _unlearnable(run: Run, *, max_explained: float, noise_k: float, max_above: f
                     val_constant_loss=val["val_constant_loss"],
                     val_loss_median=float(after.median()))
     return [_independent_finding(run, steps, bound, means, explained, evidence, split)]
+
+
+def _never_generalizes(run: Run, split: str, val: dict, explained: np.ndarray,
+                       noise: np.ndarray, max_explained: float, noise_k: float,
+                       min_evals: int, match_share: float) -> dict | None:
+    """A squared error's train loss ends below the targets' variance by more than
+    `max_explained` plus `noise_k` standard errors of its last tenth (the model fits train),
+    while not one of the validation split's `min_evals` or more evaluations beats that split's
+    own variance by `max_explained`, though its inputs match train's: what the model learns of
+    train tells it nothing about other rows. A mean squared error has no confident wrong
+    answers to punish: a model that learned anything real of learnable targets beats the
+    variance on new rows at some evaluation before it overfits (a classifier's cross-entropy,
+    which can sit above its entropy while its accuracy is above chance, is judged with its
+    accuracy instead). The evidence, or None."""
+    every = val["val"]
+    if explained[-1] <= max_explained + noise_k * noise[-1] or len(every) < min_evals:
+        return None
+    if float(every.min()) < (1 - max_explained) * val["val_constant_loss"] or \
+            not _splits_match(run, split, match_share):
+        return None
+    return {"evaluations": len(every), "val_constant_loss": val["val_constant_loss"],
+            "val_loss_median": float(every.median()), "val_loss_best": float(every.min())}
 
 
 def _paired_late(run: Run, loss: pd.Series, min_points: int = 3) -> float | None:

@@ -314,3 +314,18 @@ def test_padding_the_loss_ignores_is_left_out_of_the_constant_prediction(tmp_pat
     [f] = _found(_sequences(tmp_path / "r", shuffle=True))
     assert abs(f.evidence["constant_loss"] - np.log(4)) < 0.05  # 4 classes, -1 left out
     assert _found(_sequences(tmp_path / "ok", shuffle=False)) == []
+
+
+def test_memorized_regression_whose_validation_never_beats_its_variance(tmp_path):
+    # A squared error has no confident wrong answers: a model that learned anything real
+    # beats the validation targets' variance at some evaluation. Shuffled targets: train
+    # is memorized below its variance while no evaluation beats val's.
+    run = _train(tmp_path / "r", shuffle=True, regression=True, epochs_over=96, steps=600,
+                 width=256, val_every=60)
+    [f] = _found(run)
+    assert f.evidence["split"] == "val" and f.evidence["evaluations"] >= 3
+    assert f.evidence["val_loss_best"] >= 0.95 * f.evidence["val_constant_loss"]
+    assert f.evidence["best_explained"] > 0.05 and "memorizes train" in f.message
+    # The same memorizing model on aligned targets beats val's variance: quiet.
+    assert _found(_train(tmp_path / "ok", shuffle=False, regression=True, epochs_over=96,
+                         steps=600, width=256, val_every=60)) == []
