@@ -17,6 +17,10 @@ Why it matters
 Example
     ``val inputs differ from train in 30 of 30 features: train in [0, 1] (min-max scaled?), val
     mean≈0 std≈1 (z-scored?)``, followed by the worst features with their D, W/σ and ranges.
+    Named columns (a DataFrame's) that a split records in another order than training, the
+    same names in every batch of each (the inputs table keeps each batch's column order), fire
+    too, whatever their values: a model that reads a table by position (`frame.to_numpy()`)
+    gets another column in each moved slot.
 
 How to fix
     Fit one preprocessor on the training split and apply that same fitted object to every
@@ -75,8 +79,10 @@ def train_val_mismatch(run: Run, *, min_ks: float = 0.15, min_wasserstein: float
         base, base_s = _profiles(baseline), samples_of(baseline)
         pairs += [(s, base, base_s, s, f"the baseline's {s}", f"{s} (vs baseline)")
                   for s in _splits(mine) if s in _splits(base)]
-    findings = []
+    findings = _reordered_columns(run)
     for ref_split, ref, ref_s, split, ref_name, subject in pairs:
+        if any(f.evidence.get("split") == split for f in findings) and ref_split != split:
+            continue
         compared = []
         for feature, by_split in mine.items():
             a, b = ref.get(feature, {}).get(ref_split), by_split.get(split)
@@ -135,6 +141,47 @@ def train_val_mismatch(run: Run, *, min_ks: float = 0.15, min_wasserstein: float
             f"Apply the exact preprocessing fitted on {ref_name} to {split}: fit scalers and "
             f"encoders once (scaler.fit(X_train)) and call .transform() on every split; then "
             f"compare how {split} is loaded with how {ref_name} is."))
+    return findings
+
+
+def _column_orders(inputs) -> dict[str, tuple[str, ...]]:
+    """Each split's order of named columns (not a tensor's `feature[i]`), where every batch of
+    the split recorded the same order."""
+    orders: dict[str, set[tuple[str, ...]]] = {}
+    try:
+        for (_, split), batch in inputs.groupby(["step", "split"], sort=False):
+            names = tuple(map(str, batch["feature"]))
+            if names and not columns_of(names):
+                orders.setdefault(str(split), set()).add(names)
+    except (KeyError, TypeError, ValueError):
+        return {}
+    return {split: next(iter(seen)) for split, seen in orders.items() if len(seen) == 1}
+
+
+def _reordered_columns(run: Run) -> list[Finding]:
+    """A split whose named columns are training's, in another order."""
+    orders = _column_orders(run.inputs)
+    ref = orders.get(TRAIN)
+    findings = []
+    for split, names in orders.items():
+        if split == TRAIN or ref is None or names == ref or sorted(names) != sorted(ref) \
+                or len(set(ref)) != len(ref):
+            continue
+        moved = [(i, a, b) for i, (a, b) in enumerate(zip(ref, names)) if a != b]
+        pairs = ", ".join(f"slot {i}: {TRAIN} '{a}', {split} '{b}'" for i, a, b in moved[:5])
+        more = f" and {len(moved) - 5} more" if len(moved) > 5 else ""
+        rows = run.inputs[run.inputs["split"].astype(str) == split]["step"]
+        findings.append(train_val_mismatch.finding(
+            ERROR, split, (int(rows.min()), int(rows.max())),
+            f"{split}'s columns arrive in another order than {TRAIN}'s: the same {len(ref)} "
+            f"named columns, {len(moved)} of them in another position ({pairs}{more}). A model "
+            f"that reads the table by position (frame.to_numpy()) gets another feature in each "
+            f"moved slot of {split}.",
+            {"split": split, "reference": TRAIN, "train_order": list(ref),
+             "order": list(names), "moved": len(moved)},
+            f"Select the columns by name in one fixed order before building tensors "
+            f"(X = frame[train_columns].to_numpy(), or frame.reindex(columns=train_columns)) for "
+            f"every split; never rely on a table's column order."))
     return findings
 
 

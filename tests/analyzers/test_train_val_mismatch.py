@@ -172,3 +172,39 @@ def test_token_ids_an_embedding_reads_are_not_compared_where_numbers_are(tmp_pat
     assert "train-val-mismatch" in {f.rule for f in numbers.findings}
     ids = _sequences(tmp_path / "ids", True)
     assert "train-val-mismatch" not in {f.rule for f in ids.findings}
+
+
+def _tables(run_dir, val_sorted):
+    """A tiny regression on named DataFrame columns; val's frame has its columns sorted by name
+    (so its tensor's columns are in another order), or kept in training's order."""
+    torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+    import tracelab
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(400, 5)), columns=["zeta", "age", "mass", "bp", "s1"])
+    y = torch.tensor(frame.to_numpy() @ np.arange(1, 6) / 5, dtype=torch.float32)
+    train, val = frame.iloc[:320], frame.iloc[320:]
+    if val_sorted:
+        val = val[sorted(val.columns)]
+    torch.manual_seed(0)
+    model = torch.nn.Linear(5, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    with tracelab.Recorder(str(run_dir), model, opt, input_every=1, flush_interval=0.2) as rec:
+        for step in range(40):
+            part = train.iloc[(step % 10) * 32:(step % 10 + 1) * 32]
+            x = torch.tensor(part.to_numpy(np.float32))
+            loss = torch.nn.functional.mse_loss(model(x).squeeze(1), y[part.index])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=part)
+            if (step + 1) % 10 == 0:
+                rec.log("val", metrics={"loss": 0.1}, inputs=val)
+    return [f for f in tracelab.analyze(run_dir).findings if f.rule == "train-val-mismatch"]
+
+
+def test_named_columns_in_another_order_fire_and_the_same_order_stays_quiet(tmp_path,
+                                                                            one_thread):
+    [f] = _tables(tmp_path / "sorted", True)
+    assert f.evidence["order"][0] == "age" and f.evidence["moved"] == 4
+    assert _tables(tmp_path / "kept", False) == []
