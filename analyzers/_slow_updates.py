@@ -37,6 +37,9 @@ from tracelab.core.schema import WEIGHT
 NORMALIZED = frozenset({"Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad",
                         "SparseAdam"})
 PLAIN = frozenset({"SGD", "ASGD"})
+# Optimizers whose one step() runs an inner loop of iterations with a line search (LBFGS's
+# max_iter): a step's change is a whole optimization's, not one gradient step's.
+INNER_LOOP = frozenset({"LBFGS"})
 # The usual update ratio is 1e-3; half a decade below it, a step moves a weight by less than
 # a third of that, at the very bottom of the common 1e-4..1e-2 range.
 TOO_SMALL = 10 ** -3.5
@@ -96,6 +99,12 @@ def _holders(run: Run) -> dict[str, tuple[str, str, float]]:
             for name in params:
                 held[str(name)] = (kind, lr_name(str(key), index, len(optimizers)), lr)
     return held
+
+
+def inner_loop_held(run: Run) -> set[str]:
+    """The parameters an optimizer of INNER_LOOP holds (meta.json's optimizers): their change
+    per recorded step is no single update's."""
+    return {name for name, (kind, _, _) in _holders(run).items() if kind in INNER_LOOP}
 
 
 def _lr(run: Run, scalar: str, lr: float, steps: pd.Index) -> tuple[pd.Series, float]:

@@ -27,7 +27,9 @@ How to fix
 
 False positives
     The first steps of Adam-type optimizers and of warm-up schedules are uneven, hence the
-    median. Large updates are named only where the loss does not show that they work: a
+    median. Parameters held by LBFGS are not judged: one of its steps runs a whole inner
+    loop of iterations with a line search, so its change per step is no single update's.
+    Large updates are named only where the loss does not show that they work: a
     run whose training loss ends `min_fall` (a tenth) or more below where it started (its
     first value, before any update acted, or its first steps' median, whichever is lower)
     and never grew learns at that step size (a large SGD learning rate held in check by
@@ -54,7 +56,8 @@ from tracelab.analyzers._dynamics import (OUTCOME, edge_len, finite, fmt, matrix
 from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL, loss_grew, lr_fix,
                                                lr_known)
 from tracelab.analyzers._loss_contracts import BCE_LOGITS, CROSS_ENTROPY, NLL, loss_type
-from tracelab.analyzers._slow_updates import MIN_LOSSES, NORMALIZED, too_small_to_move
+from tracelab.analyzers._slow_updates import (MIN_LOSSES, NORMALIZED, inner_loop_held,
+                                              too_small_to_move)
 from tracelab.core import causes
 from tracelab.core.causes import HOLDS, Premise, Verdict, explains, unknown
 from tracelab.core.findings import WARNING, Finding
@@ -92,7 +95,8 @@ LOSS_READS_LOGITS = Premise("the loss reads the logits or log-probabilities it e
 def update_ratio(run: Run, *, high: float = 0.1, low: float = 1e-5,
                  min_steps: int = 5, min_fall: float = 0.1) -> list[Finding]:
     upd, w = run.stat(UPDATE, "norm"), run.stat(WEIGHT, "norm")
-    names = matrix_params(run, [n for n in upd.columns if n in w.columns])
+    inner = inner_loop_held(run)  # an LBFGS step is a whole inner optimization: not judged
+    names = matrix_params(run, [n for n in upd.columns if n in w.columns and n not in inner])
     if len(upd) < min_steps or not names:
         return []
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -49,3 +49,33 @@ def test_large_updates_whose_loss_falls_stay_quiet(tmp_path):
     # The ratio alone would name them: only the falling loss keeps the rule quiet.
     [f] = _large(update_ratio(run, min_fall=float("inf")))
     assert f.evidence["worst_ratio"] > 0.1
+
+
+def _lbfgs(path, optimizer):
+    """A small regression fitted with closures, 12 steps: each LBFGS step runs 20 inner
+    iterations, so its change per step is a whole optimization's."""
+    import tracelab
+    from _contract_runs import regression
+    torch.manual_seed(0)
+    x, y = regression(256)
+    y = 5 * torch.sin(y)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1))
+    opt = optimizer(model.parameters())
+    loss_fn = nn.MSELoss()
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=loss_fn) as rec:
+        for _ in range(12):
+            def closure():
+                opt.zero_grad()
+                loss = loss_fn(model(x)[:, 0], y)
+                loss.backward()
+                return loss
+            rec.step(loss=opt.step(closure), inputs=x, targets=y)
+    return open_run(path)
+
+
+def test_an_lbfgs_step_is_not_judged_as_one_update(tmp_path):
+    from tracelab.core.schema import UPDATE, WEIGHT
+    run = _lbfgs(tmp_path / "lbfgs", lambda p: torch.optim.LBFGS(p, lr=1.0, max_iter=20))
+    ratio = (run.stat(UPDATE, "norm") / run.stat(WEIGHT, "norm")).median()
+    assert ratio["0.weight"] > 0.1  # a first-order step this large would be named
+    assert update_ratio(run, min_fall=float("inf")) == []
