@@ -1,0 +1,16 @@
+"""pytorch/ignite mnist, healthy with a train-only random shift."""
+from _u_ignite_mnist import SOURCE, run as _train
+
+LABEL = {
+    "family": "cnn",
+    "optimizer": "sgd",
+    "loss_reduction": "mean",
+    "healthy": True,
+    "cause": None,
+    "source": SOURCE,
+    "bug_source": None,
+}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    _train(run_dir, seed, bug="augment")
