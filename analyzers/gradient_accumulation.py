@@ -13,6 +13,14 @@ What it detects
     accumulation and are not judged. With 3 or more passes a step the finding is an ERROR; with
     exactly 2 a WARNING, since a two-pass method reads the same (False positives).
 
+    The loop's other inversion, `optimizer.step()` inside the accumulation loop and
+    `zero_grad()` after it: the run's config declares an accumulation count k >= 2
+    (`gradient_accumulation_steps`, `accumulation_steps`, `grad_accum`...), yet the optimizer
+    stepped after every backward pass (`backward/passes` 1 on at least `min_share` of the
+    steps) and found the grads of the passes before still in `.grad` (`grad_leftover` above 0
+    on at least `min_share` of them): each micro-batch takes a step with the running sum of the
+    grads so far, k steps per intended one.
+
     The other fault of the same loop, micro-batch losses not divided by the accumulation count
     k, cannot be seen in what is recorded: the sum of k mean-reduced gradients applied at a
     learning rate lr is exactly the update of their mean at k * lr (and Adam-type optimizers
@@ -64,6 +72,8 @@ False positives
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -74,12 +84,15 @@ from tracelab.core.findings import ERROR, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import (BACKWARD_PASSES, BACKWARD_RESETS, BACKWARD_WEIGHTS_MOVED,
-                                  GRAD_NORM_BACKWARD, GRAD_NORM_STEP, Needs)
+                                  GRAD_LEFTOVER, GRAD_NORM_BACKWARD, GRAD_NORM_STEP, Needs)
+
+# A config key that declares how many micro-batches one optimizer step accumulates.
+_ACCUM_KEY = re.compile(r"^(grad(ient)?_)?accum(ulat(e|ion))?(_steps|_iters|_batches)?$")
 
 
 @rule(name="gradient-accumulation", code="TL613", requires=(Needs.GRAD_RESETS,),
       plot=Plot.NONE,
-      links=(explains("loss-oscillation", "loss-spike", *OUTCOME,
+      links=(explains("loss-oscillation", "loss-spike", "missing-zero-grad", *OUTCOME,
                       why="each optimizer step applies one micro-batch's gradient, the other "
                           "micro-batches' reset before it",
                       timing="overlap", when=causes.not_input),))
@@ -96,7 +109,7 @@ def gradient_accumulation(run: Run, *, min_share: float = 0.5,
     # Accumulation is the loop's rule: most steps take several passes. A step that follows a
     # batch skipped after its backward (no optimizer step) takes two passes now and then.
     if len(several) < min_steps or len(several) < min_share * len(passes):
-        return []
+        return _stepped_inside(run, passes, min_share=min_share, min_steps=min_steps)
     reset = resets.loc[several].to_numpy(dtype=float) >= 1
     share = float(np.mean(reset))
     if share < min_share or _written_after_backward(run):
@@ -126,6 +139,47 @@ def gradient_accumulation(run: Run, *, min_share: float = 0.5,
         "Call optimizer.zero_grad() once per optimizer step, right after optimizer.step(), "
         "not between the micro-batches' backward() calls; divide each micro-batch's loss by "
         "the number of micro-batches.")]
+
+
+def _declared_accumulation(config) -> int | None:
+    """The accumulation count the run's config declares (2 or more), else None."""
+    if not isinstance(config, dict):
+        return None
+    for key, value in config.items():
+        if _ACCUM_KEY.match(str(key).lower()) and isinstance(value, (int, float)) \
+                and not isinstance(value, bool) and np.isfinite(value) and value >= 2:
+            return int(value)
+    return None
+
+
+def _stepped_inside(run: Run, passes: pd.Series, *, min_share: float,
+                    min_steps: int) -> list[Finding]:
+    """optimizer.step() inside a declared accumulation loop, zero_grad() after it: one pass
+    per optimizer step, each finding the earlier passes' grads still in .grad."""
+    k = _declared_accumulation(run.meta.get("config"))
+    if k is None or len(passes) < min_steps:
+        return []
+    single = passes.index[(passes == 1).to_numpy()]
+    if len(single) < min_share * len(passes):
+        return []
+    left = run.signal(GRAD_LEFTOVER).reindex(single).dropna()
+    if len(left) < min_steps:
+        return []
+    kept = left.index[(left > 0).to_numpy()]
+    if len(kept) < min_share * len(left):
+        return []
+    return [gradient_accumulation.finding(
+        ERROR, "optimizer", (int(kept[0]), int(kept[-1])),
+        f"The config declares {k} micro-batches per optimizer step, yet the optimizer stepped "
+        f"after every backward pass (1 pass per step on {len(single)} of {len(passes)} steps) "
+        f"and found the earlier passes' grads still in .grad on {len(kept)} of {len(left)}: "
+        "optimizer.step() runs inside the accumulation loop and zero_grad() after it, so each "
+        f"micro-batch takes a step with the running sum of the grads, {k} steps per intended "
+        "one.",
+        {"declared_accumulation": k, "steps_single_pass": len(single),
+         "steps_grads_left": len(kept), "steps_judged": len(left)},
+        "Call optimizer.step() and optimizer.zero_grad() once per k micro-batches, after the "
+        "last one's backward(), outside the micro-batch loop.")]
 
 
 def _written_after_backward(run: Run) -> bool:

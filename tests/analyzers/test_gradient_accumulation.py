@@ -272,3 +272,33 @@ def test_steps_whose_weights_moved_are_not_judged():
     assert gradient_accumulation(frames([1.0] * 6 + [0.0] * 4)) == []  # 4 of 10: a minority
     [f] = gradient_accumulation(frames([0.0] * 10))
     assert f.severity.value == "warning" and f.evidence["weights_moved_recorded"]
+
+
+def _declared(path, *, step_inside):
+    """SGD on a regression with config accumulation_steps=K: the optimizer steps after each
+    micro-batch with zero_grad() after the K of them (step_inside), or once after them."""
+    import torch
+    import tracelab
+    model = _mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    g = torch.Generator().manual_seed(1)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=torch.nn.MSELoss(),
+                           config={"accumulation_steps": K}) as rec:
+        for _ in range(STEPS):
+            for _ in range(K):
+                x = torch.randn(8, 6, generator=g)
+                loss = torch.nn.functional.mse_loss(model(x)[:, 0], x.sum(1))
+                (loss / K).backward()
+                if step_inside:
+                    opt.step()
+            if not step_inside:
+                opt.step()
+            opt.zero_grad()
+            rec.step(loss=loss)
+    return open_run(path)
+
+
+def test_fires_on_a_step_inside_a_declared_accumulation_loop(tmp_path, one_thread):
+    [f] = gradient_accumulation(_declared(tmp_path / "inside", step_inside=True))
+    assert f.evidence["declared_accumulation"] == K and f.severity.value == "error"
+    assert gradient_accumulation(_declared(tmp_path / "after", step_inside=False)) == []
