@@ -113,7 +113,8 @@ class Recorder:
     """
 
     def __init__(self, run_dir: str, model: torch.nn.Module | None = None,
-                 optimizer: torch.optim.Optimizer | None = None, *,
+                 optimizer: (torch.optim.Optimizer | Sequence[torch.optim.Optimizer]
+                             | Mapping[str, torch.optim.Optimizer] | None) = None, *,
                  config: Mapping[str, Any] | None = None, every: int | None = None,
                  grad_norm_every: int = 1, weight_every: int = SPARSE_EVERY,
                  activation_every: int = SPARSE_EVERY, input_every: int | None = None,
