@@ -22,6 +22,11 @@ What it detects
       those are most of the group's matrices or most of them ended at `max_shrink` of their
       first norm or less; where only a few were outweighed (an embedding's sparse
       gradients), only with the loss stalled.
+    - SGD's weight_decay above its usual range (1e-3) with a budget D of at least
+      `min_decay`: the rule fires, whatever the loss did, when the tensors it decays (weight
+      matrices and normalization scales) ended at `max_shrink` of their first norm or less
+      overall (geometric mean), most of them below it: the scales, whose gradients are small,
+      collapse and the matrices shrink while the output layer grows and the loss still falls.
     - A decay that halves the weights (or worse) at every step: AdamW's and SGD's per-step
       factor 1 - lr * wd (at the run's median learning rate) at most `max_factor`, beyond any
       usual range whatever the loss and the recorded norms did (the weights are recorded after
@@ -60,7 +65,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracelab.analyzers._dynamics import OUTCOME, edge_len, fmt, initial, matrix_params
+from tracelab.analyzers._dynamics import OUTCOME, edge_len, fmt, initial, matrix_params, \
+    param_shapes
 from tracelab.analyzers._learning_rate import groups_of, lr_name
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
@@ -120,6 +126,17 @@ def weight_decay_too_high(run: Run, *, min_decay: float = 0.5, max_shrink: float
             shrink = _shrink(norms, judged)
             outweighed = decay == L2_ADAPTIVE and wd > USUAL_DECAY[decay][1] and (
                 shrink is None or shrink > max_shrink)
+            sgd_above = decay == SGD_COUPLED and wd > USUAL_DECAY[decay][1] and (
+                shrink is None or shrink > max_shrink)
+            if sgd_above and budget >= min_decay:
+                # SGD's L2 term above its usual range, with the budget to matter: when the
+                # tensors it decays (matrices and normalization scales) ended at `max_shrink` of
+                # their first norm or less overall, most of them below it, the decay held them
+                # even where the loss still fell (the output layer grows while the rest shrink).
+                decayed = names + _scales(run, params, norms)
+                overall = _overall(norms, decayed)
+                if overall is not None and overall <= max_shrink:
+                    judged, shrink, names = decayed, overall, decayed
             if outweighed:
                 judged = _outweighed(run, norms, names, wd)
                 shrink = _shrink(norms, judged)
@@ -170,10 +187,12 @@ def _finding(key: str, i: int, kind: str, decay: str, wd: float, lr, budget: flo
                 f"({fmt(usual[0])} to {fmt(usual[1])}){shrunk}; the loss went from "
                 f"{fmt(loss[0])} to {fmt(loss[1])}.")
     else:
+        above = (f" ({fmt(wd)} is above {kind}'s usual range, {fmt(usual[0])} to "
+                 f"{fmt(usual[1])})" if decay == SGD_COUPLED and wd > usual[1] else "")
         text = (f"{said} has a decay budget of {fmt(budget)} over steps {steps[0]}-{steps[1]} "
-                f"(decay alone would leave {fmt(float(np.exp(-budget)))} of the weights), and "
-                f"{which} shrank, to {fmt(shrink)} of their first norm on average, while the "
-                f"loss went from {fmt(loss[0])} to {fmt(loss[1])}.")
+                f"(decay alone would leave {fmt(float(np.exp(-budget)))} of the weights){above}, "
+                f"and {which} shrank, to {fmt(shrink)} of their first norm on average, while "
+                f"the loss went from {fmt(loss[0])} to {fmt(loss[1])}.")
     return weight_decay_too_high.finding(
         WARNING, lr_name(key, i, optimizers), steps, text,
         {"weight_decay": wd, "optimizer": kind, "decay": decay, "usual_range": list(usual),
@@ -194,6 +213,26 @@ def _shrink(norms, names: list[str]) -> float | None:
     if len(ends) < len(names) or not (ends < 1).all():
         return None
     return float(np.exp(np.mean(np.log(ends.clip(lower=1e-30)))))
+
+
+def _scales(run: Run, params, norms) -> list[str]:
+    """The group's normalization scales (1-D, not biases) with recorded norms."""
+    shapes = param_shapes(run)
+    return [str(n) for n in (params if isinstance(params, list) else [])
+            if str(n) in norms.columns and len(shapes.get(str(n), ())) == 1
+            and not str(n).endswith("bias")]
+
+
+def _overall(norms, names: list[str]) -> float | None:
+    """The geometric mean of how much each of `names` ended at of its first norm, where most
+    of them ended below it (None otherwise, or where there are none)."""
+    if not names:
+        return None
+    ends = norms[names].ffill().iloc[-1] / norms[names].bfill().iloc[0]
+    ends = ends[np.isfinite(ends.to_numpy(dtype=float)) & (ends > 0)]
+    if 2 * int((ends < 1).sum()) <= len(names):
+        return None
+    return float(np.exp(np.mean(np.log(ends))))
 
 
 def _most(norms, names: list[str], judged: list[str], max_shrink: float) -> bool:

@@ -173,3 +173,32 @@ def test_an_l2_term_that_outweighs_only_an_embedding_while_the_loss_falls_is_qui
     # Ten times that holds the whole model near zero and the loss stalls: named first.
     first = _diagnosis(_with_ids(tmp_path / "high", 0.1)).diagnoses[0].finding
     assert first.rule == "weight-decay-too-high" and first.evidence["layers"] == 4
+
+
+def _normed():
+    torch.manual_seed(0)
+    nn = torch.nn
+    return nn.Sequential(nn.Linear(16, 64, bias=False), nn.BatchNorm1d(64), nn.ReLU(),
+                         nn.Linear(64, 64, bias=False), nn.BatchNorm1d(64), nn.ReLU(),
+                         nn.Linear(64, 4))
+
+
+def test_sgd_decay_far_above_its_range_is_named_while_the_loss_falls(tmp_path):
+    # kuangliu's cifar main.py with weight_decay 5e-2 for 5e-4: the matrices and the
+    # normalization scales shrink overall (the scales most) while the output layer grows
+    # and the loss still falls.
+    path = train(tmp_path / "r", steps=150, net=_normed(),
+                 optimizer=lambda p: O.SGD(p, lr=0.1, momentum=0.9, weight_decay=0.05))
+    run = tracelab.open_run(path)
+    assert run.loss().iloc[-10:].median() < 0.5 * run.loss().iloc[:5].median()  # it learns
+    [f] = [f for f in _diagnosis(path).findings if f.rule == "weight-decay-too-high"]
+    assert f.evidence["optimizer"] == "SGD" and f.evidence["above_usual_range"]
+    assert f.evidence["layers"] == 5 and f.evidence["shrink"] <= 0.5
+    assert "above SGD's usual range" in f.message and "5e-4 is common" in f.fix
+
+
+@pytest.mark.parametrize("weight_decay", [5e-4, 5e-3])
+def test_the_normalized_net_with_usual_sgd_decay_stays_quiet(tmp_path, weight_decay):
+    path = train(tmp_path / "r", steps=150, net=_normed(), optimizer=lambda p: O.SGD(
+        p, lr=0.1, momentum=0.9, weight_decay=weight_decay))
+    assert "weight-decay-too-high" not in {f.rule for f in _diagnosis(path).findings}
