@@ -219,3 +219,24 @@ def test_growth_beyond_the_recorded_targets_still_explodes(tmp_path):
     assert (run.targets["int_frac"] < 1).any()  # real-valued targets were recorded, flat
     [f] = exploding_gradients(run)
     assert f.severity.value == "warning" and "targets' scale" not in f.message
+
+
+def _levelled_run(loss: np.ndarray):
+    """Every layer's grads grow 300x from a tiny start over the first 40 steps, then level off
+    and ease down (an LSTM leaving its initialization), beside the given training loss."""
+    growing = np.r_[0.01 * np.exp(np.linspace(0, np.log(300), 40)),
+                    3.0 * np.linspace(1.0, 0.8, N - 40)]
+    per = {name: {"norm": growing * (1 + 0.1 * i), "numel": [4096] * N}
+           for i, (name, _) in enumerate(GRAD_LAYERS)}
+    return make_run(model_meta(GRAD_LAYERS), scalars=[scalar_rows("loss", loss)],
+                    tensors=[tensor_rows("grad", per)])
+
+
+def test_growth_that_levelled_off_while_the_loss_went_on_to_halve_is_information():
+    # At the peak (step 39) the loss is still 1.6 of 2.3; it halves only later.
+    [f] = exploding_gradients(_levelled_run(np.linspace(2.3, 0.6, N)))
+    assert f.severity.value == "info" and "kept falling" in f.message
+    assert f.evidence["growth"] > 100
+    # The same growth beside a loss that never halves stays a warning.
+    [f] = exploding_gradients(_levelled_run(np.linspace(2.3, 1.6, N)))
+    assert f.severity.value == "warning"
