@@ -43,6 +43,10 @@ False positives
     optimizers hold parameters (a GAN's players, an actor and a critic) are not judged: a
     discriminator's falling loss pushes its score of the fakes down. A curriculum that makes the
     task harder as it goes, with a loss that does not show it, can look the same.
+    A loss with no recorded `loss_fn` that is below 0 on every judged step is a negated
+    surrogate (log-prob x return, summed over an episode): its size follows the returns the
+    policy collects, not how well the optimizer did, so its rise towards 0 as the returns
+    shrink is no disagreement with the metric and does not veto the finding.
 """
 from __future__ import annotations
 
@@ -51,6 +55,7 @@ from scipy.stats import mannwhitneyu, spearmanr
 
 from tracelab.analyzers._dynamics import fmt
 from tracelab.analyzers._learning_rate import optimizers_holding
+from tracelab.analyzers._loss_contracts import loss_type
 from tracelab.analyzers._objectives import direction
 from tracelab.core.causes import explained_by, explains
 from tracelab.core.findings import WARNING, Finding
@@ -78,12 +83,13 @@ def loss_against_objective(run: Run, *, blocks: int = 8, min_points: int = 24,
         return []  # several players (a GAN): one's loss falls as the other's score does
     findings = []
     pairs = sc[["split", "name"]].drop_duplicates()
+    surrogate_ok = loss_type(run) is None
     for split in dict.fromkeys(pairs["split"]):
         loss = run.loss(split)
         if len(loss) < min_points:
             continue
         judged = [_judge(run, split, name, loss, blocks, min_points, alpha, alpha_trend,
-                         alpha_loss)
+                         alpha_loss, surrogate_ok)
                   for name in pairs[pairs["split"] == split]["name"] if direction(name)]
         judged = sorted((j for j in judged if j), key=lambda j: j["p_worse"])
         if judged:
@@ -92,7 +98,7 @@ def loss_against_objective(run: Run, *, blocks: int = 8, min_points: int = 24,
 
 
 def _judge(run: Run, split, name, loss, blocks: int, min_points: int, alpha: float,
-           alpha_trend: float, alpha_loss: float) -> dict | None:
+           alpha_trend: float, alpha_loss: float, surrogate_ok: bool = False) -> dict | None:
     metric = run.scalar(name, split)
     steps = metric.index.intersection(loss.index).sort_values()
     m = metric.loc[steps].to_numpy(dtype=float)
@@ -114,6 +120,10 @@ def _judge(run: Run, split, name, loss, blocks: int, min_points: int, alpha: flo
     rho, p_two = spearmanr(steps, good)
     p_trend = float(p_two) / 2 if rho < 0 else 1.0
     p_loss_up = float(mannwhitneyu(l[half], l[first], alternative="greater").pvalue)
+    # Marked only where it matters: the loss rose, and the rise is let through.
+    surrogate = bool(surrogate_ok and (l < 0).all() and p_loss_up < alpha_loss)
+    if surrogate:
+        p_loss_up = 1.0  # a negated surrogate's rise to 0 is its returns shrinking
     if not (p_worse < alpha and p_trend < alpha_trend and p_loss_up >= alpha_loss):
         return None
     p_loss_down = float(mannwhitneyu(l[half], l[first], alternative="less").pvalue)
@@ -124,7 +134,7 @@ def _judge(run: Run, split, name, loss, blocks: int, min_points: int, alpha: flo
             "metric_last_half": float(np.median(m[half])),
             "loss_first": float(np.median(l[first])), "loss_last_half": float(np.median(l[half])),
             "p_worse": p_worse, "rank_correlation": float(rho), "p_loss_up": p_loss_up,
-            "loss_fell": bool(p_loss_down < alpha)}
+            "loss_fell": bool(p_loss_down < alpha), "surrogate": surrogate}
 
 
 def _finding(split: str, judged: list[dict]) -> Finding:
@@ -133,7 +143,9 @@ def _finding(split: str, judged: list[dict]) -> Finding:
     also = f" So did {', '.join(others)}." if others else ""
     a, b = j["first_steps"]
     rho = j["rank_correlation"] * (1 if j["direction"] == "higher" else -1)
-    loss_move = "a significant fall" if j["loss_fell"] else "no significant rise"
+    loss_move = ("below 0 throughout: a negated surrogate whose size follows the returns"
+                 if j.get("surrogate") else
+                 "a significant fall" if j["loss_fell"] else "no significant rise")
     return loss_against_objective.finding(
         WARNING, f"{split}/{j['metric']}", j["steps"],
         f"{split} {j['metric']} got worse while the {split} loss did not: its median went from "

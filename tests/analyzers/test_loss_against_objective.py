@@ -43,9 +43,10 @@ def _cart_pole(rng, cap: int = 50):
             return
 
 
-def _reinforce(path, sign: float, episodes: int = 80, seed: int = 0):
+def _reinforce(path, sign: float, episodes: int = 80, seed: int = 0, standardize: bool = True):
     """REINFORCE as pytorch/examples writes it: the episode's loss sum(sign * log_prob * R),
-    returns discounted and standardized; sign -1 is right, +1 the flipped bug."""
+    returns discounted and standardized (or raw, as minimalRL leaves them); sign -1 is right,
+    +1 the flipped bug."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     policy = nn.Sequential(nn.Linear(4, 64), nn.ReLU(), nn.Linear(64, 2), nn.Softmax(dim=1))
@@ -66,7 +67,8 @@ def _reinforce(path, sign: float, episodes: int = 80, seed: int = 0):
                 pass
             n = len(log_probs)
             returns = torch.tensor([(1 - 0.99 ** (n - t)) / 0.01 for t in range(n)])
-            returns = (returns - returns.mean()) / (returns.std() + 1e-7)
+            if standardize:
+                returns = (returns - returns.mean()) / (returns.std() + 1e-7)
             loss = torch.cat([sign * lp * r for lp, r in zip(log_probs, returns)]).sum()
             opt.zero_grad()
             loss.backward()
@@ -219,3 +221,12 @@ def test_short_or_malformed_scalars_stay_quiet():
         {"step": [0, 1], "split": ["train", "train"], "name": ["loss", "reward"],
          "value": [np.nan, np.inf]}))) == []
     assert loss_against_objective(Run.from_frames()) == []
+
+
+def test_reinforce_on_raw_returns_with_the_sign_flipped_fires_as_published_stays_quiet(tmp_path):
+    """Raw returns: the flipped loss is below 0 on every step and rises towards 0 as the
+    episodes shorten; that rise is the returns shrinking, not the loss getting worse."""
+    [f] = _findings(_reinforce(tmp_path / "flipped", sign=1.0, seed=1, standardize=False))
+    assert f.subject == "train/episode_reward" and f.evidence["surrogate"] is True
+    assert "negated surrogate" in f.message
+    assert _findings(_reinforce(tmp_path / "right", sign=-1.0, seed=1, standardize=False)) == []
