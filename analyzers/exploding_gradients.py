@@ -170,12 +170,15 @@ def _target_growth(run: Run, index: pd.Index) -> pd.Series | None:
 
 def _loss_fell(run: Run, first: int, last: int) -> bool:
     """Whether the training loss, finite throughout, ended the span of growing gradients at
-    most half of where it began the run: growth that did the loss no harm. A loss that goes
+    most half of where it began the run (the lower of its first value and its first steps'
+    median): growth that did the loss no harm. A loss that goes
     negative has no such ratio (False)."""
     loss = run.loss()
     if not len(loss) or not np.isfinite(loss.to_numpy(dtype=float)).all():
         return False
-    start = float(loss.iloc[:edge_len(len(loss), lo=5, hi=50)].median())
+    # Where it began: its first steps' median, or its first value where lower (taken before
+    # any update acted: a loss thrown up by the first steps' explosion is no start).
+    start = min(float(loss.iloc[0]), float(loss.iloc[:edge_len(len(loss), lo=5, hi=50)].median()))
     span = loss[(loss.index >= first) & (loss.index <= last)]
     if not len(span) or start <= 0 or float(span.min()) < 0:
         return False

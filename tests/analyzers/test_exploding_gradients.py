@@ -240,3 +240,8 @@ def test_growth_that_levelled_off_while_the_loss_went_on_to_halve_is_information
     # The same growth beside a loss that never halves stays a warning.
     [f] = exploding_gradients(_levelled_run(np.linspace(2.3, 1.6, N)))
     assert f.severity.value == "warning"
+    # A loss thrown up by the first steps' explosion (2.3, then 20) that falls back only to
+    # about its first value did not halve: a warning, though its first steps' median was 20.
+    thrown = np.r_[2.3, np.full(30, 20.0), np.linspace(20.0, 2.0, N - 31)]
+    [f] = exploding_gradients(_levelled_run(thrown))
+    assert f.severity.value == "warning"
