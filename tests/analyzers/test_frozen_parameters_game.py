@@ -5,12 +5,14 @@ zero learning rate in the same game is still a warning, and so is a player whose
 never steps."""
 from pathlib import Path
 
-import torch
-from torch import nn
+import pytest
 
-import tracelab
-from tracelab.analyzers.frozen_parameters import frozen_parameters
-from tracelab.core.run import open_run
+torch = pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+from torch import nn  # noqa: E402
+
+import tracelab  # noqa: E402
+from tracelab.analyzers.frozen_parameters import frozen_parameters  # noqa: E402
+from tracelab.core.run import open_run  # noqa: E402
 
 
 def _wgan(run_dir: Path, *, frozen_group: bool = False, d_steps: bool = True,

@@ -4,13 +4,15 @@ optimizer.step() missing (and the discriminator slowed), its parameters never ch
 plateau is reported."""
 from pathlib import Path
 
-import torch
-from torch import nn
+import pytest
 
-import tracelab
-from _gan_training import one_optimizer
-from tracelab.analyzers.loss_plateau import loss_plateau
-from tracelab.core.run import open_run
+torch = pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+from torch import nn  # noqa: E402
+
+import tracelab  # noqa: E402
+from _gan_training import one_optimizer  # noqa: E402
+from tracelab.analyzers.loss_plateau import loss_plateau  # noqa: E402
+from tracelab.core.run import open_run  # noqa: E402
 
 
 def _lsgan(run_dir: Path, *, g_steps: bool = True, lr_d: float = 2e-3, steps: int = 400,

@@ -3,14 +3,16 @@ optimizer.step() runs up to `max_iter` iterations of its closure, so the loss fa
 within the first step and stays level after it. Judged from the first recorded loss (the only
 one taken before the optimizer iterated) it did decrease, so quiet; with a learning rate too
 small to move the weights it never falls, and the plateau is reported."""
-import torch
-from torch import nn
+import pytest
 
-import tracelab
-from _contract_runs import regression
-from tracelab.analyzers._learning_rate import iterations_per_step
-from tracelab.analyzers.loss_plateau import loss_plateau
-from tracelab.core.run import open_run
+torch = pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+from torch import nn  # noqa: E402
+
+import tracelab  # noqa: E402
+from _contract_runs import regression  # noqa: E402
+from tracelab.analyzers._learning_rate import iterations_per_step  # noqa: E402
+from tracelab.analyzers.loss_plateau import loss_plateau  # noqa: E402
+from tracelab.core.run import open_run  # noqa: E402
 
 
 def _lbfgs(path, *, lr: float = 1.0, max_iter: int = 20, steps: int = 40):
