@@ -13,8 +13,6 @@ fc takes 64 features instead of 64 * 4 * 4; batch 128, 12 epochs instead of 20.
 """
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import torch
 import torch.nn as nn
@@ -103,33 +101,30 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, n_epochs: int = 12)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     scheduler = lr_scheduler.StepLR(optimizer, 8, gamma=0.1, last_epoch=-1)
     batch_size = 128
-    with warnings.catch_warnings():
-        # fit() steps the scheduler before the epoch's first optimizer.step(), as published
-        warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step()`")
-        with tracelab.Recorder(run_dir, model=model, optimizer=optimizer, scheduler=scheduler,
-                               loss_fn=loss_fn, config={"lr": 1e-3, "margin": 1.0,
-                                                        "batch_size": batch_size,
-                                                        "step_size": 8, "gamma": 0.1}) as rec:
-            for epoch in range(n_epochs):
-                if bug != "sched-per-batch":
+    with tracelab.Recorder(run_dir, model=model, optimizer=optimizer, scheduler=scheduler,
+                           loss_fn=loss_fn, config={"lr": 1e-3, "margin": 1.0,
+                                                    "batch_size": batch_size,
+                                                    "step_size": 8, "gamma": 0.1}) as rec:
+        for epoch in range(n_epochs):
+            if bug != "sched-per-batch":  # fit() steps it at the start of each epoch
+                scheduler.step()
+            x1, x2, target = _pairs(x_train, y_train, rng)
+            model.train()
+            order = torch.from_numpy(rng.permutation(len(target)))
+            for idx in order.split(batch_size):
+                optimizer.zero_grad()
+                out1, out2 = model(x1[idx], x2[idx])
+                loss = loss_fn(out1, out2, target[idx])
+                loss.backward()
+                optimizer.step()
+                if bug == "sched-per-batch":
                     scheduler.step()
-                x1, x2, target = _pairs(x_train, y_train, rng)
-                model.train()
-                order = torch.from_numpy(rng.permutation(len(target)))
-                for idx in order.split(batch_size):
-                    optimizer.zero_grad()
-                    out1, out2 = model(x1[idx], x2[idx])
-                    loss = loss_fn(out1, out2, target[idx])
-                    loss.backward()
-                    optimizer.step()
-                    if bug == "sched-per-batch":
-                        scheduler.step()
-                    rec.step(loss=loss, inputs=(x1[idx], x2[idx]), targets=target[idx],
-                             outputs=out1)
-                model.eval()
-                with torch.no_grad():
-                    out1, out2 = model(val1, val2)
-                    val_loss = loss_fn(out1, out2, val_t).item()
-                rec.log("val", metrics={"loss": val_loss,
-                                        "pair_acc": _pair_accuracy(out1, out2, val_t)},
-                        inputs=(val1, val2), targets=val_t, outputs=out1)
+                rec.step(loss=loss, inputs=(x1[idx], x2[idx]), targets=target[idx],
+                         outputs=out1)
+            model.eval()
+            with torch.no_grad():
+                out1, out2 = model(val1, val2)
+                val_loss = loss_fn(out1, out2, val_t).item()
+            rec.log("val", metrics={"loss": val_loss,
+                                    "pair_acc": _pair_accuracy(out1, out2, val_t)},
+                    inputs=(val1, val2), targets=val_t, outputs=out1)
