@@ -8,9 +8,9 @@ CrossEntropyLoss(ignore_index=pad), clip_grad_norm_(clip=1), ReduceLROnPlateau(f
 stepped on the validation loss after `warmup` epochs, train()/evaluate() with model.train() /
 model.eval(). Multi30k is replaced by a synthetic task (translate a token sequence of length 4
 to 9 into the same sequence with each token shifted by one); d_model 32, 2 layers, 4 heads, ffn 64
-instead of 512/6/8/256, init_lr 1e-3 instead of 1e-4, batch 64, 20 epochs, warmup 2,
-patience 3. After each epoch the validation loss (teacher forced, as evaluate() does) and the
-greedy-decoding exact-match rate are logged.
+instead of 512/6/8/256, init_lr 2e-3 instead of 1e-4, batch 64, 12 epochs, warmup 2,
+patience 3. After each epoch the validation loss (teacher forced, as evaluate() does) is logged, every
+fourth epoch also the greedy-decoding exact-match rate on 100 validation sequences.
 
 `bug` plants one fault (None: the code as published, after the fix of issue #10):
 - "mask-eps": the attention mask filled with -e (e = 1e-12), the code before that fix: masked
@@ -187,7 +187,7 @@ def _greedy_exact(model, src, trg):
     return ((ys[:, 1:] == trg[:, 1:]) | ~keep).all(1).float().mean().item()
 
 
-def run(run_dir: str, seed: int = 0, bug: str | None = None, epoch: int = 20) -> None:
+def run(run_dir: str, seed: int = 0, bug: str | None = None, epoch: int = 12) -> None:
     assert bug in BUGS, bug
     torch.set_num_threads(1)
     torch.manual_seed(seed)
@@ -202,7 +202,7 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epoch: int = 20) ->
             nn.init.xavier_uniform_(m.weight.data)
 
     model.apply(initialize_weights)
-    init_lr, weight_decay, clip, warmup, batch_size = 1e-3, 5e-4, 1.0, 2, 64
+    init_lr, weight_decay, clip, warmup, batch_size = 2e-3, 5e-4, 1.0, 2, 64
     optimizer = optim.Adam(model.parameters(), lr=init_lr, weight_decay=weight_decay)
     scheduler = optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.8, patience=3)
     criterion = nn.CrossEntropyLoss(ignore_index=PAD)
@@ -229,8 +229,10 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epoch: int = 20) ->
                 output = output.contiguous().view(-1, output.shape[-1])
                 target = valid_trg[:, 1:].contiguous().view(-1)
                 valid_loss = criterion(output, target).item()
-                exact = _greedy_exact(model, valid_src, valid_trg)
-            rec.log("val", metrics={"loss": valid_loss, "greedy_exact": exact},
-                    inputs=valid_src, targets=target, outputs=output)
+                metrics = {"loss": valid_loss}
+                if (step + 1) % 4 == 0:
+                    metrics["greedy_exact"] = _greedy_exact(model, valid_src[:100],
+                                                            valid_trg[:100])
+            rec.log("val", metrics=metrics, inputs=valid_src, targets=target, outputs=output)
             if step > warmup:
                 scheduler.step(valid_loss)
