@@ -260,6 +260,7 @@ class EagerSteps:
     def __init__(self, warn: Callable[[Any, str], None]):
         self._warn = warn
         self.on = False
+        self._dropped: Any = None  # releases the hold if this holder is collected holding it
 
     def hold(self, on: bool) -> None:
         if on == self.on or not stance_available() or (on and not dynamo_loaded()):
@@ -270,21 +271,33 @@ class EagerSteps:
                 if not cls._holders:
                     cls._restore = torch.compiler.set_stance("force_eager")
                 cls._holders.add(id(self))
+                # A Recorder dropped unclosed mid-hold must not leave the process eager.
+                self._dropped = weakref.finalize(self, cls._release, id(self))
+                self._dropped.atexit = False
             else:
-                cls._holders.discard(id(self))
-                if not cls._holders and cls._restore is not None:
-                    restore, cls._restore = cls._restore, None
-                    held, before = getattr(restore, "stance", None), getattr(restore, "prev", None)
-                    now = _current()
-                    if held is None or before is None or now is None or now is held:
-                        restore.__exit__(None, None, None)
-                    else:  # the user's stance, set since: kept
-                        vars(held).update(vars(before))
+                if self._dropped is not None:
+                    self._dropped.detach()
+                    self._dropped = None
+                cls._release(id(self))
             self.on = on
         except Exception as exc:  # inside a compiled region: the step records as it can
             self._warn(("set_stance", type(exc).__name__),
                        f"could not switch compiled code to eager for a recording step "
                        f"({type(exc).__name__}: {exc}); warned once")
+
+    @classmethod
+    def _release(cls, holder: int) -> None:
+        """`holder` lets go; the last one restores the stance from before the first."""
+        cls._holders.discard(holder)
+        if cls._holders or cls._restore is None:
+            return
+        restore, cls._restore = cls._restore, None
+        held, before = getattr(restore, "stance", None), getattr(restore, "prev", None)
+        now = _current()
+        if held is None or before is None or now is None or now is held:
+            restore.__exit__(None, None, None)
+        else:  # the user's stance, set since: kept
+            vars(held).update(vars(before))
 
 
 def _current() -> Any:
