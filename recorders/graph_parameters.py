@@ -42,6 +42,16 @@ def _fingerprint(p: torch.Tensor) -> tuple[float, float]:
         return float(values.abs().sum()), float((values * values).sum())
 
 
+def _readable(p: torch.Tensor) -> bool:
+    """A plain tensor with its storage allocated (not freed after use, as a sharded module's
+    unsharded copy is, and not on the meta device)."""
+    try:
+        return type(p) in (torch.Tensor, torch.nn.Parameter) and not p.is_meta and \
+            p.untyped_storage().size() > 0
+    except Exception:  # a tensor subclass without storage
+        return False
+
+
 class UnregisteredParameters:
     """Finds them once, on the first loss with a graph; says at close whether they changed."""
 
@@ -55,10 +65,15 @@ class UnregisteredParameters:
                 model is None:
             return None
         self.done = True
+        params = list(model.parameters())
+        if any(type(p) not in (torch.Tensor, torch.nn.Parameter) for p in params):
+            return None  # sharded (FSDP2's DTensors): the graph holds its unsharded copies
         held = {id(p) for o in optimizers for g in getattr(o, "param_groups", ())
                 for p in g.get("params", ())}
-        known = {id(p) for p in model.parameters()}
+        known = {id(p) for p in params}
         for p in graph_parameters(loss, known):
+            if not _readable(p):
+                continue
             grad = p.grad
             summary = {"shape": list(p.shape), "in_optimizer": id(p) in held,
                        "grad_norm": float(grad.detach().double().norm())
@@ -70,5 +85,5 @@ class UnregisteredParameters:
         if not self._found:
             return None
         for p, first, summary in self._found:
-            summary["changed"] = _fingerprint(p) != first
+            summary["changed"] = _fingerprint(p) != first if _readable(p) else None
         return [s for _, _, s in self._found]
