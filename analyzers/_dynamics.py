@@ -83,10 +83,6 @@ def param_shapes(run: Run) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def param_info(run: Run) -> dict[str, dict[str, Any]]:
-    return run.parameters()
-
-
 def matrix_params(run: Run, names: Iterable[str]) -> list[str]:
     """The weight matrices and kernels among `names`: biases and norm scales scale differently."""
     shapes = param_shapes(run)

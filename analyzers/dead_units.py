@@ -61,7 +61,7 @@ import numpy as np
 
 from tracelab.analyzers._learning_rate import lower_lr_fix
 from tracelab.analyzers._dynamics import OUTCOME, finite_stat, fmt, layer_of, matrix_params, \
-    name_list, param_info, subject_of, tail
+    name_list, subject_of, tail
 from tracelab.analyzers._loss_contracts import constant_loss
 from tracelab.analyzers._objectives import objective_improved
 from tracelab.core.causes import explains
@@ -131,7 +131,7 @@ def _from_gradients(run: Run, window: float, min_recordings: int,
     error when that is every weight matrix, or while the loss does no better than the best
     constant prediction; information where it does and they never had a gradient (a module
     left unused, a head weighted by 0); a warning otherwise."""
-    info = param_info(run)
+    info = run.parameters()
     grads = finite_stat(run, GRAD, "norm")
     trainable = [n for n in grads.columns if info.get(n, {}).get("requires_grad") is True]
     zero, since, recent_steps, died = [], [], set(), False

@@ -56,7 +56,7 @@ import math
 
 import numpy as np
 
-from tracelab.analyzers._dynamics import OUTCOME, fmt, layer_of, name_list, param_info, \
+from tracelab.analyzers._dynamics import OUTCOME, fmt, layer_of, name_list, \
     subject_of, weights_unchanged
 from tracelab.analyzers._learning_rate import groups_of, lr_name, optimizers_holding
 from tracelab.core.causes import explains
@@ -76,7 +76,7 @@ def frozen_parameters(run: Run, *, rtol: float = 1e-7, negligible: float = 1e-6,
     norms = run.stat(WEIGHT, "norm")
     if len(norms) < min_steps:
         return []
-    info = param_info(run)
+    info = run.parameters()
     findings = _at_random_init(run, info, norms, rtol, z, min_values)
     grads = run.stat(GRAD, "norm")
     if info:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracelab.analyzers._dynamics import OUTCOME, fmt, param_info, weights_unchanged
+from tracelab.analyzers._dynamics import OUTCOME, fmt, weights_unchanged
 from tracelab.analyzers._learning_rate import group_of
 from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, Finding
@@ -70,7 +70,7 @@ def optimizer_step_missing(run: Run, *, rtol: float = 1e-7,
 def _held(run: Run, norms: pd.DataFrame, optimizers: dict) -> dict[str, list[str]]:
     """Each optimizer's trainable parameters with recorded weights (a single optimizer without
     parameter names: every parameter some optimizer holds)."""
-    info = param_info(run)
+    info = run.parameters()
     trainable = [n for n in norms.columns if info.get(n, {}).get("requires_grad", True)]
     held = {}
     for key, summary in optimizers.items():

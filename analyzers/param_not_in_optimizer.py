@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracelab.analyzers._dynamics import OUTCOME, fmt, layer_of, name_list, param_info, \
+from tracelab.analyzers._dynamics import OUTCOME, fmt, layer_of, name_list, \
     subject_of, weights_unchanged
 from tracelab.analyzers._learning_rate import watched_parameter
 from tracelab.core.causes import explains
@@ -71,7 +71,7 @@ def _holds_watched(cause: Finding, effect: Finding) -> bool:
 def param_not_in_optimizer(run: Run, *, rtol: float = 1e-7,
                            min_steps: int = 3) -> list[Finding]:
     findings = _unregistered(run)
-    info = param_info(run)
+    info = run.parameters()
     trainable = [n for n, p in info.items() if p.get("requires_grad", True)]
     outside = [n for n in trainable if info[n].get("in_optimizer") is False]
     norms = run.stat(WEIGHT, "norm")
