@@ -4,7 +4,7 @@ Pure functions over pandas/numpy values; no rule lives here.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
