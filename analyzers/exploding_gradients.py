@@ -48,6 +48,13 @@ False positives
     growth is judged on the norm divided by the targets' root mean square relative to its
     start, where that grew (a DQN's bootstrapped targets, 1 -> 20 as its policy improves), so
     gradients that follow their targets are not an explosion.
+    In a game of two or more optimizers (a GAN's generator and discriminator, an actor and a
+    critic: `adversarial_game`), each player's gradients scale with the others' progress -- a
+    generator's arrive through the discriminator's gradients with respect to its input, which
+    grow as it learns to tell real from fake -- so growth from the start has no fixed
+    reference: while no layer crosses the per-term bound (a loss recorded as a mean: the
+    error per term of a cross-entropy or BCE is at most 1) and the loss, finite throughout,
+    did not grow, the finding is information, not a warning.
 """
 from __future__ import annotations
 
@@ -56,7 +63,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from tracelab.analyzers._learning_rate import lower_lr_fix
+from tracelab.analyzers._learning_rate import adversarial_game, lower_lr_fix
 from tracelab.analyzers._loss_contracts import (BCE, BCE_LOGITS, CROSS_ENTROPY, NLL, SQUARED,
                                                 loss_fn, loss_type, mean_reduced, output_facts)
 from tracelab.analyzers._dynamics import (OUTCOME, edge_len, fmt, matrix_params, name_list,
@@ -131,8 +138,16 @@ def exploding_gradients(run: Run, *, max_norm: float = 100.0, growth: float = 10
     learning = _loss_fell(run, first, int(at)) or _loss_fell(run, first, int(norms.index[-1]))
     told = "; the loss kept falling meanwhile (grads that grow from a small start as a deep " \
         "network learns)" if learning else ""
+    # A game (a GAN's generator and discriminator): one player's gradients scale with the
+    # other's progress, growth from the start has no fixed reference; judged per term of the
+    # loss (the absolute bound) and by a loss that stayed finite and did not grow.
+    game = not learning and _calm_game(run, [n for n in hot if top[n] >= max_norm])
+    if game:
+        told = ("; two or more optimizers play a game (a GAN's generator and discriminator), "
+                "whose players' gradients grow as the others learn, and none crossed the "
+                "per-term bound nor did the loss grow")
     return [exploding_gradients.finding(
-        INFO if learning else WARNING, subject_of(hot), (first, int(at)),
+        INFO if learning or game else WARNING, subject_of(hot), (first, int(at)),
         f"Gradients explode in {len(hot)} of {len(names)} layers ({name_list(hot)}): "
         f"'{worst}' reaches a sustained norm of {fmt(peak[worst])} at step {int(at)}"
         f"{rise}{rel}{told}.",
@@ -142,6 +157,18 @@ def exploding_gradients(run: Run, *, max_norm: float = 100.0, growth: float = 10
         lower_lr_fix(run, "Clip gradients (clip_grad_norm_ with max_norm about 1), lower the "
                      "learning rate and normalize the inputs; check the named layers' "
                      "initialization."))]
+
+
+def _calm_game(run: Run, bounded: list[str]) -> bool:
+    """Whether the growth is a game's by design: two or more optimizers move the parameters
+    against each other and the loss did not grow (`adversarial_game`), the loss stayed finite,
+    and no layer crossed the absolute per-term bound (`bounded`: those that did). A generator's
+    gradients arrive through the discriminator's gradients with respect to its input, which
+    grow as it learns to tell real from fake."""
+    if bounded:
+        return False
+    loss = run.loss().to_numpy(dtype=float)
+    return bool(len(loss)) and bool(np.isfinite(loss).all()) and adversarial_game(run)
 
 
 def _target_growth(run: Run, index: pd.Index) -> pd.Series | None:

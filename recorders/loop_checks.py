@@ -6,6 +6,12 @@
   step's gradient. Legitimate accumulation (several backward passes, one optimizer step, then
   zero_grad) reads 0: only the first pass after an optimizer step is looked at. Cost: one
   Python call per backward pass, and a reduction of the parameter's grad once per step.
+  With several optimizers (a GAN's), a backward pass legitimately adds to another optimizer's
+  grads (the generator's pass through the discriminator), so the first pass after a step says
+  nothing: there the leftover is judged per owner, over the window from one step of the
+  optimizer that holds the watched parameter to its next (`owner_stepped`): the least the grad
+  held at any backward pass in between, 0 when one of them found it reset (its `zero_grad()`
+  ran) -- eagerly only. Cost: a reduction of the held grad per pass.
 - Backward passes and resets between them (`GradResets` too): the same hook counts the step's
   backward passes that reached the model, and notes at each pass after the first whether the
   parameter's grad was reset (None, or all zero although an earlier pass of the step added a
@@ -125,11 +131,16 @@ class GradResets:
         self._value: torch.Tensor | None = None  # the parameter at the step's first pass
         self._moved: Any = False  # its value differed at a later pass: a bool or a tensor
         self._lazy: list[torch.Tensor] | None = None  # unmaterialized params to watch later
+        # Several optimizers: the window since the watched parameter's optimizer last stepped.
+        self._open = False  # a window is open (its optimizer stepped once at least)
+        self._window: Any = None  # the least |grad| held at a pass in it: a float or a tensor
+        self._owners: dict[int, tuple[int, bool]] = {}  # id(optimizer): (params, holds it)
 
     def attach(self, params: list[torch.Tensor]) -> None:
         """Watch the smallest plain parameter of `params` (a tracked model's); when all of
         them are a Lazy module's, unmaterialized, once the first of them is (`take`)."""
         self.detach()
+        self._open, self._window, self._owners = False, None, {}
         self._param = _smallest_plain(params)
         self._lazy = _lazy_only(params, self._param)
         if self._param is None:
@@ -144,6 +155,30 @@ class GradResets:
 
     def optimizer_stepped(self) -> None:
         self._fresh = True
+
+    def owner_stepped(self, optimizer: Any) -> None:
+        """With several optimizers, `optimizer` is about to step: when it holds the watched
+        parameter, the window of backward passes since its last step closes (its leftover, the
+        least the grad held at any of them, is what the step ends with) and a new one opens."""
+        if self._param is None or not self._holds(optimizer):
+            return
+        if self._open and self._window is not None:
+            self._leftover = self._window
+        self._open, self._window = True, None
+
+    def _holds(self, optimizer: Any) -> bool:
+        """Whether `optimizer`'s param groups hold the watched parameter (cached per optimizer
+        while its parameter count stays)."""
+        try:
+            groups = [g["params"] for g in optimizer.param_groups]
+        except (AttributeError, KeyError, TypeError):
+            return False
+        count = sum(len(g) for g in groups)
+        known = self._owners.get(id(optimizer))
+        if known is None or known[0] != count:
+            known = (count, any(p is self._param for g in groups for p in g))
+            self._owners[id(optimizer)] = known
+        return known[1]
 
     def _before_accumulation(self, grad: torch.Tensor) -> None:
         self._passes.training = False  # the pass reached its backward
@@ -189,6 +224,23 @@ class GradResets:
                     self._moved = torch.logical_or(
                         torch.as_tensor(self._moved, device=grad.device), differ.any())
             return None
+        if self._open:  # several optimizers: what the grad held (inline: hook_refs)
+            if old is None:
+                held = 0.0
+            elif old.device.type == "cpu":
+                held = float(old.detach().abs().max()) if old.numel() else 0.0
+            else:
+                held = old.detach().abs().amax() if old.numel() else 0.0
+            window = self._window
+            if window is None:
+                self._window = held
+            elif isinstance(window, float) and isinstance(held, float):
+                self._window = min(window, held)
+            else:
+                device = held.device if isinstance(held, torch.Tensor) else window.device
+                self._window = torch.minimum(
+                    torch.as_tensor(window, dtype=torch.float64, device=device),
+                    torch.as_tensor(held, dtype=torch.float64, device=device))
         first = self._fresh or not self._seen  # the step's first pass
         if self._fresh:
             self._fresh = False

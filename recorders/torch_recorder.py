@@ -274,9 +274,12 @@ class Recorder:
     # -- hooks (training thread) ----------------------------------------------------------------
     def _before_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if len(self.optimizers) <= 1:
-            # With several, a backward legitimately adds to another optimizer's stale grads
-            # (a GAN's generator pass through the discriminator): resets are not judged.
             self._grad_resets.optimizer_stepped()
+        else:
+            # With several, a backward legitimately adds to another optimizer's stale grads
+            # (a GAN's generator pass through the discriminator): resets are judged between
+            # the steps of the optimizer that holds the watched parameter.
+            self._grad_resets.owner_stepped(optimizer)
         self._stepped = True
         if not self.writer.failed and self.cadence.grads(self._step):
             name = next((k for k, v in self.optimizers.items() if v is optimizer), "0")
