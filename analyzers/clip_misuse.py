@@ -9,7 +9,12 @@ What it detects
     - too small: a binding clip leaves the total norm at exactly max_norm. When the norm the
       optimizer used sits at one value (within `rtol`) on at least `min_share` of the steps,
       below the unclipped norm each time, and the unclipped norm is at least `ratio` times
-      that value (median), max_norm is far below every gradient: one optimizer only.
+      that value (median), max_norm is far below every gradient: one optimizer only. From
+      `note_ratio` (an order of magnitude) up to `ratio` the clip is noted at info level under
+      an optimizer that steps along the gradient's length (SGD): every update is that many
+      times shorter, which a tuned learning rate may offset, so the note names the cause only
+      when the run shows the cost, a loss or metric that does not move (its link to
+      loss-plateau / metric-stagnation makes the pair a warning diagnosis).
     - after the step: the grads read at `step()` differ from those the optimizer used (one
       tensor, unless something changed it in between) on at least `min_clipped` steps, sit
       at one value (within `rtol`) on each of them, and never above it on any step (their
@@ -34,7 +39,8 @@ How to fix
 False positives
     Clipping at a sane max_norm that binds on some steps only (transformer recipes at 1.0, the
     word-language-model example at 0.25) stays quiet: the clip must bind on nearly every step
-    and sit `ratio` times below the median norm. Adam-type optimizers divide by the gradients'
+    and sit `ratio` times below the median norm for a warning (`note_ratio` times for an info
+    note, which a run that learns leaves a note). Adam-type optimizers divide by the gradients'
     running scale, which cancels most of a constant rescale: a too-small clip there is noted
     at info level. With several optimizers only the clip after the step is judged (the
     backward norm covers all of their grads together).
@@ -71,8 +77,9 @@ def _kind_is(kind: str):
              explains("exploding-gradients", "loss-spike", "nonfinite-values",
                       why="a clip after optimizer.step() leaves the applied gradients unclipped",
                       timing="overlap", when=_kind_is("after_step"))))
-def clip_misuse(run: Run, *, ratio: float = 100.0, min_share: float = 0.9, rtol: float = 1e-3,
-                min_steps: int = 5, min_clipped: int = 2) -> list[Finding]:
+def clip_misuse(run: Run, *, ratio: float = 100.0, note_ratio: float = 10.0,
+                min_share: float = 0.9, rtol: float = 1e-3, min_steps: int = 5,
+                min_clipped: int = 2) -> list[Finding]:
     backward = run.signal(GRAD_NORM_BACKWARD)
     scale = run.signal(AMP_SCALE)
     if len(scale):  # backward ran on the scaled loss; the optimizer sees unscaled grads
@@ -82,7 +89,8 @@ def clip_misuse(run: Run, *, ratio: float = 100.0, min_share: float = 0.9, rtol:
     findings = []
     if len(optimizers) <= 1:
         found = _too_small(run, backward, run.signal(GRAD_NORM_STEP), optimizers, ratio=ratio,
-                           min_share=min_share, rtol=rtol, min_steps=min_steps)
+                           note_ratio=note_ratio, min_share=min_share, rtol=rtol,
+                           min_steps=min_steps)
         findings += [found] if found else []
     names = list(optimizers) if len(optimizers) > 1 else [None]
     for name in names:
@@ -115,7 +123,8 @@ def _constant(values: np.ndarray, rtol: float) -> float | None:
 
 
 def _too_small(run: Run, backward: pd.Series, used: pd.Series, optimizers: dict, *,
-               ratio: float, min_share: float, rtol: float, min_steps: int) -> Finding | None:
+               ratio: float, note_ratio: float, min_share: float, rtol: float,
+               min_steps: int) -> Finding | None:
     both = pd.concat([backward.rename("b"), used.rename("s")], axis=1).dropna()
     both = both[np.isfinite(both.to_numpy()).all(axis=1) & (both["s"] > 0)]
     if len(both) < min_steps:
@@ -125,18 +134,23 @@ def _too_small(run: Run, backward: pd.Series, used: pd.Series, optimizers: dict,
     if level is None or len(bound) < min_share * len(both):
         return None
     factor = float(np.median(bound["b"] / bound["s"]))
-    if factor < ratio:
-        return None
     kind = (next(iter(optimizers.values()), {}) or {}).get("type", "")
     adaptive = kind in ADAPTIVE
+    # an Adam-type step barely depends on a constant rescale: only a far-off clip is noted
+    if factor < (ratio if adaptive else note_ratio):
+        return None
     steps = bound.index
     why = (f"{kind} divides by the gradients' running scale, which cancels most of this "
            "rescale, but every step now weighs the same whatever its gradient"
            if adaptive else
            f"every update is {_times(factor)} shorter than its gradient asks: the learning "
-           "rate is in effect divided by as much")
+           "rate is in effect divided by as much" + (
+               "" if factor >= ratio else
+               " (a learning rate tuned with this clip may offset it; it matters where the "
+               "loss crawls)"))
     return clip_misuse.finding(
-        INFO if adaptive else WARNING, "gradient clip", (int(steps[0]), int(steps[-1])),
+        INFO if adaptive or factor < ratio else WARNING, "gradient clip",
+        (int(steps[0]), int(steps[-1])),
         f"The gradient clip binds on {len(bound)} of {len(both)} steps far below the "
         f"gradients: the optimizer used a total grad norm of {fmt(level)} each time while "
         f"backward produced a median {fmt(float(bound['b'].median()))} ({_times(factor)}), so "

@@ -28,6 +28,30 @@ def test_a_max_norm_far_below_every_gradient_is_named(tmp_path):
     assert "max_norm" in f.fix
 
 
+def _diagnoses(path):
+    return [(d.finding.rule, d.worst.value) for d in tracelab.analyze(path).diagnoses]
+
+
+def test_a_clip_tens_of_times_below_the_gradients_is_named_where_the_loss_crawls(tmp_path):
+    # clip 0.01 against a median norm near 0.27 (about 27x): at lr 0.01 the loss stalls
+    path = train(tmp_path / "r", steps=120, clip=0.01,
+                 optimizer=lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9))
+    [f] = _found(path)
+    assert f.evidence["kind"] == "too_small" and 10 <= f.evidence["factor"] < 100
+    first = tracelab.analyze(path).diagnoses[0]
+    assert first.finding.rule == "clip-misuse" and first.worst.value == "warning"
+    assert "loss-plateau" in {e.rule for e in first.explains}
+
+
+def test_the_same_clip_with_a_learning_rate_tuned_to_it_is_a_note_only(tmp_path):
+    # normalized steps at lr 5: the loss falls from 1.38 to 0.15, so nothing crawls
+    path = train(tmp_path / "r", steps=120, clip=0.01,
+                 optimizer=lambda p: torch.optim.SGD(p, lr=5.0, momentum=0.9))
+    [f] = _found(path)
+    assert f.evidence["kind"] == "too_small" and f.severity.value == "info"
+    assert _diagnoses(path) == [("clip-misuse", "info")]
+
+
 def test_under_adam_a_tiny_clip_is_information(tmp_path):
     [f] = _found(train(tmp_path / "r", steps=40, clip=1e-4,
                        optimizer=lambda p: torch.optim.Adam(p, lr=1e-2)))
@@ -68,7 +92,7 @@ def test_under_amp_a_clip_after_unscale_that_binds_on_every_step_stays_quiet(tmp
     assert _found(path) == []
 
 
-def _frames(backward, used, rows=None):
+def _frames(backward, used, rows=None, kind="SGD"):
     steps = range(len(backward))
     signals = pd.concat([
         pd.DataFrame({"step": steps, "split": "train", "name": "grad_norm/backward",
@@ -78,7 +102,7 @@ def _frames(backward, used, rows=None):
     rows = used if rows is None else rows
     tensors = pd.DataFrame({"step": steps, "kind": "grad", "name": "w", "numel": 10,
                             "norm": rows})
-    meta = {"optimizers": {"0": {"type": "SGD", "groups": [{"lr": 0.1, "params": ["w"]}]}}}
+    meta = {"optimizers": {"0": {"type": kind, "groups": [{"lr": 0.1, "params": ["w"]}]}}}
     return Run.from_frames(meta, signals=signals, tensors=tensors)
 
 
@@ -86,8 +110,14 @@ def test_the_bounds_on_frames():
     rng = np.random.default_rng(0)
     grads = rng.uniform(0.5, 3.0, 30)
     assert clip_misuse(_frames(grads, np.full(30, 1e-3)))[0].evidence["kind"] == "too_small"
-    # some 40x below is not far enough below to be sure max_norm is wrong
-    assert clip_misuse(_frames(grads * 0.02, np.full(30, 1e-3))) == []
+    # some 40x below is not far enough below to be sure max_norm is wrong: a note, which
+    # names the cause only beside a loss that does not move
+    [f] = clip_misuse(_frames(grads * 0.02, np.full(30, 1e-3)))
+    assert f.evidence["kind"] == "too_small" and f.severity.value == "info"
+    # under 10x, a clip that binds on every step is an ordinary one
+    assert clip_misuse(_frames(grads * 0.004, np.full(30, 1e-3))) == []
+    # Adam cancels a constant rescale: 40x is nothing to note there
+    assert clip_misuse(_frames(grads * 0.02, np.full(30, 1e-3), kind="Adam")) == []
     # a norm that merely varies little is no clip
     assert clip_misuse(_frames(grads, 1e-3 * (1 + rng.uniform(0, 0.01, 30)))) == []
     # clipped after the step: the rows sit at max_norm, never above it
