@@ -8,7 +8,8 @@ What it detects
     unused in the forward pass, or dead units downstream), or its group's learning rate is
     zero. Parameters with the same cause make one finding naming their modules; parameters
     whose gradients are negligible against their weights (a bias before BatchNorm) are only
-    noted at info level.
+    noted at info level, and so are those whose recorded gradients are exactly zero while
+    other parameters of their module train (the loss is invariant to them).
     Parameters with `requires_grad=False` are frozen by mistake when they still hold a random
     initialization: the recorder summarizes each frozen parameter's first 65,536 values at the
     start of the run and at its end (meta.json `model.parameters[*].values`,
@@ -49,6 +50,14 @@ False positives
     (zero gradient, no change) yet gets a gradient from the generator's backward. A parameter
     whose group's recorded learning rate is positive, in an optimizer that moves others of its
     parameters, is then only noted at info level.
+    A gradient recorded as exactly zero, not None, means the backward pass reached the
+    parameter (an unused or detached module gets None). Where other parameters of its module
+    train, the loss does not depend on it: a Siamese or triplet network's output bias cancels
+    in the distance between two passes through the shared net, and only the reverse direction
+    of a bidirectional RNN's last layer reaches hidden[-1] (the forward one is discarded); that
+    is only noted at info level. A whole module with zero gradients (dead units downstream, an
+    output multiplied by zero) is still a warning, and then so are the zero-gradient weights
+    beside a training bias (their input is dead).
 """
 from __future__ import annotations
 
@@ -90,10 +99,16 @@ def frozen_parameters(run: Run, *, rtol: float = 1e-7, negligible: float = 1e-6,
     # One finding per cause, naming the modules: a dead network should not give one per layer.
     by_cause: dict[tuple, list[str]] = {}
     players = optimizers_holding(run)
+    # A zero gradient in a module whose other parameters train is an invariance of the loss,
+    # unless some whole module gets zero gradients: the gradient is then blocked (dead units)
+    # and a zero-gradient weight beside a training bias has a dead input.
+    moved = {layer_of(n) for n in trainable if n not in still}
+    blocked = any(layer_of(n) not in moved and _grad_max(grads, [n]) == 0 for n in still)
     for name in still:
         scale = float(norms[name].median())
         own_lr = _own_lr(run, name, still) if players >= 2 else None
-        by_cause.setdefault(_cause(name, info, grads, scale, negligible, own_lr),
+        by_cause.setdefault(_cause(name, info, grads, scale, negligible, own_lr,
+                                   not blocked and layer_of(name) in moved),
                             []).append(name)
     for (severity, cause, fix), params in by_cause.items():
         modules = list(dict.fromkeys(layer_of(p) for p in params))
@@ -244,14 +259,27 @@ def _own_lr(run: Run, name: str, still: list[str]) -> float | None:
 
 
 def _cause(name: str, info: dict, grads, scale: float, negligible: float,
-           own_lr: float | None = None) -> tuple:
+           own_lr: float | None = None, module_trains: bool = False) -> tuple:
     """(severity, cause, fix) of one parameter that never changed; `own_lr` is its param
-    group's smallest learning rate where the run has several optimizers (None otherwise)."""
+    group's smallest learning rate where the run has several optimizers (None otherwise);
+    `module_trains`: another parameter of its module changed."""
     if info.get(name, {}).get("in_optimizer") is False:
         return (WARNING, "the optimizer's param groups do not hold them",
                 "Build the optimizer after the model is complete, from model.parameters(), or "
                 "add these parameters to a param group.")
     peak = _grad_max(grads, [name])
+    if peak == 0 and module_trains:
+        # A recorded zero, not None: the backward pass reached them (an unused or detached
+        # module gets no grad at all) and the rest of their module trains, so gradient flows
+        # through it; the loss is exactly invariant to these.
+        return (INFO, "the gradients are exactly zero, not None, while other parameters of "
+                "their module train: the backward pass reaches them and the loss does not "
+                "depend on them, as with a bias that cancels in the difference of two passes "
+                "through one shared network (a contrastive or triplet loss), a direction of a "
+                "bidirectional RNN whose output is discarded (only hidden[-1] used), or an "
+                "input that is zero",
+                "Nothing to fix if that invariance is intended (or drop the parameter, e.g. "
+                "bias=False); otherwise check what the module's output feeds.")
     if not peak > 0:
         what = "zero" if peak == 0 else "never recorded (None)"
         return (WARNING, f"the gradients are {what}: the module is unused in the forward "

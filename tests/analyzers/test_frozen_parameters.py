@@ -50,9 +50,20 @@ def test_parameters_without_gradients_are_unused_or_detached():
 
 
 def test_zero_gradients_are_named():
-    grads = _grads(**{"enc.weight": 0.5, "enc.bias": 0.1, "head.weight": 0.0})
-    [f] = frozen_parameters(_run({"head.weight"}, grads=grads))
-    assert "Parameter head.weight requires grad" in f.message and "are zero" in f.message
+    grads = _grads(**{"enc.weight": 0.5, "enc.bias": 0.1, "head.weight": 0.0, "head.bias": 0.0})
+    [f] = frozen_parameters(_run({"head.weight", "head.bias"}, grads=grads))
+    assert f.severity.value == "warning" and "are zero" in f.message
+    assert "Parameters head.weight, head.bias require grad" in f.message
+
+
+def test_zero_gradients_beside_a_training_parameter_of_the_module_are_only_info():
+    grads = _grads(**{"enc.weight": 0.5, "enc.bias": 0.1, "head.weight": 0.5, "head.bias": 0.0})
+    [f] = frozen_parameters(_run({"head.bias"}, grads=grads))
+    assert f.severity.value == "info" and "exactly zero, not None" in f.message
+    # ... unless a whole module gets zero gradients: the gradient is blocked (dead units)
+    grads = _grads(**{"enc.weight": 0.0, "enc.bias": 0.0, "head.weight": 0.0, "head.bias": 0.1})
+    [f] = frozen_parameters(_run({"enc.weight", "enc.bias", "head.weight"}, grads=grads))
+    assert f.severity.value == "warning" and "enc.weight, enc.bias, head.weight" in f.message
 
 
 def test_nonzero_gradients_point_to_a_zero_learning_rate():
