@@ -29,10 +29,11 @@ import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._dynamics import edge_len, finite
-from tracelab.analyzers._learning_rate import groups_of, loss_grew, lr_name
+from tracelab.analyzers._learning_rate import groups_of, loss_grew, lr_name, watched_parameter
 from tracelab.analyzers._loss_contracts import constant_loss, constant_losses
 from tracelab.core.run import Run
-from tracelab.core.schema import WEIGHT
+from tracelab.core.schema import (BACKWARD_PASSES, BACKWARD_RESETS, BACKWARD_WEIGHTS_MOVED,
+                                   OPTIMIZER_STEPS, WEIGHT)
 
 NORMALIZED = frozenset({"Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad",
                         "SparseAdam"})
@@ -154,3 +155,48 @@ def too_small_to_move(run: Run, ratio: pd.DataFrame, weight: pd.DataFrame) -> di
     if not reach:
         return None
     return {"reach": reach, "fall": fall, "kinds": sorted(kinds), "peaks": peaks}
+
+
+
+def steps_per_record(run: Run) -> list[tuple[set[str] | None, pd.Series]]:
+    """How many optimizer steps each recorded step's update spans, where the recorded facts
+    say: the recorder snapshots the weights at a recorded step's first `optimizer.step()`, so
+    its `update` rows sum every step the loop takes before `Recorder.step()` (an inner loop:
+    spinningup's 80 value-function steps per epoch, PPO's epochs of minibatches). Each entry
+    is (the parameters it speaks for, None for all; the count per step, where 2 or more).
+    The recorder counts each optimizer's `step()` calls (`optimizer/steps`,
+    `optimizer/steps/<name>` with several). Traces without that count say it for the
+    optimizer that holds the watched parameter on a step whose `backward/passes` (k of them,
+    2 or more) each found its grad reset (`backward/resets` k - 1) and whose weights moved
+    between them (`backward/weights_moved`): zero_grad, backward and step ran k times (a
+    two-pass method, SAM, takes one step: k bounds the count from above; with one optimizer
+    the passes are counted from its last step, so this says nothing there)."""
+    sig = run.signals
+    if not len(sig) or not {"name", "split", "step", "value"} <= set(sig.columns):
+        return []
+    optimizers = run.optimizers()
+    held = {str(key): {str(n) for g in groups_of(summary) if isinstance(g.get("params"), list)
+                       for n in g["params"]}
+            for key, summary in optimizers.items()}
+    names = {str(n) for n in sig["name"].unique()}
+    counted = []
+    for name in sorted(n for n in names if n == OPTIMIZER_STEPS
+                       or n.startswith(OPTIMIZER_STEPS + "/")):
+        key = name[len(OPTIMIZER_STEPS) + 1:]
+        params = None if not key else held.get(key)
+        if key and not params:
+            continue  # an optimizer whose parameters are not named
+        count = pd.to_numeric(run.signal(name), errors="coerce")
+        count = count[count >= 2]
+        if len(count):
+            counted.append((params, count))
+    if counted or any(n.startswith(OPTIMIZER_STEPS) for n in names) or len(optimizers) < 2:
+        return counted
+    passes = pd.to_numeric(run.signal(BACKWARD_PASSES), errors="coerce")
+    resets = pd.to_numeric(run.signal(BACKWARD_RESETS), errors="coerce").reindex(passes.index)
+    moved = pd.to_numeric(run.signal(BACKWARD_WEIGHTS_MOVED),
+                          errors="coerce").reindex(passes.index)
+    inner = passes[(passes >= 2) & (moved >= 1) & (resets >= passes - 1)]
+    watched = watched_parameter(run.meta)
+    owner = next((params for params in held.values() if watched in params), None)
+    return [(owner, inner)] if len(inner) and owner else []

@@ -56,7 +56,7 @@ from tracelab.recorders.transfer import StepRecord
 from tracelab.core.schema import (DATA_TIME, EVAL, LOSS_NAME, LR_PREFIX, META_ABSENT,
                                    META_UNREGISTERED,
                                    META_OPTIMIZERS, META_SCHEDULERS, META_LOSS_FN,
-                                   META_OUTPUTS, STEP_TIME, TARGETS, TRAIN)
+                                   META_OUTPUTS, OPTIMIZER_STEPS, STEP_TIME, TARGETS, TRAIN)
 from tracelab.core.writer import RunWriter
 
 
@@ -175,6 +175,7 @@ class Recorder:
         self._grad_norms = GradNorms(self._warn, due=lambda: self.cadence.grads(self._step))
         self.scaler = scaler
         self._stepped = False  # the optimizer stepped since the last step()
+        self._step_calls: dict[str, int] = {}  # optimizer.step() calls since the last step()
         self._step = 0  # the step in progress: the one the next step() records
         self._losses: list[torch.Tensor] = []  # accumulate_loss of the step in progress
         self._losses_summed = False
@@ -281,8 +282,9 @@ class Recorder:
             # the steps of the optimizer that holds the watched parameter.
             self._grad_resets.owner_stepped(optimizer)
         self._stepped = True
+        name = next((k for k, v in self.optimizers.items() if v is optimizer), "0")
+        self._step_calls[name] = self._step_calls.get(name, 0) + 1
         if not self.writer.failed and self.cadence.grads(self._step):
-            name = next((k for k, v in self.optimizers.items() if v is optimizer), "0")
             self._produce("grad norm at the optimizer step", self._grad_norms.stepped, name,
                           optimizer)
         # Before the snapshot: a module added this step has its update recorded too.
@@ -400,9 +402,12 @@ class Recorder:
         updates = self._parameters.end_step()
         modes = self._eval_modes.train_step()
         stepped, self._stepped = self._stepped, False
+        calls, self._step_calls = self._step_calls, {}
         signals = modes + self._grad_resets.take() + self._grad_norms.take(
             len(self.optimizers) <= 1) + amp_scale(
-            self.scaler, stepped if self.optimizer is not None else None)
+            self.scaler, stepped if self.optimizer is not None else None) + [
+            (OPTIMIZER_STEPS if len(self.optimizers) <= 1 else f"{OPTIMIZER_STEPS}/{name}", n)
+            for name, n in calls.items() if n >= 2]
         if not self.optimizers:  # a hand-written update: step() ends the optimizer step
             self._grad_resets.optimizer_stepped()
         found = None if self._unregistered.done else self._produce(

@@ -165,9 +165,14 @@ BACKWARD_RESETS = "backward/resets"
 # method (sharpness-aware minimization perturbs every weight) or, with several optimizers, one's
 # step between the passes; not accumulation. 0 otherwise.
 BACKWARD_WEIGHTS_MOVED = "backward/weights_moved"
+# How many times an optimizer's step() ran since the last Recorder.step(), on the steps where it
+# ran 2 or more times (an inner loop: the step's `update` rows sum those steps): OPTIMIZER_STEPS
+# for a single optimizer, OPTIMIZER_STEPS + "/" + its name for several.
+OPTIMIZER_STEPS = "optimizer/steps"
 SIGNAL_NAMES = (GRAD_LEFTOVER, TRAIN_MODE_MODEL, TRAIN_MODE_DROPOUT, TRAIN_MODE_NORM,
                 DROPOUT_MODULES, NORM_MODULES, AMP_SCALE, AMP_SKIPPED, GRAD_NORM_BACKWARD,
-                GRAD_NORM_STEP, BACKWARD_PASSES, BACKWARD_RESETS, BACKWARD_WEIGHTS_MOVED)
+                GRAD_NORM_STEP, BACKWARD_PASSES, BACKWARD_RESETS, BACKWARD_WEIGHTS_MOVED,
+                OPTIMIZER_STEPS)
 # meta.json: "optimizers" maps each watched optimizer's name to its summary (type, param groups
 # with their hyperparameters and tracked parameter names); {} records that the run was given no
 # optimizer object (manual SGD): its learning rate is unknown. "optimizer" keeps the first one's
