@@ -48,6 +48,9 @@ False positives
     Only layers before the largest one in the model's order count as starved: a layer nearer
     the loss gets its gradient first, and when that is tiny the loss is flat there (a softmax
     saturated by blown-up weights), which no depth explains.
+    Layers held by different optimizers (an actor and a critic, a generator and a
+    discriminator) are judged apart, each against its own: each optimizer steps on its own
+    loss, and their recorded grads are no one backward pass through one stack.
     A diverging run is judged only up to its first non-finite gradient, and not at all when a
     layer's median gradient norm exceeds `max_reference`: the gap then comes from an exploding
     layer, which exploding-gradients reports.
@@ -60,6 +63,7 @@ import pandas as pd
 from tracelab.analyzers._batches import BATCH_NORMS, POOLED_BATCH_NORMS
 from tracelab.analyzers._dynamics import (OUTCOME, fmt, layer_of, matrix_params, name_list,
                                           param_shapes, subject_of)
+from tracelab.analyzers._learning_rate import groups_of
 from tracelab.core import causes
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
@@ -92,6 +96,46 @@ def vanishing_gradients(run: Run, *, ratio: float = 1e-3, median_ratio: float = 
     if len(norms) < min_steps:
         return []
     steps = (int(norms.index[0]), int(norms.index[-1]))
+    findings = []
+    for group in _one_loss_each(run, names):
+        findings += _judge(run, norms, numel, group, steps, ratio=ratio,
+                           median_ratio=median_ratio, floor=floor, settle=settle,
+                           max_reference=max_reference, fall=fall, min_chain=min_chain,
+                           min_steps=min_steps)
+    return findings
+
+
+def _one_loss_each(run: Run, names: list[str]) -> list[list[str]]:
+    """`names` split by the optimizer that holds them (meta.json's optimizers), in the model's
+    order: each optimizer steps its parameters on its own loss (an actor's policy loss, a
+    critic's value loss, a generator's and a discriminator's), and the recorded grads of each
+    are those of its last backward, so the grads of two optimizers' layers are no one
+    backward pass through one stack: neither their sizes nor a fall from one to the other
+    says how far a gradient travelled. The parameters no optimizer names join the largest
+    group; with one optimizer, or none recorded, one group."""
+    groups: dict[str, list[str]] = {}
+    owner = {}
+    for key, summary in run.optimizers().items():
+        for group in groups_of(summary):
+            params = group.get("params")
+            for n in params if isinstance(params, list) else ():
+                owner.setdefault(str(n), str(key))
+    for name in names:
+        groups.setdefault(owner.get(name, ""), []).append(name)
+    if len([k for k in groups if k]) < 2:
+        return [list(names)]
+    loose = groups.pop("", [])
+    if loose:
+        max(groups.values(), key=len).extend(loose)
+    order = {n: i for i, n in enumerate(names)}
+    return [sorted(g, key=order.__getitem__) for g in groups.values()]
+
+
+def _judge(run: Run, norms: pd.DataFrame, numel: pd.Series, names: list[str],
+           steps: tuple[int, int], *, ratio: float, median_ratio: float, floor: float,
+           settle: float, max_reference: float, fall: float, min_chain: int,
+           min_steps: int) -> list[Finding]:
+    """The depth chain, else the size test, over the layers `names` (one optimizer's)."""
     chain = _depth_chain(run, norms, names, settle, fall, min_chain, 1 / ratio, min_steps)
     if chain is not None:
         return [_chain_finding(run, chain, steps, len(names))]

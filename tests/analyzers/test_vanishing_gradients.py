@@ -115,3 +115,48 @@ def test_a_layer_a_batchnorm_normalizes_has_no_gradient_scale_to_judge(tmp_path)
     # the size test alone would flag it: far below the largest layer and the median one
     assert per_element["1.weight"] < 1e-3 * max(per_element.values())
     assert vanishing_gradients(run) == []
+
+
+def _actor_critic(path, actor: nn.Module, actor_scale: float = 1.0, steps: int = 40):
+    """An actor and a critic, each stepped by its own Adam on its own loss (spinningup's VPG):
+    the actor's cross-entropy scaled by `actor_scale`, the critic's squared error."""
+    torch.manual_seed(0)
+    x, y = blobs(512)
+    critic = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 1))
+    model = nn.ModuleDict({"pi": actor, "v": critic})
+    pi_opt = torch.optim.Adam(actor.parameters(), lr=1e-3)
+    v_opt = torch.optim.Adam(critic.parameters(), lr=1e-3)
+    with tracelab.Recorder(str(path), model=model, optimizer={"pi": pi_opt, "v": v_opt},
+                           every=1) as rec:
+        for step in range(steps):
+            i = (step * 32) % (len(x) - 32)
+            xb, yb = x[i:i + 32], y[i:i + 32]
+            pi_opt.zero_grad()
+            loss = actor_scale * nn.functional.cross_entropy(actor(xb), yb)
+            loss.backward()
+            pi_opt.step()
+            v_opt.zero_grad()
+            ((critic(xb)[:, 0] - yb.float()) ** 2).mean().backward()
+            v_opt.step()
+            rec.step(loss=loss)
+    return tracelab.open_run(path)
+
+
+def test_two_optimizers_grads_are_not_one_stack(tmp_path):
+    from tracelab.core.schema import GRAD
+    actor = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 4))
+    run = _actor_critic(tmp_path / "ac", actor, actor_scale=1e-6)
+    rms = run.stat(GRAD, "norm").median() / run.numel(GRAD) ** 0.5
+    assert rms["pi.0.weight"] < 1e-3 * rms["v.0.weight"]  # one stack would be starved
+    assert vanishing_gradients(run) == []
+
+
+def test_a_deep_sigmoid_actor_beside_its_critic_still_loses_its_gradient(tmp_path):
+    layers, width = [], 16
+    for _ in range(6):
+        layers += [nn.Linear(width, 32), nn.Sigmoid()]
+        width = 32
+    run = _actor_critic(tmp_path / "deep", nn.Sequential(*layers, nn.Linear(32, 4)))
+    [f] = vanishing_gradients(run)
+    assert all(n.startswith("pi.") for n in f.evidence["chain"])
+    assert f.evidence["fall_per_layer"] >= 2
