@@ -22,6 +22,10 @@ What it detects
     detached) are left to frozen-parameters; a run whose every gradient is zero is not judged
     (the gradients were reset before they were recorded, or nothing depends on the weights). A
     mask that zeroes a whole layer's output reads the same, and the message says so.
+    A sub-layer of a module -- a weight and its bias -- whose gradient is zero while the
+    module's other parameters get gradients is not counted: dead units before a layer leave
+    its bias a gradient, so this is a part of a fused module's output left unread (the last
+    layer's forward direction of a bidirectional GRU whose code reads only `hidden[-1]`).
 
 Why it matters
     A dead ReLU unit passes no gradient, so it never recovers: the layer's capacity is lost for
@@ -54,6 +58,10 @@ False positives
     raises the constant prediction's cross-entropy and is taken into account. LeakyReLU, GELU
     and other activations that pass negative values are not judged. Functional `F.relu` calls
     are not modules and are not seen by the activations: then only the gradients speak.
+    Recurrent modules (RNN/LSTM/GRU) return every layer's and direction's last hidden state
+    from one autograd node, so the weights behind the ones the code does not read get zero
+    gradients, not None: those are unused, not dead (their tanh and sigmoid gates never give
+    an exact zero), and are left to frozen-parameters.
 """
 from __future__ import annotations
 
@@ -64,6 +72,7 @@ from tracelab.analyzers._dynamics import OUTCOME, finite_stat, fmt, layer_of, ma
     name_list, subject_of, tail
 from tracelab.analyzers._loss_contracts import constant_loss
 from tracelab.analyzers._objectives import objective_improved
+from tracelab.analyzers._unread import unread_parameters
 from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -133,7 +142,9 @@ def _from_gradients(run: Run, window: float, min_recordings: int,
     left unused, a head weighted by 0); a warning otherwise."""
     info = run.parameters()
     grads = finite_stat(run, GRAD, "norm")
-    trainable = [n for n in grads.columns if info.get(n, {}).get("requires_grad") is True]
+    unread = unread_parameters(run)  # a fused module's unread layer: no unit there is dead
+    trainable = [n for n in grads.columns if info.get(n, {}).get("requires_grad") is True
+                 and n not in unread]
     zero, since, recent_steps, died = [], [], set(), False
     for name in trainable:
         series = grads[name].dropna()

@@ -23,7 +23,10 @@ What it detects
       update ratio within [`low_update`, `high_update`], `travel` of its norm or more over
       the run -- a tenth: enough to leave the constant prediction if the inputs told
       anything, while a task still early in training is guarded by the loss having stopped
-      falling --, `min_kept` of its first norm kept; its BatchNorm and Dropout modules in training
+      falling; an embedding is held to the per-step bounds only, its rows being distinct
+      features of their tokens from the start, and only the seen tokens' rows moving --,
+      `min_kept` of its first norm kept; a fused module's unread part (a GRU layer whose
+      output the code never reads: `_unread`) is not judged, having no gradient to move by; its BatchNorm and Dropout modules in training
       mode at every recorded step, BatchNorm on batches of `min_norm_batch` rows or more) on
       varying inputs, with one optimizer and
       train targets that do not drift, either never gets the train loss more than
@@ -89,14 +92,15 @@ import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._batches import BATCH_NORMS
-from tracelab.analyzers._dynamics import (OUTCOME, eval_split, finite, fmt, matrix_params,
-                                          update_ratios)
+from tracelab.analyzers._dynamics import (OUTCOME, eval_split, finite, fmt, layer_of,
+                                          matrix_params, update_ratios)
 from tracelab.analyzers._inputs import spread_matches
 from tracelab.analyzers._learning_rate import trained_parameters
 from tracelab.analyzers._loss_contracts import (SQUARED, class_shares, constant_loss,
                                                 constant_losses, loss_type)
 from tracelab.analyzers._profiles import feature_profiles
 from tracelab.analyzers._splits import drifting
+from tracelab.analyzers._unread import unread_parameters
 from tracelab.core import causes
 from tracelab.core.causes import explained_by, explains
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
@@ -106,6 +110,7 @@ from tracelab.core.schema import (LOSS_NAME, META_OPTIMIZERS, OTHER_CLASS, TRAIN
                                   TRAIN_MODE_MODEL, WEIGHT, Needs)
 
 _ACC = re.compile(r"acc", re.IGNORECASE)
+EMBEDDINGS = frozenset({"Embedding", "EmbeddingBag"})
 
 
 # Recorded causes that leave a model near the constant prediction with learnable targets.
@@ -486,13 +491,21 @@ def _moves_freely(run: Run, low: float, high: float, travel: float,
             not all(p.get("requires_grad", True) for p in params):
         return None  # a frozen parameter, or a model summary that is not one
     ratios = update_ratios(run)
-    trained = matrix_params(run, trained_parameters(run))
+    # A fused module's unread layer gets no gradient and shapes no output: not judged.
+    unread = unread_parameters(run)
+    trained = [n for n in matrix_params(run, trained_parameters(run)) if n not in unread]
     span = run.step_range
     if ratios.empty or not trained or not set(trained) <= set(ratios.index) or span is None:
         return None
     ratios = ratios[trained]
     steps = span[1] - span[0] + 1
-    if not ((ratios >= low) & (ratios <= high) & (ratios * steps >= travel)).all():
+    # An embedding's rows are distinct features of their tokens from the start, so the
+    # layers after it can leave the constant prediction while it barely moves; and only the
+    # rows of the tokens seen move, which dilutes its whole-matrix ratio: held to the
+    # per-step bounds only.
+    types = run.module_types()
+    lookup = np.array([types.get(layer_of(n)) in EMBEDDINGS for n in trained])
+    if not ((ratios >= low) & (ratios <= high) & ((ratios * steps >= travel) | lookup)).all():
         return None
     norms = run.stat(WEIGHT, "norm").reindex(columns=trained).dropna(how="all")
     kept = (norms.ffill().iloc[-1] / norms.bfill().iloc[0]) if len(norms) else None
@@ -573,11 +586,11 @@ def _independent_finding(run: Run, steps: tuple[int, int], bound: float, means: 
                 f"({fmt(evidence['val_constant_loss'])}) over the {evidence['evaluations']} "
                 f"evaluations since (median loss {fmt(evidence['val_loss_median'])}{acc}) "
                 "though its inputs match train's: the model memorizes train")
-    message = (f"{seen}, while the optimizer moves every weight matrix (median update ratio "
-               f"{fmt(evidence['median_update_ratio'])}) on varying inputs: the targets do not "
-               "depend on the inputs the model sees (labels shuffled apart from their inputs, "
-               "the wrong target column, or targets off by some rows), unless these inputs "
-               "carry no information about them at all.")
+    message = (f"{seen}, while the optimizer moves every weight matrix the loss reaches "
+               f"(median update ratio {fmt(evidence['median_update_ratio'])}) on varying "
+               "inputs: the targets do not depend on the inputs the model sees (labels "
+               "shuffled apart from their inputs, the wrong target column, or targets off by "
+               "some rows), unless these inputs carry no information about them at all.")
     return target_problems.finding(
         ERROR, "targets vs inputs", steps, message, {**evidence, "cause": "targets_unaligned"},
         "Check a few (input, target) pairs by hand after every transform: shuffle inputs "
