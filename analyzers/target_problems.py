@@ -27,9 +27,9 @@ What it detects
       features of their tokens from the start, and only the seen tokens' rows moving --,
       `min_kept` of its first norm kept; a fused module's unread part (a GRU layer whose
       output the code never reads: `_unread`) is not judged, having no gradient to move
-      by; its BatchNorm and Dropout modules in training mode at every recorded step, BatchNorm on batches of `min_norm_batch` rows or more) on
-      varying inputs, with one optimizer and
-      train targets that do not drift, either never gets the train loss more than
+      by; its BatchNorm and Dropout modules in training mode at every recorded step,
+      BatchNorm on batches of `min_norm_batch` rows or more) on varying inputs, with one
+      optimizer and train targets that do not drift, either never gets the train loss more than
       `max_explained` of that level (plus `noise_k` standard errors of each tenth of the run,
       at most as much again) below it and has stopped falling, at most `max_above` above it,
       and over the last half's profiled batches is within those bounds of the loss the
