@@ -5,9 +5,14 @@ What it detects
     (right after the LR rose, or again and again), updates far above 1e-3 of the weights
     (`far_above` times it or more, over the run or its first `early` steps), exploding
     gradients, NaN/Inf, units that die, and a loss that stays flat as its units die or its
-    weight matrices lose every gradient. It reads those rules' findings: when at least two
-    of these signals agree, and one of them is about the optimization itself (swings, spikes,
-    update size), it says so, with the numbers, and explains those findings. A learning rate
+    weight matrices lose every gradient. It reads those rules' findings, and the loss itself:
+    one whose first updates left it `jump` (100) times or more above its first value (the
+    model's before any update; the median of the first tenth's finite values, up to the first
+    NaN/Inf, two at least) overshot, as a gradient descent whose step is too large diverges
+    geometrically until it turns NaN/Inf (a summed loss fed a learning rate tuned for a mean,
+    Adam at lr 1). When at least two of these signals agree, and one of them is about the
+    optimization itself (swings, spikes, update size, that rise), it says so, with the
+    numbers, and explains those findings. A learning rate
     too high must also show in the loss: one that ends finite and `fell` (4) times or more
     below its start (the lower of its first value and the loss of the best prediction that
     ignores the input) did not fail to fall, rise, blow up or swing far above its best, and
@@ -51,7 +56,8 @@ False positives
     non-finite, or ends above everything its first tenth held); each optimizer's update size,
     gradients and NaN/Inf still count. Healthy tiny networks reach 30-60x the usual update
     ratio in their first steps, below `far_above`; a lone spike with its gradient burst is one
-    signal, not two. Its fix presumes that an optimizer's learning rate moves these weights:
+    signal, not two, and one outlier batch after the first step is no rise (the median of the
+    first tenth is); a game's loss casts no rise vote unless it grew. Its fix presumes that an optimizer's learning rate moves these weights:
     where no optimizer holds any of the model's trained parameters (meta.json's optimizers),
     the diagnosis ranks below every one the recorded facts do not contradict.
 """
@@ -70,12 +76,12 @@ from tracelab.analyzers._loss_contracts import constant_loss
 from tracelab.analyzers._objectives import objective_improved
 from tracelab.core import causes
 from tracelab.core.causes import Chain, explained_by, explains
-from tracelab.core.findings import INFO, Finding
+from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import LR_PREFIX, TRAIN, UPDATE, WEIGHT, Needs
 
-PRIMARY = {"oscillation", "lr_rise", "spikes", "updates"}
+PRIMARY = {"oscillation", "lr_rise", "spikes", "updates", "rose"}
 
 
 def _lr_symptom(cause: Finding, effect: Finding) -> bool:
@@ -133,27 +139,29 @@ _FLAT = "keeps the loss from falling whatever the learning rate, and its symptom
                           timing="overlap", when=_flat_loss_cause)),
       presumes=(LR_MOVES_THE_MODEL,))
 def learning_rate_too_high(run: Run, chains: Sequence[Chain], *, far_above: float = 100.0,
-                           early: int = 10, fell: float = 4.0, alpha: float = 1e-3
-                           ) -> list[Finding]:
+                           early: int = 10, fell: float = 4.0, alpha: float = 1e-3,
+                           jump: float = 100.0) -> list[Finding]:
     seen: list[Finding] = []
     for chain in chains:
         if _symptom(chain.root):
             seen += [chain.root] + [f for f in chain.explains if _symptom(f)]
-    if not seen:
+    rose = _rose(run, jump)
+    if not seen and rose is None:
         return []
     course = _loss_course(run)
     if _fell_steadily(course, fell) or objective_improved(run, alpha):
         return []
-    votes = _votes(run, seen, far_above, early)
+    votes = _votes(run, seen, far_above, early, rose)
     if len(votes) < 2 or not PRIMARY & set(votes):
         return []
     basis = [text for text, _ in votes.values()]
     weight = sum(w for _, w in votes.values())
     confidence = min(0.95, 0.35 + 0.15 * weight)
-    steps = (min(f.steps[0] for f in seen if f.steps), max(f.steps[1] for f in seen if f.steps))
+    spans = [f.steps for f in seen if f.steps] + ([rose[:2]] if rose else [])
+    steps = (min(s[0] for s in spans), max(s[1] for s in spans))
     peak = _lr_peak(run)
     where = f" (it peaks at {fmt(peak[1])} in '{peak[0]}')" if peak else ""
-    severity = min((f.severity for f in seen), key=lambda s: s.rank)
+    severity = min((f.severity for f in seen), key=lambda s: s.rank, default=WARNING)
     claim = f"The learning rate is too high{where}: "
     if without_optimizer(run):
         claim = ("The steps are too large (the run recorded no optimizer object, so its "
@@ -226,10 +234,40 @@ def _fell_steadily(course: dict[str, float], fell: float) -> bool:
     return start > 0 and end >= 0 and start >= fell * end  # a factor means nothing across 0
 
 
-def _votes(run: Run, seen: Sequence[Finding], far_above: float,
-           early: int) -> dict[str, tuple[str, int]]:
+def _rose(run: Run, jump: float) -> Optional[tuple[int, int, float]]:
+    """The training loss's rise under the first updates: (first step, last step, factor) where
+    the median of its finite values over the first tenth of the run after its first value (up
+    to its first NaN/Inf) is `jump` times that first value or more, with two such values at
+    least (not one outlier batch); None otherwise, where the loss is missing or its first value
+    is not finite and positive (a factor means nothing across 0). The first recorded loss is
+    the model's before any update: steps that leave it orders of magnitude higher overshot,
+    and a step too large diverges so, geometrically, until it turns NaN/Inf."""
+    try:
+        series = run.loss()
+        loss = series.to_numpy(dtype=float, na_value=np.nan)
+        steps = np.asarray(series.index, dtype=float)
+    except (KeyError, ValueError, TypeError):
+        return None
+    if len(loss) < 3 or not np.isfinite(loss[0]) or loss[0] <= 0:
+        return None
+    window = loss[1:1 + edge_len(len(loss), lo=5, hi=100)]
+    bad = np.flatnonzero(~np.isfinite(window))
+    window = window[:bad[0]] if bad.size else window
+    if window.size < 2:
+        return None
+    factor = float(np.median(window)) / float(loss[0])
+    if not factor >= jump:
+        return None
+    return int(steps[1]), int(steps[window.size]), factor
+
+
+def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,
+           rose: Optional[tuple[int, int, float]] = None) -> dict[str, tuple[str, int]]:
     """kind -> (what it shows, weight)."""
     votes: dict[str, tuple[str, int]] = {}
+    if rose is not None and not adversarial_game(run):
+        votes["rose"] = (f"the loss rose {fmt(rose[2])}x above its first value under the "
+                         f"first updates (median of steps {rose[0]}-{rose[1]})", 1)
     # Several optimizers each move their own parameters against one recorded loss (a GAN's
     # players, summed objectives): its swings and spikes are the game's, not one LR's, unless
     # the loss leaves the range it started in, upward. A jump right after an LR rose still is.

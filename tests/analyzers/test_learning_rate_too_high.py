@@ -299,3 +299,86 @@ def test_a_score_that_climbs_from_its_init_to_chance_vetoes_nothing(tmp_path):
     diagnosis = _analyzed(_growing_targets(tmp_path / "high", 1.0, "score"))
     [f] = [f for f in diagnosis.findings if f.rule == "learning-rate-too-high"]
     assert f.severity.value in ("warning", "error")
+
+
+# -- the loss's rise under the first updates ---------------------------------------------------
+def _loss_run(loss, updates=None):
+    """A run with this train loss and, optionally, one layer's update ratio per step."""
+    scalars = pd.DataFrame({"step": range(len(loss)), "split": "train", "name": "loss",
+                            "value": loss})
+    tensors = None
+    if updates is not None:
+        tensors = pd.DataFrame([{"step": s, "kind": kind, "name": "0.weight", "norm": value}
+                                for s in range(len(updates))
+                                for kind, value in (("update", updates[s]), ("weight", 1.0))])
+    meta = {"model": {"parameters": [{"name": "0.weight", "shape": [4, 4]}]}}
+    return Run.from_frames(meta, scalars=scalars, tensors=tensors)
+
+
+def test_a_loss_far_above_its_first_value_under_large_updates_fires_without_other_findings():
+    """Adam at lr 1 on a summed loss: 600 before the first update, 1e5-1e7 over the next
+    steps, back near 600 (the best constant prediction's) by the end; no other rule fired."""
+    loss = np.r_[600.0, np.geomspace(1e7, 1e3, 150), np.full(150, 590.0)]
+    early = [0.3] * 10 + [0.05] * 290
+    [f] = learning_rate_too_high(_loss_run(loss, early), [])
+    assert f.evidence["votes"] == ["rose", "updates"] and f.evidence["symptoms"] == []
+    assert f.steps == (1, 30) and "under the first updates" in f.message
+    # a healthy first step (the loss falls) or one outlier batch after it: no vote
+    assert learning_rate_too_high(_loss_run(np.r_[600.0, loss[151:]], early), []) == []
+    one = np.r_[600.0, 1e6, np.full(298, 590.0)]
+    assert learning_rate_too_high(_loss_run(one, early), []) == []
+    # one vote is not enough, nor a rise smaller than `jump`
+    assert learning_rate_too_high(_loss_run(loss, [1e-3] * 300), []) == []
+    assert learning_rate_too_high(_loss_run(loss, early), [], jump=1e5) == []
+
+
+def _by_hand(path, lr):
+    """jcjohnson's two_layer_net_autograd, shrunk: randn weights, no biases, a summed squared
+    error, `w -= lr * w.grad` by hand (no optimizer object recorded)."""
+    import torch
+    from torch import nn
+
+    import tracelab
+
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w1 = nn.Parameter(torch.randn(20, 32))
+            self.w2 = nn.Parameter(torch.randn(32, 4))
+
+        def forward(self, x):
+            return x.mm(self.w1).clamp(min=0).mm(self.w2)
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(1024, 20, generator=g)
+    y = torch.relu(x @ torch.randn(20, 32, generator=g) / 20 ** .5) \
+        @ torch.randn(32, 4, generator=g) / 32 ** .5
+    torch.manual_seed(0)
+    net = Two()
+    with tracelab.Recorder(str(path), model=net) as rec:
+        for t in range(200):
+            i = (t * 32) % (len(x) - 32)
+            xb, yb = x[i:i + 32], y[i:i + 32]
+            out = net(xb)
+            loss = (out - yb).pow(2).sum()
+            loss.backward()
+            with torch.no_grad():
+                for p in net.parameters():
+                    p -= lr * p.grad
+                    p.grad.zero_()
+            rec.step(loss=loss, inputs=xb, targets=yb, outputs=out)
+    return path
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_a_loss_that_climbs_to_inf_under_hand_written_steps_names_them(tmp_path):
+    """At lr 1e-3 each step overshoots: the loss climbs 1e4 -> 1e6 -> 1e9 -> 1e19 -> Inf. The
+    steps, not a log(0), made it non-finite: the cause ranks first and explains NaN/Inf."""
+    diagnosis = _analyzed(_by_hand(tmp_path / "high", 1e-3))
+    first = diagnosis.diagnoses[0].finding
+    assert first.rule == "learning-rate-too-high"
+    assert set(first.evidence["votes"]) == {"nonfinite", "rose"}
+    assert first.message.startswith("The steps are too large")
+    assert "nonfinite-values" in {f.rule for f in diagnosis.diagnoses[0].explains}
+    quiet = _analyzed(_by_hand(tmp_path / "ok", 1e-4))
+    assert [f for f in quiet.findings if f.rule == "learning-rate-too-high"] == []
