@@ -58,6 +58,10 @@ False positives
     is only noted at info level. A whole module with zero gradients (dead units downstream, an
     output multiplied by zero) is still a warning, and then so are the zero-gradient weights
     beside a training bias (their input is dead).
+    Parameters no optimizer holds that are half or more of the model's trainable elements and
+    all run before the optimized ones are a backbone frozen by leaving it out of the optimizer
+    (linear probing, a fine-tuned head), as param-not-in-optimizer judges them: info; a head or
+    an embedding left out is a warning.
 """
 from __future__ import annotations
 
@@ -68,6 +72,7 @@ import numpy as np
 from tracelab.analyzers._dynamics import OUTCOME, fmt, layer_of, name_list, \
     subject_of, weights_unchanged
 from tracelab.analyzers._learning_rate import groups_of, lr_name, optimizers_holding
+from tracelab.analyzers._left_out import frozen_backbone
 from tracelab.core.causes import explains
 from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -104,11 +109,13 @@ def frozen_parameters(run: Run, *, rtol: float = 1e-7, negligible: float = 1e-6,
     # and a zero-gradient weight beside a training bias has a dead input.
     moved = {layer_of(n) for n in trainable if n not in still}
     blocked = any(layer_of(n) not in moved and _grad_max(grads, [n]) == 0 for n in still)
+    backbone = frozen_backbone(run, info, [n for n in still if info.get(n, {}).get(
+        "in_optimizer") is False], trainable)
     for name in still:
         scale = float(norms[name].median())
         own_lr = _own_lr(run, name, still) if players >= 2 else None
         by_cause.setdefault(_cause(name, info, grads, scale, negligible, own_lr,
-                                   not blocked and layer_of(name) in moved),
+                                   not blocked and layer_of(name) in moved, backbone),
                             []).append(name)
     for (severity, cause, fix), params in by_cause.items():
         modules = list(dict.fromkeys(layer_of(p) for p in params))
@@ -259,10 +266,18 @@ def _own_lr(run: Run, name: str, still: list[str]) -> float | None:
 
 
 def _cause(name: str, info: dict, grads, scale: float, negligible: float,
-           own_lr: float | None = None, module_trains: bool = False) -> tuple:
+           own_lr: float | None = None, module_trains: bool = False,
+           backbone: bool = False) -> tuple:
     """(severity, cause, fix) of one parameter that never changed; `own_lr` is its param
     group's smallest learning rate where the run has several optimizers (None otherwise);
-    `module_trains`: another parameter of its module changed."""
+    `module_trains`: another parameter of its module changed; `backbone`: those no optimizer
+    holds are most of the model and all run before the optimized ones."""
+    if info.get(name, {}).get("in_optimizer") is False and backbone:
+        return (INFO, "the optimizer's param groups do not hold them, and they are most of "
+                "the model and all run before the optimized parameters, as a backbone frozen "
+                "by leaving it out of the optimizer is",
+                "Freeze them with requires_grad_(False) (which also saves their backward), as "
+                "a backbone frozen on purpose should be.")
     if info.get(name, {}).get("in_optimizer") is False:
         return (WARNING, "the optimizer's param groups do not hold them",
                 "Build the optimizer after the model is complete, from model.parameters(), or "

@@ -44,11 +44,12 @@ import numpy as np
 from tracelab.analyzers._dynamics import OUTCOME, fmt, layer_of, name_list, \
     subject_of, weights_unchanged
 from tracelab.analyzers._learning_rate import watched_parameter
+from tracelab.analyzers._left_out import frozen_backbone
 from tracelab.core.causes import explains
 from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import ACTIVATION, GRAD, META_UNREGISTERED, WEIGHT, Needs
+from tracelab.core.schema import GRAD, META_UNREGISTERED, WEIGHT, Needs
 
 
 def _holds_watched(cause: Finding, effect: Finding) -> bool:
@@ -84,8 +85,7 @@ def param_not_in_optimizer(run: Run, *, rtol: float = 1e-7,
         return findings
     inside = [n for n in trainable if info[n].get("in_optimizer") is True]
     # a backbone frozen by leaving it out: most of the model, running before the trained head
-    upstream = bool(inside) and _share(info, left, trainable) >= 0.5 and \
-        _runs_first(run, left, inside, list(info))
+    upstream = frozen_backbone(run, info, left, trainable)
     modules = list(dict.fromkeys(layer_of(n) for n in left))
     watched = watched_parameter(run.meta)
     steps = (int(norms.index[0]), int(norms.index[-1]))
@@ -139,24 +139,6 @@ def _unregistered(run: Run) -> list[Finding]:
         "Hold the submodules in nn.ModuleList / nn.ModuleDict / nn.Sequential (not a Python "
         "list or dict) so that model.parameters() and the optimizer built from it include "
         "them; freeze a network that should not learn with requires_grad_(False).")]
-
-
-def _share(info: dict, names: list[str], of: list[str]) -> float:
-    """The share of the elements of parameters `of` that `names` hold."""
-    def size(n: str) -> int:
-        return int(np.prod(info[n].get("shape") or [1]))
-    total = sum(size(n) for n in of)
-    return sum(size(n) for n in names) / total if total else 0.0
-
-
-def _runs_first(run: Run, left: list[str], inside: list[str], order: list[str]) -> bool:
-    """Whether every module left out runs before every optimized one: in the order of the
-    forward pass's calls (the activations'), else of the model's parameters."""
-    calls = {m: i for i, m in enumerate(run.names(ACTIVATION))}
-    out, opt = {layer_of(n) for n in left}, {layer_of(n) for n in inside}
-    if calls and all(m in calls for m in out | opt):
-        return max(calls[m] for m in out) < min(calls[m] for m in opt)
-    return max(order.index(n) for n in left) < min(order.index(n) for n in inside)
 
 
 def _peak(grads, name: str) -> float:
