@@ -11,7 +11,8 @@
   nothing: there the leftover is judged per owner, over the window from one step of the
   optimizer that holds the watched parameter to its next (`owner_stepped`): the least the grad
   held at any backward pass in between, 0 when one of them found it reset (its `zero_grad()`
-  ran) -- eagerly only. Cost: a reduction of the held grad per pass.
+  ran), and the least of those windows where it stepped several times in one `step()` --
+  eagerly only. Cost: a reduction of the held grad per pass.
 - Backward passes and resets between them (`GradResets` too): the same hook counts the step's
   backward passes that reached the model, and notes at each pass after the first whether the
   parameter's grad was reset (None, or all zero although an earlier pass of the step added a
@@ -159,11 +160,21 @@ class GradResets:
     def owner_stepped(self, optimizer: Any) -> None:
         """With several optimizers, `optimizer` is about to step: when it holds the watched
         parameter, the window of backward passes since its last step closes (its leftover, the
-        least the grad held at any of them, is what the step ends with) and a new one opens."""
+        least the grad held at any of them, is what the step() ends with, or the least of
+        the windows closed in it) and a new one opens."""
         if self._param is None or not self._holds(optimizer):
             return
-        if self._open and self._window is not None:
-            self._leftover = self._window
+        window, before = self._window, self._leftover
+        if self._open and window is not None:
+            # Several of its steps in one step(): the least of their windows (a grad left
+            # over at every one of them).
+            if before is None or (isinstance(before, float) and isinstance(window, float)):
+                self._leftover = window if before is None else min(before, window)
+            else:
+                device = window.device if isinstance(window, torch.Tensor) else before.device
+                self._leftover = torch.minimum(
+                    torch.as_tensor(before, dtype=torch.float64, device=device),
+                    torch.as_tensor(window, dtype=torch.float64, device=device))
         self._open, self._window = True, None
 
     def _holds(self, optimizer: Any) -> bool:
