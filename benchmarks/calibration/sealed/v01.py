@@ -1,0 +1,16 @@
+"""aladdinpersson simple CNN on digits: Adam and CrossEntropyLoss, as published."""
+from _v_aladdin_cnn import SOURCE, run as _train
+
+LABEL = {
+    "family": "cnn",
+    "optimizer": "adam",
+    "loss_reduction": "mean",
+    "healthy": True,
+    "cause": None,
+    "source": SOURCE,
+    "bug_source": None,
+}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    _train(run_dir, seed, bug=None)

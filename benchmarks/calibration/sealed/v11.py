@@ -1,0 +1,16 @@
+"""aladdinpersson row-by-row LSTM classifier on digits, as published."""
+from _v_aladdin_lstm import SOURCE, run as _train
+
+LABEL = {
+    "family": "rnn",
+    "optimizer": "adam",
+    "loss_reduction": "mean",
+    "healthy": True,
+    "cause": None,
+    "source": SOURCE,
+    "bug_source": None,
+}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    _train(run_dir, seed, bug=None)

@@ -1,0 +1,16 @@
+"""nikhilbarhate99 PPO on cart-pole, as published."""
+from _v_ppo import SOURCE, run as _train
+
+LABEL = {
+    "family": "rl",
+    "optimizer": "adam",
+    "loss_reduction": "mean",
+    "healthy": True,
+    "cause": None,
+    "source": SOURCE,
+    "bug_source": None,
+}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    _train(run_dir, seed, bug=None)
