@@ -29,13 +29,19 @@ False positives
     reset the watched parameter: when no optimizer holds it (meta.json's model.parameters
     `in_optimizer`), optimizer.zero_grad() never touches its gradient, the loop may well call
     it, and the diagnosis ranks below every one the facts do not contradict.
+    With several optimizers (a GAN's generator and discriminator) a backward pass adds to the
+    other player's grads by design (the generator's pass through the discriminator), so the
+    recorder does not judge the first pass after any step: it notes whether the watched grad
+    was reset anywhere between two steps of the optimizer that holds it, and the finding says
+    which optimizer's zero_grad() is missing. Only that optimizer's parameters are watched: a
+    reset left out of another optimizer's loop is not seen.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt
-from tracelab.analyzers._learning_rate import (held_parameters, watched_parameter,
+from tracelab.analyzers._learning_rate import (groups_of, held_parameters, watched_parameter,
                                                without_optimizer)
 from tracelab.core import causes
 from tracelab.core.causes import HOLDS, Premise, Verdict, contradicted, explains, unknown
@@ -93,9 +99,25 @@ def missing_zero_grad(run: Run, *, min_share: float = 0.5, min_steps: int = 5) -
         "sum of all gradients so far.",
         {"steps_not_reset": int(kept.sum()), "steps_observed": len(values), "share": share,
          "median_leftover": typical},
-        HAND_WRITTEN_RESET if without_optimizer(run) else
-        "Call optimizer.zero_grad() once per optimizer step, before loss.backward() (with "
-        "gradient accumulation: after each optimizer.step()).")]
+        HAND_WRITTEN_RESET if without_optimizer(run) else _owner_fix(run))]
+
+
+def _owner_fix(run: Run) -> str:
+    """The fix, naming the optimizer that holds the watched parameter where there are
+    several (meta.json's optimizers' groups)."""
+    fix = ("Call optimizer.zero_grad() once per optimizer step, before loss.backward() (with "
+           "gradient accumulation: after each optimizer.step()).")
+    optimizers = run.optimizers()
+    name = watched_parameter(run.meta)
+    owners = [key for key, summary in optimizers.items()
+              if any(isinstance(g.get("params"), list) and name in g["params"]
+                     for g in groups_of(summary))] if name is not None else []
+    if len(optimizers) < 2 or len(owners) != 1:
+        return fix
+    return (f"Call the zero_grad() of optimizer '{owners[0]}' (it holds '{name}', whose "
+            "gradient was left over from one of its steps to the next), or that model's zero_grad(), once "
+            "per its step, before its loss.backward(): with several optimizers each one's "
+            "step needs its own reset.")
 
 
 HAND_WRITTEN_RESET = ("Reset every parameter's gradient after the loop's hand-written update, "

@@ -1,5 +1,6 @@
 """missing-zero-grad: gradients left over from the previous optimizer step."""
 import numpy as np
+import pytest
 import pandas as pd
 
 from tracelab.analyzers.missing_zero_grad import missing_zero_grad
@@ -84,3 +85,36 @@ def test_odd_facts_leave_the_premise_undecided():
         run = Run.from_frames(meta)
         assert ZERO_GRAD_RESETS_IT.judge(run, f).missing
         assert not LR_MOVES_THE_MODEL.judge(run, f).contradicted
+
+
+# A real GAN with two optimizers (tests/analyzers/_gan_runs.py): the generator's backward pass
+# adds to the discriminator's grads by design, so resets are judged between two steps of the
+# optimizer that holds the watched parameter (the discriminator's smallest).
+
+def _gan_run(tmp_path, bug):
+    pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+    from _gan_runs import gan
+    from tracelab.core.run import open_run
+    return open_run(gan(tmp_path / str(bug), bug=bug))
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_fires_on_a_gan_whose_discriminator_step_misses_its_zero_grad(tmp_path):
+    run = _gan_run(tmp_path, "no-d-zero")
+    left = run.signal("grad_leftover").iloc[1:]
+    assert len(left) >= 100 and (left > 0).all()
+    [f] = missing_zero_grad(run)
+    assert f.severity.value == "error" and f.evidence["share"] == 1.0
+    assert "optimizer 'D'" in f.fix and "'D.4.bias'" in f.fix
+
+
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("bug", [None, "g-steps-d"])
+def test_quiet_on_a_gan_that_resets_each_optimizers_grads(tmp_path, bug):
+    """As published, the generator's pass leaves the discriminator's grads stale until its
+    next step's D.zero_grad(); with the generator step calling the discriminator's optimizer
+    (another fault), that optimizer steps twice per step(), once with its grads reset."""
+    run = _gan_run(tmp_path, bug)
+    left = run.signal("grad_leftover").iloc[1:]
+    assert len(left) >= 100 and (left == 0).all()
+    assert missing_zero_grad(run) == []
