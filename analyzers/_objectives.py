@@ -10,17 +10,36 @@ from scipy.stats import mannwhitneyu
 from tracelab.core.run import Run
 
 _WORD = r"(?:^|[^a-z])({})s?(?:$|[^a-z])"
-_HIGHER = re.compile(_WORD.format("reward|rew|return|score|acc|accuracy|f1|auc|precision|recall"
+# What a reinforcement learner collects from its environment: a reward, a return (`ret`, as
+# spinningup's `ep_ret` and `EpRet`; baselines' glued `eprewmean`).
+_RETURNS = "reward|rew|return|ret|eprew|epret|eprewmean|epretmean"
+_HIGHER = re.compile(_WORD.format(_RETURNS + "|score|acc|accuracy|f1|auc|precision|recall"
                                   "|iou|bleu|rouge|dice"))
+_RETURN = re.compile(_WORD.format(_RETURNS))
 _LOWER = re.compile(_WORD.format("error|err|perplexity|ppl|mae|mse|rmse|wer|cer"))
 # A name holding one of these says no direction of its own (a loss, a spread, a distance).
-_UNDIRECTED = re.compile(r"loss|cost|penalty|regret|std|var|spread|dist|fid|energy|nll|grad")
+_UNDIRECTED = re.compile(r"loss|cost|penalty|regret|std|var|spread|dist|fid|energy|nll|grad"
+                         r"|(?:^|[^a-z])rms(?:$|[^a-z])")
+# camelCase word boundaries (spinningup's `AverageEpRet`): a capital after a small letter or a
+# digit, or a capital followed by a small letter after capitals (`TestEpRet`, `MAEScore`).
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def _words(name: str) -> str:
+    """The name lower-cased, its camelCase words cut apart by '_'."""
+    return _CAMEL.sub("_", str(name)).lower()
+
+
+def is_return(name: str) -> bool:
+    """Whether the metric's name says it is a reward or a return (`direction` +1): what an
+    environment pays a policy, which no player of a game scores for another."""
+    return direction(name) > 0 and bool(_RETURN.search(_words(name)))
 
 
 def direction(name: str) -> int:
     """+1 when the metric's name says higher is better, -1 lower, 0 when it says neither or
     both."""
-    low = str(name).lower()
+    low = _words(name)
     if _UNDIRECTED.search(low):
         return 0
     up, down = bool(_HIGHER.search(low)), bool(_LOWER.search(low))

@@ -11,7 +11,14 @@ What it detects
     left it worse than the model it started from, and it never came back), its last half is
     worse than its first block by a one-sided Mann-Whitney test at `alpha`, it falls as a
     trend (Spearman rank correlation with the step at `alpha_trend`), and the loss's last
-    half is not higher than its first block (the same test, at `alpha_loss`).
+    half is not higher than its first block (the same test, at `alpha_loss`). A reward or a
+    return (`ret`, `EpRet`, `eprewmean` too; camelCase names are cut into words) is also
+    judged against its first `start_points` values, the policy the run started from: a flipped
+    sign under large steps (Adam at 1e-2) drives the policy to its worst within a few
+    updates, inside the first block, so that block's median is already the collapsed level
+    and the fall is a step, not a trend. There every block's median must lie below the first
+    values' median and the last half below them by the exact one-sided Mann-Whitney test at
+    `alpha` (3 values against 20 or more can reach it); no rank trend is asked.
 
 Why it matters
     The optimizer minimizes the loss. When the loss falls or holds while the objective it
@@ -39,14 +46,20 @@ False positives
     metric that rises and falls back (a reinforcement learner forgetting, PPO's noisy
     returns), which ends no worse than it started. Names that say no direction (a length,
     `d_fake`, anything holding "loss", a spread like `return_std`) are never judged, nor is a
-    metric logged at fewer than `min_points` of the loss's steps. Runs where two or more
-    optimizers hold parameters (a GAN's players, an actor and a critic) are not judged: a
-    discriminator's falling loss pushes its score of the fakes down. A curriculum that makes the
-    task harder as it goes, with a loss that does not show it, can look the same.
+    metric logged at fewer than `min_points` of the loss's steps. Where two or more
+    optimizers hold parameters (a GAN's players, an actor and a critic), only a reward or a
+    return is judged: a discriminator's falling loss pushes its score of the fakes down, while
+    an environment pays the return to the policy and no player scores it for another. A
+    curriculum that makes the task harder as it goes, with a loss that does not show it, can
+    look the same.
     A loss with no recorded `loss_fn` that is below 0 on every judged step is a negated
     surrogate (log-prob x return, summed over an episode): its size follows the returns the
     policy collects, not how well the optimizer did, so its rise towards 0 as the returns
-    shrink is no disagreement with the metric and does not veto the finding.
+    shrink is no disagreement with the metric and does not veto the finding. Set against a
+    reward or a return, a loss without a recorded `loss_fn` that is below 0 at some judged
+    step is such a surrogate too (normalized advantages centre it on 0): a distance to a
+    target never goes below 0, and a policy's surrogate is computed on the data the policy
+    itself collects, so its level says nothing of progress.
 """
 from __future__ import annotations
 
@@ -56,7 +69,7 @@ from scipy.stats import mannwhitneyu, spearmanr
 from tracelab.analyzers._dynamics import fmt
 from tracelab.analyzers._learning_rate import optimizers_holding
 from tracelab.analyzers._loss_contracts import loss_type
-from tracelab.analyzers._objectives import direction
+from tracelab.analyzers._objectives import direction, is_return
 from tracelab.core.causes import explained_by, explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -77,10 +90,14 @@ FIX = ("Check the sign of every term of the loss: the optimizer minimizes it, so
                           timing="overlap")))
 def loss_against_objective(run: Run, *, blocks: int = 8, min_points: int = 24,
                            alpha: float = 1e-3, alpha_trend: float = 0.01,
-                           alpha_loss: float = 0.05) -> list[Finding]:
+                           alpha_loss: float = 0.05, start_points: int = 3) -> list[Finding]:
     sc = run.scalars
-    if not {"split", "name"} <= set(sc.columns) or optimizers_holding(run) >= 2:
-        return []  # several players (a GAN): one's loss falls as the other's score does
+    if not {"split", "name"} <= set(sc.columns):
+        return []
+    # Several players (a GAN): one's loss falls as the other's score does. Only a reward or a
+    # return is judged then: the environment pays it to the policy (an actor beside its critic),
+    # no player scores it for another.
+    judged_name = is_return if optimizers_holding(run) >= 2 else direction
     findings = []
     pairs = sc[["split", "name"]].drop_duplicates()
     surrogate_ok = loss_type(run) is None
@@ -89,8 +106,8 @@ def loss_against_objective(run: Run, *, blocks: int = 8, min_points: int = 24,
         if len(loss) < min_points:
             continue
         judged = [_judge(run, split, name, loss, blocks, min_points, alpha, alpha_trend,
-                         alpha_loss, surrogate_ok)
-                  for name in pairs[pairs["split"] == split]["name"] if direction(name)]
+                         alpha_loss, surrogate_ok, start_points)
+                  for name in pairs[pairs["split"] == split]["name"] if judged_name(name)]
         judged = sorted((j for j in judged if j), key=lambda j: j["p_worse"])
         if judged:
             findings.append(_finding(split, judged))
@@ -98,7 +115,8 @@ def loss_against_objective(run: Run, *, blocks: int = 8, min_points: int = 24,
 
 
 def _judge(run: Run, split, name, loss, blocks: int, min_points: int, alpha: float,
-           alpha_trend: float, alpha_loss: float, surrogate_ok: bool = False) -> dict | None:
+           alpha_trend: float, alpha_loss: float, surrogate_ok: bool = False,
+           start_points: int = 3) -> dict | None:
     metric = run.scalar(name, split)
     steps = metric.index.intersection(loss.index).sort_values()
     m = metric.loc[steps].to_numpy(dtype=float)
@@ -110,18 +128,44 @@ def _judge(run: Run, split, name, loss, blocks: int, min_points: int, alpha: flo
     sign = direction(name)
     good = sign * m  # higher is better
     cut = np.array_split(np.arange(len(m)), blocks)
-    first, half = cut[0], np.concatenate(cut[blocks // 2:])
+    half = np.concatenate(cut[blocks // 2:])
     medians = [float(np.median(good[b])) for b in cut]
-    if not all(x < medians[0] for x in medians[1:]):
+    # The model it started from: the first block; for a return, also its first values, where
+    # a flipped sign under large steps drove the policy to its worst within the first block.
+    starts = [(cut[0], medians[1:], True)]
+    if is_return(name) and start_points < len(cut[0]):
+        starts.append((np.arange(start_points), medians, False))
+    for first, later, trend in starts:
+        found = _against(good, m, l, steps, name, sign, first, half, later, trend, alpha,
+                         alpha_trend, alpha_loss, surrogate_ok)
+        if found:
+            return found
+    return None
+
+
+def _against(good, m, l, steps, name, sign: int, first, half, later: list[float], trend: bool,
+             alpha: float, alpha_trend: float, alpha_loss: float,
+             surrogate_ok: bool) -> dict | None:
+    """The metric's values at `first` (the start) set against its `later` block medians and its
+    last `half`, and the loss's there (`_judge`); `trend`: a falling rank trend is required."""
+    start = float(np.median(good[first]))
+    if not all(x < start for x in later):
         return None
-    if np.ptp(good[first]) == 0 and np.ptp(good[half]) == 0 and medians[-1] == medians[0]:
+    if np.ptp(good[first]) == 0 and np.ptp(good[half]) == 0 and later[-1] == start:
         return None
-    p_worse = float(mannwhitneyu(good[first], good[half], alternative="greater").pvalue)
+    # A few first values: the exact null distribution (the normal one, taken under ties, is
+    # far off for 3 values).
+    p_worse = float(mannwhitneyu(good[first], good[half], alternative="greater",
+                                 method="auto" if trend else "exact").pvalue)
     rho, p_two = spearmanr(steps, good)
-    p_trend = float(p_two) / 2 if rho < 0 else 1.0
+    p_trend = (float(p_two) / 2 if rho < 0 else 1.0) if trend else 0.0
     p_loss_up = float(mannwhitneyu(l[half], l[first], alternative="greater").pvalue)
-    # Marked only where it matters: the loss rose, and the rise is let through.
-    surrogate = bool(surrogate_ok and (l < 0).all() and p_loss_up < alpha_loss)
+    # Marked only where it matters: the loss rose, and the rise is let through. A loss below 0
+    # is no distance to a target (those are >= 0): set against a return, it is a policy's
+    # surrogate, computed on the data the policy itself collects, whose level follows those
+    # data (normalized advantages centre it on 0), not how well the optimizer did.
+    below = (l < 0).all() or (is_return(name) and (l < 0).any())
+    surrogate = bool(surrogate_ok and below and p_loss_up < alpha_loss)
     if surrogate:
         p_loss_up = 1.0  # a negated surrogate's rise to 0 is its returns shrinking
     if not (p_worse < alpha and p_trend < alpha_trend and p_loss_up >= alpha_loss):
@@ -134,7 +178,8 @@ def _judge(run: Run, split, name, loss, blocks: int, min_points: int, alpha: flo
             "metric_last_half": float(np.median(m[half])),
             "loss_first": float(np.median(l[first])), "loss_last_half": float(np.median(l[half])),
             "p_worse": p_worse, "rank_correlation": float(rho), "p_loss_up": p_loss_up,
-            "loss_fell": bool(p_loss_down < alpha), "surrogate": surrogate}
+            "loss_fell": bool(p_loss_down < alpha), "surrogate": surrogate,
+            "from_first_values": not trend}
 
 
 def _finding(split: str, judged: list[dict]) -> Finding:
@@ -143,15 +188,19 @@ def _finding(split: str, judged: list[dict]) -> Finding:
     also = f" So did {', '.join(others)}." if others else ""
     a, b = j["first_steps"]
     rho = j["rank_correlation"] * (1 if j["direction"] == "higher" else -1)
+    trend = ("a fall at the first updates that never came back" if j.get("from_first_values")
+             else f"rank correlation with the step {fmt(rho)}")
     loss_move = ("below 0 throughout: a negated surrogate whose size follows the returns"
-                 if j.get("surrogate") else
+                 if j.get("surrogate") and j["loss_first"] < 0 and j["loss_last_half"] < 0 else
+                 "below 0 at some steps: a policy's surrogate, whose level follows the data "
+                 "the policy collects" if j.get("surrogate") else
                  "a significant fall" if j["loss_fell"] else "no significant rise")
     return loss_against_objective.finding(
         WARNING, f"{split}/{j['metric']}", j["steps"],
         f"{split} {j['metric']} got worse while the {split} loss did not: its median went from "
         f"{fmt(j['metric_first'])} over steps {a}-{b} to {fmt(j['metric_last_half'])} over the "
         f"last half of the run ({j['direction']} is better; Mann-Whitney p = "
-        f"{fmt(j['p_worse'])}, rank correlation with the step {fmt(rho)}), the loss's from "
+        f"{fmt(j['p_worse'])}, {trend}), the loss's from "
         f"{fmt(j['loss_first'])} to {fmt(j['loss_last_half'])} ({loss_move}).{also} The "
         "optimizer minimizes the loss; this loss leads away from the objective: a sign "
         "flipped, or a quantity to maximize minimized.",

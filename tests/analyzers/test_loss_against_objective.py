@@ -230,3 +230,74 @@ def test_reinforce_on_raw_returns_with_the_sign_flipped_fires_as_published_stays
     assert f.subject == "train/episode_reward" and f.evidence["surrogate"] is True
     assert "negated surrogate" in f.message
     assert _findings(_reinforce(tmp_path / "right", sign=-1.0, seed=1, standardize=False)) == []
+
+
+def _actor_critic(path, sign: float, epochs: int = 40, per_epoch: int = 200, seed: int = 0):
+    """A vanilla policy gradient with a critic, as spinningup writes it: per epoch, episodes of
+    cart-pole until `per_epoch` steps, one Adam step of the policy on sign * mean(log_prob *
+    advantage) (advantages: rewards-to-go less the critic's values, normalized), then 20 Adam
+    steps of the critic on its squared error, each model with its own optimizer; logged once
+    an epoch with the mean episode return as `AverageEpRet`. Sign -1 is right, +1 the
+    flipped bug."""
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    pi = nn.Sequential(nn.Linear(4, 32), nn.Tanh(), nn.Linear(32, 2))
+    v = nn.Sequential(nn.Linear(4, 32), nn.Tanh(), nn.Linear(32, 1))
+    pi_opt, v_opt = torch.optim.Adam(pi.parameters(), lr=1e-2), \
+        torch.optim.Adam(v.parameters(), lr=1e-3)
+    model = nn.ModuleDict({"pi": pi, "v": v})
+    with tracelab.Recorder(str(path), model=model, optimizer={"pi": pi_opt, "v": v_opt}) as rec:
+        for _ in range(epochs):
+            obs, acts, rets, lengths = [], [], [], []
+            while len(obs) < per_epoch:
+                env, n = _cart_pole(rng, cap=200), 0
+                state = next(env)
+                try:
+                    while True:
+                        x = torch.from_numpy(state)
+                        with torch.no_grad():
+                            a = int(torch.distributions.Categorical(logits=pi(x)).sample())
+                        obs.append(x)
+                        acts.append(a)
+                        n += 1
+                        state = env.send(a)
+                except StopIteration:
+                    pass
+                rets += [float(n - t) for t in range(n)]
+                lengths.append(n)
+            x, a, ret = torch.stack(obs), torch.tensor(acts), torch.tensor(rets)
+            with torch.no_grad():
+                adv = ret - v(x)[:, 0]
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+            logp = torch.distributions.Categorical(logits=pi(x)).log_prob(a)
+            loss = sign * (logp * adv).mean()
+            pi_opt.zero_grad()
+            loss.backward()
+            pi_opt.step()
+            for _ in range(20):
+                v_opt.zero_grad()
+                ((v(x)[:, 0] - ret) ** 2).mean().backward()
+                v_opt.step()
+            rec.step(loss=loss, inputs=x, metrics={"AverageEpRet": float(np.mean(lengths))})
+    return path
+
+
+def test_an_actor_critic_with_the_sign_flipped_fires_on_its_return(tmp_path):
+    # Two optimizers (an actor and a critic), a surrogate centred on 0 by the normalized
+    # advantages, and a return that falls to its floor within the first updates.
+    [f] = _findings(_actor_critic(tmp_path / "flipped", +1.0))
+    assert f.evidence["metric"] == "AverageEpRet"
+    assert f.evidence["metric_last_half"] < f.evidence["metric_first"]
+
+
+def test_an_actor_critic_as_published_stays_quiet(tmp_path):
+    assert _findings(_actor_critic(tmp_path / "published", -1.0)) == []
+
+
+def test_returns_are_named_in_rl_s_usual_spellings():
+    from tracelab.analyzers._objectives import is_return
+    for name in ("ep_ret", "EpRet", "AverageEpRet", "eprewmean", "rollout/ep_rew_mean",
+                 "charts/episodic_return"):
+        assert direction(name) == 1 and is_return(name), name
+    for name in ("return_std", "ret_rms", "interpret", "val_acc", "score"):
+        assert not is_return(name), name
