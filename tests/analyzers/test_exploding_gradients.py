@@ -245,3 +245,29 @@ def test_growth_that_levelled_off_while_the_loss_went_on_to_halve_is_information
     thrown = np.r_[2.3, np.full(30, 20.0), np.linspace(20.0, 2.0, N - 31)]
     [f] = exploding_gradients(_levelled_run(thrown))
     assert f.severity.value == "warning"
+
+
+# -- a real tiny GAN (tests/analyzers/_gan_runs.py): a game's growth, and a crossed bound -------
+
+@pytest.fixture(scope="module")
+def blind_gan(tmp_path_factory):
+    """A GAN whose discriminator starts nearly blind (weights scaled by 1e-3): as it learns to
+    tell real from fake, its gradients and those it passes to the generator grow, over 10x in
+    500 steps (the rule is called with growth=10: a tiny run grows less than a long one)."""
+    from _gan_runs import gan
+    from tracelab.core.run import open_run
+    torch.set_num_threads(1)
+    return open_run(gan(tmp_path_factory.mktemp("gan") / "blind", d_scale=1e-3, steps=500,
+                        lr=5e-3))
+
+
+def test_a_games_growth_below_the_per_term_bound_is_information(blind_gan):
+    [f] = exploding_gradients(blind_gan, growth=10)
+    assert f.evidence["growth"] > 10 and f.evidence["peak_norm"] < 100
+    assert f.severity.value == "info" and "play a game" in f.message
+
+
+def test_a_game_whose_gradients_cross_the_per_term_bound_is_a_warning(blind_gan):
+    # The same run judged against a bound its discriminator crosses (its BCE is a mean).
+    [f] = exploding_gradients(blind_gan, growth=10, max_norm=5)
+    assert f.severity.value == "warning" and "play a game" not in f.message
