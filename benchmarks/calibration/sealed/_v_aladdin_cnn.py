@@ -10,6 +10,10 @@ of 24 batches instead of 5 epochs of MNIST.
 - "sgd": healthy, the "SGD, Adam, etc." the script's comment offers: SGD(lr=0.05, momentum=0.9);
 - "softmax": the network ends in a softmax, and CrossEntropyLoss reads the probabilities;
 - "no-zero-grad": the optimizer.zero_grad() line left out of the loop;
+- "frozen-convs": both convolutions' parameters set requires_grad=False (a freeze meant for
+  fine-tuning, never undone), so only fc1 trains;
+- "labels-misaligned": each batch's images drawn through the shuffled indices but its labels
+  taken from the unshuffled order, so images and labels no longer correspond.
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from _v_data import batches, digits, to_tensor
 
 SOURCE = ("https://github.com/aladdinpersson/Machine-Learning-Collection/blob/"
           "157a5f458f272a513eb6b4a19d6613aec32dc21c/ML/Pytorch/Basics/pytorch_simple_CNN.py")
-BUGS = (None, "sgd", "softmax", "no-zero-grad")
+BUGS = (None, "sgd", "softmax", "no-zero-grad", "frozen-convs", "labels-misaligned")
 
 
 class CNN(nn.Module):
@@ -55,6 +59,9 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, num_epochs: int = 1
     transform = to_tensor
     learning_rate, batch_size = 0.001, 64
     model = CNN(softmax=bug == "softmax")
+    if bug == "frozen-convs":
+        for p in list(model.conv1.parameters()) + list(model.conv2.parameters()):
+            p.requires_grad = False
     criterion = nn.CrossEntropyLoss()
     if bug == "sgd":
         learning_rate = 0.05
@@ -65,8 +72,10 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, num_epochs: int = 1
                            config={"lr": learning_rate, "batch_size": batch_size,
                                    "epochs": num_epochs}) as rec:
         for _epoch in range(num_epochs):
-            for idx in batches(len(x_train), batch_size, gen):
+            for b, idx in enumerate(batches(len(x_train), batch_size, gen)):
                 data, targets = transform(x_train[idx]), y_train[idx]
+                if bug == "labels-misaligned":
+                    targets = y_train[b * batch_size:b * batch_size + len(idx)]
                 # forward
                 scores = model(data)
                 loss = criterion(scores, targets)

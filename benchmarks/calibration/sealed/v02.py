@@ -1,4 +1,4 @@
-"""nikhilbarhate99 PPO on cart-pole; faulty: the clipped surrogate"s minus sign left out."""
+"""nikhilbarhate99 PPO on cart-pole; faulty: the clipped surrogate's minus sign left out."""
 from _v_ppo import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,4 @@
-"""znxlwm fully connected GAN; faulty: the generator optimizer"s step left out."""
+"""znxlwm fully connected GAN; faulty: the generator optimizer's step left out."""
 from _v_znxlwm_gan import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,4 @@
-"""aladdinpersson VAE; faulty: the KL term"s sign flipped."""
+"""aladdinpersson VAE; faulty: the KL term's sign flipped."""
 from _v_aladdin_vae import SOURCE, run as _train
 
 LABEL = {

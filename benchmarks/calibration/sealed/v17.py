@@ -1,4 +1,4 @@
-"""aladdinpersson row-by-row classifier with the script"s GRU, healthy."""
+"""aladdinpersson row-by-row classifier with the script's GRU, healthy."""
 from _v_aladdin_lstm import SOURCE, run as _train
 
 LABEL = {
