@@ -12,7 +12,11 @@ scored after every epoch in eval mode.
 
 `bug` plants one fault (None: the script as published):
 - "sgd": healthy, SGD(lr=0.01, momentum=0.9) instead of Adam;
-- "val-unscaled": the validation rows go in without the scaler's transform.
+- "val-unscaled": the validation rows go in without the scaler's transform;
+- "target-in-features": the continuous columns listed before the output column is removed, so
+  the (scaled) disease progression itself is one of the inputs. A "deployed" metric scores the
+  validation rows with that column set to its training mean, as it is unknown at prediction
+  time.
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ from _v_data import batches, diabetes
 
 SOURCE = ("https://github.com/yashu-seth/pytorch-tabular/blob/"
           "4ae59e5494db03b5276c9dab867890a23ffd6408/pytorch_tabular.py")
-BUGS = (None, "sgd", "val-unscaled")
+BUGS = (None, "sgd", "val-unscaled", "target-in-features")
 
 
 class FeedForwardNN(nn.Module):
@@ -92,6 +96,10 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, no_of_epochs: int =
     scaler = StandardScaler().fit(train["cont"])
     cont_train = scaler.transform(train["cont"])
     cont_val = val["cont"] if bug == "val-unscaled" else scaler.transform(val["cont"])
+    if bug == "target-in-features":
+        y_scaler = StandardScaler().fit(train["y"][:, None])
+        cont_train = np.column_stack([cont_train, y_scaler.transform(train["y"][:, None])])
+        cont_val = np.column_stack([cont_val, y_scaler.transform(val["y"][:, None])])
     y_mean, y_std = train["y"].mean(), train["y"].std()
 
     def table(cont, sex, y):
@@ -129,5 +137,10 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, no_of_epochs: int =
             with torch.no_grad():
                 preds = model(x_val)
                 val_loss = criterion(preds, y_val).item()
-            rec.log("val", metrics={"loss": val_loss, "mse": val_loss}, inputs=x_val,
+                metrics = {"loss": val_loss, "mse": val_loss}
+                if bug == "target-in-features":
+                    blind = x_val.clone()
+                    blind[:, no_of_cont - 1] = 0.0
+                    metrics["deployed_mse"] = criterion(model(blind), y_val).item()
+            rec.log("val", metrics=metrics, inputs=x_val,
                     targets=y_val, outputs=preds)
