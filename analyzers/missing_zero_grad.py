@@ -94,9 +94,12 @@ def missing_zero_grad(run: Run, *, min_share: float = 0.5, min_steps: int = 5) -
     return [missing_zero_grad.finding(
         ERROR, "optimizer", (int(steps[0]), int(steps[-1])),
         f"Gradients were not reset between optimizer steps on {int(kept.sum())} of "
-        f"{len(values)} steps: the next backward pass found the previous step's gradient "
-        f"still in .grad (median largest |grad| {fmt(typical)}), so every step applies the "
-        "sum of all gradients so far.",
+        f"{len(values)} steps: "
+        + ("no backward pass between two steps of the optimizer holding the watched parameter "
+           "found its gradient reset" if len(run.optimizers()) > 1 else
+           "the next backward pass found the previous step's gradient still in .grad")
+        + f" (median largest |grad| {fmt(typical)}), so every step applies the sum of all "
+        "gradients so far.",
         {"steps_not_reset": int(kept.sum()), "steps_observed": len(values), "share": share,
          "median_leftover": typical},
         HAND_WRITTEN_RESET if without_optimizer(run) else _owner_fix(run))]
