@@ -3,7 +3,7 @@ shrunk: its FeedForwardNN (an embedding per categorical column with embedding dr
 BatchNorm1d over the continuous columns, linear layers each followed by ReLU, BatchNorm1d and
 Dropout, kaiming-normal init, one linear output), its TabularDataset (continuous columns as
 float32, categorical columns as int64, the output column reshaped to (N, 1)), nn.MSELoss and
-Adam(lr=0.01), batch 64. The data is scikit-learn's diabetes table in raw units (`sex` as the
+Adam with batch 64 as in the walkthrough (lr 0.01 here). The data is scikit-learn's diabetes table in raw units (`sex` as the
 categorical column, embedding dimension 1; the other nine columns continuous; disease
 progression as the output) instead of the walkthrough's house prices; the numeric columns are
 standardized with a StandardScaler fit on the training rows, lin_layer_sizes [50, 100],
