@@ -149,16 +149,16 @@ def _per_update(run: Run, ratio: pd.DataFrame) -> pd.DataFrame:
     the size of one update, which the high side judges. The low side keeps the recorded
     ratio: a step whose optimizer steps all together moved the weights that little moved
     them too little (and a count inferred from backward passes is only an upper bound)."""
-    try:
-        counts = steps_per_record(run)
-    except (KeyError, TypeError, ValueError):
-        return ratio
     per = ratio.copy()
-    for held, count in counts:
-        columns = [n for n in ratio.columns if held is None or n in held]
-        if columns:
-            divisor = count.reindex(ratio.index).where(lambda k: k >= 1).fillna(1.0)
-            per[columns] = per[columns].div(divisor, axis=0)
+    try:
+        for held, count in steps_per_record(run):
+            columns = [n for n in ratio.columns if held is None or n in held]
+            if columns:
+                count = count[~count.index.duplicated(keep="last")]
+                divisor = count.reindex(ratio.index).where(lambda k: k >= 1).fillna(1.0)
+                per[columns] = per[columns].div(divisor, axis=0)
+    except (KeyError, TypeError, ValueError):  # malformed facts: the recorded ratio
+        return ratio
     return per
 
 
