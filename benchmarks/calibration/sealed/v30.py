@@ -1,0 +1,16 @@
+"""patrickloeber logistic regression on the breast-cancer table: StandardScaler, BCELoss, SGD, as published."""
+from _v_ploeber_logreg import SOURCE, run as _train
+
+LABEL = {
+    "family": "tabular",
+    "optimizer": "sgd",
+    "loss_reduction": "mean",
+    "healthy": True,
+    "cause": None,
+    "source": SOURCE,
+    "bug_source": None,
+}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    _train(run_dir, seed, bug=None)

@@ -1,0 +1,16 @@
+"""patrickloeber feed-forward net on digits: Adam and CrossEntropyLoss, as published."""
+from _v_ploeber_ffn import SOURCE, run as _train
+
+LABEL = {
+    "family": "mlp",
+    "optimizer": "adam",
+    "loss_reduction": "mean",
+    "healthy": True,
+    "cause": None,
+    "source": SOURCE,
+    "bug_source": None,
+}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    _train(run_dir, seed, bug=None)
