@@ -63,4 +63,5 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, num_epochs: int = 8
                 outputs = model(x_test)
                 acc = (outputs.argmax(1) == y_test).float().mean().item()
                 test_loss = criterion(outputs, y_test).item()
-            rec.log("val", metrics={"loss": test_loss, "accuracy": acc}, inputs=x_test, targets=y_test, outputs=outputs)
+            rec.log("val", metrics={"loss": test_loss, "accuracy": acc}, inputs=x_test,
+                    targets=y_test, outputs=outputs)

@@ -2,14 +2,14 @@
 ActorCritic (actor and critic MLPs 64-64 with Tanh, the actor ending in Softmax), a
 RolloutBuffer, Monte-Carlo returns normalized per update, and PPO.update(): K_epochs passes of
 the clipped surrogate `-min(surr1, surr2) + 0.5 * MSE(state_values, rewards) - 0.01 * entropy`
-with one Adam over two parameter groups (actor lr 3e-4 in train.py, 1e-3 here for the shorter run; critic lr 1e-3), then policy_old copies
-the policy. The cart-pole equations are written out (no gym); update_timestep 300 and K_epochs 10
-instead of 1,600 and 80, max_ep_len 200, 30 updates. The Recorder gets one step per K-epoch pass
-(the loss, the states, the returns and the critic's values); the mean episode length of each
-update is logged as a "val" metric.
+with one Adam over two parameter groups (actor lr 3e-4 in train.py, 1e-3 here for the shorter
+run; critic lr 1e-3), then policy_old copies the policy. The cart-pole equations are written out
+(no gym); update_timestep 300 and K_epochs 10 instead of 1,600 and 80, max_ep_len 200, 30
+updates. The Recorder gets one step per K-epoch pass (the loss, the states, the returns and the
+critic's values); the mean episode length of each update is logged as a "val" metric.
 
 `bug` plants one fault (None: the script as published):
-- "ascent": the minus sign in front of torch.min(surr1, surr2) left out;
+- "ascent": the minus sign in front of torch.min(surr1, surr2) left out.
 """
 from __future__ import annotations
 

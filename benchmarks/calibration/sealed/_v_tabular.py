@@ -1,12 +1,12 @@
-"""yashu-seth/pytorch-tabular pytorch_tabular.py (and the loop of its README's walkthrough),
-shrunk: its FeedForwardNN (an embedding per categorical column with embedding dropout, a
-BatchNorm1d over the continuous columns, linear layers each followed by ReLU, BatchNorm1d and
-Dropout, kaiming-normal init, one linear output), its TabularDataset (continuous columns as
-float32, categorical columns as int64, the output column reshaped to (N, 1)), nn.MSELoss and
-Adam with batch 64 as in the walkthrough (lr 0.01 here). The data is scikit-learn's diabetes table in raw units (`sex` as the
-categorical column, embedding dimension 1; the other nine columns continuous; disease
-progression as the output) instead of the walkthrough's house prices; the numeric columns are
-standardized with a StandardScaler fit on the training rows, lin_layer_sizes [50, 100],
+"""yashu-seth/pytorch-tabular pytorch_tabular.py (and the loop of its README's walkthrough), shrunk:
+its FeedForwardNN (an embedding per categorical column with embedding dropout, a BatchNorm1d over
+the continuous columns, linear layers each followed by ReLU, BatchNorm1d and Dropout,
+kaiming-normal init, one linear output), its TabularDataset (continuous columns as float32,
+categorical columns as int64, the output column reshaped to (N, 1)), nn.MSELoss and Adam with
+batch 64 as in the walkthrough (lr 0.01 here). The data is scikit-learn's diabetes table in raw
+units (`sex` as the categorical column, embedding dimension 1; the other nine columns continuous;
+disease progression as the output) instead of the walkthrough's house prices; the numeric columns
+are standardized with a StandardScaler fit on the training rows, lin_layer_sizes [50, 100],
 dropouts 0.001 and 0.01 as in the walkthrough, 15 epochs of 5 batches. The validation rows are
 scored after every epoch in eval mode.
 

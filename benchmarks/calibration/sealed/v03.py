@@ -1,4 +1,5 @@
-"""yashu-seth tabular FeedForwardNN with embeddings and BatchNorm on the diabetes table, as published."""
+"""yashu-seth tabular FeedForwardNN with embeddings and BatchNorm on the diabetes table, as
+published."""
 from _v_tabular import SOURCE, run as _train
 
 LABEL = {

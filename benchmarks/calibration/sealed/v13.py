@@ -1,4 +1,5 @@
-"""graykode Transformer; faulty: the decoder's subsequent mask left out, so it sees the next target token."""
+"""graykode Transformer; faulty: the decoder's subsequent mask left out, so it sees the next target
+token."""
 from _v_graykode_transformer import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,5 @@
-"""torchvision classification reference on digits with a shrunk ResNet: SGD, StepLR per epoch, as published."""
+"""torchvision classification reference on digits with a shrunk ResNet: SGD, StepLR per epoch, as
+published."""
 from _v_tv_classification import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,5 @@
-"""torchvision classification reference, healthy with label smoothing, linear warm-up, cosine schedule and clipping at 1."""
+"""torchvision classification reference, healthy with label smoothing, linear warm-up, cosine
+schedule and clipping at 1."""
 from _v_tv_classification import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,5 @@
-"""torchvision classification reference; faulty: model.train() left out of train_one_epoch, so training runs in eval mode after the first evaluation."""
+"""torchvision classification reference; faulty: model.train() left out of train_one_epoch, so
+training runs in eval mode after the first evaluation."""
 from _v_tv_classification import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,5 @@
-"""leftthomas SimCLR on digits with a shrunk encoder: NT-Xent written out, Adam, kNN monitor, as published."""
+"""leftthomas SimCLR on digits with a shrunk encoder: NT-Xent written out, Adam, kNN monitor, as
+published."""
 from _v_simclr import SOURCE, run as _train
 
 LABEL = {

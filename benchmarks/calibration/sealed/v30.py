@@ -1,4 +1,5 @@
-"""patrickloeber logistic regression on the breast-cancer table: StandardScaler, BCELoss, SGD, as published."""
+"""patrickloeber logistic regression on the breast-cancer table: StandardScaler, BCELoss, SGD, as
+published."""
 from _v_ploeber_logreg import SOURCE, run as _train
 
 LABEL = {
