@@ -10,12 +10,18 @@ and not among the model's parameters are summarized; at close, whether each chan
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable
 
 import torch
 
+from tracelab.recorders.stats import dense_equivalent
+
 MAX_NODES = 100_000  # a graph walk's budget: larger graphs are walked this far
 MAX_PARAMETERS = 64  # parameters summarized at most
+# Elements reduced at a time: a float64 reduction of a float32 tensor on the CPU converts its
+# input, so a piece's copy (8 MB) is the most the check allocates, whatever the parameter's size.
+_PIECE = 1 << 20
 
 
 def graph_parameters(loss: Any, known: set[int]) -> list[torch.nn.Parameter]:
@@ -36,10 +42,38 @@ def graph_parameters(loss: Any, known: set[int]) -> list[torch.nn.Parameter]:
     return list(found.values())[:MAX_PARAMETERS]
 
 
-def _fingerprint(p: torch.Tensor) -> tuple[float, float]:
+def _pieces(t: torch.Tensor) -> Iterable[torch.Tensor]:
+    """Views of t of at most _PIECE elements that cover it (a row at a time where t is not
+    contiguous); a complex tensor as its real and imaginary parts."""
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    if t.numel() <= _PIECE or t.dim() == 0:
+        yield t
+    elif t.is_contiguous():
+        yield from t.view(-1).split(_PIECE)
+    elif t[0].numel() <= _PIECE:
+        yield from t.split(max(1, _PIECE // max(1, t[0].numel())))
+    else:
+        for row in range(t.shape[0]):
+            yield from _pieces(t[row])
+
+
+def _fingerprint(t: torch.Tensor) -> tuple[float, float]:
+    """(sum of |x|, sum of x^2) of t's values (a complex value's two parts), in float64,
+    without a float64 copy of t."""
     with torch.no_grad():
-        values = p.detach().double()
-        return float(values.abs().sum()), float((values * values).sum())
+        f64, l1, squares = torch.float64, 0.0, 0.0
+        for piece in _pieces(t.detach()):
+            l1 += float(torch.linalg.vector_norm(piece, 1, dtype=f64))
+            squares += float(torch.linalg.vector_norm(piece, 2, dtype=f64)) ** 2
+        return l1, squares
+
+
+def _norm(grad: torch.Tensor) -> float:
+    """The L2 norm of a grad (a complex one's magnitudes; a sparse one's stored values)."""
+    if grad.layout != torch.strided:
+        grad = dense_equivalent(grad)
+    return math.sqrt(_fingerprint(grad)[1])
 
 
 def _readable(p: torch.Tensor) -> bool:
@@ -76,7 +110,7 @@ class UnregisteredParameters:
                 continue
             grad = p.grad
             summary = {"shape": list(p.shape), "in_optimizer": id(p) in held,
-                       "grad_norm": float(grad.detach().double().norm())
+                       "grad_norm": _norm(grad)
                        if isinstance(grad, torch.Tensor) else None}
             self._found.append((p, _fingerprint(p), summary))
         return [s for _, _, s in self._found]
