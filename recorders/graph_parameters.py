@@ -5,12 +5,14 @@ registered: its parameters are in neither `model.parameters()` nor an optimizer 
 it, so no hook, stat or optimizer sees them, yet the loss's graph reaches them. At the first
 step whose loss has a graph, the graph's leaves that are nn.Parameters (AccumulateGrad nodes)
 and not among the model's parameters are summarized; at close, whether each changed since
-(another optimizer, not given to the Recorder, may update them). Meta key
+(another optimizer, not given to the Recorder, may update them); null where the parameter was
+freed before close (one made afresh each step) or cannot be read. Meta key
 `unregistered_parameters`: a list of {"shape", "in_optimizer", "grad_norm", "changed"}.
 """
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any, Iterable
 
 import torch
@@ -91,7 +93,9 @@ class UnregisteredParameters:
 
     def __init__(self) -> None:
         self.done = False
-        self._found: list[tuple[torch.nn.Parameter, tuple[float, float], dict]] = []
+        # Each parameter by weak reference: one made afresh at each step (an adversarial
+        # perturbation, FreeLB/PGD style) is freed with its step, not kept until close.
+        self._found: list[tuple[weakref.ref, tuple[float, float], dict]] = []
 
     def check(self, loss: Any, model: Any, optimizers: Iterable[Any]) -> list[dict] | None:
         """The summaries, the first time `loss` has a graph (None otherwise)."""
@@ -112,12 +116,14 @@ class UnregisteredParameters:
             summary = {"shape": list(p.shape), "in_optimizer": id(p) in held,
                        "grad_norm": _norm(grad)
                        if isinstance(grad, torch.Tensor) else None}
-            self._found.append((p, _fingerprint(p), summary))
+            self._found.append((weakref.ref(p), _fingerprint(p), summary))
         return [s for _, _, s in self._found]
 
     def at_close(self) -> list[dict] | None:
         if not self._found:
             return None
-        for p, first, summary in self._found:
-            summary["changed"] = _fingerprint(p) != first if _readable(p) else None
+        for ref, first, summary in self._found:
+            p = ref()  # None: freed since (whether it changed is unknown)
+            summary["changed"] = _fingerprint(p) != first if p is not None and _readable(p) \
+                else None
         return [s for _, _, s in self._found]

@@ -77,3 +77,33 @@ def test_a_large_parameter_is_summarized_without_a_float64_copy():
         check.at_close()
     largest = max(e.cpu_memory_usage for e in prof.events())
     assert 0 < largest < size / 2, largest
+
+
+def test_a_parameter_made_afresh_each_step_is_not_kept_alive(tmp_path):
+    """An adversarial perturbation made as an nn.Parameter each step (FreeLB / PGD style) is a
+    leaf of the first loss's graph: the check keeps a weak reference and its summary, so the
+    perturbation is freed with its step; at close whether it changed is unknown (null), and
+    param-not-in-optimizer does not name it."""
+    torch.manual_seed(0)
+    m = torch.nn.Linear(8, 1)
+    opt = torch.optim.SGD(m.parameters(), lr=1e-2)
+    refs = []
+    with tracelab.Recorder(str(tmp_path / "r"), model=m, optimizer=opt) as rec:
+        for _ in range(4):
+            x = torch.randn(64, 8)
+            delta = torch.nn.Parameter(torch.zeros_like(x))
+            refs.append(weakref.ref(delta))
+            opt.zero_grad()
+            loss = m(x + delta).pow(2).mean()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss)
+            del delta, loss
+        gc.collect()
+        assert [r() is not None for r in refs] == [False] * 4
+    [summary] = json.loads((tmp_path / "r" / "meta.json").read_text())["unregistered_parameters"]
+    assert summary["shape"] == [64, 8] and summary["in_optimizer"] is False
+    assert summary["grad_norm"] > 0 and summary["changed"] is None
+    diagnosis = tracelab.analyze(str(tmp_path / "r"))
+    assert not diagnosis.errors
+    assert [f for f in diagnosis.findings if f.rule == "param-not-in-optimizer"] == []
