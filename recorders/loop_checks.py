@@ -4,8 +4,11 @@
   backward pass after each optimizer step, what the parameter's grad held before that pass
   added to it. Reset by `zero_grad()` it is None or zero; otherwise it still holds the last
   step's gradient. Legitimate accumulation (several backward passes, one optimizer step, then
-  zero_grad) reads 0: only the first pass after an optimizer step is looked at. Cost: one
-  Python call per backward pass, and a reduction of the parameter's grad once per step.
+  zero_grad) reads 0: only the first pass after an optimizer step is looked at. What the hook
+  reads counts once the pass's gradient is accumulated into .grad (a post-accumulate-grad
+  hook): `torch.autograd.grad` (a gradient penalty, grads assigned by hand) runs the gradient
+  hook and leaves .grad alone, and is no backward pass of the step. Cost: two Python calls per
+  backward pass, and a reduction of the parameter's grad once per step.
   With several optimizers (a GAN's), a backward pass legitimately adds to another optimizer's
   grads (the generator's pass through the discriminator), so the first pass after a step says
   nothing: there the leftover is judged per owner, over the window from one step of the
@@ -22,7 +25,9 @@
   parameter's value at a later pass differs from its value at the step's first pass (a copy of
   the small parameter taken then): the weights moved between the passes, as a two-pass method
   such as sharpness-aware minimization moves them (backward, perturb every weight, zero_grad,
-  backward again, restore, step), which is not accumulation. Cost: a reduction of the small
+  backward again, restore, step), which is not accumulation; a watched parameter larger than
+  `_MOVED_COPY_MAX` (an Embedding-only model's table) is not copied, and that fact is then not
+  recorded. A sparse grad is read by its stored values. Cost: a reduction of the small
   parameter's incoming grad per pass, and of its held grad and its value against the copy per
   pass after the first, and that copy once per step; on an accelerator they stay device tensors
   that ride the step's packed copy (no host sync).
@@ -81,6 +86,9 @@ _DROPOUTS = (torch.nn.modules.dropout._DropoutNd,)
 # The id of the autograd backward running on this thread, -1 outside one (a C function: a hook
 # may call it, hook_refs).
 _GRAPH_TASK = getattr(torch._C, "_current_graph_task_id", None)
+# The largest watched parameter whose value each step's first backward pass copies, to tell
+# whether the weights moved before a later pass (GradResets).
+_MOVED_COPY_MAX = 1 << 16
 
 
 def add_signals(record: StepRecord, step: int, split: str,
@@ -132,6 +140,9 @@ class GradResets:
         self._value: torch.Tensor | None = None  # the parameter at the step's first pass
         self._moved: Any = False  # its value differed at a later pass: a bool or a tensor
         self._lazy: list[torch.Tensor] | None = None  # unmaterialized params to watch later
+        # What the pass now in the backward found, until its gradient is accumulated into .grad:
+        # (the largest |grad| held before it, None for no grad; whether it adds a nonzero one)
+        self._pending: Any = None
         # Several optimizers: the window since the watched parameter's optimizer last stepped.
         self._open = False  # a window is open (its optimizer stepped once at least)
         self._window: Any = None  # the least |grad| held at a pass in it: a float or a tensor
@@ -146,13 +157,17 @@ class GradResets:
         self._lazy = _lazy_only(params, self._param)
         if self._param is None:
             return
-        self._handle = self._param.register_hook(
-            WeakHook(self._before_accumulation, copies_as_get=True))
+        self._handle = (
+            self._param.register_hook(WeakHook(self._before_accumulation, copies_as_get=True)),
+            self._param.register_post_accumulate_grad_hook(
+                WeakHook(self._after_accumulation, copies_as_get=True)))
 
     def detach(self) -> None:
         if self._handle is not None:
-            self._handle.remove()
+            for handle in self._handle:
+                handle.remove()
         self._handle = self._param = self._lazy = None
+        self._pending = None
 
     def optimizer_stepped(self) -> None:
         self._fresh = True
@@ -170,11 +185,12 @@ class GradResets:
             # over at every one of them).
             if before is None or (isinstance(before, float) and isinstance(window, float)):
                 self._leftover = window if before is None else min(before, window)
+            elif isinstance(before, float) or isinstance(window, float):
+                # A Python number and a device tensor: clamped on the device (no host copy)
+                number, tensor = (before, window) if isinstance(before, float) else (window, before)
+                self._leftover = tensor.clamp(max=number)
             else:
-                device = window.device if isinstance(window, torch.Tensor) else before.device
-                self._leftover = torch.minimum(
-                    torch.as_tensor(before, dtype=torch.float64, device=device),
-                    torch.as_tensor(window, dtype=torch.float64, device=device))
+                self._leftover = torch.minimum(before, window)
         self._open, self._window = True, None
 
     def _holds(self, optimizer: Any) -> bool:
@@ -192,15 +208,17 @@ class GradResets:
         return known[1]
 
     def _before_accumulation(self, grad: torch.Tensor) -> None:
+        """The pass's gradient hook, before the gradient is accumulated into .grad. It runs for
+        `torch.autograd.grad` too, which leaves .grad alone (a gradient penalty, grads assigned
+        by hand): eagerly, what it reads waits in `_pending` for `_after_accumulation`, which
+        runs only when the gradient is accumulated (backward)."""
         self._passes.training = False  # the pass reached its backward
         old = self._param.grad if self._param is not None else None
-        # A sparse grad (an Embedding's with sparse=True) has no amax: its dense form, of the
-        # smallest parameter (C methods only, inline: hook_refs).
-        if grad.layout != torch.strided:
-            grad = grad.to_dense()
-        if old is not None and old.layout != torch.strided:
-            old = old.to_dense()
         if torch.compiler.is_compiling():
+            if grad.layout != torch.strided:
+                grad = grad.to_dense()
+            if old is not None and old.layout != torch.strided:
+                old = old.to_dense()
             # Traced by compiled autograd (inline: hook_refs). Dynamo guards on the Python state
             # read here, and a host read (bool, float) breaks its graph: the state read takes
             # the same values at every step's first pass (a fresh step, nothing seen), and the
@@ -235,54 +253,84 @@ class GradResets:
                     self._moved = torch.logical_or(
                         torch.as_tensor(self._moved, device=grad.device), differ.any())
             return None
-        if self._open:  # several optimizers: what the grad held (inline: hook_refs)
-            if old is None:
+        # The largest |grad| held before this pass and whether the pass adds a nonzero one: a
+        # float and a bool on the CPU, device tensors elsewhere (no host sync). A sparse grad
+        # (an Embedding's with sparse=True) by its values once coalesced (accumulated, it holds
+        # an index once per pass), never made dense. Inline: hook_refs.
+        if old is None:
+            held: Any = None
+        else:
+            values = old.coalesce().values() if old.layout == torch.sparse_coo else old
+            if values.layout != torch.strided:
+                values = values.to_dense()
+            if not values.numel():
                 held = 0.0
-            elif old.device.type == "cpu":
-                held = float(old.detach().abs().max()) if old.numel() else 0.0
+            elif values.device.type == "cpu":
+                held = float(values.detach().abs().max())
             else:
-                held = old.detach().abs().amax() if old.numel() else 0.0
+                held = values.detach().abs().amax()
+        values = grad.coalesce().values() if grad.layout == torch.sparse_coo else grad
+        if values.layout != torch.strided:
+            values = values.to_dense()
+        if not values.numel():
+            added: Any = False
+        elif values.device.type == "cpu":
+            added = bool(values.detach().abs().max() > 0)
+        else:
+            added = values.detach().abs().amax() > 0
+        self._pending = (held, added)
+        return None
+
+    def _after_accumulation(self, param: torch.Tensor) -> None:
+        """The pass's gradient was accumulated into .grad: a backward pass of the step, with
+        what `_before_accumulation` found (the module docstring). Inline: hook_refs."""
+        pending, self._pending = self._pending, None
+        if pending is None or torch.compiler.is_compiling():  # traced: the pre-hook did it all
+            return None
+        held, added = pending
+        if self._open:  # several optimizers: the least the grad held in the window
+            number = 0.0 if held is None else held
             window = self._window
             if window is None:
-                self._window = held
-            elif isinstance(window, float) and isinstance(held, float):
-                self._window = min(window, held)
+                self._window = number
+            elif isinstance(window, float) and isinstance(number, float):
+                self._window = min(window, number)
+            elif isinstance(window, float) or isinstance(number, float):
+                least, tensor = (window, number) if isinstance(window, float) else (number, window)
+                self._window = tensor.clamp(max=least)
             else:
-                device = held.device if isinstance(held, torch.Tensor) else window.device
-                self._window = torch.minimum(
-                    torch.as_tensor(window, dtype=torch.float64, device=device),
-                    torch.as_tensor(held, dtype=torch.float64, device=device))
+                self._window = torch.minimum(window, number)
         first = self._fresh or not self._seen  # the step's first pass
         if self._fresh:
             self._fresh = False
             self._count, self._resets, self._added = 0, 0, False
-            if old is None:
-                self._leftover = 0.0
-            elif old.device.type == "cpu":
-                self._leftover = float(old.detach().abs().max())
-            else:
-                self._leftover = old.detach().abs().amax()
+            self._leftover = 0.0 if held is None else held
         elif self._seen and self._added is not False:
             # A pass after the step's first, which added to the grad: is its sum still there?
             # (_added and _resets: Python values on the CPU, read there; on an accelerator,
-            # or after a compiled pass, tensors, never read on the training thread. Inline:
-            # hook_refs.)
-            if old is None:
+            # or after a compiled pass, tensors, never read on the training thread.)
+            if held is None:
                 self._resets = self._resets + self._added
             else:
-                zero = old.detach().abs().amax() == 0
-                if zero.device.type == "cpu" and self._added is True:
-                    self._resets += bool(zero)
+                zero = held == 0
+                if isinstance(zero, bool) and self._added is True:
+                    self._resets += zero
                 else:
                     self._resets = self._resets + (
                         zero if self._added is True else torch.logical_and(self._added, zero))
-        now = self._param.detach() if self._param is not None else None
+        # Whether the weights moved between the step's passes: against a copy of the watched
+        # parameter taken at its first pass, when it is small (the smallest parameter nearly
+        # always is: a bias); a large one (an Embedding-only model's table) is not copied every
+        # step, and the fact is then not recorded.
+        now = param.detach() if param.numel() <= _MOVED_COPY_MAX else None
         if first:
-            self._value, self._moved = (None if now is None else now.clone()), False
-        elif self._moved is not True and self._value is not None and now is not None and (
-                self._value.shape == now.shape):
+            self._value, self._moved = (None if now is None else now.clone()), (
+                False if now is not None else None)
+        elif self._moved is not True and self._moved is not None and (
+                self._value is not None and now is not None
+                and self._value.shape == now.shape and now.layout == torch.strided):
             # Has the parameter moved since the step's first pass (NaN = NaN)? Read on the CPU
-            # (a bool), a tensor on an accelerator or after a compiled pass (inline: hook_refs).
+            # (a bool), a tensor on an accelerator or after a compiled pass.
             differ = torch.logical_and(now != self._value, torch.logical_not(
                 torch.logical_and(now.isnan(), self._value.isnan()))).any()
             if differ.device.type == "cpu" and self._moved is False:
@@ -292,13 +340,9 @@ class GradResets:
                     self._moved, differ)
         self._seen = True
         self._count += 1
-        if self._added is not True and grad.numel():
-            added = grad.detach().abs().amax() > 0
-            if added.device.type == "cpu" and self._added is False:
-                self._added = bool(added)
-            else:
-                self._added = added if self._added is False else torch.logical_or(
-                    self._added, added)
+        if self._added is not True and added is not False:
+            self._added = added if self._added is False or added is True \
+                else torch.logical_or(self._added, added)
         return None
 
     def take(self) -> list[tuple[str, Any]]:
@@ -311,8 +355,9 @@ class GradResets:
         leftover, self._leftover = self._leftover, None
         out = [] if leftover is None else [(GRAD_LEFTOVER, leftover)]
         if self._seen:
-            out += [(BACKWARD_PASSES, self._count), (BACKWARD_RESETS, self._resets),
-                    (BACKWARD_WEIGHTS_MOVED, self._moved)]
+            out += [(BACKWARD_PASSES, self._count), (BACKWARD_RESETS, self._resets)]
+            if self._moved is not None:  # None: the watched parameter is too large to copy
+                out.append((BACKWARD_WEIGHTS_MOVED, self._moved))
         self._seen, self._count, self._resets, self._added = False, 0, 0, False
         self._value, self._moved = None, False
         return out
@@ -367,7 +412,9 @@ class GradNorms:
         watched = _smallest_plain(self._params)
         self._lazy = _lazy_only(self._params, watched) is not None
         if watched is not None:
-            self._handle = watched.register_hook(
+            # After accumulation: `torch.autograd.grad` (a gradient penalty) leaves .grad
+            # alone and queues nothing.
+            self._handle = watched.register_post_accumulate_grad_hook(
                 WeakHook(self._on_grad, copies_as_get=True))
 
     def detach(self) -> None:
@@ -376,7 +423,7 @@ class GradNorms:
         self._handle = None
         self._queued = False
 
-    def _on_grad(self, grad: torch.Tensor) -> None:
+    def _on_grad(self, param: torch.Tensor) -> None:
         # Traced by compiled autograd, a queued callback would break its graph: no backward
         # norm there (the step norms are still taken, in the optimizer's pre-hook).
         if self._queued or torch.compiler.is_compiling() or (self._due is not None

@@ -123,3 +123,70 @@ def test_weights_moved_is_whether_the_watched_parameter_changed_between_passes(t
     assert expected == [0, 1, 0, 0, 1, 0]
     assert run.signal("backward/weights_moved").tolist() == expected
     assert run.signal("backward/passes").tolist() == [3] * 6
+
+
+def _penalty_loop(run_dir, by_hand: bool):
+    """A gradient penalty taken with torch.autograd.grad before backward (or, `by_hand`, grads
+    assigned from torch.autograd.grad with no backward at all, as PCGrad and MAML's outer step
+    do): one backward pass per step into .grad, or none. Returns the final parameters."""
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    rec = None if run_dir is None else tracelab.Recorder(str(run_dir), model=model, optimizer=opt)
+    for step in range(8):
+        x, y = torch.randn(16, 5, requires_grad=True), torch.randint(0, 3, (16,))
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        params = list(model.parameters())
+        if by_hand:
+            for p, g in zip(params, torch.autograd.grad(loss, params)):
+                p.grad = g
+        else:
+            opt.zero_grad()
+            grads = torch.autograd.grad(loss, params, create_graph=True)
+            penalty = sum(g.pow(2).sum() for g in grads)
+            (loss + 0.1 * penalty).backward()
+        opt.step()
+        if rec is not None:
+            rec.step(loss=loss)
+    if rec is not None:
+        rec.close()
+    return [p.detach().clone() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("by_hand", [False, True])
+def test_torch_autograd_grad_is_not_a_backward_pass_of_the_step(tmp_path, by_hand):
+    """autograd.grad runs the gradient hooks and leaves .grad alone: it is neither a second
+    backward pass (a reset inside an accumulation loop) nor a leftover gradient."""
+    recorded = _penalty_loop(tmp_path / "run", by_hand)
+    plain = _penalty_loop(None, by_hand)
+    assert all(torch.equal(a, b) for a, b in zip(recorded, plain))
+    run = open_run(tmp_path / "run")
+    names = set(run.signals["name"])
+    if by_hand:  # no backward ever accumulated into .grad: nothing to judge
+        assert not names & {"grad_leftover", "backward/passes", "backward/resets"}
+    else:
+        assert (run.signal("backward/passes") == 1).all()
+        assert (run.signal("backward/resets") == 0).all()
+        assert (run.signal("grad_leftover") == 0).all() and len(run.signal("grad_leftover")) == 8
+    findings = {f.rule for f in tracelab.analyze(run).findings}
+    assert not findings & {"gradient-accumulation", "missing-zero-grad"}
+
+
+def test_a_large_watched_parameter_is_not_copied_and_its_weights_moved_not_recorded(
+        tmp_path, monkeypatch):
+    from tracelab.recorders import loop_checks
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for limit, run_dir in ((1 << 16, tmp_path / "small"), (2, tmp_path / "large")):
+        monkeypatch.setattr(loop_checks, "_MOVED_COPY_MAX", limit)
+        with tracelab.Recorder(str(run_dir), model=model, optimizer=opt) as rec:
+            for step in range(3):
+                opt.zero_grad()
+                for _ in range(2):  # accumulation: two passes, the weights unmoved between them
+                    torch.nn.functional.cross_entropy(
+                        model(torch.randn(16, 5)), torch.randint(0, 3, (16,))).backward()
+                opt.step()
+                rec.step(loss=1.0)
+    small, large = open_run(tmp_path / "small"), open_run(tmp_path / "large")
+    assert (small.signal("backward/weights_moved") == 0).all()
+    assert "backward/weights_moved" not in set(large.signals["name"])
+    assert (large.signal("backward/passes") == 2).all()
