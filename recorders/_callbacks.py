@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import functools
 import time
-import warnings
 from collections.abc import Mapping
 from typing import Any, Callable
 
 from tracelab.core.schema import LOSS_NAME, TRAIN
+from tracelab.recorders.scalars import warn
 
 # Metric-name prefixes that say which split a framework metric belongs to.
 SPLIT_PREFIXES = {
@@ -92,9 +92,8 @@ class Guard:
 
     def _stop(self, exc: BaseException) -> None:
         self.disabled = True
-        warnings.warn(f"tracelab: the {self.framework} callback stopped recording "
-                      f"({type(exc).__name__}: {exc}); training continues", RuntimeWarning,
-                      stacklevel=3)
+        warn(f"the {self.framework} callback stopped recording ({type(exc).__name__}: {exc}); "
+             "training continues", stacklevel=3)
         rec, self.recorder = self.recorder, None
         try:
             if rec is not None:

@@ -28,6 +28,17 @@ _PLAIN = frozenset({torch.float32, torch.float64, torch.float16, torch.bfloat16,
                     torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool})
 
 
+def warn(message: str, stacklevel: int = 2) -> None:
+    """Warn `tracelab: message` (a RuntimeWarning), or drop it where it cannot be shown: under
+    warnings-as-errors (`warnings.simplefilter("error")`, pytest -W error) or a showwarning
+    that fails, the warning would raise into the training loop, which recording never does.
+    Every warning the recorder gives from step(), its hooks or callbacks goes through here."""
+    try:
+        warnings.warn(f"tracelab: {message}", RuntimeWarning, stacklevel=stacklevel + 1)
+    except Exception:
+        pass
+
+
 class WarnOnce:
     """One RuntimeWarning per key over a recorder's life (either thread may warn)."""
 
@@ -40,7 +51,7 @@ class WarnOnce:
             if key in self._seen:
                 return
             self._seen.add(key)
-        warnings.warn(f"tracelab: {message}", RuntimeWarning, stacklevel=3)
+        warn(message, stacklevel=3)
 
 
 class Skip(Exception):

@@ -229,3 +229,54 @@ def test_rows_that_do_not_convert_leave_the_others_written(tmp_path):
     run = tracelab.open_run(tmp_path / "run")
     assert "recording_stopped" not in run.status
     assert list(run.loss().index) == [s for s in range(STEPS) if s != 7]
+
+
+# -- warnings as errors: a warning that cannot be shown is dropped, never raised -------------------
+def test_warnings_as_errors_never_raise_from_step_or_a_hook(tmp_path, monkeypatch):
+    """Under warnings-as-errors (pytest -W error, warnings.simplefilter("error")) the recorder's
+    own warnings (from step(), and from a hook inside backward) would raise into the loop: they
+    are dropped, and recording goes on."""
+    def failing(tensors):
+        raise RuntimeError("a norm that fails")
+    monkeypatch.setattr("tracelab.recorders.loop_checks.norms", failing)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with tracelab.Recorder(tmp_path / "run", model, opt, input_every=1) as rec:
+            for step in range(STEPS):
+                x = torch.randn(8, 4)
+                opt.zero_grad()
+                loss = model(x).pow(2).mean()
+                loss.backward()  # the end-of-backward norm fails and warns, in a hook
+                opt.step()
+                rec.step(loss=loss, inputs={"x": x, "text": ["a"] * 8},
+                         metrics={"acc": step / STEPS, "phase": "warmup"})
+    run = tracelab.open_run(tmp_path / "run")
+    assert run.status["state"] == "completed" and "recording_stopped" not in run.status
+    _complete(run.loss())
+    _complete(run.scalar("acc"))
+
+
+def test_warnings_as_errors_never_raise_from_a_framework_callback(tmp_path):
+    """A framework callback that stops recording on its first error warns; under warnings-as-
+    errors the warning is dropped and the run is still closed."""
+    from tracelab.recorders._callbacks import Guard, guarded
+
+    class Callback(Guard):
+        framework = "test"
+
+        @guarded
+        def on_step(self):
+            raise KeyError("no such field")
+
+    callback = Callback()
+    model = torch.nn.Linear(4, 1)
+    callback.recorder = tracelab.Recorder(tmp_path / "run", model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert callback.on_step() is None
+    assert callback.disabled and callback.recorder is None
+    status = tracelab.open_run(tmp_path / "run").status
+    assert status["state"] == "completed" and "no such field" in status["note"]
