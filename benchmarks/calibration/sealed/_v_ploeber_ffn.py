@@ -6,7 +6,8 @@ instead of 500, 8 epochs of 15 batches instead of 2 epochs of MNIST; 297 images 
 
 `bug` plants one fault (None: the script as published):
 - "l2-left-out": the optimizer built from model.l1.parameters() only, so the output layer keeps
-  its random initialization.
+  its random initialization;
+- "lr-1e-6": Adam(lr=1e-6) instead of 0.001.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from _v_data import batches, digits, to_tensor
 
 SOURCE = ("https://github.com/patrickloeber/pytorchTutorial/blob/"
           "00657e47d662398eb0028b19481e4069ace2dd61/13_feedforward.py")
-BUGS = (None, "l2-left-out")
+BUGS = (None, "l2-left-out", "lr-1e-6")
 
 
 class NeuralNet(nn.Module):
@@ -43,6 +44,8 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, num_epochs: int = 8
     x_train, y_train, x_test, y_test = digits(seed)
     x_train, x_test = to_tensor(x_train).reshape(-1, 64), to_tensor(x_test).reshape(-1, 64)
     input_size, hidden_size, num_classes, batch_size, learning_rate = 64, 100, 10, 100, 0.001
+    if bug == "lr-1e-6":
+        learning_rate = 1e-6
     model = NeuralNet(input_size, hidden_size, num_classes)
     criterion = nn.CrossEntropyLoss()
     params = model.l1.parameters() if bug == "l2-left-out" else model.parameters()

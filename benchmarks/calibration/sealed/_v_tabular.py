@@ -13,6 +13,8 @@ scored after every epoch in eval mode.
 `bug` plants one fault (None: the script as published):
 - "sgd": healthy, SGD(lr=0.01, momentum=0.9) instead of Adam;
 - "val-unscaled": the validation rows go in without the scaler's transform;
+- "y-flat": the output column kept as (N,) (TabularDataset without its .reshape(-1, 1)), so
+  MSELoss broadcasts the (N, 1) predictions against it to (N, N);
 - "target-in-features": the continuous columns listed before the output column is removed, so
   the (scaled) disease progression itself is one of the inputs. A "deployed" metric scores the
   validation rows with that column set to its training mean, as it is unknown at prediction
@@ -31,7 +33,7 @@ from _v_data import batches, diabetes
 
 SOURCE = ("https://github.com/yashu-seth/pytorch-tabular/blob/"
           "4ae59e5494db03b5276c9dab867890a23ffd6408/pytorch_tabular.py")
-BUGS = (None, "sgd", "val-unscaled", "target-in-features")
+BUGS = (None, "sgd", "val-unscaled", "target-in-features", "y-flat")
 
 
 class FeedForwardNN(nn.Module):
@@ -104,7 +106,8 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, no_of_epochs: int =
 
     def table(cont, sex, y):
         x = torch.from_numpy(np.column_stack([cont, sex]).astype(np.float32))
-        t = torch.from_numpy(((y - y_mean) / y_std).astype(np.float32).reshape(-1, 1))
+        t = torch.from_numpy(((y - y_mean) / y_std).astype(np.float32))
+        t = t if bug == "y-flat" else t.reshape(-1, 1)
         return x, t
 
     x_train, y_train = table(cont_train, train["sex"], train["y"])
