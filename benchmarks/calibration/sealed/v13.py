@@ -9,7 +9,7 @@ LABEL = {
     "healthy": False,
     "cause": "data-leak",
     "source": SOURCE,
-    "bug_source": "https://github.com/pytorch/pytorch/issues/31567",
+    "bug_source": "https://github.com/alex-matton/causal-transformer-decoder/issues/1",
 }
 
 
