@@ -39,6 +39,8 @@ False positives
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt, layer_of, name_list, \
@@ -119,11 +121,11 @@ def _unregistered(run: Run) -> list[Finding]:
     if not isinstance(found, list):
         return []
     left = [p for p in found if isinstance(p, dict) and p.get("in_optimizer") is False
-            and p.get("changed") is False and isinstance(p.get("grad_norm"), (int, float))
-            and p["grad_norm"] > 0 and isinstance(p.get("shape"), list)]
+            and p.get("changed") is False and _positive(p.get("grad_norm"))
+            and _numel(p.get("shape")) is not None]
     if not left:
         return []
-    elements = sum(int(np.prod(p["shape"] or [1])) for p in left)
+    elements = sum(_numel(p["shape"]) for p in left)
     shapes = name_list(["x".join(str(d) for d in p["shape"]) or "scalar" for p in left])
     span = run.step_range or (0, 0)
     return [param_not_in_optimizer.finding(
@@ -139,6 +141,23 @@ def _unregistered(run: Run) -> list[Finding]:
         "Hold the submodules in nn.ModuleList / nn.ModuleDict / nn.Sequential (not a Python "
         "list or dict) so that model.parameters() and the optimizer built from it include "
         "them; freeze a network that should not learn with requires_grad_(False).")]
+
+
+def _positive(value) -> bool:
+    """A finite number above zero (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and \
+        0 < value < math.inf
+
+
+def _numel(shape) -> int | None:
+    """The elements of a recorded shape: a list of non-negative ints whose product is a
+    tensor's size (under 2**63); None for anything else (a meta.json edited by hand or written
+    by another version)."""
+    if not isinstance(shape, list) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        return None
+    n = math.prod(shape)
+    return n if n < 2 ** 63 else None
 
 
 def _peak(grads, name: str) -> float:

@@ -1,4 +1,6 @@
 """param-not-in-optimizer: parameters that get gradients but are in no optimizer."""
+import json
+
 import pytest
 
 pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
@@ -154,3 +156,37 @@ def test_registered_layers_and_ones_another_optimizer_updates_stay_quiet(
         tmp_path, registered, own_optimizer):
     found = _diagnosis(_listed(tmp_path / "r", registered, own_optimizer)).findings
     assert [f for f in found if f.rule == "param-not-in-optimizer"] == []
+
+
+def _edit_meta(path, edit):
+    meta_path = path / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    edit(meta)
+    meta_path.write_text(json.dumps(meta))
+    return path
+
+
+@pytest.mark.parametrize("bad", [
+    {"shape": ["a"]}, {"shape": [[2]]}, {"shape": [1e200, 1e200]}, {"shape": [2 ** 40] * 3},
+    {"shape": [-1, 4]}, {"shape": [True]}, {"shape": None}, {"grad_norm": True},
+    {"grad_norm": float("inf")},
+], ids=["str", "nested", "floats", "overflow", "negative", "bool", "none", "bool-norm",
+        "inf-norm"])
+def test_a_malformed_unregistered_entry_is_ignored(tmp_path, bad):
+    """A meta.json edited by hand or written by another version: an entry whose shape is not a
+    list of non-negative ints with a product that fits (or whose grad norm is not a positive
+    number) is left out; the well-formed ones are still named."""
+    path = _listed(tmp_path / "r", registered=False, steps=10)
+
+    def edit(meta):
+        found = meta["unregistered_parameters"]
+        meta["unregistered_parameters"] = found + [{**found[0], **bad}]
+    [f] = [f for f in _diagnosis(_edit_meta(path, edit)).findings
+           if f.rule == "param-not-in-optimizer"]
+    assert f.evidence["parameters"] == 2 and f.evidence["elements"] == 32 * 4 + 4
+
+    def only_bad(meta):
+        meta["unregistered_parameters"] = [{**p, **bad} for p in meta["unregistered_parameters"]]
+    found = _diagnosis(_edit_meta(path, only_bad)).findings
+    assert [f for f in found if f.rule == "param-not-in-optimizer"] == []
+
