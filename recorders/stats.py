@@ -33,9 +33,11 @@ RAW = ("sum", "l2", "l1", "nonzero", "max", "negmin", "nan", "inf")
 
 
 def raw_stats(tensors: list[torch.Tensor]) -> torch.Tensor:
-    """[len(tensors), len(RAW)] float64 aggregates, on the tensors' device."""
+    """[len(tensors), len(RAW)] float64 aggregates, on the tensors' device. A complex
+    tensor's are those of its values' magnitudes (a cast to a real type would keep only the
+    real part)."""
     ts = [t.detach() for t in tensors]
-    ts = [t if t.is_floating_point() else t.double() for t in ts]
+    ts = [t.abs() if t.is_complex() else t if t.is_floating_point() else t.double() for t in ts]
     cpu = ts[0].device.type == "cpu"
     if cpu:  # CPU reductions of half types return half results, which overflow at 65504
         ts = [t.float() if t.dtype in _HALF else t for t in ts]
@@ -122,10 +124,17 @@ def _scratch(like: torch.Tensor) -> torch.Tensor:
     return buffer[:n].view(like.shape)
 
 
+def _real(t: torch.Tensor) -> torch.Tensor:
+    """A complex tensor as its real and imaginary parts (a view): the same L2 norm, where a
+    cast to a real type would keep only the real part."""
+    return torch.view_as_real(t) if t.is_complex() else t
+
+
 def norms(tensors: list[torch.Tensor]) -> torch.Tensor:
     """The L2 norm of each tensor, float64, on their device: one fused reduction. On the CPU,
-    a norm whose float32 squares overflowed or underflowed is taken again in float64."""
-    ts = [t.detach() for t in tensors]
+    a norm whose float32 squares overflowed or underflowed is taken again in float64. A
+    complex tensor's norm is that of its values' magnitudes."""
+    ts = [_real(t.detach()) for t in tensors]
     ts = [t.float() if t.dtype in _HALF or not t.is_floating_point() else t for t in ts]
     cpu = ts[0].device.type == "cpu"
     found = torch.stack(torch._foreach_norm(ts, 2, dtype=None if cpu else torch.float64))
@@ -186,10 +195,11 @@ def dense_equivalent(t: torch.Tensor) -> torch.Tensor:
 
 
 def reference_stats(t: torch.Tensor) -> dict[str, float]:
-    """The same statistics in plain torch, one tensor at a time (tests and documentation).
+    """The same statistics in plain torch, one tensor at a time (tests and documentation); a
+    complex tensor's are its magnitudes'.
 
     Named one by one, not in TENSOR_STATS order: the reference shares nothing with `finish`."""
-    t = t.detach().double()
+    t = (t.detach().abs() if t.is_complex() else t.detach()).double()
     return {"numel": t.numel(), "mean": t.mean().item(), "std": t.std().item(),
             "min": t.min().item(), "max": t.max().item(), "abs_mean": t.abs().mean().item(),
             "norm": t.norm().item(), "zero_frac": (t == 0).double().mean().item(),

@@ -1,5 +1,6 @@
 """Recorded statistics against plain-torch reference values."""
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -634,3 +635,49 @@ def test_a_weight_near_the_float32_limit_and_an_update_that_is_not_finite():
         want = reference_stats(x - before)
         assert (got["nan_count"][1], got["inf_count"][1]) == \
             (want["nan_count"], want["inf_count"])
+
+
+def test_a_complex_parameter_s_statistics_and_grad_norms_are_its_magnitudes(tmp_path):
+    """A complex parameter (a spectral filter, say): a cast to a real type keeps only the real
+    part (and warns in the user's process). Its statistics are its values' magnitudes', and the
+    grads' total norms at backward and at the step count them whole, as
+    clip_grad_norm_ does."""
+    from tracelab.core.schema import GRAD_NORM_BACKWARD, GRAD_NORM_STEP
+
+    class Spectral(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(6, dtype=torch.complex64))
+            self.b = torch.nn.Parameter(torch.zeros(6))
+
+        def forward(self, x):
+            return (self.w * x).abs().mean() + (self.b * x).sum()
+
+    torch.manual_seed(0)
+    model = Spectral()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    grads, totals = [], []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with tracelab.Recorder(tmp_path / "run", model, opt) as rec:
+            for _ in range(3):
+                opt.zero_grad()
+                loss = model(torch.randn(6))
+                loss.backward()
+                grads.append(model.w.grad.detach().clone())
+                totals.append(float(torch.nn.utils.get_total_norm(
+                    [p.grad for p in model.parameters()]).double()))
+                opt.step()
+                rec.step(loss=loss)
+    assert [str(w.message) for w in caught] == []
+    run = tracelab.open_run(tmp_path / "run")
+    tn = run.tensors
+    for step, grad in enumerate(grads):
+        row = tn[(tn.step == step) & (tn.kind == "grad") & (tn.name == "w")].iloc[0]
+        magnitude = grad.to(torch.complex128).abs()
+        assert row["norm"] == pytest.approx(float(magnitude.norm()), rel=1e-6)
+        assert row["mean"] == pytest.approx(float(magnitude.mean()), rel=1e-6)
+        assert row["max"] == pytest.approx(float(magnitude.max()), rel=1e-6)
+        assert row["min"] == pytest.approx(float(magnitude.min()), rel=1e-6)
+    for name in (GRAD_NORM_BACKWARD, GRAD_NORM_STEP):
+        assert list(run.signal(name)) == pytest.approx(totals, rel=1e-6), name
