@@ -15,12 +15,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from tracelab.analyzers._dynamics import edge_len, weights_unchanged
 from tracelab.core.causes import HOLDS, Premise, Verdict, contradicted, unknown
 from tracelab.core.findings import Finding
 from tracelab.core.run import Run, summary_parameters
-from tracelab.core.schema import LR_PREFIX, META_OPTIMIZERS, UPDATE, WEIGHT
+from tracelab.core.schema import (BACKWARD_PASSES, LR_PREFIX, META_OPTIMIZERS, UPDATE,
+                                   WEIGHT)
 
 NO_OPTIMIZER_FIX = ("The run was recorded without an optimizer object, so its learning rate is "
                     "unknown and was not judged: check the step size the training loop applies "
@@ -147,16 +149,40 @@ def players(run: Run) -> int:
     return holding + (1 if holding and unrecorded_mover(run) else 0)
 
 
+# A game's players step on their own losses, each after its own backward pass: at least one
+# recorded step in MIN_PLAYER_SHARE holds two or more passes (a WGAN critic's 5 steps per
+# generator step: one in five). One loss stepped by several optimizers (Muon and AdamW, an
+# encoder's and a decoder's, SparseAdam and Adam) holds one pass per step.
+MIN_PLAYER_SHARE = 0.1
+
+
 def several_players(run: Run) -> bool:
-    """Whether two or more optimizers move the model's parameters (`players`): a GAN's
-    generator and discriminator, an actor and a critic, whatever the loss did."""
-    return players(run) >= 2
+    """Whether two or more players move the model's parameters, each on its own loss: a GAN's
+    generator and discriminator, an actor and a critic, whatever the loss did. Two or more
+    optimizers move parameters (`players`), and where the run recorded `backward/passes` (the
+    backward passes between optimizer steps that reached the watched parameter), the players'
+    separate losses show as two or more passes on at least MIN_PLAYER_SHARE of the steps (the
+    median is 2 or more where every player steps every step; a critic stepped 5 times per
+    generator step reads 2 on one step in five). Several optimizers that step on ONE loss
+    (one backward, then every optimizer's step: Muon with AdamW, an encoder's and a decoder's
+    optimizer, SparseAdam with Adam) read one pass per step, and are no game. Where no passes
+    were recorded (older traces, compiled autograd), two or more optimizers are read as a game
+    as before. One loss accumulated over k passes per step also reads k: read as a game, the
+    quieter answer."""
+    if players(run) < 2:
+        return False
+    passes = pd.to_numeric(run.signal(BACKWARD_PASSES), errors="coerce").to_numpy(
+        dtype=float, na_value=np.nan)
+    passes = passes[np.isfinite(passes) & (passes >= 1)]
+    if not passes.size:
+        return True
+    return float(np.mean(passes >= 2)) >= MIN_PLAYER_SHARE
 
 
 def adversarial_game(run: Run) -> bool:
-    """Whether the one recorded loss is a game's: two or more optimizers move parameters
+    """Whether the one recorded loss is a game's: two or more players move parameters
     (`several_players`: a GAN's generator and discriminator, an actor and a critic, one of
-    them possibly not given to the Recorder), each moving its own against the others, so that
+    them possibly not given to the Recorder), each moving its own on its own loss, so that
     the recorded loss (one player's, or their sum) swings and jumps by design, and the loss did
     not grow (`loss_grew`). Its swings and spikes are then no fault by themselves; a loss that
     grows or turns non-finite still is."""
