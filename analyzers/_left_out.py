@@ -1,10 +1,13 @@
 """Parameters no optimizer holds: whether they are a backbone frozen on purpose by leaving it
-out of the optimizer (param-not-in-optimizer, frozen-parameters)."""
+out of the optimizer (param-not-in-optimizer, frozen-parameters). A backbone frozen on purpose
+holds pretrained weights; one that still reads as its modules' default random draw (an encoder
+forgotten when the optimizer was built from the decoder) is left out by mistake."""
 from __future__ import annotations
 
 import numpy as np
 
 from tracelab.analyzers._dynamics import layer_of
+from tracelab.analyzers._init_draw import drawn_at_start
 from tracelab.core.run import Run
 from tracelab.core.schema import ACTIVATION
 
@@ -29,10 +32,12 @@ def runs_first(run: Run, left: list[str], inside: list[str], order: list[str]) -
 
 def frozen_backbone(run: Run, info: dict, left: list[str], trainable: list[str]) -> bool:
     """Whether the parameters `left` out of every optimizer are a backbone frozen by leaving
-    it out: half or more of the trainable elements, all running before the optimized ones."""
+    it out: half or more of the trainable elements, all running before the optimized ones,
+    and none of their weights reading as its module's default random initialization at the
+    first recording (`drawn_at_start`: a pretrained backbone is no fresh draw)."""
     inside = [n for n in trainable if info.get(n, {}).get("in_optimizer") is True]
     try:
         return bool(left) and bool(inside) and share(info, left, trainable) >= 0.5 and \
-            runs_first(run, left, inside, list(info))
+            runs_first(run, left, inside, list(info)) and not drawn_at_start(run, left)
     except (ValueError, TypeError):  # a name missing from the model summary
         return False

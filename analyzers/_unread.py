@@ -1,14 +1,22 @@
-"""Parameters behind a part of a module's output that the loss never reads.
+"""Parameters the loss does not depend on, told from a recorded exact-zero gradient: the one
+classifier frozen-parameters, dead-units and target-problems read.
 
-A fused module computes several outputs in one autograd node -- a stacked or bidirectional
-RNN/LSTM/GRU returns the output sequence and the last hidden state of each layer and direction
--- and backward gives a gradient tensor to every one of its weights, zeros for those behind the
-outputs the code leaves unread (`fc(hidden[-1])` reads only the last layer's backward
-direction). Those weights get an exact zero gradient, not None, while the module's other
-weights get gradients: no unit is dead and nothing is detached; that part of the module is
-simply not used. Told apart from a layer that dead units starve by its biases: zero inputs
-(the units before a layer dead) leave the layer's bias a gradient, while an unread output
-takes it from the weights and the biases that produce it alike.
+A gradient recorded as exactly zero, not None, means the backward pass reached the parameter.
+Two shapes of it are an invariance of the loss, not a fault:
+- an unread sub-layer. A fused module computes several outputs in one autograd node -- a
+  stacked or bidirectional RNN/LSTM/GRU returns the output sequence and the last hidden state
+  of each layer and direction -- and backward gives a gradient tensor to every one of its
+  weights, zeros for those behind the outputs the code leaves unread (`fc(hidden[-1])` reads
+  only the last layer's backward direction). A whole sub-layer -- a weight and its bias --
+  then gets zero gradients while the module's other parameters get some.
+- a bias that cancels. A bias's gradient is the sum of its outputs' gradients, so it is
+  exactly zero while its weight's is not only when those sum to zero at every step: the loss
+  reads a difference in which the bias cancels (a Siamese or triplet network's output bias in
+  `out2 - out1`).
+The opposite shape is not one: a weight whose gradient is zero beside a bias that trains has
+an input that is zero (the units before it dead, features that are all zero), so dead units or
+the input are at fault. A whole module with zero gradients is not one either (unused, output
+multiplied by zero, dead units downstream).
 
 Pure helpers over a run; no rule lives here.
 """
@@ -27,10 +35,12 @@ def _part(name: str) -> tuple[str, str]:
 
 
 def unread_parameters(run: Run) -> set[str]:
-    """The trainable parameters whose recorded gradient is exactly zero at every recording
-    where, within one module, a whole sub-layer -- a weight and its bias -- gets no gradient
-    while some other parameter of that module does (an unread layer or direction of a fused
-    recurrent module). Empty where gradients were not recorded; never raises."""
+    """The trainable parameters the loss is invariant to: those whose recorded gradient is
+    exactly zero at every recording where, within one module, a whole sub-layer -- a weight
+    and its bias -- gets no gradient while some other parameter of that module does (an
+    unread layer or direction of a fused recurrent module), or a bias gets none while its
+    sub-layer's weight does (a bias that cancels). Empty where gradients were not recorded;
+    never raises."""
     try:
         info = run.parameters()
         grads = finite_stat(run, GRAD, "norm")
@@ -38,8 +48,8 @@ def unread_parameters(run: Run) -> set[str]:
         return set()
     zero: dict[str, bool] = {}
     for name in grads.columns:
-        if info.get(name, {}).get("requires_grad") is not True:
-            continue
+        if info.get(name, {}).get("requires_grad", True) is not True:
+            continue  # frozen: no gradient to read (parameters unknown to a summary train)
         series = grads[name].dropna()
         if len(series):
             zero[str(name)] = bool((series == 0).all())
@@ -53,8 +63,16 @@ def unread_parameters(run: Run) -> set[str]:
         if all(zero[n] for n in names) or not any(zero[n] for n in names):
             continue  # the whole module or none of it: not a part left unread
         for group in parts.values():
-            leaves = [n.rsplit(".", 1)[-1] for n in group]
-            if all(zero[n] for n in group) and any(leaf.startswith("weight") for leaf in leaves) \
-                    and any(leaf.startswith("bias") for leaf in leaves):
-                found.update(group)
+            weights = [n for n in group if _leaf(n).startswith("weight")]
+            biases = [n for n in group if _leaf(n).startswith("bias")]
+            if not weights or not biases:
+                continue
+            if all(zero[n] for n in group):
+                found.update(group)  # a whole sub-layer: unread
+            elif not any(zero[n] for n in weights):
+                found.update(n for n in biases if zero[n])  # its weight trains: it cancels
     return found
+
+
+def _leaf(name: str) -> str:
+    return name.rsplit(".", 1)[-1]

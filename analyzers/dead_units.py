@@ -25,7 +25,9 @@ What it detects
     A sub-layer of a module -- a weight and its bias -- whose gradient is zero while the
     module's other parameters get gradients is not counted: dead units before a layer leave
     its bias a gradient, so this is a part of a fused module's output left unread (the last
-    layer's forward direction of a bidirectional GRU whose code reads only `hidden[-1]`).
+    layer's forward direction of a bidirectional GRU whose code reads only `hidden[-1]`); nor
+    is a bias whose weight gets gradients (it cancels, as a Siamese network's output bias in
+    `out2 - out1`). The classifier is frozen-parameters' too (_unread).
 
 Why it matters
     A dead ReLU unit passes no gradient, so it never recovers: the layer's capacity is lost for

@@ -8,8 +8,9 @@ What it detects
     unused in the forward pass, or dead units downstream), or its group's learning rate is
     zero. Parameters with the same cause make one finding naming their modules; parameters
     whose gradients are negligible against their weights (a bias before BatchNorm) are only
-    noted at info level, and so are those whose recorded gradients are exactly zero while
-    other parameters of their module train (the loss is invariant to them).
+    noted at info level, and so are those the loss is invariant to (an exactly zero gradient
+    on a whole sub-layer while the rest of its module trains, or on a bias while its weight
+    trains).
     Parameters with `requires_grad=False` are frozen by mistake when they still hold a random
     initialization: the recorder summarizes each frozen parameter's first 65,536 values at the
     start of the run and at its end (meta.json `model.parameters[*].values`,
@@ -51,17 +52,22 @@ False positives
     whose group's recorded learning rate is positive, in an optimizer that moves others of its
     parameters, is then only noted at info level.
     A gradient recorded as exactly zero, not None, means the backward pass reached the
-    parameter (an unused or detached module gets None). Where other parameters of its module
-    train, the loss does not depend on it: a Siamese or triplet network's output bias cancels
-    in the distance between two passes through the shared net, and only the reverse direction
-    of a bidirectional RNN's last layer reaches hidden[-1] (the forward one is discarded); that
-    is only noted at info level. A whole module with zero gradients (dead units downstream, an
-    output multiplied by zero) is still a warning, and then so are the zero-gradient weights
-    beside a training bias (their input is dead).
-    Parameters no optimizer holds that are half or more of the model's trainable elements and
-    all run before the optimized ones are a backbone frozen by leaving it out of the optimizer
-    (linear probing, a fine-tuned head), as param-not-in-optimizer judges them: info; a head or
-    an embedding left out is a warning.
+    parameter (an unused or detached module gets None). The loss does not depend on a bias
+    whose gradient is zero while its weight's is not (a Siamese or triplet network's output
+    bias cancels in the distance between two passes through the shared net), nor on a whole
+    sub-layer, weight and bias, with zero gradients while the rest of its module trains (only
+    the reverse direction of a bidirectional RNN's last layer reaches hidden[-1]); that is only
+    noted at info level (the classifier dead-units and target-problems read too, _unread). A
+    weight with zero gradients beside a training bias has a zero input (dead units before it,
+    features that are all zero) and a whole module with zero gradients (dead units downstream,
+    an output multiplied by zero) a blocked gradient: both stay warnings.
+    Parameters no optimizer holds that are half or more of the model's trainable elements, all
+    run before the optimized ones and hold no fresh random draw (their first recorded weight
+    statistics are not their module's default initialization's, as checked for requires_grad=
+    False above) are a backbone frozen by leaving it out of the optimizer (linear probing, a
+    fine-tuned head), as param-not-in-optimizer judges them: info; a head or an embedding left
+    out, or a "backbone" at its random init (an encoder forgotten when the optimizer was built
+    from the decoder), is a warning.
 """
 from __future__ import annotations
 
@@ -71,8 +77,10 @@ import numpy as np
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt, layer_of, name_list, \
     subject_of, weights_unchanged
+from tracelab.analyzers._init_draw import init_scales, random_draw
 from tracelab.analyzers._learning_rate import groups_of, lr_name, optimizers_holding
 from tracelab.analyzers._left_out import frozen_backbone
+from tracelab.analyzers._unread import unread_parameters
 from tracelab.core.causes import explains
 from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -104,18 +112,17 @@ def frozen_parameters(run: Run, *, rtol: float = 1e-7, negligible: float = 1e-6,
     # One finding per cause, naming the modules: a dead network should not give one per layer.
     by_cause: dict[tuple, list[str]] = {}
     players = optimizers_holding(run)
-    # A zero gradient in a module whose other parameters train is an invariance of the loss,
-    # unless some whole module gets zero gradients: the gradient is then blocked (dead units)
-    # and a zero-gradient weight beside a training bias has a dead input.
-    moved = {layer_of(n) for n in trainable if n not in still}
-    blocked = any(layer_of(n) not in moved and _grad_max(grads, [n]) == 0 for n in still)
+    # A zero gradient the loss is invariant to (an unread sub-layer, a bias that cancels):
+    # one classifier with dead-units and target-problems. A weight at zero beside a training
+    # bias is not among them: its input is zero.
+    invariant = unread_parameters(run)
     backbone = frozen_backbone(run, info, [n for n in still if info.get(n, {}).get(
         "in_optimizer") is False], trainable)
     for name in still:
         scale = float(norms[name].median())
         own_lr = _own_lr(run, name, still) if players >= 2 else None
         by_cause.setdefault(_cause(name, info, grads, scale, negligible, own_lr,
-                                   not blocked and layer_of(name) in moved, backbone),
+                                   name in invariant, backbone),
                             []).append(name)
     for (severity, cause, fix), params in by_cause.items():
         modules = list(dict.fromkeys(layer_of(p) for p in params))
@@ -145,7 +152,7 @@ def _at_random_init(run: Run, info: dict, norms, rtol: float, z: float,
         if entry.get("requires_grad") is not False or not isinstance(start, dict) or \
                 not isinstance(stop, dict) or not _same(start, stop, rtol):
             continue  # trained, or changed all the same (an EMA teacher, a target network)
-        law = _random_draw(start, _init_scales(types.get(layer_of(name))), z, min_values)
+        law = random_draw(start, init_scales(types.get(layer_of(name))), z, min_values)
         if law:
             drawn[name] = law
     if not drawn:
@@ -186,50 +193,6 @@ def _same(a: dict, b: dict, rtol: float) -> bool:
         return False
 
 
-def _init_scales(kind: str | None) -> list[float]:
-    """The standard deviations of the normal law the default initialization of a module of
-    this type draws its weights from: N(0, 1) for an Embedding. (Linear, Conv and the
-    recurrent layers draw uniformly.)"""
-    return [1.0] if kind == "Embedding" else []
-
-
-def _random_draw(v: dict, scales: list[float], z: float, min_values: int) -> str | None:
-    """How the values summarized in `v` (numel, mean, std, min, max, abs_mean) look drawn,
-    i.i.d. and centred on 0, from a uniform law (Linear's and Conv's default within
-    1/sqrt(fan_in), xavier's, kaiming's, any bound) or from a normal law of one of the
-    default `scales`, each statistic within `z` standard errors (or a 1e-6 chance for the
-    extremes) of that law's; None when they do not, or are too few to tell. A normal law
-    needs its module's default scale: training with small steps spreads weights normally
-    too (a briefly pretrained layer), never into a sharp-edged uniform."""
-    try:
-        n, mean, std, lo, hi, absm = (float(v[k]) for k in (
-            "numel", "mean", "std", "min", "max", "abs_mean"))
-    except (KeyError, TypeError, ValueError):
-        return None
-    if not (n >= min_values and all(map(math.isfinite, (mean, std, lo, hi, absm))) and std > 0
-            and lo < 0 < hi) or abs(mean) > z * std / math.sqrt(n):
-        return None
-    log_p = math.log(1e-6)
-    bound = max(hi, -lo)
-    gap = 1 - min(hi, -lo) / bound  # the nearer extreme's distance to the bound, relative
-    slack = 30 / n  # the bound read off the sample's extreme falls short by about bound / n
-    if n * math.log1p(-gap / 2) >= log_p and \
-            abs(std * math.sqrt(3) / bound - 1) <= z * 0.45 / math.sqrt(n) + slack and \
-            abs(2 * absm / bound - 1) <= z * 0.58 / math.sqrt(n) + slack:
-        return f"uniform within +-{fmt(bound)}"
-    if any(abs(std / scale - 1) <= z / math.sqrt(2 * n) for scale in scales) and \
-            abs(absm / std - math.sqrt(2 / math.pi)) <= z * 0.22 / math.sqrt(n) and \
-            all(log_p <= _log_cdf_max(x / std, n) <= math.log1p(-1e-6) for x in (hi, -lo)):
-        return f"normal of std {fmt(std)}"
-    return None
-
-
-def _log_cdf_max(x: float, n: float) -> float:
-    """log P(the largest of n standard normal draws <= x)."""
-    tail = 0.5 * math.erfc(x / math.sqrt(2))  # P(one draw > x), exact far into the tail
-    return n * math.log1p(-tail) if tail < 1 else -math.inf
-
-
 def _grad_max(grads, params) -> float:
     """The largest recorded gradient norm of `params` (NaN when none was recorded)."""
     cols = [p for p in params if p in grads.columns]
@@ -266,12 +229,12 @@ def _own_lr(run: Run, name: str, still: list[str]) -> float | None:
 
 
 def _cause(name: str, info: dict, grads, scale: float, negligible: float,
-           own_lr: float | None = None, module_trains: bool = False,
+           own_lr: float | None = None, invariant: bool = False,
            backbone: bool = False) -> tuple:
     """(severity, cause, fix) of one parameter that never changed; `own_lr` is its param
     group's smallest learning rate where the run has several optimizers (None otherwise);
-    `module_trains`: another parameter of its module changed; `backbone`: those no optimizer
-    holds are most of the model and all run before the optimized ones."""
+    `invariant`: the loss does not depend on it (_unread); `backbone`: those no optimizer
+    holds are most of the model, all run before the optimized ones and are no fresh draw."""
     if info.get(name, {}).get("in_optimizer") is False and backbone:
         return (INFO, "the optimizer's param groups do not hold them, and they are most of "
                 "the model and all run before the optimized parameters, as a backbone frozen "
@@ -283,22 +246,23 @@ def _cause(name: str, info: dict, grads, scale: float, negligible: float,
                 "Build the optimizer after the model is complete, from model.parameters(), or "
                 "add these parameters to a param group.")
     peak = _grad_max(grads, [name])
-    if peak == 0 and module_trains:
+    if peak == 0 and invariant:
         # A recorded zero, not None: the backward pass reached them (an unused or detached
-        # module gets no grad at all) and the rest of their module trains, so gradient flows
-        # through it; the loss is exactly invariant to these.
+        # module gets no grad at all), and the rest of their sub-layer or module trains.
         return (INFO, "the gradients are exactly zero, not None, while other parameters of "
                 "their module train: the backward pass reaches them and the loss does not "
                 "depend on them, as with a bias that cancels in the difference of two passes "
-                "through one shared network (a contrastive or triplet loss), a direction of a "
-                "bidirectional RNN whose output is discarded (only hidden[-1] used), or an "
-                "input that is zero",
+                "through one shared network (a contrastive or triplet loss) or a direction of "
+                "a bidirectional RNN whose output is discarded (only hidden[-1] used)",
                 "Nothing to fix if that invariance is intended (or drop the parameter, e.g. "
                 "bias=False); otherwise check what the module's output feeds.")
     if not peak > 0:
         what = "zero" if peak == 0 else "never recorded (None)"
+        last = "dead units block the gradient downstream"
+        if peak == 0:  # a weight beside a training bias: its input is zero
+            last += ", or its input is zero (dead units before it, features all zero)"
         return (WARNING, f"the gradients are {what}: the module is unused in the forward "
-                "pass, its output is detached, or dead units block the gradient downstream",
+                f"pass, its output is detached, or {last}",
                 "Make sure the module is used in the forward pass and its output is not "
                 "detached (no .detach(), .item() or torch.no_grad() on the way to the loss); "
                 "see dead-units.")

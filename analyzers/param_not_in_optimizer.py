@@ -31,8 +31,9 @@ False positives
     optimizers given as a list or a dict (a GAN's generator and discriminator) count together.
     When the modules left out hold most of the model's elements and all run before every
     optimized one in the forward pass (a backbone under a trained head; the model's parameter
-    order without activations), the finding is information: that is how a backbone is often
-    frozen, wastefully but harmlessly. An embedding left out runs first but is a small part,
+    order without activations), and their weights are no fresh default random draw (pretrained),
+    the finding is information: that is how a backbone is often frozen, wastefully but
+    harmlessly; a backbone at its random init was forgotten. An embedding left out runs first but is a small part,
     and a critic left out beside its actor runs after it: both are warnings. A network outside
     the model that the loss runs through (a loss network, a teacher) and that was left
     trainable is named among the unregistered parameters: freezing it is the fix there.

@@ -3,7 +3,8 @@ None: the backward pass reaches it. When other parameters of its module train, t
 invariant to it (a Siamese network's output bias cancels in the distance between the two
 branches; a bidirectional GRU's last-layer forward direction is discarded when only hidden[-1]
 is used): only info. A whole module with zero gradients (dead units downstream, an output
-multiplied by zero) is still a warning."""
+multiplied by zero), or a weight with zero gradients beside a training bias (its input is
+zero), is still a warning."""
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,23 @@ def test_dead_units_upstream_stay_a_warning_with_the_dead_input_weight(tmp_path)
                          steps=30))
     [f] = _warnings(frozen_parameters(run))
     assert "0.weight, 0.bias, 2.weight require grad" in f.message and "are zero" in f.message
+
+
+def test_a_weight_whose_inputs_are_all_zero_stays_a_warning(tmp_path):
+    # Features cast with .long() truncate to 0: layer 0's weight gets an exact zero gradient
+    # beside a training bias. That is a zero input, not an invariance of the loss.
+    from _contract_runs import blobs, train
+    from tracelab.analyzers._unread import unread_parameters
+    torch.manual_seed(0)
+    x, y = blobs(512)
+    net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    run = open_run(train(tmp_path / "zero_in", net, (torch.sigmoid(x).long().float(), y),
+                         nn.functional.cross_entropy, steps=30))
+    [f] = _warnings(frozen_parameters(run))
+    assert "Parameter 0.weight requires grad" in f.message and "input is zero" in f.message
+    assert unread_parameters(run) == set()
+
+
+def test_the_cancelling_bias_is_the_only_invariant_parameter_of_the_siamese_net(tmp_path):
+    from tracelab.analyzers._unread import unread_parameters
+    assert unread_parameters(open_run(_siamese(tmp_path / "siamese"))) == {"2.bias"}

@@ -7,7 +7,7 @@ pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch
 
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
-from _optim_training import model, train, train_gan  # noqa: E402
+from _optim_training import batches, model, train, train_gan  # noqa: E402
 
 import tracelab  # noqa: E402
 
@@ -33,11 +33,31 @@ def test_a_head_left_out_of_the_optimizer_is_named_not_a_missing_zero_grad(tmp_p
     assert {e.rule for e in first.explains} >= {"missing-zero-grad", "frozen-parameters"}
 
 
+def _pretrained() -> nn.Module:
+    """The MLP after 30 Adam steps: its weights no longer read as a fresh default draw."""
+    torch.manual_seed(0)
+    net = model()
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    for x, y in batches(30, seed=1):
+        opt.zero_grad()
+        nn.functional.cross_entropy(net(x), y).backward()
+        opt.step()
+    return net
+
+
 def test_a_backbone_left_out_under_a_trained_head_is_information(tmp_path):
-    [f] = [f for f in _diagnosis(train(tmp_path / "r", steps=40,
+    [f] = [f for f in _diagnosis(train(tmp_path / "r", steps=40, net=_pretrained(),
                                        params=lambda m: m[4].parameters())).findings
            if f.rule == "param-not-in-optimizer"]
     assert f.severity.value == "info" and "requires_grad_(False)" in f.fix
+
+
+def test_a_backbone_left_out_at_its_random_init_is_a_warning(tmp_path):
+    # An optimizer built from the head only, the layers before it never trained: forgotten.
+    [f] = [f for f in _diagnosis(train(tmp_path / "r", steps=40,
+                                       params=lambda m: m[4].parameters())).findings
+           if f.rule == "param-not-in-optimizer"]
+    assert f.severity.value == "warning" and f.evidence["subjects"] == ["0", "2"]
 
 
 def test_a_backbone_frozen_with_requires_grad_stays_quiet(tmp_path):
