@@ -14,7 +14,13 @@ What it detects
       an optimizer that steps along the gradient's length (SGD): every update is that many
       times shorter, which a tuned learning rate may offset, so the note names the cause only
       when the run shows the cost, a loss or metric that does not move (its link to
-      loss-plateau / metric-stagnation makes the pair a warning diagnosis).
+      loss-plateau / metric-stagnation makes the pair a warning diagnosis), and the recorded
+      facts show the clip is why: its steps move the weights by less than TOO_SMALL (10^-3.5)
+      of their norm (`update_ratio`: the recorded ||update|| / ||weight|| of the parameters
+      the optimizer holds, on the clipped steps; without update rows, SGD's bound
+      lr * max_norm / (1 - momentum) / ||weight||), while the same steps unclipped, `factor`
+      times longer, would reach it. A loss flat beside clipped steps that do move the model
+      (labels that carry nothing, dead units, a data bug) is not put on the clip.
     - after the step: the grads read at `step()` differ from those the optimizer used (one
       tensor, unless something changed it in between) on at least `min_clipped` steps, sit
       at one value (within `rtol`) on each of them, and never above it on any step (their
@@ -40,7 +46,8 @@ False positives
     Clipping at a sane max_norm that binds on some steps only (transformer recipes at 1.0, the
     word-language-model example at 0.25) stays quiet: the clip must bind on nearly every step
     and sit `ratio` times below the median norm for a warning (`note_ratio` times for an info
-    note, which a run that learns leaves a note). Adam-type optimizers divide by the gradients'
+    note, which a run that learns leaves a note, and which explains a flat loss only where
+    its steps are too short to move the model). Adam-type optimizers divide by the gradients'
     running scale, which cancels most of a constant rescale: a too-small clip there is noted
     at info level. With several optimizers only the clip after the step is judged (the
     backward norm covers all of their grads together).
@@ -52,12 +59,14 @@ import pandas as pd
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt
 from tracelab.analyzers._learning_rate import groups_of
+from tracelab.analyzers._slow_updates import TOO_SMALL
 from tracelab.core import causes
 from tracelab.core.causes import explains
 from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import AMP_SCALE, GRAD, GRAD_NORM_BACKWARD, GRAD_NORM_STEP, Needs
+from tracelab.core.schema import (AMP_SCALE, GRAD, GRAD_NORM_BACKWARD, GRAD_NORM_STEP,
+                                   OPTIMIZER_STEPS, UPDATE, WEIGHT, Needs)
 
 # Optimizers that divide each step by a running scale of the gradients.
 ADAPTIVE = ("Adam", "AdamW", "Adamax", "NAdam", "RAdam", "SparseAdam", "RMSprop", "Adagrad",
@@ -68,12 +77,28 @@ def _kind_is(kind: str):
     return lambda cause, effect: cause.evidence.get("kind") == kind
 
 
+def _number(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and np.isfinite(value) and value > 0 else None
+
+
+def stalls(cause: Finding, _: Finding) -> bool:
+    """For `when`: the clip is what keeps the model from moving. Its clipped steps move the
+    weights by less than TOO_SMALL of their norm (the `update_ratio` its evidence holds), and
+    the same steps unclipped, `factor` times longer, would reach TOO_SMALL: a flat loss beside
+    steps that do move the model has another cause (labels that carry nothing, dead units),
+    and one beside steps too short even unclipped has its learning rate to answer for."""
+    ratio, factor = (_number(cause.evidence.get(k)) for k in ("update_ratio", "factor"))
+    return ratio is not None and factor is not None and ratio < TOO_SMALL <= ratio * factor
+
+
 @rule(name="clip-misuse", code="TL209", requires=(Needs.GRAD_NORMS,), plot=Plot.NONE,
       links=(explains("update-ratio", *OUTCOME,
                       why="a clip far below every gradient shrinks every update by the same "
                           "large factor",
                       timing="overlap",
-                      when=lambda c, e: _kind_is("too_small")(c, e) and causes.low_updates(c, e)),
+                      when=lambda c, e: _kind_is("too_small")(c, e) and stalls(c, e)
+                      and causes.low_updates(c, e)),
              explains("exploding-gradients", "loss-spike", "nonfinite-values",
                       why="a clip after optimizer.step() leaves the applied gradients unclipped",
                       timing="overlap", when=_kind_is("after_step"))))
@@ -140,6 +165,7 @@ def _too_small(run: Run, backward: pd.Series, used: pd.Series, optimizers: dict,
     if factor < (ratio if adaptive else note_ratio):
         return None
     steps = bound.index
+    reach = None if adaptive else _reach(run, steps, optimizers, level)
     why = (f"{kind} divides by the gradients' running scale, which cancels most of this "
            "rescale, but every step now weighs the same whatever its gradient"
            if adaptive else
@@ -157,9 +183,44 @@ def _too_small(run: Run, backward: pd.Series, used: pd.Series, optimizers: dict,
         f"max_norm is about {fmt(level)}; {why}.",
         {"kind": "too_small", "max_norm": level, "clipped_steps": len(bound),
          "steps_observed": len(both), "median_unclipped": float(bound["b"].median()),
-         "factor": factor, "optimizer": kind},
+         "factor": factor, "optimizer": kind,
+         **({"update_ratio": reach} if reach is not None else {})},
         f"Set clip_grad_norm_'s max_norm near the usual unclipped norm (median "
         f"{fmt(float(both['b'].median()))}), so that only spikes are clipped.")
+
+
+def _reach(run: Run, steps: pd.Index, optimizers: dict, max_norm: float) -> float | None:
+    """How far the clipped steps moved the weights the optimizer holds: the median over
+    `steps` of ||update|| / ||weight|| (all held parameters together, per optimizer step where
+    one recorded step spans several). Where no update rows were recorded on those steps,
+    plain SGD's bound, lr * max_norm / (1 - momentum) / ||weight||. None where neither is
+    known."""
+    params = _params(optimizers, None)
+    upd, weight = run.stat(UPDATE, "norm"), run.stat(WEIGHT, "norm")
+    cols = [c for c in weight.columns if params is None or c in params]
+    if not cols:
+        return None
+    weight = weight[cols].astype(float)
+    size = np.sqrt((weight ** 2).sum(axis=1, min_count=len(cols)))
+    moved = [c for c in cols if c in upd.columns]
+    if len(moved) == len(cols):
+        count = pd.to_numeric(run.signal(OPTIMIZER_STEPS), errors="coerce")
+        count = count.where(count >= 1).reindex(upd.index).fillna(1.0)
+        step = np.sqrt((upd[cols].astype(float) ** 2).sum(axis=1, min_count=len(cols))) / count
+        ratio = (step / size.reindex(step.index)).reindex(steps)
+    else:
+        summary = next(iter(optimizers.values()), {}) or {}
+        groups = groups_of(summary)
+        lrs = [_number(g.get("lr")) for g in groups]
+        momentum = [g.get("momentum", 0.0) for g in groups]
+        if summary.get("type") not in ("SGD", "ASGD") or not lrs or None in lrs or \
+                not all(isinstance(m, (int, float)) and 0 <= m < 1 for m in momentum):
+            return None
+        reach = max(lr / (1 - m) for lr, m in zip(lrs, momentum)) * max_norm
+        ratio = (reach / size).reindex(steps)
+    ratio = ratio.replace([np.inf, -np.inf], np.nan).dropna()
+    ratio = ratio[ratio > 0]
+    return float(ratio.median()) if len(ratio) else None
 
 
 def _after_step(run: Run, used: pd.Series, params: list[str] | None, name,

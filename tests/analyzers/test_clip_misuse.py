@@ -8,6 +8,7 @@ from tracelab.core.run import Run
 
 pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
 
+import _optim_training  # noqa: E402
 import torch  # noqa: E402
 from _optim_training import train  # noqa: E402
 
@@ -38,9 +39,34 @@ def test_a_clip_tens_of_times_below_the_gradients_is_named_where_the_loss_crawls
                  optimizer=lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9))
     [f] = _found(path)
     assert f.evidence["kind"] == "too_small" and 10 <= f.evidence["factor"] < 100
+    reach = f.evidence["update_ratio"]  # too short to move the model; unclipped it would
+    assert reach < 10 ** -3.5 <= reach * f.evidence["factor"]
     first = tracelab.analyze(path).diagnoses[0]
     assert first.finding.rule == "clip-misuse" and first.worst.value == "warning"
     assert "loss-plateau" in {e.rule for e in first.explains}
+
+
+def test_a_loss_flat_for_another_cause_is_not_blamed_on_a_clip_whose_steps_move_the_model(
+        tmp_path, monkeypatch):
+    # labels shuffled within each batch carry nothing to learn: the loss stays near ln 4
+    # whatever the clip; clip 0.01 binds about 20x below the norm, yet at lr 0.5 each clipped
+    # step moves the weights by some 3e-3 of their norm, so the clip keeps nothing still
+    batches = _optim_training.batches
+
+    def shuffled(steps, seed=0):
+        g = torch.Generator().manual_seed(seed + 1)
+        for x, y in batches(steps, seed):
+            yield x, y[torch.randperm(len(y), generator=g)]
+    monkeypatch.setattr(_optim_training, "batches", shuffled)
+    path = train(tmp_path / "r", steps=120, clip=0.01,
+                 optimizer=lambda p: torch.optim.SGD(p, lr=0.5, momentum=0.9))
+    [f] = _found(path)
+    assert f.evidence["kind"] == "too_small" and 10 <= f.evidence["factor"] < 100
+    assert f.evidence["update_ratio"] > 10 ** -3.5
+    diagnoses = tracelab.analyze(path).diagnoses
+    assert diagnoses[0].finding.rule == "loss-plateau"
+    [note] = [d for d in diagnoses if d.finding.rule == "clip-misuse"]
+    assert note.worst.value == "info" and not note.explains
 
 
 def test_the_same_clip_with_a_learning_rate_tuned_to_it_is_a_note_only(tmp_path):
@@ -132,10 +158,44 @@ def test_each_kind_explains_its_own_symptoms():
     from tracelab.core.findings import Finding
     links = clip_misuse.spec.links
 
-    def joins(kind, effect_rule):
+    def joins(kind, effect_rule, **evidence):
         cause = Finding("clip-misuse", "TL209", "warning", "gradient clip", (0, 100), "m",
-                        {"kind": kind})
+                        {"kind": kind, **evidence})
         effect = Finding(effect_rule, "TL000", "warning", "loss", (10, 90), "m", {})
         return link_between(links, cause, effect) is not None
-    assert joins("too_small", "loss-plateau") and not joins("after_step", "loss-plateau")
-    assert joins("after_step", "loss-spike") and not joins("too_small", "loss-spike")
+    stalled = {"update_ratio": 1e-4, "factor": 30.0}
+    assert joins("too_small", "loss-plateau", **stalled)
+    assert not joins("after_step", "loss-plateau", **stalled)
+    assert joins("after_step", "loss-spike") and not joins("too_small", "loss-spike", **stalled)
+    # a too-small clip explains a flat loss only where its steps are too short to move the
+    # model and would not be unclipped: not with steps that move it, nor with steps too short
+    # at any clip (the learning rate's), nor where the update ratio was not recorded
+    assert not joins("too_small", "loss-plateau", update_ratio=3e-3, factor=30.0)
+    assert not joins("too_small", "loss-plateau", update_ratio=1e-6, factor=30.0)
+    assert not joins("too_small", "loss-plateau", factor=30.0)
+
+
+def test_the_update_ratio_read_or_bounded_from_the_recorded_facts():
+    rng = np.random.default_rng(0)
+    grads = rng.uniform(0.5, 3.0, 30) * 0.02
+    run = _frames(grads, np.full(30, 1e-3))
+    steps = range(30)
+    tensors = pd.concat([run.tensors, pd.DataFrame(
+        {"step": steps, "kind": "weight", "name": "w", "numel": 10, "norm": 2.0})])
+    meta = {"optimizers": {"0": {"type": "SGD", "groups": [
+        {"lr": 0.1, "momentum": 0.5, "params": ["w"]}]}}}
+    # no update rows: plain SGD's bound, lr * max_norm / (1 - momentum) / ||w||
+    bounded = Run.from_frames(meta, signals=run.signals, tensors=tensors)
+    [f] = clip_misuse(bounded)
+    assert f.evidence["update_ratio"] == pytest.approx(0.1 * 1e-3 / 0.5 / 2.0, rel=1e-3)
+    # recorded update rows: their ratio, per optimizer step where a step spans several
+    updates = pd.DataFrame({"step": steps, "kind": "update", "name": "w", "numel": 10,
+                            "norm": 1e-3})
+    counts = pd.DataFrame({"step": steps, "split": "train", "name": "optimizer/steps",
+                           "value": 2.0})
+    read = Run.from_frames(meta, signals=pd.concat([run.signals, counts]),
+                           tensors=pd.concat([tensors, updates]))
+    [f] = clip_misuse(read)
+    assert f.evidence["update_ratio"] == pytest.approx(1e-3 / 2 / 2.0)
+    # neither: no ratio, so the note names no cause
+    assert "update_ratio" not in clip_misuse(run)[0].evidence
