@@ -156,6 +156,39 @@ def players(run: Run) -> int:
 MIN_PLAYER_SHARE = 0.1
 
 
+def _separate_networks(run: Run) -> bool:
+    """Whether the passes cannot tell one loss: each holding optimizer's named parameters are
+    exactly those of one top-level child of the recorded model, a different one each (an
+    actor `pi` and a critic `v`, a generator `G` and a discriminator `D`), so that one
+    player's loss may never reach the watched parameter, which sits in one of them (a
+    critic's head), and one pass per step is then no proof of one loss. Also true where an
+    optimizer's parameters are unnamed or not the model's (a player outside the recorded
+    model), or a parameter that no recorded optimizer holds moved (`unrecorded_mover`)."""
+    model = set(run.parameters())
+    children: dict[str, set[str]] = {}
+    for name in model:
+        children.setdefault(name.split(".", 1)[0], set()).add(name)
+    owned = []
+    for summary in run.optimizers().values():
+        groups = groups_of(summary)
+        if not any(g.get("params") or g.get("n_params") for g in groups):
+            continue
+        names: set[str] = set()
+        for g in groups:
+            params = g.get("params")
+            if not isinstance(params, list):
+                return True  # unnamed parameters: their place in the model is unknown
+            names.update(str(n) for n in params)
+        if not names <= model:
+            return True
+        owned.append(names)
+    if unrecorded_mover(run):
+        return True
+    tops = [{n.split(".", 1)[0] for n in names} for names in owned]
+    return all(len(t) == 1 for t in tops) and len({next(iter(t)) for t in tops}) == len(tops) \
+        and all(names == children[next(iter(t))] for names, t in zip(owned, tops))
+
+
 def several_players(run: Run) -> bool:
     """Whether two or more players move the model's parameters, each on its own loss: a GAN's
     generator and discriminator, an actor and a critic, whatever the loss did. Two or more
@@ -165,18 +198,20 @@ def several_players(run: Run) -> bool:
     median is 2 or more where every player steps every step; a critic stepped 5 times per
     generator step reads 2 on one step in five). Several optimizers that step on ONE loss
     (one backward, then every optimizer's step: Muon with AdamW, an encoder's and a decoder's
-    optimizer, SparseAdam with Adam) read one pass per step, and are no game. Where no passes
-    were recorded (older traces, compiled autograd), two or more optimizers are read as a game
-    as before. One loss accumulated over k passes per step also reads k: read as a game, the
+    optimizer over one stack, SparseAdam with Adam) read one pass per step, and are no game.
+    Where no passes were recorded (older traces, compiled autograd), or where the passes
+    cannot tell (`_separate_networks`: each optimizer holds a whole network of its own, whose
+    loss may not reach the watched parameter), two or more optimizers are read as a game, as
+    before. One loss accumulated over k passes per step also reads k: read as a game, the
     quieter answer."""
     if players(run) < 2:
         return False
     passes = pd.to_numeric(run.signal(BACKWARD_PASSES), errors="coerce").to_numpy(
         dtype=float, na_value=np.nan)
     passes = passes[np.isfinite(passes) & (passes >= 1)]
-    if not passes.size:
+    if not passes.size or float(np.mean(passes >= 2)) >= MIN_PLAYER_SHARE:
         return True
-    return float(np.mean(passes >= 2)) >= MIN_PLAYER_SHARE
+    return _separate_networks(run)
 
 
 def adversarial_game(run: Run) -> bool:
