@@ -200,3 +200,26 @@ def steps_per_record(run: Run) -> list[tuple[set[str] | None, pd.Series]]:
     watched = watched_parameter(run.meta)
     owner = next((params for params in held.values() if watched in params), None)
     return [(owner, inner)] if len(inner) and owner else []
+
+
+def per_update(run: Run, ratio: pd.DataFrame) -> pd.DataFrame:
+    """`ratio` (recorded update / weight norms, steps by parameters) where a recorded step's
+    update spans several optimizer steps (an inner loop before Recorder.step():
+    `steps_per_record`) divided by how many it spans at most. That is a lower bound of one
+    optimizer step's size, not the size itself: the count is an upper bound (a count inferred
+    from backward passes; SAM's two passes take one step), and an inner loop's steps that
+    partly cancel sum to less than their count times one step. What judges updates as too
+    large reads this (a too-large inner step whose steps cancel can go unseen there); what
+    judges them as too small keeps the recorded ratio: a step whose optimizer steps all
+    together moved the weights that little moved them too little. Malformed facts: `ratio`."""
+    per = ratio.copy()
+    try:
+        for held, count in steps_per_record(run):
+            columns = [n for n in ratio.columns if held is None or n in held]
+            if columns:
+                count = count[~count.index.duplicated(keep="last")]
+                divisor = count.reindex(ratio.index).where(lambda k: k >= 1).fillna(1.0)
+                per[columns] = per[columns].div(divisor, axis=0)
+    except (KeyError, TypeError, ValueError):  # malformed facts: the recorded ratio
+        return ratio
+    return per

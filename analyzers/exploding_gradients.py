@@ -48,8 +48,9 @@ False positives
     growth is judged on the norm divided by the targets' root mean square relative to its
     start, where that grew (a DQN's bootstrapped targets, 1 -> 20 as its policy improves), so
     gradients that follow their targets are not an explosion.
-    In a game of two or more optimizers (a GAN's generator and discriminator, an actor and a
-    critic: `adversarial_game`), each player's gradients scale with the others' progress -- a
+    In a game of two or more players, each stepping on its own loss (a GAN's generator and
+    discriminator, an actor and a critic: `adversarial_game`; not several optimizers stepping
+    on one loss, such as Muon with AdamW), each player's gradients scale with the others' progress -- a
     generator's arrive through the discriminator's gradients with respect to its input, which
     grow as it learns to tell real from fake -- so growth from the start has no fixed
     reference: while no layer crosses the per-term bound (a loss recorded as a mean: the
@@ -143,7 +144,7 @@ def exploding_gradients(run: Run, *, max_norm: float = 100.0, growth: float = 10
     # loss (the absolute bound) and by a loss that stayed finite and did not grow.
     game = not learning and _calm_game(run, [n for n in hot if top[n] >= max_norm])
     if game:
-        told = ("; two or more optimizers play a game (a GAN's generator and discriminator), "
+        told = ("; two or more players play a game (a GAN's generator and discriminator), "
                 "whose players' gradients grow as the others learn, and none crossed the "
                 "per-term bound nor did the loss grow")
     return [exploding_gradients.finding(
@@ -160,8 +161,8 @@ def exploding_gradients(run: Run, *, max_norm: float = 100.0, growth: float = 10
 
 
 def _calm_game(run: Run, bounded: list[str]) -> bool:
-    """Whether the growth is a game's by design: two or more optimizers move the parameters
-    against each other and the loss did not grow (`adversarial_game`), the loss stayed finite,
+    """Whether the growth is a game's by design: two or more players move the parameters
+    against each other, each on its own loss and the loss did not grow (`adversarial_game`), the loss stayed finite,
     and no layer crossed the absolute per-term bound (`bounded`: those that did). A generator's
     gradients arrive through the discriminator's gradients with respect to its input, which
     grow as it learns to tell real from fake."""

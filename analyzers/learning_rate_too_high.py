@@ -50,12 +50,14 @@ False positives
     ranks above this finding and explains it, unless the loss jumped right after the LR rose,
     turned NaN/Inf or grew. Symptoms that an input cause already explains (a bad batch,
     unnormalized inputs) do not count, nor NaN/Inf that only the evaluation's loss holds.
-    Where several optimizers hold the model's parameters (a GAN's generator and
-    discriminator, separately trained parts), the one recorded loss swings by design, as each
-    player moves against the other: its swings and spikes count only when it grows (turns
+    Where several players hold the model's parameters, each stepping on its own loss (a GAN's
+    generator and discriminator, an actor and a critic: `several_players`; several optimizers
+    on one loss, such as Muon with AdamW, are no game), the one recorded loss swings by design,
+    as each player moves against the other: its swings and spikes count only when it grows (turns
     non-finite, or ends above everything its first tenth held); each optimizer's update size,
     gradients and NaN/Inf still count. Healthy tiny networks reach 30-60x the usual update
-    ratio in their first steps, below `far_above`; a lone spike with its gradient burst is one
+    ratio in their first steps, below `far_above` (a recorded update spanning an inner loop's
+    optimizer steps counts divided by them: a lower bound of one step's size); a lone spike with its gradient burst is one
     signal, not two, and one outlier batch after the first step is no rise (the median of the
     first tenth is); a game's loss casts no rise vote unless it grew. Its fix presumes that an optimizer's learning rate moves these weights:
     where no optimizer holds any of the model's trained parameters (meta.json's optimizers),
@@ -67,13 +69,14 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from tracelab.analyzers._dynamics import OUTCOME, edge_len, initial, matrix_params, update_ratios
+from tracelab.analyzers._dynamics import OUTCOME, edge_len, initial, matrix_params
 from tracelab.analyzers._dynamics import fmt as _fmt
 from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL, NO_OPTIMIZER_FIX,
                                                adversarial_game, loss_grew, lr_known,
                                                without_optimizer)
 from tracelab.analyzers._loss_contracts import constant_loss
 from tracelab.analyzers._objectives import objective_improved
+from tracelab.analyzers._slow_updates import per_update
 from tracelab.core import causes
 from tracelab.core.causes import Chain, explained_by, explains
 from tracelab.core.findings import INFO, WARNING, Finding
@@ -268,8 +271,8 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,
     if rose is not None and not adversarial_game(run):
         votes["rose"] = (f"the loss rose {fmt(rose[2])}x above its first value under the "
                          f"first updates (median of steps {rose[0]}-{rose[1]})", 1)
-    # Several optimizers each move their own parameters against one recorded loss (a GAN's
-    # players, summed objectives): its swings and spikes are the game's, not one LR's, unless
+    # Several players each move their own parameters on their own losses (a GAN's players,
+    # an actor and a critic): its swings and spikes are the game's, not one LR's, unless
     # the loss leaves the range it started in, upward. A jump right after an LR rose still is.
     game = adversarial_game(run)
     spikes = [f for f in seen if f.rule == "loss-spike" and not game]
@@ -322,27 +325,26 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,
     return votes
 
 
-def _max_ratio(run: Run) -> tuple[Optional[str], Optional[float]]:
-    ratios = update_ratios(run)
-    if not len(ratios):
-        return None, None
-    return str(ratios.idxmax()), float(ratios.max())
-
-
 def _fastest(run: Run, early: int) -> tuple[Optional[str], Optional[float], str]:
-    """The fastest layer's median update ratio over the run, or over its first steps when
-    larger: units that die or weights that blow up stop the updates later on."""
-    name, ratio = _max_ratio(run)
+    """The fastest layer's median update ratio per optimizer step over the run, or over its
+    first steps when larger: units that die or weights that blow up stop the updates later
+    on. A recorded update that spans several optimizer steps (an inner loop) is divided by
+    their count (`per_update`, as update-ratio reads it): a lower bound of one step's size."""
     upd, w = run.stat(UPDATE, "norm"), run.stat(WEIGHT, "norm")
     names = matrix_params(run, [n for n in upd.columns if n in w.columns])
-    if not names or len(upd) < 2 * early:
-        return name, ratio, "median"
+    if not names or upd.empty:
+        return None, None, "median"
     with np.errstate(invalid="ignore", divide="ignore"):
-        first = (upd[names].iloc[:early] / w[names].reindex(upd.index[:early]))
-    first = first.replace([np.inf, -np.inf], np.nan).median().dropna()
-    if len(first) and (ratio is None or first.max() > ratio):
+        ratio = (upd[names] / w[names].reindex(upd.index)).replace([np.inf, -np.inf], np.nan)
+    ratio = per_update(run, ratio)
+    whole = ratio.median().dropna()
+    name, top = (str(whole.idxmax()), float(whole.max())) if len(whole) else (None, None)
+    if len(upd) < 2 * early:
+        return name, top, "median"
+    first = ratio.iloc[:early].median().dropna()
+    if len(first) and (top is None or first.max() > top):
         return str(first.idxmax()), float(first.max()), f"median of the first {early} steps"
-    return name, ratio, "median"
+    return name, top, "median"
 
 
 def _lr_peak(run: Run) -> Optional[tuple[str, float]]:

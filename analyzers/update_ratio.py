@@ -31,7 +31,10 @@ False positives
     Recorder.step() (an inner loop: a critic's 80 steps per epoch, PPO's minibatch epochs):
     where the recorder counted them (`optimizer/steps`; in older traces with several
     optimizers, the watched parameter's backward passes, each after a reset and a move of the
-    weights), the high side judges one update, the recorded ratio divided by that count.
+    weights), the high side judges one update, the recorded ratio divided by that count
+    (`per_update`): a lower bound of one step's size, since inner steps that partly cancel
+    sum to less, so a too-large inner step can go unseen here (learning-rate-too-high reads
+    the same bound together with the loss's and the gradients' votes).
     Parameters held by LBFGS are not judged: one of its steps runs a whole inner
     loop of iterations with a line search, so its change per step is no single update's.
     Large updates are named only where the loss does not show that they work: a
@@ -62,7 +65,7 @@ from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL, los
                                                lr_known)
 from tracelab.analyzers._loss_contracts import BCE_LOGITS, CROSS_ENTROPY, NLL, loss_type
 from tracelab.analyzers._slow_updates import (MIN_LOSSES, NORMALIZED, inner_loop_held,
-                                              steps_per_record, too_small_to_move)
+                                              per_update, too_small_to_move)
 from tracelab.core import causes
 from tracelab.core.causes import HOLDS, Premise, Verdict, explains, unknown
 from tracelab.core.findings import WARNING, Finding
@@ -110,7 +113,7 @@ def update_ratio(run: Run, *, high: float = 0.1, low: float = 1e-5,
     if not moving:
         return []
     ratio = ratio[moving]
-    median, upper = _per_update(run, ratio).median(), ratio.quantile(0.9)
+    median, upper = per_update(run, ratio).median(), ratio.quantile(0.9)
     steps = (int(upd.index[0]), int(upd.index[-1]))
     findings = []
     for side, layers in (("high", median[median > high]), ("low", upper[upper < low])):
@@ -141,25 +144,6 @@ def update_ratio(run: Run, *, high: float = 0.1, low: float = 1e-5,
     if not any(causes.update_side(f) == "low" for f in findings):
         findings += _too_small_to_move(run, ratio, w, steps)
     return findings
-
-
-def _per_update(run: Run, ratio: pd.DataFrame) -> pd.DataFrame:
-    """The recorded ratios of the steps whose update spans several optimizer steps (an inner
-    loop before Recorder.step(): `steps_per_record`) divided by how many it spans at most:
-    the size of one update, which the high side judges. The low side keeps the recorded
-    ratio: a step whose optimizer steps all together moved the weights that little moved
-    them too little (and a count inferred from backward passes is only an upper bound)."""
-    per = ratio.copy()
-    try:
-        for held, count in steps_per_record(run):
-            columns = [n for n in ratio.columns if held is None or n in held]
-            if columns:
-                count = count[~count.index.duplicated(keep="last")]
-                divisor = count.reindex(ratio.index).where(lambda k: k >= 1).fillna(1.0)
-                per[columns] = per[columns].div(divisor, axis=0)
-    except (KeyError, TypeError, ValueError):  # malformed facts: the recorded ratio
-        return ratio
-    return per
 
 
 def _steps_pay_off(run: Run, min_fall: float) -> bool:

@@ -48,9 +48,11 @@ False positives
     Only layers before the largest one in the model's order count as starved: a layer nearer
     the loss gets its gradient first, and when that is tiny the loss is flat there (a softmax
     saturated by blown-up weights), which no depth explains.
-    Layers held by different optimizers (an actor and a critic, a generator and a
+    Layers held by different players (an actor and a critic, a generator and a
     discriminator) are judged apart, each against its own: each optimizer steps on its own
-    loss, and their recorded grads are no one backward pass through one stack.
+    loss, and their recorded grads are no one backward pass through one stack. Several
+    optimizers stepping on one loss (one backward pass between steps: `several_players`) are
+    one stack, judged whole.
     A diverging run is judged only up to its first non-finite gradient, and not at all when a
     layer's median gradient norm exceeds `max_reference`: the gap then comes from an exploding
     layer, which exploding-gradients reports.
@@ -63,7 +65,7 @@ import pandas as pd
 from tracelab.analyzers._batches import BATCH_NORMS, POOLED_BATCH_NORMS
 from tracelab.analyzers._dynamics import (OUTCOME, fmt, layer_of, matrix_params, name_list,
                                           param_shapes, subject_of)
-from tracelab.analyzers._learning_rate import groups_of
+from tracelab.analyzers._learning_rate import groups_of, several_players
 from tracelab.core import causes
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
@@ -112,7 +114,9 @@ def _one_loss_each(run: Run, names: list[str]) -> list[list[str]]:
     are those of its last backward, so the grads of two optimizers' layers are no one
     backward pass through one stack: neither their sizes nor a fall from one to the other
     says how far a gradient travelled. The parameters no optimizer names join the largest
-    group; with one optimizer, or none recorded, one group."""
+    group; with one optimizer, or none recorded, one group. Several optimizers that step on
+    ONE loss (`several_players` false: one backward pass between steps, as Muon with AdamW or
+    an encoder's and a decoder's optimizer) hold one backward pass's grads: one group."""
     groups: dict[str, list[str]] = {}
     owner = {}
     for key, summary in run.optimizers().items():
@@ -122,7 +126,7 @@ def _one_loss_each(run: Run, names: list[str]) -> list[list[str]]:
                 owner.setdefault(str(n), str(key))
     for name in names:
         groups.setdefault(owner.get(name, ""), []).append(name)
-    if len([k for k in groups if k]) < 2:
+    if len([k for k in groups if k]) < 2 or not several_players(run):
         return [list(names)]
     loose = groups.pop("", [])
     if loose:
