@@ -14,12 +14,17 @@ _WORD = r"(?:^|[^a-z])({})s?(?:$|[^a-z])"
 # spinningup's `ep_ret` and `EpRet`; baselines' glued `eprewmean`).
 _RETURNS = "reward|rew|return|ret|eprew|epret|eprewmean|epretmean"
 _HIGHER = re.compile(_WORD.format(_RETURNS + "|score|acc|accuracy|f1|auc|precision|recall"
-                                  "|iou|bleu|rouge|dice"))
+                                  "|iou|miou|meaniou|bleu|rouge|dice"))
 _RETURN = re.compile(_WORD.format(_RETURNS))
 _LOWER = re.compile(_WORD.format("error|err|perplexity|ppl|mae|mse|rmse|wer|cer"))
 # A name holding one of these says no direction of its own (a loss, a spread, a distance).
 _UNDIRECTED = re.compile(r"loss|cost|penalty|regret|std|var|spread|dist|fid|energy|nll|grad"
                          r"|(?:^|[^a-z])rms(?:$|[^a-z])")
+# One side of a preference pair (TRL's DPO: `rewards/chosen`, `rewards/rejected`): the rejected
+# answers' reward falls by design and the chosen one's may too, as long as the margin grows; a
+# name qualified so says no direction unless it is the pair's margin or accuracy, which does.
+_SIDE = re.compile(_WORD.format("chosen|rejected"))
+_PAIRED = re.compile(_WORD.format("margin|accuracy|accuracies|acc"))
 # camelCase word boundaries (spinningup's `AverageEpRet`): a capital after a small letter or a
 # digit, or a capital followed by a small letter after capitals (`TestEpRet`, `MAEScore`).
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -30,19 +35,26 @@ def _words(name: str) -> str:
     return _CAMEL.sub("_", str(name)).lower()
 
 
+def _says(pattern: re.Pattern, name: str) -> bool:
+    """Whether `pattern` holds a word of the name, lower-cased as it is (`IoU`, `mIoU`) or cut
+    at its camelCase words (`AverageEpRet`): the cut alone splits an acronym with a small
+    letter inside (`IoU` -> `io_u`)."""
+    return bool(pattern.search(str(name).lower()) or pattern.search(_words(name)))
+
+
 def is_return(name: str) -> bool:
     """Whether the metric's name says it is a reward or a return (`direction` +1): what an
-    environment pays a policy, which no player of a game scores for another."""
-    return direction(name) > 0 and bool(_RETURN.search(_words(name)))
+    environment pays a policy, which no player of a game scores for another. A preference
+    pair's margin or accuracy (`rewards/margins`) is a reward model's, not an environment's."""
+    return direction(name) > 0 and _says(_RETURN, name) and not _says(_PAIRED, name)
 
 
 def direction(name: str) -> int:
     """+1 when the metric's name says higher is better, -1 lower, 0 when it says neither or
-    both."""
-    low = _words(name)
-    if _UNDIRECTED.search(low):
+    both, or names one side of a preference pair (`rewards/chosen`, `rewards/rejected`)."""
+    if _says(_UNDIRECTED, name) or (_says(_SIDE, name) and not _says(_PAIRED, name)):
         return 0
-    up, down = bool(_HIGHER.search(low)), bool(_LOWER.search(low))
+    up, down = _says(_HIGHER, name), _says(_LOWER, name)
     return 0 if up == down else (1 if up else -1)
 
 

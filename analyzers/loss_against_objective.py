@@ -12,13 +12,18 @@ What it detects
     worse than its first block by a one-sided Mann-Whitney test at `alpha`, it falls as a
     trend (Spearman rank correlation with the step at `alpha_trend`), and the loss's last
     half is not higher than its first block (the same test, at `alpha_loss`). A reward or a
-    return (`ret`, `EpRet`, `eprewmean` too; camelCase names are cut into words) is also
+    return (`ret`, `EpRet`, `eprewmean` too; names are matched lower-cased as they are, `mIoU`,
+    and cut at their camelCase words, `AverageEpRet`) is also
     judged against its first `start_points` values, the policy the run started from: a flipped
     sign under large steps (Adam at 1e-2) drives the policy to its worst within a few
     updates, inside the first block, so that block's median is already the collapsed level
     and the fall is a step, not a trend. There every block's median must lie below the first
     values' median and the last half below them by the exact one-sided Mann-Whitney test at
-    `alpha` (3 values against 20 or more can reach it); no rank trend is asked.
+    `alpha` (3 values against 20 or more can reach it); no rank trend is asked. On either
+    path, "never came back" is literal: the metric must not climb back from its worst, so the
+    rule stays quiet when its last block lies above the least earlier block (one-sided
+    Mann-Whitney at `alpha`) or its last half rises as a rank trend with the step (at
+    `alpha_trend`). A flipped sign keeps pushing the metric down, to its floor or further.
 
 Why it matters
     The optimizer minimizes the loss. When the loss falls or holds while the objective it
@@ -44,8 +49,11 @@ False positives
     never sets one split's loss against another split's metric. A metric that worsens while
     the loss rises too (a diverging run) agrees with its loss and stays quiet; so does a
     metric that rises and falls back (a reinforcement learner forgetting, PPO's noisy
-    returns), which ends no worse than it started. Names that say no direction (a length,
-    `d_fake`, anything holding "loss", a spread like `return_std`) are never judged, nor is a
+    returns), which ends no worse than it started, and a return that dips after the first
+    updates and climbs back (a lander that crashes before it learns to land), though it may
+    end below where it started. Names that say no direction (a length, `d_fake`, anything
+    holding "loss", a spread like `return_std`, one side of a preference pair such as DPO's
+    `rewards/rejected`, which falls by design, and `rewards/chosen`) are never judged, nor is a
     metric logged at fewer than `min_points` of the loss's steps. Where two or more
     optimizers hold parameters (a GAN's players, an actor and a critic), only a reward or a
     return is judged: a discriminator's falling loss pushes its score of the fakes down, while
@@ -56,10 +64,12 @@ False positives
     surrogate (log-prob x return, summed over an episode): its size follows the returns the
     policy collects, not how well the optimizer did, so its rise towards 0 as the returns
     shrink is no disagreement with the metric and does not veto the finding. Set against a
-    reward or a return, a loss without a recorded `loss_fn` that is below 0 at some judged
-    step is such a surrogate too (normalized advantages centre it on 0): a distance to a
-    target never goes below 0, and a policy's surrogate is computed on the data the policy
-    itself collects, so its level says nothing of progress.
+    reward or a return, a loss without a recorded `loss_fn` that is below 0 at a quarter of
+    the judged steps or more is such a surrogate too (normalized advantages centre it on 0,
+    below 0 about half the time): a distance to a target never goes below 0, and a policy's
+    surrogate is computed on the data the policy itself collects, so its level says nothing
+    of progress. A loss below 0 at a few steps only (a value loss less an entropy bonus, where
+    the fit is near exact) keeps its veto.
 """
 from __future__ import annotations
 
@@ -130,6 +140,8 @@ def _judge(run: Run, split, name, loss, blocks: int, min_points: int, alpha: flo
     cut = np.array_split(np.arange(len(m)), blocks)
     half = np.concatenate(cut[blocks // 2:])
     medians = [float(np.median(good[b])) for b in cut]
+    if _came_back(good, steps, cut, medians, alpha, alpha_trend):
+        return None
     # The model it started from: the first block; for a return, also its first values, where
     # a flipped sign under large steps drove the policy to its worst within the first block.
     starts = [(cut[0], medians[1:], True)]
@@ -141,6 +153,24 @@ def _judge(run: Run, split, name, loss, blocks: int, min_points: int, alpha: flo
         if found:
             return found
     return None
+
+
+def _came_back(good, steps, cut, medians: list[float], alpha: float,
+               alpha_trend: float) -> bool:
+    """Whether the metric climbs back from its worst: its last block above the least of the
+    earlier blocks by a one-sided Mann-Whitney test at `alpha`, or its last half rising as a
+    rank trend with the step at `alpha_trend`. A flipped sign keeps the optimizer pushing the
+    metric down, so it stays at its worst or sinks further; a run that dips after the first
+    updates (a policy that crashes before it learns to land) and then learns climbs back."""
+    low = int(np.argmin(medians[:-1]))
+    if medians[-1] > medians[low] and float(mannwhitneyu(
+            good[cut[-1]], good[cut[low]], alternative="greater").pvalue) < alpha:
+        return True
+    half = np.concatenate(cut[len(cut) // 2:])
+    if np.ptp(good[half]) == 0:
+        return False
+    rho, p_two = spearmanr(steps[half], good[half])
+    return bool(rho > 0 and float(p_two) / 2 < alpha_trend)
 
 
 def _against(good, m, l, steps, name, sign: int, first, half, later: list[float], trend: bool,
@@ -163,8 +193,11 @@ def _against(good, m, l, steps, name, sign: int, first, half, later: list[float]
     # Marked only where it matters: the loss rose, and the rise is let through. A loss below 0
     # is no distance to a target (those are >= 0): set against a return, it is a policy's
     # surrogate, computed on the data the policy itself collects, whose level follows those
-    # data (normalized advantages centre it on 0), not how well the optimizer did.
-    below = (l < 0).all() or (is_return(name) and (l < 0).any())
+    # data (normalized advantages centre it on 0), not how well the optimizer did. Centred on
+    # 0, it is below 0 at a quarter of the steps or more (about half); a distance with a small
+    # bonus taken off (PPO's value loss less its entropy bonus) dips below 0 only at the few
+    # steps where the distance vanishes, and its rise still says the fit got worse.
+    below = (l < 0).all() or (is_return(name) and float(np.quantile(l, 0.25)) < 0)
     surrogate = bool(surrogate_ok and below and p_loss_up < alpha_loss)
     if surrogate:
         p_loss_up = 1.0  # a negated surrogate's rise to 0 is its returns shrinking

@@ -94,9 +94,10 @@ def test_reinforce_as_published_stays_quiet(tmp_path):
     assert _findings(path) == []
 
 
-def _classifier(path, sign: float, steps: int = 120):
-    """A classifier on noisy blobs (learned over the whole run) logging its batch accuracy;
-    sign +1 minimizes the cross-entropy, -1 maximizes it."""
+def _classifier(path, sign: float, steps: int = 120, metric: str = "accuracy"):
+    """A classifier on noisy blobs (learned over the whole run) logging its batch accuracy (or,
+    under an IoU's name, the mean over classes of the batch's intersection over union); sign
+    +1 minimizes the cross-entropy, -1 maximizes it."""
     torch.manual_seed(0)
     x, y = blobs(4096)
     x = x + 2 * torch.randn(x.shape, generator=torch.Generator().manual_seed(1))
@@ -110,8 +111,13 @@ def _classifier(path, sign: float, steps: int = 120):
             opt.zero_grad()
             loss.backward()
             opt.step()
-            acc = (out.argmax(1) == y[i:i + 32]).float().mean()
-            rec.step(loss=loss, inputs=x[i:i + 32], metrics={"accuracy": acc})
+            pred, truth = out.argmax(1), y[i:i + 32]
+            acc = (pred == truth).float().mean()
+            if "iou" in metric.lower():
+                acc = np.mean([float(((pred == c) & (truth == c)).sum())
+                               / max(float(((pred == c) | (truth == c)).sum()), 1.0)
+                               for c in range(4)])
+            rec.step(loss=loss, inputs=x[i:i + 32], metrics={metric: acc})
     return path
 
 
@@ -123,6 +129,70 @@ def test_a_maximized_cross_entropy_fires_on_the_accuracy(tmp_path):
 
 def test_a_minimized_cross_entropy_stays_quiet(tmp_path):
     assert _findings(_classifier(tmp_path / "r", sign=1.0)) == []
+
+
+def test_a_mean_iou_named_in_camel_case_is_judged(tmp_path):
+    # `mIoU`: cut at its camelCase words it was `m_io_u`, no direction, never judged.
+    [f] = _findings(_classifier(tmp_path / "flipped", sign=-1.0, metric="mIoU"))
+    assert f.subject == "train/mIoU" and f.evidence["direction"] == "higher"
+    assert _findings(_classifier(tmp_path / "right", sign=1.0, metric="mIoU")) == []
+
+
+def _dpo(path, sign: float, steps: int = 200):
+    """DPO as TRL logs it: a policy fine-tuned (by SFT) on the chosen answers, a frozen copy as
+    the reference, the loss -logsigmoid(beta * (chosen - rejected log-ratio)), and the implicit
+    rewards `rewards/chosen`, `rewards/rejected`, `rewards/margins`, `rewards/accuracies`; sign
+    -1 prefers the rejected answers (the flipped bug)."""
+    torch.manual_seed(0)
+    prompts, weights = torch.randn(2048, 16), torch.randn(16, 32)
+    chosen = (prompts @ weights).argmax(1)
+    rejected = torch.randint(0, 32, (2048,))
+    rejected = torch.where(rejected == chosen, (rejected + 1) % 32, rejected)
+    policy = nn.Sequential(nn.Linear(16, 64), nn.Tanh(), nn.Linear(64, 32))
+    sft = torch.optim.Adam(policy.parameters(), lr=1e-3)
+    for _ in range(100):
+        i = torch.randint(0, 2048, (64,))
+        sft.zero_grad()
+        nn.functional.cross_entropy(policy(prompts[i]), chosen[i]).backward()
+        sft.step()
+    ref = nn.Sequential(nn.Linear(16, 64), nn.Tanh(), nn.Linear(64, 32))
+    ref.load_state_dict(policy.state_dict())
+    ref.requires_grad_(False)
+    opt = torch.optim.AdamW(policy.parameters(), lr=5e-4)
+    beta = 0.1
+    with tracelab.Recorder(str(path), model=policy, optimizer=opt) as rec:
+        for _ in range(steps):
+            i = torch.randint(0, 2048, (64,))
+            logp = policy(prompts[i]).log_softmax(-1)
+            with torch.no_grad():
+                ref_logp = ref(prompts[i]).log_softmax(-1)
+            c = (logp - ref_logp).gather(1, chosen[i, None])[:, 0]
+            r = (logp - ref_logp).gather(1, rejected[i, None])[:, 0]
+            loss = -nn.functional.logsigmoid(sign * beta * (c - r)).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=prompts[i], metrics={
+                "rewards/chosen": beta * c.mean(), "rewards/rejected": beta * r.mean(),
+                "rewards/margins": beta * (c - r).mean(),
+                "rewards/accuracies": (c > r).float().mean()})
+    return path
+
+
+def test_dpo_s_rejected_reward_falls_by_design_and_stays_quiet(tmp_path):
+    path = _dpo(tmp_path / "dpo", sign=1.0)
+    run = tracelab.open_run(path)
+    rejected = run.scalar("rewards/rejected")
+    assert rejected.iloc[-50:].median() < rejected.iloc[:25].median()  # the pattern is there
+    assert run.loss().iloc[-50:].median() < run.loss().iloc[:25].median()
+    assert _findings(path) == []
+
+
+def test_dpo_preferring_the_rejected_answers_fires_on_its_margin(tmp_path):
+    [f] = _findings(_dpo(tmp_path / "dpo", sign=-1.0))
+    assert f.evidence["metric"] in ("rewards/margins", "rewards/accuracies")
+    assert "rewards/chosen" not in f.evidence["also"]
+    assert "rewards/rejected" not in f.evidence["also"]
 
 
 def _gan(path, steps=400):
@@ -211,6 +281,47 @@ def test_directions_come_from_names():
     assert [direction(n) for n in ("error", "ppl", "val_mae", "wer")] == [-1] * 4
     assert [direction(n) for n in ("loss_d", "value_loss", "return_std", "d_fake", "ep_len",
                                    "fid_score", "lr/0", "step_time", "mean_gap")] == [0] * 9
+    # acronyms with a small letter inside, matched as written as well as cut at camelCase
+    assert [direction(n) for n in ("IoU", "val/mIoU", "MeanIoU", "mean_iou", "test_miou")] == \
+        [1] * 5
+    # one side of a preference pair says no direction; the pair's margin and accuracy do
+    assert [direction(n) for n in ("rewards/chosen", "rewards/rejected", "logps/chosen",
+                                   "chosen_reward")] == [0] * 4
+    assert [direction(n) for n in ("rewards/margins", "rewards/accuracies")] == [1] * 2
+
+
+def test_a_return_that_dips_and_climbs_back_stays_quiet():
+    # A lander: the first updates crash it more often than the random policy did, then it
+    # learns, slowly, and ends below where it started: it came back from its worst.
+    rng = np.random.default_rng(0)
+    t = np.arange(200)
+    dip = -180 - 120 * np.exp(-((t - 40) / 40) ** 2) + 0.2 * np.maximum(t - 60, 0) - 40
+    ret = np.where(t < 3, -170, dip) + rng.normal(0, 10, len(t))
+    loss = rng.normal(0.0, 0.05, len(t))  # a clipped surrogate with normalized advantages
+    for name in ("ep_ret", "episode_reward"):
+        assert loss_against_objective(_frames({("train", "loss"): loss,
+                                               ("train", name): ret})) == []
+    # the same fall, held at its worst to the end, is the flipped sign's
+    held = np.where(t < 3, -170, -300) + rng.normal(0, 10, len(t))
+    [f] = loss_against_objective(_frames({("train", "loss"): loss, ("train", "ep_ret"): held}))
+    assert f.evidence["from_first_values"]
+
+
+def test_a_loss_below_0_at_a_few_steps_keeps_its_veto():
+    # A return that collapses after its first values while the loss, a value loss less an
+    # entropy bonus, rises with it (a run diverging, the loss agreeing): below 0 at two steps
+    # where the fit was near exact, it is no surrogate centred on 0, and its rise vetoes.
+    rng = np.random.default_rng(1)
+    n = 120
+    ret = np.where(np.arange(n) < 3, 50.0, 10.0) + rng.normal(0, 1, n)
+    loss = np.linspace(0.05, 1.0, n) + rng.normal(0, 0.02, n)
+    loss[[1, 5]] = -0.01
+    assert loss_against_objective(_frames({("train", "loss"): loss,
+                                           ("train", "ep_ret"): ret})) == []
+    # centred on 0 (normalized advantages), the same rise is the surrogate's data, no veto
+    centred = loss - np.median(loss)
+    [f] = loss_against_objective(_frames({("train", "loss"): centred, ("train", "ep_ret"): ret}))
+    assert f.evidence["surrogate"] is True and "policy's surrogate" in f.message
 
 
 def test_short_or_malformed_scalars_stay_quiet():
@@ -299,5 +410,6 @@ def test_returns_are_named_in_rl_s_usual_spellings():
     for name in ("ep_ret", "EpRet", "AverageEpRet", "eprewmean", "rollout/ep_rew_mean",
                  "charts/episodic_return"):
         assert direction(name) == 1 and is_return(name), name
-    for name in ("return_std", "ret_rms", "interpret", "val_acc", "score"):
+    for name in ("return_std", "ret_rms", "interpret", "val_acc", "score", "rewards/margins",
+                 "rewards/chosen"):
         assert not is_return(name), name
