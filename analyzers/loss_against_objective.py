@@ -54,10 +54,13 @@ False positives
     end below where it started. Names that say no direction (a length, `d_fake`, anything
     holding "loss", a spread like `return_std`, one side of a preference pair such as DPO's
     `rewards/rejected`, which falls by design, and `rewards/chosen`) are never judged, nor is a
-    metric logged at fewer than `min_points` of the loss's steps. Where two or more
-    optimizers hold parameters (a GAN's players, an actor and a critic), only a reward or a
-    return is judged: a discriminator's falling loss pushes its score of the fakes down, while
-    an environment pays the return to the policy and no player scores it for another. A
+    metric logged at fewer than `min_points` of the loss's steps. Where several players move
+    the parameters, each on its own loss (two or more optimizers, with two or more backward
+    passes between steps where those are recorded: a GAN's players, an actor and a critic),
+    only a reward or a return is judged: a discriminator's falling loss pushes its score of
+    the fakes down, while an environment pays the return to the policy and no player scores
+    it for another; several optimizers stepping on one loss (Muon with AdamW, an encoder's and
+    a decoder's) are one player, and every named metric is judged. A
     curriculum that makes the task harder as it goes, with a loss that does not show it, can
     look the same.
     A loss with no recorded `loss_fn` that is below 0 on every judged step is a negated
@@ -77,7 +80,7 @@ import numpy as np
 from scipy.stats import mannwhitneyu, spearmanr
 
 from tracelab.analyzers._dynamics import fmt
-from tracelab.analyzers._learning_rate import optimizers_holding
+from tracelab.analyzers._learning_rate import several_players
 from tracelab.analyzers._loss_contracts import loss_type
 from tracelab.analyzers._objectives import direction, is_return
 from tracelab.core.causes import explained_by, explains
@@ -106,8 +109,9 @@ def loss_against_objective(run: Run, *, blocks: int = 8, min_points: int = 24,
         return []
     # Several players (a GAN): one's loss falls as the other's score does. Only a reward or a
     # return is judged then: the environment pays it to the policy (an actor beside its critic),
-    # no player scores it for another.
-    judged_name = is_return if optimizers_holding(run) >= 2 else direction
+    # no player scores it for another. Several optimizers stepping on one loss (Muon with
+    # AdamW, an encoder's and a decoder's) are one player (`several_players`).
+    judged_name = is_return if several_players(run) else direction
     findings = []
     pairs = sc[["split", "name"]].drop_duplicates()
     surrogate_ok = loss_type(run) is None

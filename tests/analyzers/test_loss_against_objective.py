@@ -94,23 +94,33 @@ def test_reinforce_as_published_stays_quiet(tmp_path):
     assert _findings(path) == []
 
 
-def _classifier(path, sign: float, steps: int = 120, metric: str = "accuracy"):
+def _classifier(path, sign: float, steps: int = 120, metric: str = "accuracy",
+                split: bool = False):
     """A classifier on noisy blobs (learned over the whole run) logging its batch accuracy (or,
     under an IoU's name, the mean over classes of the batch's intersection over union); sign
-    +1 minimizes the cross-entropy, -1 maximizes it."""
+    +1 minimizes the cross-entropy, -1 maximizes it. `split`: the weight matrices and the
+    biases with an optimizer each, both stepping on the one loss (as Muon with AdamW)."""
     torch.manual_seed(0)
     x, y = blobs(4096)
     x = x + 2 * torch.randn(x.shape, generator=torch.Generator().manual_seed(1))
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
-    opt = torch.optim.SGD(model.parameters(), lr=0.002)
-    with tracelab.Recorder(str(path), model=model, optimizer=opt) as rec:
+    if split:
+        opts = [torch.optim.SGD([p for p in model.parameters() if p.ndim == k], lr=0.002)
+                for k in (2, 1)]
+        optimizer = {"matrices": opts[0], "vectors": opts[1]}
+    else:
+        opts = [torch.optim.SGD(model.parameters(), lr=0.002)]
+        optimizer = opts[0]
+    with tracelab.Recorder(str(path), model=model, optimizer=optimizer) as rec:
         for step in range(steps):
             i = (step * 32) % (len(x) - 32)
             out = model(x[i:i + 32])
             loss = sign * nn.functional.cross_entropy(out, y[i:i + 32])
-            opt.zero_grad()
+            for opt in opts:
+                opt.zero_grad()
             loss.backward()
-            opt.step()
+            for opt in opts:
+                opt.step()
             pred, truth = out.argmax(1), y[i:i + 32]
             acc = (pred == truth).float().mean()
             if "iou" in metric.lower():
@@ -129,6 +139,13 @@ def test_a_maximized_cross_entropy_fires_on_the_accuracy(tmp_path):
 
 def test_a_minimized_cross_entropy_stays_quiet(tmp_path):
     assert _findings(_classifier(tmp_path / "r", sign=1.0)) == []
+
+
+def test_two_optimizers_on_one_loss_are_one_player_and_their_accuracy_is_judged(tmp_path):
+    # One backward pass per step: no game, whatever the number of optimizers.
+    [f] = _findings(_classifier(tmp_path / "flipped", sign=-1.0, split=True))
+    assert f.subject == "train/accuracy"
+    assert _findings(_classifier(tmp_path / "right", sign=1.0, split=True)) == []
 
 
 def test_a_mean_iou_named_in_camel_case_is_judged(tmp_path):
