@@ -206,8 +206,11 @@ def several_players(run: Run) -> bool:
     quieter answer."""
     if players(run) < 2:
         return False
-    passes = pd.to_numeric(run.signal(BACKWARD_PASSES), errors="coerce").to_numpy(
-        dtype=float, na_value=np.nan)
+    sig = run.signals
+    passes = np.array([])
+    if len(sig) and {"name", "split", "step", "value"} <= set(sig.columns):
+        passes = pd.to_numeric(run.signal(BACKWARD_PASSES), errors="coerce").to_numpy(
+            dtype=float, na_value=np.nan)
     passes = passes[np.isfinite(passes) & (passes >= 1)]
     if not passes.size or float(np.mean(passes >= 2)) >= MIN_PLAYER_SHARE:
         return True
