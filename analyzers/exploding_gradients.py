@@ -49,13 +49,13 @@ False positives
     start, where that grew (a DQN's bootstrapped targets, 1 -> 20 as its policy improves), so
     gradients that follow their targets are not an explosion.
     In a game of two or more players, each stepping on its own loss (a GAN's generator and
-    discriminator, an actor and a critic: `adversarial_game`; not several optimizers stepping
-    on one loss, such as Muon with AdamW), each player's gradients scale with the others' progress -- a
-    generator's arrive through the discriminator's gradients with respect to its input, which
-    grow as it learns to tell real from fake -- so growth from the start has no fixed
-    reference: while no layer crosses the per-term bound (a loss recorded as a mean: the
-    error per term of a cross-entropy or BCE is at most 1) and the loss, finite throughout,
-    did not grow, the finding is information, not a warning.
+    discriminator, an actor and a critic: `adversarial_game`; not several optimizers stepping on
+    one loss, such as Muon with AdamW), each player's gradients scale with the others' progress
+    -- a generator's arrive through the discriminator's gradients with respect to its input,
+    which grow as it learns to tell real from fake -- so growth from the start has no fixed
+    reference: while no layer crosses the per-term bound (a loss recorded as a mean: the error
+    per term of a cross-entropy or BCE is at most 1) and the loss, finite throughout, did not
+    grow, the finding is information, not a warning.
 """
 from __future__ import annotations
 
@@ -162,10 +162,10 @@ def exploding_gradients(run: Run, *, max_norm: float = 100.0, growth: float = 10
 
 def _calm_game(run: Run, bounded: list[str]) -> bool:
     """Whether the growth is a game's by design: two or more players move the parameters
-    against each other, each on its own loss and the loss did not grow (`adversarial_game`), the loss stayed finite,
-    and no layer crossed the absolute per-term bound (`bounded`: those that did). A generator's
-    gradients arrive through the discriminator's gradients with respect to its input, which
-    grow as it learns to tell real from fake."""
+    against each other, each on its own loss, and the loss did not grow (`adversarial_game`),
+    the loss stayed finite, and no layer crossed the absolute per-term bound (`bounded`: those
+    that did). A generator's gradients arrive through the discriminator's gradients with
+    respect to its input, which grow as it learns to tell real from fake."""
     if bounded:
         return False
     loss = run.loss().to_numpy(dtype=float)
