@@ -1,0 +1,16 @@
+"""pytorch-beginner GAN: MLP generator and discriminator, BCELoss, two Adams, as published."""
+from _w_beginner_gan import SOURCE, run as _train
+
+LABEL = {
+    "family": "gan",
+    "optimizer": "adam",
+    "loss_reduction": "mean",
+    "healthy": True,
+    "cause": None,
+    "source": SOURCE,
+    "bug_source": None,
+}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    _train(run_dir, seed, bug=None)
