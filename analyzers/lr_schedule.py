@@ -7,7 +7,8 @@ What it detects
       least `min_dead_share` of the run, longer than its decay from a tenth of the peak took;
       and just before it first fell below half its peak the loss was still falling: its
       median fell from the first to the last third of that window (the later half of the
-      high stretch, at least `min_steps`) by more than the loss's own step-to-step noise. An
+      high stretch, at least `min_steps`) by more than the loss's own step-to-step noise; and
+      the LR was held at half its peak or more for fewer steps than it then stays down. An
       LR that fell before `min_steps` steps were trained and stays down for half the run is
       flagged as such. This is the signature of an epoch scheduler (StepLR, MultiStepLR,
       ExponentialLR, a cosine sized in epochs) stepped after every batch.
@@ -43,7 +44,11 @@ False positives
     whose loss had already flattened while the LR was high is quiet (ReduceLROnPlateau cuts
     the LR only after the loss stops improving), and so is a slow decay (ExponentialLR per
     epoch) that takes longer to go from a tenth of the peak to the floor than the run spends
-    below it. Warm-up from 0 is quiet
+    below it. A step decay stepped per epoch holds its first LR (at half the peak or more) at
+    least as long as its last (torchvision's StepLR 30/30/30 epochs to 1e-2 or 1e-3 of the
+    peak, MultiStepLR at 50 % and 75 %, a short run that stops within its last stage), so a
+    run whose LR stays high that long is quiet; an epoch scheduler stepped per batch shrinks
+    every stage but the last. Warm-up from 0 is quiet
     once the LR rises past `floor` of its configured value, and a warm-up cut by the run's end
     past `warm_share` of it; cyclic schedules that restart (CosineAnnealingWarmRestarts) never
     stay below the floor and jump back up, and a recorded CyclicLR is left alone. A triangular
@@ -184,6 +189,11 @@ def _died(lr: pd.Series, loss: pd.Series, floor: float, drop: float, min_dead_sh
     if dead_from - tenth >= rest:
         return None  # a decay as long as what follows it: a schedule, not a unit mistake
     fall = peak_at + int(np.argmax(values[peak_at:] < 0.5 * peak))
+    if fall - int(np.argmax(values >= 0.5 * peak)) >= rest:
+        # held high at least as long as it then stays down: a step decay stepped per epoch
+        # (30/30/30 epochs, 50/25/25 %, a run stopped within its last stage); an epoch
+        # scheduler stepped per batch shrinks every stage but the last
+        return None
     before = loss[loss.index < lr.index[fall]]
     width = max(min_steps, (fall - peak_at) // 2)
     window = before.iloc[-width:]

@@ -153,3 +153,26 @@ def test_a_warm_up_longer_than_the_run_is_named(tmp_path):
 @pytest.mark.parametrize("warmup", [10, 120])  # ends within the run; ends just after it
 def test_a_warm_up_that_ends_about_the_run_stays_quiet(tmp_path, warmup):
     assert _found(_manual_warm_up(tmp_path / "r", warmup=warmup)) == []
+
+
+def _adamw(params):
+    return torch.optim.AdamW(params, lr=1e-3, weight_decay=0.05)
+
+
+@pytest.mark.parametrize("optimizer", [None, _adamw])
+def test_torchvisions_step_decay_stepped_per_epoch_stays_quiet(tmp_path, optimizer):
+    # pytorch/vision's classification recipe shrunk: StepLR(step_size=4 epochs, gamma 0.1)
+    # over 10 epochs of 20 batches, stepped once per epoch: 40/40/20 % of the run at the peak,
+    # a tenth and a hundredth of it; the last stage is no longer than the first
+    assert _found(train(tmp_path / "r", steps=STEPS, optimizer=optimizer, epoch_len=20,
+                        per_batch_scheduler=False,
+                        scheduler=lambda o: sched.StepLR(o, step_size=4, gamma=0.1))) == []
+
+
+def test_a_multistep_decay_stepped_per_batch_is_named(tmp_path):
+    # the same recipe's milestones reached after 20, 40 and 60 batches instead of epochs:
+    # held at the peak for 20 steps, then at a thousandth of it for the last 140
+    [f] = _found(train(tmp_path / "r", steps=STEPS,
+                       scheduler=lambda o: sched.MultiStepLR(o, milestones=[20, 40, 60])))
+    assert f.evidence["kind"] == "died" and 59 <= f.evidence["dead_step"] <= 60
+    assert f.evidence["lr_at_death"] == pytest.approx(1e-4)
