@@ -52,7 +52,12 @@ False positives
     discriminator) are judged apart, each against its own: each optimizer steps on its own
     loss, and their recorded grads are no one backward pass through one stack. Several
     optimizers stepping on one loss (one backward pass between steps: `several_players`) are
-    one stack, judged whole.
+    one stack, judged whole. Parallel branches of one model (top-level modules that each
+    begin with a Linear layer reading the model's recorded input, as a policy net and a value
+    net over the same state) are judged apart too: the gradient of one never passes through
+    the other, so a layer of the policy is not 'before' the value net's last layer, and a
+    policy driven to a saturated softmax (a deterministic policy, whose log-probabilities
+    carry almost no gradient) gets far less gradient than the value net without any depth.
     A diverging run is judged only up to its first non-finite gradient, and not at all when a
     layer's median gradient norm exceeds `max_reference`: the gap then comes from an exploding
     layer, which exploding-gradients reports.
@@ -127,12 +132,50 @@ def _one_loss_each(run: Run, names: list[str]) -> list[list[str]]:
     for name in names:
         groups.setdefault(owner.get(name, ""), []).append(name)
     if len([k for k in groups if k]) < 2 or not several_players(run):
-        return [list(names)]
+        return parallel_branches(run, list(names))
     loose = groups.pop("", [])
     if loose:
         max(groups.values(), key=len).extend(loose)
     order = {n: i for i, n in enumerate(names)}
     return [sorted(g, key=order.__getitem__) for g in groups.values()]
+
+
+def parallel_branches(run: Run, names: list[str]) -> list[list[str]]:
+    """`names` split by the model's parallel branches: top-level modules (`actor`, `critic`)
+    that each hold two weight matrices or more and each begin with a Linear layer reading the
+    model's input (its in_features equal to the recorded input width, the same for every
+    branch). Such branches (a policy and a value net over the same state) are no chain: the
+    gradient of one never passes through the other, so a layer of one is not 'before' the
+    other's largest layer, and each is judged against its own layers. The parameters no
+    branch holds join the largest one; without two such branches, or without a recorded
+    input width, one group."""
+    width = _input_width(run)
+    kinds, shapes = run.module_types(), param_shapes(run)
+    branches: dict[str, list[str]] = {}
+    for name in names:
+        branches.setdefault(name.split(".")[0] if "." in name else "", []).append(name)
+    loose = branches.pop("", [])
+    firsts = {b: ms[0] for b, ms in branches.items()}
+    if (width is None or len(branches) < 2 or any(len(ms) < 2 for ms in branches.values())
+            or any(kinds.get(layer_of(n)) != "Linear" or len(shapes.get(n, ())) != 2
+                   or shapes[n][1] != width for n in firsts.values())):
+        return [list(names)]
+    groups = list(branches.values())
+    max(groups, key=len).extend(loose)
+    order = {n: i for i, n in enumerate(names)}
+    return [sorted(g, key=order.__getitem__) for g in groups]
+
+
+def _input_width(run: Run) -> int | None:
+    """How many features the model's one input has (`feature[k]` in the recorded inputs of
+    the train split), else None (several inputs, none recorded)."""
+    inputs = run.inputs
+    if not len(inputs) or not {"split", "feature"} <= set(inputs.columns):
+        return None
+    feats = {str(f) for f in inputs.loc[inputs["split"] == "train", "feature"].unique()}
+    if not feats or not all(f.startswith("feature[") and f.endswith("]") for f in feats):
+        return None
+    return len(feats)
 
 
 def _judge(run: Run, norms: pd.DataFrame, numel: pd.Series, names: list[str],

@@ -160,3 +160,49 @@ def test_a_deep_sigmoid_actor_beside_its_critic_still_loses_its_gradient(tmp_pat
     [f] = vanishing_gradients(run)
     assert all(n.startswith("pi.") for n in f.evidence["chain"])
     assert f.evidence["fall_per_layer"] >= 2
+
+
+def _one_loss_actor_critic(path, actor: nn.Module, actor_scale: float = 1.0, steps: int = 40):
+    """A policy net and a value net over the same inputs, one Adam stepping both on one loss
+    (nikhilbarhate99's PPO: the surrogate plus the value loss): the actor's cross-entropy
+    scaled by `actor_scale`, the critic's squared error."""
+    torch.manual_seed(0)
+    x, y = blobs(512)
+    critic = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(),
+                           nn.Linear(32, 1))
+    model = nn.ModuleDict({"actor": actor, "critic": critic})
+    opt = torch.optim.Adam([{"params": actor.parameters()}, {"params": critic.parameters()}],
+                           lr=1e-3)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, every=1) as rec:
+        for step in range(steps):
+            i = (step * 32) % (len(x) - 32)
+            xb, yb = x[i:i + 32], y[i:i + 32]
+            opt.zero_grad()
+            loss = (actor_scale * nn.functional.cross_entropy(actor(xb), yb)
+                    + ((critic(xb)[:, 0] - yb.float()) ** 2).mean())
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=xb, targets=yb)
+    return tracelab.open_run(path)
+
+
+def test_a_policy_and_a_value_net_on_one_loss_are_parallel_branches_not_one_stack(tmp_path):
+    from tracelab.core.schema import GRAD
+    actor = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(),
+                          nn.Linear(32, 4))
+    run = _one_loss_actor_critic(tmp_path / "ppo", actor, actor_scale=1e-6)
+    rms = run.stat(GRAD, "norm").iloc[20:].median() / run.numel(GRAD) ** 0.5
+    # one stack in the model's order would starve the actor's first layer
+    assert rms["actor.0.weight"] < 1e-3 * rms["critic.4.weight"]
+    assert vanishing_gradients(run) == []
+
+
+def test_a_deep_sigmoid_policy_beside_its_value_net_on_one_loss_still_loses_its_gradient(
+        tmp_path):
+    layers, width = [], 16
+    for _ in range(6):
+        layers += [nn.Linear(width, 32), nn.Sigmoid()]
+        width = 32
+    run = _one_loss_actor_critic(tmp_path / "deep", nn.Sequential(*layers, nn.Linear(32, 4)))
+    [f] = vanishing_gradients(run)
+    assert all(n.startswith("actor.") for n in f.evidence["chain"])
