@@ -9,7 +9,8 @@ depth 2, batch 32, a warm-up of 640 instances and the learning rate set on the c
 (-l) to 0.2 for SGD and 1e-3 for Adam.
 
 `bug` plants one fault (None: the script as published):
-- "no-sch-step": sch.step() never called, so the LR stays at lambda(0) = 0.
+- "no-sch-step": sch.step() never called, so the LR stays at lambda(0) = 0;
+- "clip-after-step": clip_grad_norm_ called after opt.step(), so it clips nothing used.
 `adam=True` (healthy): the script's commented-out Adam line instead of SGD, with --max-pool.
 """
 from __future__ import annotations
@@ -23,7 +24,7 @@ from _w_data import sentiment
 
 SOURCE = ("https://github.com/pbloem/former/blob/03a8bf2d47d5fe32210e21949d8214b95ba95360/"
           "experiments/classify.py")
-BUGS = (None, "no-sch-step")
+BUGS = (None, "no-sch-step", "clip-after-step")
 
 
 class SelfAttention(nn.Module):
@@ -118,9 +119,11 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, adam: bool = False,
                 out = model(input)
                 loss = F.nll_loss(out, label)
                 loss.backward()
-                if gradient_clipping > 0.0:
+                if gradient_clipping > 0.0 and bug != "clip-after-step":
                     nn.utils.clip_grad_norm_(model.parameters(), gradient_clipping)
                 opt.step()
+                if gradient_clipping > 0.0 and bug == "clip-after-step":
+                    nn.utils.clip_grad_norm_(model.parameters(), gradient_clipping)
                 if bug != "no-sch-step":
                     sch.step()
                 rec.step(loss=loss, inputs=input, targets=label, outputs=out)
