@@ -7,7 +7,9 @@ file given on the command line; chunks of 40 characters instead of 200, 120 epoc
 2000. The recorded loss is the summed chunk loss the script backpropagates.
 
 `bug` plants one fault (None: the script as published):
-- "no-zero-grad": decoder.zero_grad() left out, so gradients add up over the chunks.
+- "no-zero-grad": decoder.zero_grad() left out, so gradients add up over the chunks;
+- "stale-optimizer": the model instantiated a second time after the optimizer was built on the
+  first instance, so opt.step() updates a model that is not trained.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from _w_data import text
 
 SOURCE = ("https://github.com/spro/practical-pytorch/blob/"
           "05766973290ef637517f1a62b2bc8be129727ed8/char-rnn-generation/train.py")
-BUGS = (None, "no-zero-grad")
+BUGS = (None, "no-zero-grad", "stale-optimizer")
 all_characters = string.printable
 n_characters = len(all_characters)
 
@@ -67,6 +69,8 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, n_epochs: int = 120
 
     decoder = RNN(n_characters, hidden_size, n_characters, n_layers)
     decoder_optimizer = torch.optim.Adam(decoder.parameters(), lr=learning_rate)
+    if bug == "stale-optimizer":
+        decoder = RNN(n_characters, hidden_size, n_characters, n_layers)
     criterion = nn.CrossEntropyLoss()
     with tracelab.Recorder(run_dir, model=decoder, optimizer=decoder_optimizer,
                            loss_fn=criterion,
