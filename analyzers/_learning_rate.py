@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tracelab.analyzers._batches import sentinel
 from tracelab.analyzers._dynamics import edge_len, weights_unchanged
 from tracelab.core.causes import HOLDS, Premise, Verdict, contradicted, unknown
 from tracelab.core.findings import Finding
@@ -217,14 +218,75 @@ def several_players(run: Run) -> bool:
     return _separate_networks(run)
 
 
+def game_loss_grew(run: Run) -> bool:
+    """Whether a game's recorded loss diverged: it grew (`loss_grew`: turned non-finite, or
+    ended above everything its first tenth held) and ends at its highest level (the median of
+    its last tenth above that of every earlier tenth of the run). One player's loss leaves its
+    start by design as the other learns (a generator's BCE starts near ln 2 against a
+    discriminator at chance and rises as the discriminator learns to tell them apart), then
+    swings back: a game's swings come and go, while a loss that diverges keeps climbing."""
+    if not loss_grew(run):
+        return False
+    loss = run.loss().to_numpy(dtype=float, na_value=np.nan)
+    if not np.isfinite(loss).all():
+        return True
+    n = edge_len(len(loss), lo=5, hi=100)
+    last = float(np.median(loss[-n:]))
+    earlier = [float(np.median(loss[k:k + n])) for k in range(0, len(loss) - n - n + 1, n)]
+    return not earlier or last > max(earlier)
+
+
 def adversarial_game(run: Run) -> bool:
     """Whether the one recorded loss is a game's: two or more players move parameters
     (`several_players`: a GAN's generator and discriminator, an actor and a critic, one of
     them possibly not given to the Recorder), each moving its own on its own loss, so that
     the recorded loss (one player's, or their sum) swings and jumps by design, and the loss did
-    not grow (`loss_grew`). Its swings and spikes are then no fault by themselves; a loss that
-    grows or turns non-finite still is."""
-    return several_players(run) and not loss_grew(run)
+    not diverge (`game_loss_grew`: non-finite, or grown and ending at its highest level).
+    Its swings and spikes are then no fault by themselves; a loss that diverges still is."""
+    return several_players(run) and not game_loss_grew(run)
+
+
+# The loss on one batch stepped on again and again (PPO's epochs over one rollout, an inner
+# loop) falls at a step small enough (the descent lemma): at least DESCENT_SHARE of those
+# steps, over MIN_REPEATS of them at least.
+DESCENT_SHARE = 0.75
+MIN_REPEATS = 20
+
+
+def descends_per_batch(run: Run) -> bool:
+    """Whether the run steps several times on each batch and the loss falls on it: where
+    consecutive steps' sentinel rows (batches: every input and target tensor's min and max)
+    are the same, the same batch was stepped on again (PPO's K epochs over one rollout, a
+    meta-learner's inner loop), and on a batch held fixed a step small enough lowers the loss
+    (the descent lemma); a step too large overshoots, and the loss on the same batch rises.
+    True where MIN_REPEATS such pairs or more were recorded, at least two batches differ, and
+    the loss fell on DESCENT_SHARE of those pairs or more: the swings and jumps of such a loss
+    come at the batch changes (a new rollout, returns normalized anew), not from the steps.
+    False where the facts are missing or malformed. Batches that share their range (images
+    in [0, 1], labels 0-9) read as one batch: minibatch noise then makes the loss fall on about
+    half of the pairs, and this stays False."""
+    try:
+        rows = sentinel(run)
+        if not len(rows):
+            return False
+        keys = rows.sort_values(["step", "role", "name"]).groupby("step")[
+            ["role", "name", "min", "max"]].apply(
+            lambda g: tuple(map(tuple, g.astype(str).to_numpy())))
+        loss = run.loss()
+        loss = loss[~loss.index.duplicated(keep="last")]
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return False
+    steps = np.asarray(keys.index, dtype=float)
+    if len(set(keys.to_numpy())) < 2:
+        return False
+    same = (np.diff(steps) == 1) & (keys.to_numpy()[1:] == keys.to_numpy()[:-1])
+    values = pd.to_numeric(loss.reindex(keys.index), errors="coerce").to_numpy(
+        dtype=float, na_value=np.nan)
+    before, after = values[:-1][same], values[1:][same]
+    ok = np.isfinite(before) & np.isfinite(after)
+    if int(ok.sum()) < MIN_REPEATS:
+        return False
+    return float(np.mean(after[ok] < before[ok])) >= DESCENT_SHARE
 
 
 def iterations_per_step(run: Run) -> int:

@@ -10,9 +10,12 @@ What it detects
     model's before any update; the median of the first tenth's finite values, up to the first
     NaN/Inf, two at least) overshot, as a gradient descent whose step is too large diverges
     geometrically until it turns NaN/Inf (a summed loss fed a learning rate tuned for a mean,
-    Adam at lr 1). When at least two of these signals agree, and one of them is about the
-    optimization itself (swings, spikes, update size, that rise), it says so, with the
-    numbers, and explains those findings. A learning rate
+    Adam at lr 1). A rise of `worse` (2) times or more says the first updates left the model
+    worse than untrained (Adam at lr 0.1 throws an LSTM's cross-entropy from 2.3 to 14 in one
+    step): a signal too, but not about the optimization alone (gradients that explode through
+    an unclipped recurrence do it as well). When at least two of these signals agree, and one
+    of them is about the optimization itself (swings, spikes, update size, a 100-fold rise), it
+    says so, with the numbers, and explains those findings. A learning rate
     too high must also show in the loss: one that ends finite and `fell` (4) times or more
     below its start (the lower of its first value and the loss of the best prediction that
     ignores the input) did not fail to fall, rise, blow up or swing far above its best, and
@@ -73,8 +76,8 @@ import numpy as np
 from tracelab.analyzers._dynamics import OUTCOME, edge_len, initial, matrix_params
 from tracelab.analyzers._dynamics import fmt as _fmt
 from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL, NO_OPTIMIZER_FIX,
-                                               adversarial_game, loss_grew, lr_known,
-                                               without_optimizer)
+                                               adversarial_game, descends_per_batch,
+                                               loss_grew, lr_known, without_optimizer)
 from tracelab.analyzers._loss_contracts import constant_loss
 from tracelab.analyzers._objectives import objective_improved
 from tracelab.analyzers._slow_updates import per_update
@@ -144,18 +147,18 @@ _FLAT = "keeps the loss from falling whatever the learning rate, and its symptom
       presumes=(LR_MOVES_THE_MODEL,))
 def learning_rate_too_high(run: Run, chains: Sequence[Chain], *, far_above: float = 100.0,
                            early: int = 10, fell: float = 4.0, alpha: float = 1e-3,
-                           jump: float = 100.0) -> list[Finding]:
+                           jump: float = 100.0, worse: float = 2.0) -> list[Finding]:
     seen: list[Finding] = []
     for chain in chains:
         if _symptom(chain.root):
             seen += [chain.root] + [f for f in chain.explains if _symptom(f)]
-    rose = _rose(run, jump)
+    rose = _rose(run, worse)
     if not seen and rose is None:
         return []
     course = _loss_course(run)
     if _fell_steadily(course, fell) or objective_improved(run, alpha):
         return []
-    votes = _votes(run, seen, far_above, early, rose)
+    votes = _votes(run, seen, far_above, early, rose, jump)
     if len(votes) < 2 or not PRIMARY & set(votes):
         return []
     basis = [text for text, _ in votes.values()]
@@ -266,12 +269,19 @@ def _rose(run: Run, jump: float) -> Optional[tuple[int, int, float]]:
 
 
 def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,
-           rose: Optional[tuple[int, int, float]] = None) -> dict[str, tuple[str, int]]:
-    """kind -> (what it shows, weight)."""
+           rose: Optional[tuple[int, int, float]] = None,
+           jump: float = 100.0) -> dict[str, tuple[str, int]]:
+    """kind -> (what it shows, weight). A rise under the first updates of `jump` times or
+    more is a divergence in itself (`rose`, primary); a smaller one (`worse`: the first
+    updates left the model worse than untrained) has other causes too (gradients that explode
+    through an unclipped recurrence), and counts beside a primary vote only. Neither counts in
+    a game, nor where the run descends on each batch it steps on again (`descends_per_batch`:
+    the loss changes with the batch, a new rollout, not with the steps)."""
     votes: dict[str, tuple[str, int]] = {}
-    if rose is not None and not adversarial_game(run):
-        votes["rose"] = (f"the loss rose {fmt(rose[2])}x above its first value under the "
-                         f"first updates (median of steps {rose[0]}-{rose[1]})", 1)
+    if rose is not None and not adversarial_game(run) and not descends_per_batch(run):
+        kind = "rose" if rose[2] >= jump else "worse"
+        votes[kind] = (f"the loss rose {fmt(rose[2])}x above its first value under the "
+                       f"first updates (median of steps {rose[0]}-{rose[1]})", 1)
     # Several players each move their own parameters on their own losses (a GAN's players,
     # an actor and a critic): its swings and spikes are the game's, not one LR's, unless
     # the loss leaves the range it started in, upward. A jump right after an LR rose still is.

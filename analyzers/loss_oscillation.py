@@ -30,7 +30,12 @@ False positives
     Where two or more optimizers hold the model's parameters (a GAN's generator and
     discriminator, an actor and a critic), the one recorded loss is one player's or their sum,
     and it swings by design as each moves against the other: it is judged only when it grows
-    (turns non-finite, or ends above everything its first tenth held). Other reinforcement-
+    (turns non-finite, or ends above everything its first tenth held and at its
+    highest level). A run that steps
+    several times on each batch (PPO's epochs over one rollout, an inner loop: consecutive
+    steps with the same inputs and targets) and whose loss falls on most of those steps
+    (`descends_per_batch`) descends: its loss swings where the batch changes (a new rollout,
+    its returns normalized anew), and the rule stays quiet. Other reinforcement-
     learning objectives are not meant to decrease steadily either: where a logged metric whose
     name gives its direction (a reward, a score, an accuracy) kept improving over the run
     (objective_improved at `alpha`), the swings do not keep the run from its goal and the
@@ -43,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._dynamics import OUTCOME, finite, fmt, initial, update_ratios
-from tracelab.analyzers._learning_rate import adversarial_game, lr_fix
+from tracelab.analyzers._learning_rate import adversarial_game, descends_per_batch, lr_fix
 from tracelab.analyzers._objectives import objective_improved
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
@@ -86,6 +91,10 @@ def loss_oscillation(run: Run, *, min_steps: int = 50, min_swing: float = 0.25,
     # Several optimizers playing against one recorded loss swing it by design: only a loss
     # that grows out of its range is a fault there.
     if adversarial_game(run):
+        return []
+    # Several steps on each batch (PPO's epochs over one rollout) that lower its loss: the
+    # swings come where the batch changes, not from the steps.
+    if descends_per_batch(run):
         return []
     # Weights that no longer move cannot make the loss swing: that is batch-to-batch sampling
     # noise around a model that stopped learning (dead or frozen; other rules say which).

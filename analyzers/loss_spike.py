@@ -45,7 +45,11 @@ False positives
     model's parameters (a GAN's players, an actor and a critic), the one recorded loss jumps by
     design as each moves against the other: there a spike counts only when a recorded fact
     outside the game explains it (a bad input batch, a learning rate that rose), or when the
-    loss grows (turns non-finite, or ends above everything its first tenth held). So it is
+    loss diverges (turns non-finite, or ends above everything its first tenth held and at its
+    highest level). So it is
+    where the run steps several times on each batch and its loss falls on most of those steps
+    (`descends_per_batch`: PPO's epochs over one rollout), which jumps where the batch
+    changes, and
     where the recorded real-valued targets drift (`targets_drift`: the scale of the profiled
     batches' targets moved twice over or more between the first and the last quarter of the
     run): a regression on targets that move, a DQN's bootstrapped targets recomputed by a
@@ -61,7 +65,7 @@ import pandas as pd
 from tracelab.analyzers._batches import INPUT_BATCH, nonfinite_batch, outlier_batch
 from tracelab.analyzers._dynamics import (MAD_TO_STD, OUTCOME, finite, fmt, initial,
                                           rolling_previous)
-from tracelab.analyzers._learning_rate import adversarial_game
+from tracelab.analyzers._learning_rate import adversarial_game, descends_per_batch
 from tracelab.core import causes
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
@@ -146,7 +150,7 @@ def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float =
     # does a regression whose targets drift (bootstrapped targets, recomputed by a copy of
     # the model synced now and then): there only a jump that a fact outside the game
     # explains counts.
-    game = adversarial_game(run) or targets_drift(run) is not None
+    game = adversarial_game(run) or targets_drift(run) is not None or descends_per_batch(run)
     named = [(i, peak, _cause(run, int(steps[i]), int(steps[max(i - window, 0)]),
                               int(steps[peak]), lr_increase=lr_increase,
                               input_ratio=input_ratio, grad_ratio=grad_ratio))

@@ -327,9 +327,11 @@ def test_a_loss_far_above_its_first_value_under_large_updates_fires_without_othe
     assert learning_rate_too_high(_loss_run(np.r_[600.0, loss[151:]], early), []) == []
     one = np.r_[600.0, 1e6, np.full(298, 590.0)]
     assert learning_rate_too_high(_loss_run(one, early), []) == []
-    # one vote is not enough, nor a rise smaller than `jump`
+    # one vote is not enough; a rise smaller than `jump` is a `worse` vote, none below `worse`
     assert learning_rate_too_high(_loss_run(loss, [1e-3] * 300), []) == []
-    assert learning_rate_too_high(_loss_run(loss, early), [], jump=1e5) == []
+    [g] = learning_rate_too_high(_loss_run(loss, early), [], jump=1e5)
+    assert g.evidence["votes"] == ["updates", "worse"]
+    assert learning_rate_too_high(_loss_run(loss, early), [], jump=1e5, worse=1e5) == []
 
 
 def _by_hand(path, lr):
@@ -422,3 +424,59 @@ def test_the_fastest_layer_is_read_per_optimizer_step_of_an_inner_loop(tmp_path)
     assert ratio < 0.1 and ratio < recorded.max() / 5
     large = _inner_loop(tmp_path / "large", lr=3.0, inner=3)
     assert _fastest(large, early=5)[1] > 0.1  # each of its steps is too large: still read so
+
+
+def _row_lstm(path, lr):
+    """aladdinpersson's row-by-row LSTM classifier, shrunk: 8 rows of 8 features, a 2-layer
+    LSTM whose every time step's output is flattened into one linear layer, Adam at `lr`."""
+    import torch
+    from _contract_runs import blobs, train
+    from torch import nn
+
+    class Rows(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(8, 64, 2, batch_first=True)
+            self.fc = nn.Linear(64 * 8, 10)
+
+        def forward(self, x):
+            out, _ = self.lstm(x.view(-1, 8, 8))
+            return self.fc(out.reshape(len(x), -1))
+
+    torch.manual_seed(0)
+    x, y = blobs(4096, features=64, classes=10)
+    x = x / 4 + torch.randn(x.shape, generator=torch.Generator().manual_seed(1))
+    ce = nn.CrossEntropyLoss()
+    return train(path, Rows(), (x, y), ce, loss_fn=ce, lr=lr, steps=120, batch=32)
+
+
+def test_first_updates_that_leave_the_model_worse_than_untrained_count_with_large_updates(
+        tmp_path):
+    """Adam at lr 0.1 throws the LSTM's cross-entropy from ln 10 to 6-8 in its first steps
+    (under the 100-fold divergence) while its updates reach 0.2 of the weights per step: two
+    votes, no other rule's finding. At lr 5e-3 the loss falls from the first step."""
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    import tracelab
+    [f] = learning_rate_too_high(tracelab.open_run(_row_lstm(tmp_path / "high", 0.1)), [])
+    assert f.evidence["votes"] == ["updates", "worse"] and f.evidence["symptoms"] == []
+    assert "above its first value under the first updates" in f.message
+    assert learning_rate_too_high(tracelab.open_run(_row_lstm(tmp_path / "ok", 5e-3)), []) == []
+
+
+def test_a_rise_across_batches_stepped_on_again_casts_no_vote(tmp_path):
+    """PPO-like epochs over each batch whose loss falls on each: the batches' levels differ,
+    so a loss above its first value under the first updates is the next batch's, not the
+    steps'."""
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    import importlib
+
+    import tracelab
+    from _rollouts_and_games import rollouts
+
+    from tracelab.analyzers._learning_rate import descends_per_batch
+    _votes = importlib.import_module("tracelab.analyzers.learning_rate_too_high")._votes
+    run = tracelab.open_run(rollouts(tmp_path / "ppo", seed=1))
+    assert descends_per_batch(run)
+    assert "worse" not in _votes(run, [], 100.0, 10, (1, 30, 5.0))
+    assert "worse" in _votes(tracelab.open_run(rollouts(tmp_path / "high", lr=1.0, seed=1)), [],
+                             100.0, 10, (1, 30, 5.0))

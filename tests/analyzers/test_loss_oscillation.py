@@ -149,3 +149,45 @@ def test_a_policy_gradient_whose_logged_score_keeps_improving_is_quiet(tmp_path)
     assert loss_oscillation(_reinforce(tmp_path / "scored", score=True)) == []
     # the same losses without the score logged: nothing says the run gets anywhere
     assert len(loss_oscillation(_reinforce(tmp_path / "unscored", score=False))) == 1
+
+
+# -- real tiny trainings: PPO-like epochs over each batch; a generator's loss that rises -------
+def test_a_loss_that_falls_on_each_batch_stepped_on_again_swings_with_the_batches(
+        tmp_path, monkeypatch):
+    """PPO's K epochs over each rollout: the loss falls on each batch and jumps where the
+    batch changes (its noise differs); the same loop at a step too large (Adam at lr 1)
+    raises it on the same batch, and fires."""
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    import importlib
+
+    import tracelab
+    from _rollouts_and_games import rollouts
+
+    from tracelab.analyzers._learning_rate import descends_per_batch
+    run = tracelab.open_run(rollouts(tmp_path / "ppo"))
+    assert descends_per_batch(run) and loss_oscillation(run) == []
+    high = tracelab.open_run(rollouts(tmp_path / "high", lr=1.0))
+    assert not descends_per_batch(high)
+    [f] = loss_oscillation(high)
+    assert f.evidence["swing"] >= 0.25
+    # the contract is what keeps the first quiet: without it, its swings fire
+    module = importlib.import_module("tracelab.analyzers.loss_oscillation")
+    monkeypatch.setattr(module, "descends_per_batch", lambda run: False)
+    assert loss_oscillation(run) != []
+
+
+def test_a_generator_s_loss_that_rises_as_its_discriminator_learns_is_the_game_s(tmp_path):
+    """A generator's BCE starts near ln 2 and rises above its first tenth as D learns, then
+    swings back: the game's, not a divergence (it does not end at its highest level); the
+    same losses recorded with one optimizer fire."""
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    import tracelab
+    from _gan_training import one_optimizer
+    from _rollouts_and_games import ring_gan
+
+    from tracelab.analyzers._learning_rate import adversarial_game, game_loss_grew, loss_grew
+    path = ring_gan(tmp_path / "gan")
+    run = tracelab.open_run(path)
+    assert loss_grew(run) and not game_loss_grew(run) and adversarial_game(run)
+    assert loss_oscillation(run) == []
+    assert loss_oscillation(tracelab.open_run(one_optimizer(path, tmp_path / "one"))) != []

@@ -295,3 +295,20 @@ def test_the_jumps_of_targets_a_synced_copy_recomputes_are_the_algorithm_s(tmp_p
 def test_a_bad_batch_among_drifting_targets_still_fires(tmp_path):
     [f] = loss_spike(_bootstrapped(tmp_path / "bad", bad_step=375))
     assert f.evidence["cause"] == "input_outlier" and f.evidence["step"] == 375
+
+
+def test_the_jumps_where_a_batch_stepped_on_again_changes_are_the_batches(tmp_path,
+                                                                          monkeypatch):
+    """PPO's K epochs over each rollout: the loss falls on each batch and jumps where the
+    batch changes; the same loop at a step too large (Adam at lr 1) spikes on its own."""
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    import importlib
+
+    import tracelab
+    from _rollouts_and_games import rollouts
+    run = tracelab.open_run(rollouts(tmp_path / "ppo"))
+    assert loss_spike(run) == []
+    assert loss_spike(tracelab.open_run(rollouts(tmp_path / "high", lr=1.0))) != []
+    module = importlib.import_module("tracelab.analyzers.loss_spike")
+    monkeypatch.setattr(module, "descends_per_batch", lambda run: False)
+    assert loss_spike(run) != []  # the contract is what keeps it quiet
