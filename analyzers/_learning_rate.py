@@ -269,18 +269,21 @@ def descends_per_batch(run: Run) -> bool:
         rows = sentinel(run)
         if not len(rows):
             return False
-        keys = rows.sort_values(["step", "role", "name"]).groupby("step")[
-            ["role", "name", "min", "max"]].apply(
-            lambda g: tuple(map(tuple, g.astype(str).to_numpy())))
+        ranges = rows.groupby(["step", "role", "name"])[["min", "max"]].first().unstack(
+            ["role", "name"]).sort_index()
+        table = ranges.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
         loss = run.loss()
         loss = loss[~loss.index.duplicated(keep="last")]
-    except (KeyError, ValueError, TypeError, AttributeError):
+    except (KeyError, ValueError, TypeError, AttributeError, IndexError):
         return False
-    steps = np.asarray(keys.index, dtype=float)
-    if len(set(keys.to_numpy())) < 2:
+    if len(table) < 2:
         return False
-    same = (np.diff(steps) == 1) & (keys.to_numpy()[1:] == keys.to_numpy()[:-1])
-    values = pd.to_numeric(loss.reindex(keys.index), errors="coerce").to_numpy(
+    steps = np.asarray(ranges.index, dtype=float)
+    equal = (table[1:] == table[:-1]) | (np.isnan(table[1:]) & np.isnan(table[:-1]))
+    same = (np.diff(steps) == 1) & equal.all(axis=1)
+    if same.all():
+        return False  # one batch throughout: its swings are the steps'
+    values = pd.to_numeric(loss.reindex(ranges.index), errors="coerce").to_numpy(
         dtype=float, na_value=np.nan)
     before, after = values[:-1][same], values[1:][same]
     ok = np.isfinite(before) & np.isfinite(after)

@@ -56,13 +56,16 @@ False positives
     Where several players hold the model's parameters, each stepping on its own loss (a GAN's
     generator and discriminator, an actor and a critic: `several_players`; several optimizers on
     one loss, such as Muon with AdamW, are no game), the one recorded loss swings by design, as
-    each player moves against the other: its swings and spikes count only when it grows (turns
-    non-finite, or ends above everything its first tenth held); each optimizer's update size,
-    gradients and NaN/Inf still count. Healthy tiny networks reach 30-60x the usual update ratio
+    each player moves against the other: its swings and spikes count only when it diverges
+    (turns non-finite, or ends above everything its first tenth held and at its highest level);
+    each optimizer's update size, gradients and NaN/Inf still count. So they do not, nor a rise
+    under the first updates, where the run steps several times on each batch and the loss
+    falls on most of those steps (`descends_per_batch`: PPO's epochs over one rollout): it
+    swings where the batch changes. Healthy tiny networks reach 30-60x the usual update ratio
     in their first steps, below `far_above` (a recorded update spanning an inner loop's
     optimizer steps counts divided by them: a lower bound of one step's size); a lone spike with
     its gradient burst is one signal, not two, and one outlier batch after the first step is no
-    rise (the median of the first tenth is); a game's loss casts no rise vote unless it grew.
+    rise (the median of the first tenth is); a game's loss casts no rise vote.
     Its fix presumes that an optimizer's learning rate moves these weights: where no optimizer
     holds any of the model's trained parameters (meta.json's optimizers), the diagnosis ranks
     below every one the recorded facts do not contradict.

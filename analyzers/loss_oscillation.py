@@ -29,17 +29,17 @@ False positives
     regression targets, tiny batches), can look like oscillation; raise `min_swing` there.
     Where two or more optimizers hold the model's parameters (a GAN's generator and
     discriminator, an actor and a critic), the one recorded loss is one player's or their sum,
-    and it swings by design as each moves against the other: it is judged only when it grows
-    (turns non-finite, or ends above everything its first tenth held and at its
-    highest level). A run that steps
-    several times on each batch (PPO's epochs over one rollout, an inner loop: consecutive
-    steps with the same inputs and targets) and whose loss falls on most of those steps
-    (`descends_per_batch`) descends: its loss swings where the batch changes (a new rollout,
-    its returns normalized anew), and the rule stays quiet. Other reinforcement-
-    learning objectives are not meant to decrease steadily either: where a logged metric whose
-    name gives its direction (a reward, a score, an accuracy) kept improving over the run
-    (objective_improved at `alpha`), the swings do not keep the run from its goal and the
-    rule stays quiet.
+    and it swings by design as each moves against the other: it is judged only when it
+    diverges (turns non-finite, or ends above everything its first tenth held and at its
+    highest level: a generator's loss rises from ln 2 as its discriminator learns, then swings
+    back). A run that steps several times on each batch (PPO's epochs over one rollout, an
+    inner loop: consecutive steps with the same inputs and targets) and whose loss falls on
+    most of those steps (`descends_per_batch`) descends: its loss swings where the batch
+    changes (a new rollout, its returns normalized anew), and the rule stays quiet. Other
+    reinforcement-learning objectives are not meant to decrease steadily either: where a
+    logged metric whose name gives its direction (a reward, a score, an accuracy) kept
+    improving over the run (objective_improved at `alpha`), the swings do not keep the run
+    from its goal and the rule stays quiet.
     Losses that can be negative are not judged.
 """
 from __future__ import annotations

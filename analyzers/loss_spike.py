@@ -46,10 +46,9 @@ False positives
     design as each moves against the other: there a spike counts only when a recorded fact
     outside the game explains it (a bad input batch, a learning rate that rose), or when the
     loss diverges (turns non-finite, or ends above everything its first tenth held and at its
-    highest level). So it is
-    where the run steps several times on each batch and its loss falls on most of those steps
-    (`descends_per_batch`: PPO's epochs over one rollout), which jumps where the batch
-    changes, and
+    highest level). So it is where the run steps several times on each batch and its loss
+    falls on most of those steps (`descends_per_batch`: PPO's epochs over one rollout), which
+    jumps where the batch changes, and
     where the recorded real-valued targets drift (`targets_drift`: the scale of the profiled
     batches' targets moved twice over or more between the first and the last quarter of the
     run): a regression on targets that move, a DQN's bootstrapped targets recomputed by a
