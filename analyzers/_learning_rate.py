@@ -259,9 +259,11 @@ def descends_per_batch(run: Run) -> bool:
     are the same, the same batch was stepped on again (PPO's K epochs over one rollout, a
     meta-learner's inner loop), and on a batch held fixed a step small enough lowers the loss
     (the descent lemma); a step too large overshoots, and the loss on the same batch rises.
-    True where MIN_REPEATS such pairs or more were recorded, at least two batches differ, and
-    the loss fell on DESCENT_SHARE of those pairs or more: the swings and jumps of such a loss
-    come at the batch changes (a new rollout, returns normalized anew), not from the steps.
+    True where MIN_REPEATS such pairs or more were recorded, at least two batches differ, the
+    loss fell on DESCENT_SHARE of those pairs or more, and no step on a batch held fixed raised
+    it (by ratio) as far as the median batch change moves it: the swings and jumps of such a
+    loss come at the batch changes (a new rollout, returns normalized anew), not from the
+    steps. Losses that are not positive are not judged.
     False where the facts are missing or malformed. Batches that share their range (images
     in [0, 1], labels 0-9) read as one batch: minibatch noise then makes the loss fall on about
     half of the pairs, and this stays False."""
@@ -285,11 +287,16 @@ def descends_per_batch(run: Run) -> bool:
         return False  # one batch throughout: its swings are the steps'
     values = pd.to_numeric(loss.reindex(ranges.index), errors="coerce").to_numpy(
         dtype=float, na_value=np.nan)
-    before, after = values[:-1][same], values[1:][same]
-    ok = np.isfinite(before) & np.isfinite(after)
-    if int(ok.sum()) < MIN_REPEATS:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        change = np.log(values[1:] / values[:-1])  # NaN where a loss is missing or not > 0
+    ok = np.isfinite(change)
+    held, moved = change[same & ok], change[~same & ok]
+    if held.size < MIN_REPEATS or not moved.size:
         return False
-    return float(np.mean(after[ok] < before[ok])) >= DESCENT_SHARE
+    # and no step on a batch held fixed raised its loss as far as a batch change typically
+    # moves it: a spike on one batch is the step's overshoot, whatever the batches do
+    return float(np.mean(held < 0)) >= DESCENT_SHARE and \
+        float(held.max()) < float(np.median(np.abs(moved)))
 
 
 def iterations_per_step(run: Run) -> int:

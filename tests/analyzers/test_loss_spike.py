@@ -312,3 +312,29 @@ def test_the_jumps_where_a_batch_stepped_on_again_changes_are_the_batches(tmp_pa
     module = importlib.import_module("tracelab.analyzers.loss_spike")
     monkeypatch.setattr(module, "descends_per_batch", lambda run: False)
     assert loss_spike(run) != []  # the contract is what keeps it quiet
+
+
+def test_a_spike_on_a_batch_stepped_on_again_is_the_step_s():
+    """Blocks of 10 steps on one batch, the loss falling on each and its level moving with
+    the batch: descends_per_batch. A fivefold jump on a batch held fixed is the step's
+    overshoot (a fixed batch's loss does not jump at a step small enough): it does not."""
+    from tracelab.analyzers._learning_rate import descends_per_batch
+    from tracelab.core.run import Run
+    rng = np.random.default_rng(0)
+    levels = rng.uniform(0.3, 1.5, 30)
+    loss = np.concatenate([level * np.linspace(1.0, 0.9, 10) for level in levels])
+    batch = np.repeat(np.arange(30), 10).astype(float)
+    batches = pd.DataFrame({"step": np.repeat(np.arange(300), 2), "split": "train",
+                            "role": ["input", "target"] * 300, "name": ["input", "target"] * 300,
+                            "min": np.repeat(-batch, 2), "max": np.repeat(batch + 1, 2),
+                            "nan_count": 0, "inf_count": 0})
+
+    def run(values):
+        scalars = pd.DataFrame({"step": range(300), "split": "train", "name": "loss",
+                                "value": values})
+        return Run.from_frames({}, scalars=scalars, batches=batches)
+
+    assert descends_per_batch(run(loss))
+    spiked = loss.copy()
+    spiked[155] *= 5
+    assert not descends_per_batch(run(spiked))
