@@ -33,6 +33,11 @@ False positives
     linear layer as numbers and are judged like any feature. Integer columns of a DataFrame
     holding raw counts are missed for the same reason. A standardized feature with rare
     outliers has an RMS near 1 and stays quiet; a rare 0/1 indicator counts as unit scale.
+    Features that all lie in [-1, 1] are never judged far apart, however small some of them
+    stay: images scaled to [0, 1] without mean/std normalization (ToTensor, flattened MNIST,
+    inputs a VAE reconstructs with BCE), one-hot and binary codes, min-max scaled tables.
+    Their mostly-zero border pixels are sparse, not in other units; a feature scaled down by
+    mistake within such inputs is missed.
     Inputs recorded as a raw table holding dates or text (a DataFrame before feature
     engineering) are not what the model sees, and are skipped as a whole.
 """
@@ -110,7 +115,12 @@ def unnormalized_inputs(run: Run, *, max_rms: float = 10.0, max_scale_ratio: flo
     # A rare 0/1 indicator has a tiny RMS but is on unit scale: its reach counts too.
     scale = {f: max(rms[f], 0.5 * min(max(abs(p.min), abs(p.max)), 1.0))
              for f, p in profiles.items() if rms[f] > 0}
-    if len(scale) >= 2:
+    # Inputs that all lie in [-1, 1] (ToTensor images, min-max scaling, one-hot or binary
+    # codes) are on the scale the first layer's initialization assumes: no feature dominates
+    # its gradients, and one that stays small inside that range is sparse or nearly constant
+    # (a border pixel), not in other units. Scales far apart need a feature beyond unit range.
+    unit = all(max(abs(p.min), abs(p.max)) <= 1.0 for p in profiles.values())
+    if len(scale) >= 2 and not unit:
         big, small = max(scale, key=scale.get), min(scale, key=scale.get)
         ratio = scale[big] / scale[small]
         if ratio >= max_scale_ratio:
