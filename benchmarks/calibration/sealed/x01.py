@@ -1,0 +1,9 @@
+"""lucidrains/vit-pytorch SimpleViT on digits with Adam and cross-entropy, as published."""
+from _x_vit import SOURCE, run as _train
+
+LABEL = {"family": "transformer", "optimizer": "adam", "loss_reduction": "mean",
+         "healthy": True, "cause": None, "source": SOURCE, "bug_source": None}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    _train(run_dir, seed, bug=None)
