@@ -24,8 +24,11 @@ What it detects
 Why it matters
     The loss still falls a little, so the run looks like it trains, but the model is pushed
     towards saturated outputs with vanishing gradients, the loss cannot go below its bound,
-    and accuracy stalls below what the model can reach. With NLLLoss on logits the loss is
-    minimized by growing the logits without limit.
+    and accuracy stalls below what the model can reach. The gradient reaches the logits only
+    through the softmax's or sigmoid's slope (at most 1/4), so the updates shrink with it: tiny
+    updates (update-ratio) are this diagnosis's symptom, and raising the learning rate would
+    not fix them. With NLLLoss on logits the loss is minimized by growing the logits without
+    limit.
 
 Example
     On 12 of 12 profiled steps the rows given to CrossEntropyLoss were probabilities (each in
@@ -54,6 +57,7 @@ import numpy as np
 from tracelab.analyzers._dynamics import OUTCOME, edge_len, finite, fmt
 from tracelab.analyzers._loss_contracts import (BCE, BCE_LOGITS, CROSS_ENTROPY, NLL, loss_fn,
                                                 loss_type, mean_reduced, output_facts)
+from tracelab.core import causes
 from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -70,13 +74,27 @@ def cross_entropy_bound(classes: int) -> float:
     return math.log1p((classes - 1) / math.e)
 
 
+def _squashed_inputs_starve(cause: Finding, effect: Finding) -> bool:
+    """For `when`: the loss read bounded rows (probabilities or a sigmoid's values, a floor
+    above 0 on its loss) and the effect's updates are on the small side: the gradient reaches
+    the logits only through the squashing function, whose slope is at most 1/4. Logits given
+    to NLLLoss (floor 0, unbounded below) make updates grow, not shrink."""
+    bound = cause.evidence.get("bound")
+    return isinstance(bound, (int, float)) and bound > 0 and causes.low_updates(cause, effect)
+
+
 @rule(name="loss-input-contract", code="TL607", requires=(Needs.OUTPUTS, Needs.LOSS),
       plot=Plot.LOSS,
       links=(explains("loss-below-bound", "vanishing-gradients", "saturated-activations",
                       "loss-oscillation", *OUTCOME,
                       why="a loss fed inputs outside its contract has a floor above its "
                           "minimum (or none at all), and saturated outputs pass back little "
-                          "gradient", timing="overlap"),))
+                          "gradient", timing="overlap"),
+             explains("update-ratio",
+                      why="squashed rows (a softmax or sigmoid) given to a loss that applies "
+                          "its own pass back its gradient through the squashing function's "
+                          "slope (at most 1/4), so the updates shrink with it",
+                      timing="overlap", when=_squashed_inputs_starve)))
 def loss_input_contract(run: Run, *, tolerance: float = 1e-3, min_share: float = 0.9,
                         min_profiles: int = 2, near_bound: float = 0.05) -> list[Finding]:
     facts = output_facts(run).dropna(subset=[OUTPUT_MIN, OUTPUT_MAX])

@@ -154,3 +154,47 @@ def test_a_run_without_its_outputs_skips_the_rule_naming_what_to_pass(tmp_path):
     assert skipped["loss-input-contract"] == \
         "not recorded: what enters the loss (step(outputs=...))"
     assert "shape-broadcast" in skipped
+
+
+def _ten_class_run(path, last, lr):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 10),
+                          *([last] if last is not None else []))
+    ce = nn.CrossEntropyLoss()
+    return train(path, model, blobs(2048, classes=10), ce, loss_fn=ce,
+                 optimizer=torch.optim.SGD(model.parameters(), lr=lr))
+
+
+def test_softmax_rows_explain_the_tiny_updates_they_starve(tmp_path):
+    # Softmax rows into cross-entropy pass back the gradient through the softmax's slope:
+    # the updates are tiny and their rule's "raise the learning rate" is not the fix.
+    path = _ten_class_run(tmp_path / "r", nn.Softmax(dim=1), lr=1e-3)
+    first = tracelab.analyze(path).diagnoses[0]
+    assert first.finding.rule == "loss-input-contract"
+    assert "update-ratio" in {f.rule for f in first.explains}
+
+
+def test_tiny_updates_on_logits_stay_their_own_diagnosis(tmp_path):
+    path = _ten_class_run(tmp_path / "r", None, lr=1e-5)
+    ranked = tracelab.analyze(path).diagnoses
+    assert [d.finding.rule for d in ranked][:1] == ["update-ratio"]
+    assert "loss-input-contract" not in {d.finding.rule for d in ranked}
+
+
+def test_only_bounded_rows_explain_small_updates():
+    from tracelab.analyzers.loss_input_contract import _squashed_inputs_starve
+    from tracelab.core.findings import ERROR, WARNING, Finding
+
+    def cause(bound):
+        return Finding("loss-input-contract", "TL607", ERROR, "NLLLoss", (0, 9), "",
+                       {"bound": bound})
+
+    small = Finding("update-ratio", "TL206", WARNING, "0.weight", (0, 9), "",
+                    {"worst_ratio": 1e-6})
+    large = Finding("update-ratio", "TL206", WARNING, "0.weight", (0, 9), "",
+                    {"worst_ratio": 0.5})
+    assert _squashed_inputs_starve(cause(0.744), small)
+    # Logits given to NLLLoss (floor 0) make the loss unbounded and the updates grow.
+    assert not _squashed_inputs_starve(cause(0.0), small)
+    assert not _squashed_inputs_starve(cause(0.744), large)
+    assert not _squashed_inputs_starve(cause(None), small)
