@@ -26,9 +26,14 @@ False positives
     they span less than `target_share` of the targets' range: a value head fitting returns
     that differ little, a discriminator judged against constant labels. Without recorded
     targets, a regression model whose targets themselves vary by less than `min_range`
-    (unscaled targets in small units) needs a smaller threshold. A classifier on imbalanced classes that
-    collapsed to its class priors keeps a wider range (its biases differ) and is missed; the
-    dead or frozen layers behind it are reported by their own rules.
+    (unscaled targets in small units) needs a smaller threshold. A module whose output holds
+    one element (an actor-critic's value head run on one state at a time) spans 0 by
+    construction: the rule reads the last module whose output holds two or more (the policy
+    head beside it), and stays quiet where none does. A policy's softmax that grows near-
+    deterministic widens its logits' range: convergence, not collapse. A classifier on
+    imbalanced classes that collapsed to its class priors keeps a wider range (its biases
+    differ) and is missed; the dead or frozen layers behind it are reported by their own
+    rules.
 """
 from __future__ import annotations
 
@@ -52,7 +57,9 @@ def collapsed_outputs(run: Run, *, min_range: float = 0.1, window: float = 1 / 3
     hi, lo = finite_stat(run, ACTIVATION, "max"), finite_stat(run, ACTIVATION, "min")
     if hi.empty:
         return []
-    module = str(hi.columns[-1])
+    module = _final_module(run, [str(c) for c in hi.columns])
+    if module is None:
+        return []
     span = (hi[module] - lo[module]).dropna()
     span = span[np.isfinite(span.to_numpy(dtype=float))]
     if len(span) < min_recordings:
@@ -73,6 +80,22 @@ def collapsed_outputs(run: Run, *, min_range: float = 0.1, window: float = 1 / 3
         {"range": level, "range_start": start, "recordings": len(recent)},
         "Look for dead, frozen or saturated layers among the other findings, and check the loss "
         "against the labels.")]
+
+
+def _final_module(run: Run, modules: list[str]) -> str | None:
+    """The last recorded module whose output holds two or more elements: one value (a value
+    head's V(s) on one state, a scalar score) spans 0 by construction, and says nothing of
+    how the model's outputs vary. Where the element counts are not recorded, the last module;
+    None where every recorded module outputs a single element."""
+    try:
+        numel = pd.to_numeric(run.numel(ACTIVATION), errors="coerce")
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return modules[-1]
+    for module in reversed(modules):
+        count = numel.get(module) if module in numel.index else None
+        if count is None or not np.isfinite(count) or count >= 2:
+            return module
+    return None
 
 
 def _target_range(run: Run, since: int) -> float | None:

@@ -67,3 +67,63 @@ def test_outputs_that_span_their_recorded_targets_range_are_no_collapse(tmp_path
 def test_outputs_far_narrower_than_their_targets_still_fire(tmp_path):
     [f] = collapsed_outputs(_small_targets(tmp_path / "frozen", frozen_head=True))
     assert f.evidence["range"] < 0.01
+
+
+def _actor_critic(path, *, dead_policy: bool):
+    """A real tiny actor-critic on a two-armed contextual bandit: a shared Linear + ReLU, an
+    action head (2 logits) and a value head (1 value, recorded last), run on one state at a
+    time, one update per episode of 8 states. `dead_policy`: the action head zeroed and frozen,
+    so its logits are 0 for every state."""
+    import pytest
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+    import tracelab
+    from tracelab.core.run import open_run
+
+    class Policy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(4, 16)
+            self.action_head = nn.Linear(16, 2)
+            self.value_head = nn.Linear(16, 1)
+
+        def forward(self, s):
+            h = F.relu(self.fc1(s))
+            return F.softmax(self.action_head(h), dim=-1), self.value_head(h)
+
+    torch.manual_seed(0)
+    model = Policy()
+    if dead_policy:
+        for p in model.action_head.parameters():
+            nn.init.zeros_(p)
+            p.requires_grad_(False)
+    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+    g = torch.Generator().manual_seed(0)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, activation_every=5) as rec:
+        for _ in range(60):
+            states, losses = torch.randn(8, 4, generator=g), []
+            for s in states:
+                probs, value = model(s)
+                m = torch.distributions.Categorical(probs)
+                action = m.sample()
+                reward = float(int(action) == int(s[0] > 0))
+                losses.append(-m.log_prob(action) * (reward - value.item())
+                              + F.smooth_l1_loss(value, torch.tensor([reward])))
+            opt.zero_grad()
+            loss = torch.stack(losses).sum()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=states)
+    return open_run(path)
+
+
+def test_a_value_head_of_one_element_is_no_collapse(tmp_path):
+    # V(s) on one state spans 0 by construction; the policy head beside it is read instead
+    assert collapsed_outputs(_actor_critic(tmp_path / "ac", dead_policy=False)) == []
+
+
+def test_a_policy_head_that_outputs_one_value_for_every_state_fires(tmp_path):
+    [f] = collapsed_outputs(_actor_critic(tmp_path / "dead", dead_policy=True))
+    assert f.subject == "action_head" and f.evidence["range"] < 0.1
