@@ -90,6 +90,7 @@ import re
 
 import numpy as np
 import pandas as pd
+from scipy.stats import binom
 
 from tracelab.analyzers._batches import BATCH_NORMS
 from tracelab.analyzers._dynamics import (OUTCOME, eval_split, finite, fmt, layer_of,
@@ -164,7 +165,7 @@ def target_problems(run: Run, *, negative_share: float = 0.1, min_classes: int =
                     pieces: int = 10, min_steps: int = 50, low_update: float = 1e-5,
                     high_update: float = 0.1, travel: float = 0.1, min_kept: float = 0.5,
                     min_evals: int = 3, match_share: float = 0.8,
-                    min_norm_batch: int = 8) -> list[Finding]:
+                    min_norm_batch: int = 8, alpha: float = 0.05) -> list[Finding]:
     tg = run.targets
     findings = _class_balance(run, ratio)  # 3+ classes; _imbalance below: 0/1 labels only
     findings += _unlearnable(
@@ -172,6 +173,8 @@ def target_problems(run: Run, *, negative_share: float = 0.1, min_classes: int =
         min_fit=min_fit, pieces=pieces, min_steps=min_steps, low_update=low_update,
         high_update=high_update, travel=travel, min_kept=min_kept, min_evals=min_evals,
         match_share=match_share, min_norm_batch=min_norm_batch)
+    if not any(f.evidence.get("cause") == "targets_unaligned" for f in findings):
+        findings += _below_chance(run, alpha)
     numeric: dict[str, list[tuple[str, pd.DataFrame]]] = {}
     for feature, rows in tg.groupby("feature", sort=False):
         train = rows[rows["split"] == TRAIN]
@@ -413,6 +416,61 @@ def _unlearnable(run: Run, *, max_explained: float, noise_k: float, max_above: f
                     val_constant_loss=val["val_constant_loss"],
                     val_loss_median=float(after.median()))
     return [_independent_finding(run, steps, bound, means, explained, evidence, split)]
+
+
+def _below_chance(run: Run, alpha: float, min_evals: int = 3) -> list[Finding]:
+    """An evaluation split whose logged accuracy (a fraction, or percent) sits, as the median of
+    the last half of its `min_evals` or more evaluations, below the share of that split's
+    rarest class, by a one-sided binomial test at `alpha` on the split's rows per evaluation
+    (its recorded targets' count). A prediction that ignores the input scores at least the
+    rarest class's share on every row set (predicting one class scores its share; a mixture, a
+    weighted mean of those), so an accuracy below it is a model that does use its inputs and
+    learned a mapping that these targets contradict: the train targets are not paired with
+    their inputs as the evaluation's are (labels shuffled apart from their rows, classes
+    numbered differently in the two splits). Needs every class of the output layer present in
+    the split (a class it never holds is a share of 0); nothing is judged otherwise."""
+    size = _output_size(run)
+    tg = run.targets
+    if size is None or size < 2 or not len(tg):
+        return []
+    for split in run.splits():
+        if split == TRAIN:
+            continue
+        shares = class_shares(run, split)
+        rows = tg.loc[tg["split"] == split].groupby("step")["count"].max()
+        if shares is None or len(shares) != size or not len(rows):
+            continue
+        n = int(np.median(rows.to_numpy(dtype=float)))
+        for name in pd.unique(run.scalars["name"]):
+            acc = finite(run.scalar(name, split)) if _ACC.search(str(name)) else None
+            if acc is None or len(acc) < 2 * min_evals or acc.min() < 0:
+                continue
+            if acc.max() > 1:  # logged in percent
+                if acc.max() > 100:
+                    continue
+                acc = acc / 100
+            late = float(acc.iloc[len(acc) // 2:].median())
+            floor = float(shares.min())
+            if n < 1 or late >= floor or binom.cdf(round(late * n), n, floor) >= alpha:
+                continue
+            steps = (int(acc.index[0]), int(acc.index[-1]))
+            return [target_problems.finding(
+                ERROR, "targets vs inputs", steps,
+                f"The {split} accuracy '{name}' ends at {fmt(late)} (median of its last "
+                f"{len(acc) - len(acc) // 2} evaluations on {n} rows), below {fmt(floor)}, the "
+                f"share of {split}'s rarest class, which any prediction that ignores the input "
+                "reaches: the model uses its inputs and learned a mapping that these targets "
+                "contradict, so the train targets are not paired with their inputs as the "
+                f"{split} targets are (labels shuffled apart from their rows, or classes "
+                "numbered differently in the two splits).",
+                {"cause": "targets_unaligned", "split": split, "metric": str(name),
+                 "accuracy_late": late, "rarest_share": floor, "rows": n,
+                 "evaluations": len(acc),
+                 "p_value": float(binom.cdf(round(late * n), n, floor))},
+                "Check a few (input, target) pairs of both splits by hand after every "
+                "transform: shuffle inputs and targets together (one index, one Dataset), and "
+                "number the classes the same way in every split.")]
+    return []
 
 
 def _never_generalizes(run: Run, split: str, val: dict, explained: np.ndarray,
