@@ -37,7 +37,12 @@ What it detects
       `min_fit` below it while the validation split, whose inputs match train's
       (`match_share` of the features), stays at its own such level and its logged accuracy
       (a fraction, or percent) at the largest class's share over `min_evals` evaluations
-      since (without a validation accuracy, healthy overfitting looks the same: not judged).
+      since (without a validation accuracy, healthy overfitting looks the same: not judged);
+      or an evaluation split's logged accuracy whose last half's median sits below the share
+      of that split's rarest class (every class of the output layer present in it), by a
+      one-sided binomial test at `alpha` on its rows per evaluation: a prediction that
+      ignores the input reaches that share on any rows, so a model below it uses its inputs
+      and learned a mapping these targets contradict.
 
 Why it matters
     Each of these trains silently on the wrong problem. A BCE loss given -1 labels rewards
