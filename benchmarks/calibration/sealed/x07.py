@@ -1,0 +1,9 @@
+"""timbmg/VAE-CVAE-MNIST: the MLP VAE with summed BCE + KLD and Adam, as published."""
+from _x_vae import SOURCE, run as _train
+
+LABEL = {"family": "vae", "optimizer": "adam", "loss_reduction": "sum",
+         "healthy": True, "cause": None, "source": SOURCE, "bug_source": None}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    _train(run_dir, seed, bug=None)
