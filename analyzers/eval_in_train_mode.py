@@ -11,7 +11,10 @@ Why it matters
     In training mode Dropout drops units at random and BatchNorm normalizes with the batch's
     own statistics and updates its running averages with the validation data. The validation
     metrics come out noisy and pessimistic, depend on the batch size, and the evaluation
-    changes the model. Early stopping and model selection then rest on wrong numbers.
+    changes the model. Early stopping and model selection then rest on wrong numbers. A
+    split evaluated so can score at chance (BatchNorm normalizing a batch of one class by its
+    own mean removes what tells the classes apart) and its loss can rise while the training
+    loss falls: the diagnosis explains metric-stagnation and overfitting on that split.
 
 Example
     All 8 evaluations of split 'val' ran with 1 of 1 Dropout modules in training mode:
@@ -30,6 +33,7 @@ False positives
 """
 from __future__ import annotations
 
+from tracelab.core.causes import cause_is_stated, explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
@@ -37,7 +41,14 @@ from tracelab.core.schema import (DROPOUT_MODULES, NORM_MODULES, TRAIN, TRAIN_MO
                                   TRAIN_MODE_NORM, Needs)
 
 
-@rule(name="eval-in-train-mode", code="TL603", requires=(Needs.EVAL_MODES,), plot=Plot.NONE)
+@rule(name="eval-in-train-mode", code="TL603", requires=(Needs.EVAL_MODES,), plot=Plot.NONE,
+      links=(explains("metric-stagnation", "overfitting",
+                      why="with Dropout or BatchNorm in training mode the evaluation scores a "
+                          "randomly thinned network (or one normalized by the evaluated batch's "
+                          "own statistics): its predictions carry noise and shifts the trained "
+                          "model does not, which pull the split's accuracy towards chance and "
+                          "its loss up",
+                      timing="overlap", place="split", when=cause_is_stated),))
 def eval_in_train_mode(run: Run, *, min_share: float = 0.5) -> list[Finding]:
     sg = run.signals
     findings = []

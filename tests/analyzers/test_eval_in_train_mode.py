@@ -1,5 +1,6 @@
 """eval-in-train-mode: Dropout or BatchNorm active while a validation split was evaluated."""
 import pandas as pd
+import pytest
 
 from tracelab.analyzers.eval_in_train_mode import eval_in_train_mode
 from tracelab.core.run import Run
@@ -38,3 +39,66 @@ def test_quiet_in_eval_mode_and_for_models_without_dropout_or_batchnorm():
 
 def test_train_split_signals_are_not_evaluations():
     assert eval_in_train_mode(_run([2, 2], [1, 1], split="train")) == []
+
+
+def _bn_run(path, eval_mode: bool):
+    """A BatchNorm classifier validated in batches of one class each (the split sorted by
+    label), with or without model.eval(): in training mode BatchNorm subtracts each batch's
+    own mean, which removes what tells the classes apart."""
+    torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+    import tracelab
+    from _contract_runs import blobs
+    nn = torch.nn
+    torch.manual_seed(0)
+    x, y = blobs(2560, classes=2)
+    x, y, xv, yv = x[:2048], y[:2048], x[2048:], y[2048:]
+    order = torch.argsort(yv)
+    xv, yv = xv[order], yv[order]
+    model = nn.Sequential(nn.Linear(16, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 2))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    ce = nn.CrossEntropyLoss()
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=ce) as rec:
+        for step in range(60):
+            i = (step * 32) % (len(x) - 31)
+            xb, yb = x[i:i + 32], y[i:i + 32]
+            opt.zero_grad()
+            out = model(xb)
+            loss = ce(out, yb)
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=xb, targets=yb, outputs=out)
+            if (step + 1) % 6 == 0:
+                if eval_mode:
+                    model.eval()
+                with torch.no_grad():
+                    outs = torch.cat([model(xv[j:j + 64]) for j in range(0, len(xv), 64)])
+                rec.log("val", metrics={"loss": ce(outs, yv),
+                                        "acc": (outs.argmax(1) == yv).float().mean()},
+                        targets=yv)
+                model.train()
+    return tracelab.analyze(str(path))
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_validation_in_train_mode_explains_its_accuracy_at_chance(tmp_path):
+    first = _bn_run(tmp_path / "r", eval_mode=False).diagnoses[0]
+    assert first.finding.rule == "eval-in-train-mode"
+    assert {"metric-stagnation", "overfitting"} <= {f.rule for f in first.explains}
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_validation_in_eval_mode_is_quiet(tmp_path):
+    assert _bn_run(tmp_path / "r", eval_mode=True).diagnoses == []
+
+
+def test_a_split_in_train_mode_explains_only_its_own_metrics():
+    from tracelab.app.diagnose import diagnose
+    from tracelab.core.findings import ERROR
+    from tracelab.analyzers.metric_stagnation import metric_stagnation
+    run = _run([2, 2, 2], [0, 0, 0])
+    [mode] = eval_in_train_mode(run)
+    test_acc = metric_stagnation.finding(ERROR, "test/acc", (50, 75), "at chance", {}, "")
+    val_acc = metric_stagnation.finding(ERROR, "val/acc", (25, 75), "at chance", {}, "")
+    ranked = diagnose(run, [mode, test_acc, val_acc])[1]
+    by_root = {d.finding.subject: [f.subject for f in d.explains] for d in ranked}
+    assert by_root["val"] == ["val/acc"] and by_root["test/acc"] == []
