@@ -1,0 +1,9 @@
+"""p-christ DQN on CartPole with Adam and gradient clipping, as published."""
+from _x_dqn import SOURCE, run as _train
+
+LABEL = {"family": "rl", "optimizer": "adam", "loss_reduction": "mean",
+         "healthy": True, "cause": None, "source": SOURCE, "bug_source": None}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    _train(run_dir, seed, bug=None)
