@@ -10,7 +10,11 @@ What it detects
       called, or called on another optimizer object than the one given to the Recorder;
     - it ran on grads of norm 0 or None while backward produced non-zero ones: `zero_grad()`
       runs between `backward()` and `step()`;
-    - it ran on non-zero grads: every param group's learning rate is 0, or the step skips.
+    - it ran on non-zero grads: every param group's learning rate is 0, or the step skips;
+    - the optimizers hold parameters and none of them is the model's (meta.json's group
+      `n_params` above 0, every parameter's `in_optimizer` false): each step moves another
+      model object, one the optimizer was built on before the model was created again or
+      copied (the step is called, on the wrong parameters).
 
 Why it matters
     The loss is computed and backpropagated on every step and nothing learns: the curves look
@@ -28,7 +32,8 @@ How to fix
 False positives
     A run without an optimizer object (meta.json `optimizers: {}`) is not judged; a step that
     an AMP GradScaler skips for Inf/NaN gradients is left to amp-overflow; a model whose
-    parameters no optimizer holds is left to param-not-in-optimizer. Parameters frozen with
+    parameters no optimizer holds is left to param-not-in-optimizer, unless the optimizers
+    hold none of the model's parameters but others (the case above). Parameters frozen with
     `requires_grad=False` are not tracked.
 """
 from __future__ import annotations
@@ -43,7 +48,12 @@ from tracelab.core.findings import ERROR, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import (AMP_SKIPPED, GRAD, GRAD_NORM_BACKWARD, GRAD_NORM_STEP,
-                                  META_OPTIMIZERS, TRAIN, UPDATE, WEIGHT, Needs)
+                                  META_OPTIMIZERS, META_UNREGISTERED, TRAIN, UPDATE, WEIGHT,
+                                  Needs)
+
+
+def _steps_another_model(cause: Finding, _: Finding) -> bool:
+    return cause.evidence.get("cause") == "other_model"
 
 
 @rule(name="optimizer-step-missing", code="TL212",
@@ -51,7 +61,11 @@ from tracelab.core.schema import (AMP_SKIPPED, GRAD, GRAD_NORM_BACKWARD, GRAD_NO
       plot=Plot.WEIGHT_CHANGE,
       links=(explains("frozen-parameters", "update-ratio", *OUTCOME,
                       why="weights that no optimizer step changes do not learn",
-                      timing="overlap"),))
+                      timing="overlap"),
+             explains("missing-zero-grad",
+                      why="optimizer.zero_grad() resets the gradients of the model the "
+                          "optimizer holds, not of the one the loop trains, so these pile up",
+                      timing="overlap", when=_steps_another_model)))
 def optimizer_step_missing(run: Run, *, rtol: float = 1e-7,
                            min_steps: int = 5) -> list[Finding]:
     norms = run.stat(WEIGHT, "norm")
@@ -60,11 +74,77 @@ def optimizer_step_missing(run: Run, *, rtol: float = 1e-7,
     if run.signal(AMP_SKIPPED).sum() > 0:  # amp-overflow names skipped steps
         return []
     optimizers = run.meta.get(META_OPTIMIZERS) or {}
+    foreign = held_elsewhere(run)
+    if foreign:
+        found = _another_model(run, norms, foreign, len(optimizers), rtol)
+        return [found] if found else []
     findings = []
     for key, held in _held(run, norms, optimizers).items():
         found = _judge(run, norms, key, held, len(optimizers), rtol)
         findings += [found] if found else []
     return findings
+
+
+def held_elsewhere(run: Run) -> int:
+    """How many parameters the optimizers given to the Recorder hold, where they hold some
+    and none of them is the model's (every trainable parameter's `in_optimizer` false, no
+    unregistered parameter of the loss's graph held either): they step another model object,
+    one built (or copied) before the model the loop trains. 0 otherwise, and when the counts
+    were not recorded."""
+    optimizers = run.meta.get(META_OPTIMIZERS)
+    info = run.parameters()
+    if not isinstance(optimizers, dict) or not optimizers or not info:
+        return 0
+    counts = []
+    for summary in optimizers.values():
+        groups = (summary or {}).get("groups") if isinstance(summary, dict) else None
+        if not isinstance(groups, list) or not groups:
+            return 0
+        for g in groups:
+            n = g.get("n_params") if isinstance(g, dict) else None
+            if not isinstance(n, int) or isinstance(n, bool) or g.get("params"):
+                return 0
+            counts.append(n)
+    trainable = [p for p in info.values() if p.get("requires_grad", True)]
+    graph = run.meta.get(META_UNREGISTERED)
+    if not trainable or any(p.get("in_optimizer") is not False for p in trainable) or (
+            isinstance(graph, list)
+            and any(isinstance(p, dict) and p.get("in_optimizer") for p in graph)):
+        return 0
+    return sum(counts)
+
+
+def _another_model(run: Run, norms: pd.DataFrame, foreign: int, count: int,
+                   rtol: float) -> Finding | None:
+    """The model's weights never changed, its gradients are non-zero, and the optimizers
+    hold `foreign` parameters, none of them the model's."""
+    info = run.parameters()
+    held = [n for n in norms.columns if info.get(n, {}).get("requires_grad", True)]
+    if not held or any(not weights_unchanged(run, n, rtol) for n in held):
+        return None
+    grads = run.stat(GRAD, "norm")
+    cols = [n for n in held if n in grads.columns]
+    peak = float(np.nanmax(grads[cols].to_numpy(dtype=float))) if cols else 0.0
+    backward = run.signal(GRAD_NORM_BACKWARD).dropna()
+    largest = max(peak if np.isfinite(peak) else 0.0,
+                  float(backward.max()) if len(backward) else 0.0)
+    if not largest > 0:
+        return None
+    steps = (int(norms.index[0]), int(norms.index[-1]))
+    which = "the optimizer" if count == 1 else f"the {count} optimizers"
+    return optimizer_step_missing.finding(
+        ERROR, "optimizer" if count == 1 else "optimizers", steps,
+        f"No weight of the model changed over {len(norms)} recorded steps ({steps[0]}-"
+        f"{steps[1]}) although the loss was computed and the grads' largest norm was "
+        f"{fmt(largest)}: {which} given to the Recorder hold{'s' if count == 1 else ''} "
+        f"{foreign} parameters and none of them is the model's, so each step moves another "
+        "model object (the model built again, or copied, after the optimizer was built on the "
+        "first one).",
+        {"cause": "other_model", "steps": len(norms), "parameters": len(held),
+         "held_elsewhere": foreign, "grad_norm_max": largest},
+        "Build the optimizer from the model the loop trains, after its last re-creation or "
+        "copy (optimizer = Adam(model.parameters()) after model = Net(...)), and give the "
+        "Recorder that model and that optimizer.")
 
 
 def _held(run: Run, norms: pd.DataFrame, optimizers: dict) -> dict[str, list[str]]:

@@ -37,6 +37,9 @@ False positives
     and a critic left out beside its actor runs after it: both are warnings. A network outside
     the model that the loss runs through (a loss network, a teacher) and that was left
     trainable is named among the unregistered parameters: freezing it is the fix there.
+    An optimizer that holds parameters but none of the model's (built on a first instance of
+    the model, which was then created again or copied) left nothing out: it steps another
+    model object, which optimizer-step-missing names.
 """
 from __future__ import annotations
 
@@ -48,6 +51,7 @@ from tracelab.analyzers._dynamics import OUTCOME, fmt, layer_of, name_list, \
     subject_of, weights_unchanged
 from tracelab.analyzers._learning_rate import watched_parameter
 from tracelab.analyzers._left_out import frozen_backbone
+from tracelab.analyzers.optimizer_step_missing import held_elsewhere
 from tracelab.core.causes import explains
 from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -79,7 +83,9 @@ def param_not_in_optimizer(run: Run, *, rtol: float = 1e-7,
     trainable = [n for n, p in info.items() if p.get("requires_grad", True)]
     outside = [n for n in trainable if info[n].get("in_optimizer") is False]
     norms = run.stat(WEIGHT, "norm")
-    if not outside or len(norms) < min_steps:
+    # An optimizer that holds parameters, none of them the model's, steps another model
+    # object: optimizer-step-missing names that; nothing was left out of it.
+    if not outside or len(norms) < min_steps or held_elsewhere(run):
         return findings
     grads = run.stat(GRAD, "norm")
     peaks = {n: _peak(grads, n) for n in outside}

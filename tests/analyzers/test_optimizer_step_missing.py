@@ -113,3 +113,26 @@ def test_a_learning_rate_s_name_gives_its_optimizer_and_group():
     assert group_of(lr_name("d/x", 1, 2), two) == ("d/x", 1)
     assert group_of("lr/3", two) == (None, 3) and group_of("lr/3", None) == (None, 3)
     assert [group_of(n, one) for n in ("loss", "lr/", "lr/x", "lr/g/a", 5)] == [None] * 5
+
+
+def test_an_optimizer_built_on_another_instance_of_the_model_is_named(tmp_path):
+    # The model created again after the optimizer was built on the first instance: step()
+    # runs, on parameters that are not the trained model's.
+    from _optim_training import model
+    diagnosis = _diagnosis(train(tmp_path / "r", steps=40,
+                                 params=lambda net: model().parameters()))
+    first = diagnosis.diagnoses[0].finding
+    assert first.rule == "optimizer-step-missing" and first.evidence["cause"] == "other_model"
+    assert first.evidence["held_elsewhere"] > 0 and "model the loop trains" in first.fix
+    # Nothing was left out of that optimizer: param-not-in-optimizer stays quiet.
+    assert "param-not-in-optimizer" not in {f.rule for f in diagnosis.findings}
+
+
+def test_a_part_of_the_model_left_out_is_not_another_model(tmp_path):
+    # The optimizer holds some of the model's parameters: param-not-in-optimizer's case.
+    diagnosis = _diagnosis(train(tmp_path / "r", steps=40,
+                                 params=lambda net: list(net.parameters())[:2]))
+    rules = {f.rule for f in diagnosis.findings}
+    assert "param-not-in-optimizer" in rules
+    assert all(f.evidence.get("cause") != "other_model" for f in diagnosis.findings
+               if f.rule == "optimizer-step-missing")
