@@ -3,9 +3,12 @@ standardized, min-max scaled, heavy-tailed, one-hot and id features stay quiet."
 import numpy as np
 import pandas as pd
 import pytest
+import torch
+from _contract_runs import train
 from _data_frames import input_frames
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine
 from sklearn.preprocessing import MinMaxScaler, StandardScaler
+from torch import nn
 
 from tracelab.analyzers.unnormalized_inputs import unnormalized_inputs
 from tracelab.core.run import Run, open_run
@@ -81,7 +84,6 @@ def _blob_images(n: int, seed: int = 0):
     """Flattened 12x12 images in [0, 1] (ToTensor scale, no mean/std normalization): a bright
     blob near the centre on a black background, so the border pixels are mostly 0 and reach
     only a few levels of 1/255 -- the MNIST picture."""
-    import torch
     g = torch.Generator().manual_seed(seed)
     yy, xx = torch.meshgrid(torch.arange(12.), torch.arange(12.), indexing="ij")
     centre = 5.5 + torch.randn(n, 2, generator=g) * 0.6
@@ -91,9 +93,6 @@ def _blob_images(n: int, seed: int = 0):
 
 
 def test_quiet_on_unit_range_images_of_a_real_mlp_training(tmp_path):
-    import torch
-    from _contract_runs import train
-    from torch import nn
     x, y = _blob_images(600)
     path = train(tmp_path / "mlp", nn.Sequential(nn.Linear(144, 32), nn.ReLU(),
                                                  nn.Linear(32, 2)),
