@@ -10,8 +10,9 @@ What it detects
     model's before any update; the median of the first tenth's finite values, up to the first
     NaN/Inf, two at least) overshot, as a gradient descent whose step is too large diverges
     geometrically until it turns NaN/Inf (a summed loss fed a learning rate tuned for a mean,
-    Adam at lr 1). A rise of `worse` (2) times or more says the first updates left the model
-    worse than untrained (Adam at lr 0.1 throws an LSTM's cross-entropy from 2.3 to 14 in one
+    Adam at lr 1). A rise of `worse` (2) times or more (that median, or each of the first two
+    updates' losses: an overshoot Adam's second moment damps within a few steps) says the
+    first updates left the model worse than untrained (Adam at lr 0.1 throws an LSTM's cross-entropy from 2.3 to 14 in one
     step): a signal too, but not about the optimization alone (gradients that explode through
     an unclipped recurrence do it as well). When at least two of these signals agree, and one
     of them is about the optimization itself (swings, spikes, update size, a 100-fold rise), it
@@ -244,11 +245,12 @@ def _fell_steadily(course: dict[str, float], fell: float) -> bool:
     return start > 0 and end >= 0 and start >= fell * end  # a factor means nothing across 0
 
 
-def _rose(run: Run, jump: float) -> Optional[tuple[int, int, float]]:
-    """The training loss's rise under the first updates: (first step, last step, factor) where
-    the median of its finite values over the first tenth of the run after its first value (up
-    to its first NaN/Inf) is `jump` times that first value or more, with two such values at
-    least (not one outlier batch); None otherwise, where the loss is missing or its first value
+def _rose(run: Run, jump: float) -> Optional[tuple[int, int, float, str]]:
+    """The training loss's rise under the first updates: (first step, last step, factor, how)
+    where the median of its finite values over the first tenth of the run after its first
+    value (up to its first NaN/Inf) is `jump` times that first value or more, with two such
+    values at least (not one outlier batch; how: "median"), or where each of the first two
+    values after it is (how: "each", the factor their lower one); None otherwise, where the loss is missing or its first value
     is not finite and positive (a factor means nothing across 0). The first recorded loss is
     the model's before any update: steps that leave it orders of magnitude higher overshot,
     and a step too large diverges so, geometrically, until it turns NaN/Inf."""
@@ -266,13 +268,19 @@ def _rose(run: Run, jump: float) -> Optional[tuple[int, int, float]]:
     if window.size < 2:
         return None
     factor = float(np.median(window)) / float(loss[0])
-    if not factor >= jump:
-        return None
-    return int(steps[1]), int(steps[window.size]), factor
+    if factor >= jump:
+        return int(steps[1]), int(steps[window.size]), factor, "median"
+    # The first two updates each leaving the loss that much above the untrained model's: an
+    # overshoot that an Adam-type optimizer's growing second moment damps within a few steps,
+    # which the median over the first tenth hides. Never the primary `rose` (see _votes).
+    first = float(np.min(window[:2])) / float(loss[0])
+    if first >= jump:
+        return int(steps[1]), int(steps[2]), first, "each"
+    return None
 
 
 def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,
-           rose: Optional[tuple[int, int, float]] = None,
+           rose: Optional[tuple[int, int, float, str]] = None,
            jump: float = 100.0) -> dict[str, tuple[str, int]]:
     """kind -> (what it shows, weight). A rise under the first updates of `jump` times or
     more is a divergence in itself (`rose`, primary); a smaller one (`worse`: the first
@@ -282,9 +290,10 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,
     the loss changes with the batch, a new rollout, not with the steps)."""
     votes: dict[str, tuple[str, int]] = {}
     if rose is not None and not adversarial_game(run) and not descends_per_batch(run):
-        kind = "rose" if rose[2] >= jump else "worse"
+        how = rose[3] if len(rose) > 3 else "median"
+        kind = "rose" if rose[2] >= jump and how == "median" else "worse"
         votes[kind] = (f"the loss rose {fmt(rose[2])}x above its first value under the "
-                       f"first updates (median of steps {rose[0]}-{rose[1]})", 1)
+                       f"first updates ({how} of steps {rose[0]}-{rose[1]})", 1)
     # Several players each move their own parameters on their own losses (a GAN's players,
     # an actor and a critic): its swings and spikes are the game's, not one LR's, unless
     # the loss leaves the range it started in, upward. A jump right after an LR rose still is.

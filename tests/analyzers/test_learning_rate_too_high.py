@@ -480,3 +480,39 @@ def test_a_rise_across_batches_stepped_on_again_casts_no_vote(tmp_path):
     assert "worse" not in _votes(run, [], 100.0, 10, (1, 30, 5.0))
     assert "worse" in _votes(tracelab.open_run(rollouts(tmp_path / "high", lr=1.0, seed=1)), [],
                              100.0, 10, (1, 30, 5.0))
+
+
+def _mlp_nll(path, lr: float):
+    """An MLP of two hidden ReLU layers with dropout, LogSoftmax and nll_loss, trained with Adam
+    on 10 blobs of 64 features (the optuna example's shape)."""
+    import torch
+    from _contract_runs import blobs, train
+    from torch import nn
+
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.3), nn.Linear(64, 32),
+                          nn.ReLU(), nn.Dropout(0.2), nn.Linear(32, 10), nn.LogSoftmax(dim=1))
+    torch.manual_seed(0)
+    x, y = blobs(4096, features=64, classes=10)
+    x = x / 4 + torch.randn(x.shape, generator=torch.Generator().manual_seed(1))
+    nll = nn.NLLLoss()
+    return train(path, model, (x, y), nll, loss_fn=nll, lr=lr, steps=120, batch=128)
+
+
+def test_first_two_updates_each_worse_than_untrained_count_though_the_loss_recovers(tmp_path):
+    """Adam at lr 0.3 (a rate meant for SGD): its first steps throw the loss 4-18 times above
+    ln 10 before Adam's second moment damps them, and it settles at ln 10, so the median of
+    the first tenth is back near the start; each of the first two updates' losses still counts
+    as `worse`. At lr 1e-3 the loss falls from the first step."""
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    import importlib
+
+    import tracelab
+    _rose = importlib.import_module("tracelab.analyzers.learning_rate_too_high")._rose
+    high = tracelab.open_run(_mlp_nll(tmp_path / "high", 0.3))
+    rose = _rose(high, 2.0)
+    assert rose is not None and rose[3] == "each" and rose[:2] == (1, 2)
+    [f] = learning_rate_too_high(high, [])
+    assert {"updates", "worse"} <= set(f.evidence["votes"]) and "rose" not in f.evidence["votes"]
+    assert "each of steps 1-2" in f.message
+    ok = tracelab.open_run(_mlp_nll(tmp_path / "ok", 1e-3))
+    assert _rose(ok, 2.0) is None and learning_rate_too_high(ok, []) == []
