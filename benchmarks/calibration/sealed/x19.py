@@ -1,0 +1,10 @@
+"""labmlai annotated GAN (MLP generator and discriminator, label smoothing, two Adams), as published."""
+from _x_labml_gan import SOURCE, run as _train
+
+LABEL = {"family": "gan", "optimizer": "adam", "loss_reduction": "mean",
+         "healthy": True, "cause": None, "source": SOURCE,
+         "bug_source": None}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    _train(run_dir, seed, bug=None)
