@@ -4,7 +4,8 @@ CrossEntropyLoss, SGD(lr=0.5), batch 64 (of 256), evaluate_accuracy() with net.e
 Data: scikit-learn's digits (64 pixels in 0-1 instead of Fashion-MNIST's 784); 15 epochs.
 
 `bug` (None: as published):
-- "no-eval": the test evaluation runs without net.eval(), Dropout active.
+- "no-eval": the test evaluation runs without net.eval(), Dropout active;
+- "shuffled-labels": the training features and labels shuffled with two different orders.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from _x_data import batches, digits
 
 SOURCE = ("https://github.com/dsgiitr/d2l-pytorch/blob/96dca2dc164c6698b07b2f6e2335b57f9f0c4d17/"
           "Ch06_Multilayer_Perceptrons/Dropout.ipynb")
-BUGS = (None, "no-eval")
+BUGS = (None, "no-eval", "shuffled-labels")
 
 
 def run(run_dir: str, seed: int = 0, bug: str | None = None, num_epochs: int = 15) -> None:
@@ -25,6 +26,9 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, num_epochs: int = 1
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     x_tr, y_tr, x_te, y_te = digits(seed)
+    if bug == "shuffled-labels":
+        x_tr = x_tr[torch.randperm(len(x_tr), generator=gen)]
+        y_tr = y_tr[torch.randperm(len(y_tr), generator=gen)]
     net = nn.Sequential(nn.Flatten(), nn.Linear(64, 256), nn.ReLU(), nn.Dropout(0.2),
                         nn.Linear(256, 256), nn.ReLU(), nn.Dropout(0.5), nn.Linear(256, 10))
     for m in net:
