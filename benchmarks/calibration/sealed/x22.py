@@ -1,9 +1,9 @@
-"""dsgiitr/d2l-pytorch dropout MLP; faulty: training features and labels shuffled apart."""
+"""dsgiitr/d2l-pytorch dropout MLP; faulty: training features shuffled, their labels not."""
 from _x_d2l_mlp import SOURCE, run as _train
 
 LABEL = {"family": "mlp", "optimizer": "sgd", "loss_reduction": "mean",
          "healthy": False, "cause": "label-corruption", "source": SOURCE,
-         "bug_source": "https://github.com/udacity/sdc-issue-reports/issues/1326"}
+         "bug_source": "https://github.com/dennybritz/cnn-text-classification-tf/issues/136"}
 
 
 def run(run_dir: str, seed: int = 0) -> None:
