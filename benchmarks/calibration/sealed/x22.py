@@ -3,7 +3,7 @@ from _x_d2l_mlp import SOURCE, run as _train
 
 LABEL = {"family": "mlp", "optimizer": "sgd", "loss_reduction": "mean",
          "healthy": False, "cause": "label-corruption", "source": SOURCE,
-         "bug_source": "https://github.com/dennybritz/cnn-text-classification-tf/issues/136"}
+         "bug_source": "https://github.com/Borda/kaggle_image-classify/pull/12"}
 
 
 def run(run_dir: str, seed: int = 0) -> None:
