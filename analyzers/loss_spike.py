@@ -45,15 +45,19 @@ False positives
     model's parameters (a GAN's players, an actor and a critic), the one recorded loss jumps by
     design as each moves against the other: there a spike counts only when a recorded fact
     outside the game explains it (a bad input batch, a learning rate that rose), or when the
-    loss diverges (turns non-finite, or ends above everything its first tenth held and at its
-    highest level). So it is where the run steps several times on each batch and its loss
-    falls on most of those steps (`descends_per_batch`: PPO's epochs over one rollout), which
-    jumps where the batch changes, and
-    where the recorded real-valued targets drift (`targets_drift`: the scale of the profiled
+    loss turns non-finite: a generator's loss that jumps to a new level as its discriminator
+    catches up, and holds it, is the game's (a loss that grows is judged by the rules on
+    growth, not as a spike). So it is where the run steps several times on each batch and its
+    loss falls on most of those steps (`descends_per_batch`: PPO's epochs over one rollout),
+    which jumps where the batch changes, where the recorded real-valued targets drift (`targets_drift`: the scale of the profiled
     batches' targets moved twice over or more between the first and the last quarter of the
     run): a regression on targets that move, a DQN's bootstrapped targets recomputed by a
     target network synced every few hundred steps and growing as its policy improves, jumps
-    each time they move, a schedule of the algorithm rather than a fault. At most
+    each time they move, a schedule of the algorithm rather than a fault; and where the loss is
+    summed over batches whose size varies (`sums_over_batch`: the profiled batches' sizes vary
+    twice over or more and log(loss) grows with log(size) at a slope of one half or more), as
+    an actor-critic's loss summed over an episode grows with the episode's length as its
+    policy learns: the jump follows the batch's size, recorded on profiled steps only. At most
     `max_reported` spikes are reported, the largest first.
 """
 from __future__ import annotations
@@ -64,7 +68,7 @@ import pandas as pd
 from tracelab.analyzers._batches import INPUT_BATCH, nonfinite_batch, outlier_batch
 from tracelab.analyzers._dynamics import (MAD_TO_STD, OUTCOME, finite, fmt, initial,
                                           rolling_previous)
-from tracelab.analyzers._learning_rate import adversarial_game, descends_per_batch
+from tracelab.analyzers._learning_rate import descends_per_batch, several_players
 from tracelab.core import causes
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
@@ -145,11 +149,14 @@ def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float =
         end = min(int(ep[-1]) + shift, len(values))
         found.append((i, i + int(np.argmax(values[i:end]))))
     found.sort(key=lambda f: -values[f[1]] / abs(med[f[0]]))
-    # Several optimizers playing against one recorded loss make it jump by design, and so
-    # does a regression whose targets drift (bootstrapped targets, recomputed by a copy of
-    # the model synced now and then): there only a jump that a fact outside the game
-    # explains counts.
-    game = adversarial_game(run) or targets_drift(run) is not None or descends_per_batch(run)
+    # Several optimizers playing against one recorded loss make it jump by design (unless it
+    # turned non-finite), and so do a regression whose targets drift (bootstrapped targets,
+    # recomputed by a copy of the model synced now and then), a loss stepped on again per
+    # batch, and a loss summed over batches whose size varies: there only a jump that a fact
+    # outside the game explains counts.
+    game = (several_players(run) and bool(np.isfinite(run.loss().to_numpy(
+        dtype=float, na_value=np.nan)).all())) or targets_drift(run) is not None or \
+        descends_per_batch(run) or sums_over_batch(run) is not None
     named = [(i, peak, _cause(run, int(steps[i]), int(steps[max(i - window, 0)]),
                               int(steps[peak]), lr_increase=lr_increase,
                               input_ratio=input_ratio, grad_ratio=grad_ratio))
@@ -170,6 +177,38 @@ def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float =
             f"(z = {fmt(score)}); {cause}.",
             evidence, _FIX[kind]))
     return findings
+
+
+def sums_over_batch(run: Run, *, min_batches: int = 4, spread: float = 2.0,
+                    min_slope: float = 0.5) -> float | None:
+    """The slope of log(loss) on log(batch size) over the profiled train batches, where the
+    batches' sizes (the largest `count` of a feature at a step) vary `spread`-fold or more
+    over `min_batches` positive losses or more and the slope is `min_slope` or more; None
+    otherwise. A loss summed over its batch grows with it (slope 1), a mean does not (0):
+    above one half, the loss per sample varies less than the loss, and the loss is read as a
+    sum over batches whose size varies (an episode's rollout, whose length grows as a policy
+    learns; variable-length sequences), whose jumps follow the batch's size, recorded only on
+    profiled steps. False (None) where the sizes are steady or missing."""
+    try:
+        rows = run.inputs
+        rows = rows[rows["split"] == TRAIN]
+        size = pd.to_numeric(rows["count"], errors="coerce").groupby(
+            rows["step"].to_numpy()).max()
+        loss = run.loss()
+        loss = loss[~loss.index.duplicated(keep="last")]
+        both = size.index.intersection(loss.index)
+        n = size.reindex(both).to_numpy(dtype=float, na_value=np.nan)
+        values = pd.to_numeric(loss.reindex(both), errors="coerce").to_numpy(
+            dtype=float, na_value=np.nan)
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return None
+    ok = np.isfinite(n) & (n > 0) & np.isfinite(values) & (values > 0)
+    n, values = n[ok], values[ok]
+    if len(n) < min_batches or not n.max() >= spread * n.min():
+        return None
+    x, y = np.log(n), np.log(values)
+    slope = float(np.sum((x - x.mean()) * (y - y.mean())) / np.sum((x - x.mean()) ** 2))
+    return slope if slope >= min_slope else None
 
 
 def targets_drift(run: Run, *, factor: float = 2.0, min_batches: int = 8) -> float | None:

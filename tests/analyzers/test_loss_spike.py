@@ -338,3 +338,100 @@ def test_a_spike_on_a_batch_stepped_on_again_is_the_step_s():
     spiked = loss.copy()
     spiked[155] *= 5
     assert not descends_per_batch(run(spiked))
+
+
+# -- real tiny trainings: a discriminator that catches up; a loss summed over growing batches ---
+def _catching_up(path, steps=300, catch_up=150, k=10):
+    """A GAN on points of a ring (two Adams, the generator's BCE recorded), its discriminator
+    stepped `k` times per batch from step `catch_up` on: it catches up, and the generator's
+    loss jumps to a new level and climbs on from it, as a game's does by design."""
+    torch = pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    from torch import nn
+
+    import tracelab
+    torch.manual_seed(0)
+    angles = torch.rand(2048) * 6.2832
+    data = torch.stack([angles.cos(), angles.sin()], 1) * 2 + 0.05 * torch.randn(2048, 2)
+    G = nn.Sequential(nn.Linear(4, 32), nn.LeakyReLU(0.2), nn.Linear(32, 2))
+    D = nn.Sequential(nn.Linear(2, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1), nn.Sigmoid())
+    bce = nn.BCELoss()
+    opt_g = torch.optim.Adam(G.parameters(), lr=1e-4)
+    opt_d = torch.optim.Adam(D.parameters(), lr=1e-3)
+    with tracelab.Recorder(str(path), model=nn.ModuleDict({"G": G, "D": D}),
+                           optimizer={"G": opt_g, "D": opt_d}, loss_fn=bce) as rec:
+        for step in range(steps):
+            x = data[torch.randint(0, 2048, (64,))]
+            for _ in range(k if step >= catch_up else 1):
+                opt_d.zero_grad()
+                d_loss = bce(D(x), torch.ones(64, 1)) + \
+                    bce(D(G(torch.randn(64, 4)).detach()), torch.zeros(64, 1))
+                d_loss.backward()
+                opt_d.step()
+            opt_g.zero_grad()
+            g_loss = bce(D(G(torch.randn(64, 4))), torch.ones(64, 1))
+            g_loss.backward()
+            opt_g.step()
+            rec.step(loss=g_loss)
+    return tracelab.open_run(str(path))
+
+
+def test_a_game_s_loss_that_jumps_and_holds_its_level_is_the_game_s(tmp_path, monkeypatch):
+    import importlib
+
+    from tracelab.analyzers._learning_rate import game_loss_grew
+    run = _catching_up(tmp_path / "gan")
+    assert game_loss_grew(run)  # grown, and ending at its highest level
+    assert loss_spike(run) == []
+    # the same loss read as one optimizer's: the jump where D caught up is a spike
+    module = importlib.import_module("tracelab.analyzers.loss_spike")
+    monkeypatch.setattr(module, "several_players", lambda run: False)
+    assert [150 <= f.evidence["step"] <= 175 for f in loss_spike(run)] == [True]
+
+
+def _growing_batches(path, *, reduction="sum", bad_step=None, steps=300, grow_at=150):
+    """A regression whose batches grow from 8 to 64 samples at `grow_at` (an episode's rollout
+    that lengthens as its policy learns), its MSE summed over the batch (or averaged), the
+    model fitted beforehand; `bad_step`: that batch's inputs come 30x too large."""
+    torch = pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    from torch import nn
+
+    import tracelab
+    from _contract_runs import regression
+    torch.manual_seed(0)
+    x, y = regression(4096)
+    model = nn.Linear(8, 1)
+    fit = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(500):
+        i = torch.randint(0, len(x), (64,))
+        loss = nn.functional.mse_loss(model(x[i])[:, 0], y[i])
+        fit.zero_grad()
+        loss.backward()
+        fit.step()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, input_every=5) as rec:
+        for step in range(steps):
+            n = 8 if step < grow_at else 64
+            i = torch.randint(0, len(x), (n,))
+            xb = x[i] * (30 if step == bad_step else 1)
+            loss = nn.functional.mse_loss(model(xb)[:, 0], y[i], reduction=reduction)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=xb)
+    return tracelab.open_run(str(path))
+
+
+def test_a_loss_summed_over_batches_that_grow_follows_their_size(tmp_path, monkeypatch):
+    import importlib
+    module = importlib.import_module("tracelab.analyzers.loss_spike")
+    run = _growing_batches(tmp_path / "sum")
+    assert module.sums_over_batch(run) >= 0.5
+    assert loss_spike(run) == []
+    assert module.sums_over_batch(_growing_batches(tmp_path / "mean", reduction="mean")) is None
+    monkeypatch.setattr(module, "sums_over_batch", lambda run: None)
+    assert [f.evidence["step"] for f in loss_spike(run)] == [150]  # read as a mean: a spike
+
+
+def test_a_bad_batch_in_a_loss_summed_over_growing_batches_still_fires(tmp_path):
+    [f] = loss_spike(_growing_batches(tmp_path / "bad", bad_step=225))
+    assert f.evidence["cause"] == "input_outlier" and f.evidence["step"] == 225
