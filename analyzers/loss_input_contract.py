@@ -76,11 +76,15 @@ def cross_entropy_bound(classes: int) -> float:
 
 def _squashed_inputs_starve(cause: Finding, effect: Finding) -> bool:
     """For `when`: the loss read bounded rows (probabilities or a sigmoid's values, a floor
-    above 0 on its loss) and the effect's updates are on the small side: the gradient reaches
-    the logits only through the squashing function, whose slope is at most 1/4. Logits given
-    to NLLLoss (floor 0, unbounded below) make updates grow, not shrink."""
+    above 0 on its loss) and the effect's updates are small in every layer it judged: the
+    gradient reaches the logits only through the squashing function, whose slope is at most
+    1/4, and that factor scales the whole backward pass alike, so it explains small updates
+    across the model, not one layer's (a first layer saturated by unscaled inputs). Logits
+    given to NLLLoss (floor 0, unbounded below) make updates grow, not shrink."""
     bound = cause.evidence.get("bound")
-    return isinstance(bound, (int, float)) and bound > 0 and causes.low_updates(cause, effect)
+    layers, of = effect.evidence.get("layers"), effect.evidence.get("of_layers")
+    return (isinstance(bound, (int, float)) and bound > 0 and causes.low_updates(cause, effect)
+            and isinstance(layers, int) and layers > 0 and layers == of)
 
 
 @rule(name="loss-input-contract", code="TL607", requires=(Needs.OUTPUTS, Needs.LOSS),

@@ -189,10 +189,14 @@ def test_only_bounded_rows_explain_small_updates():
         return Finding("loss-input-contract", "TL607", ERROR, "NLLLoss", (0, 9), "",
                        {"bound": bound})
 
-    small = Finding("update-ratio", "TL206", WARNING, "0.weight", (0, 9), "",
-                    {"worst_ratio": 1e-6})
-    large = Finding("update-ratio", "TL206", WARNING, "0.weight", (0, 9), "",
-                    {"worst_ratio": 0.5})
+    def updates(ratio, layers=2, of=2):
+        return Finding("update-ratio", "TL206", WARNING, "0.weight", (0, 9), "",
+                       {"worst_ratio": ratio, "layers": layers, "of_layers": of})
+
+    small, large = updates(1e-6), updates(0.5)
+    # The squashing scales every layer's gradient alike: one layer's tiny updates (a first
+    # layer saturated by unscaled inputs) are not its doing.
+    assert not _squashed_inputs_starve(cause(0.744), updates(1e-6, layers=1))
     assert _squashed_inputs_starve(cause(0.744), small)
     # Logits given to NLLLoss (floor 0) make the loss unbounded and the updates grow.
     assert not _squashed_inputs_starve(cause(0.0), small)
