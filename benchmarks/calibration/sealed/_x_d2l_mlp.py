@@ -1,6 +1,7 @@
 """dsgiitr/d2l-pytorch Ch06 Dropout.ipynb, concise implementation, shrunk: Flatten,
 Linear(784->256), ReLU, Dropout(0.2), Linear(256->256), ReLU, Dropout(0.5), Linear(256->10),
-CrossEntropyLoss, SGD(lr=0.5), batch 64 (of 256), evaluate_accuracy() with net.eval() on the test set.
+CrossEntropyLoss, SGD(lr=0.5), batch 64 (of 256), evaluate_accuracy() with net.eval() on the test set
+(net.train() at the start of each epoch).
 Data: scikit-learn's digits (64 pixels in 0-1 instead of Fashion-MNIST's 784); 15 epochs.
 
 `bug` (None: as published):
