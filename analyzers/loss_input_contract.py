@@ -15,7 +15,11 @@ What it detects
       x in [0, 1] read as a logit (a sigmoid before BCEWithLogitsLoss) or probabilities in
       [1/2, sigmoid(1)] (a sigmoid applied twice before BCELoss) give each positive a loss of
       at least ln(1 + 1/e) = 0.313 and each negative at least ln 2 = 0.693.
-    Each case needs the facts on at least `min_share` of the profiled steps. Where the mean
+    Each case needs the facts on at least `min_share` of the profiled steps. A short run with
+    fewer than `min_profiles` profiled training steps may count the outputs that its
+    evaluation loop gave to `log(outputs=...)` (what the same loss read there); each split
+    must then keep the facts on its own, so probabilities logged for a held-out metric never
+    speak for logits given to the training loss. Where the mean
     loss went below the bound those facts imply, the outputs given were not what the loss
     read, and the rule stays quiet. Without `loss_fn` the loss is unknown and its name is not
     guessed: the rule fires only on softmax rows whose loss settled at the cross-entropy
@@ -53,6 +57,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
 from tracelab.analyzers._dynamics import OUTCOME, edge_len, finite, fmt
 from tracelab.analyzers._loss_contracts import (BCE, BCE_LOGITS, CROSS_ENTROPY, NLL, loss_fn,
@@ -63,10 +68,19 @@ from tracelab.core.findings import ERROR, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import (OUTPUT_CLASSES, OUTPUT_LOGSUMEXP, OUTPUT_MAX, OUTPUT_MIN,
-                                  OUTPUT_ROW_SUM, OUTPUT_UNIT_ROWS, Needs)
+                                  OUTPUT_ROW_SUM, OUTPUT_UNIT_ROWS, TRAIN, Needs)
 
 POSITIVE_BOUND = math.log1p(math.exp(-1))  # BCE of a logit in [0, 1] against 1: ln(1 + 1/e)
 SIGMOID_ONE = 1 / (1 + math.exp(-1))
+
+
+def _held_out_splits(run: Run) -> list[str]:
+    """The splits other than training that recorded the outputs' facts."""
+    sg = run.signals
+    if not len(sg) or "split" not in sg:
+        return []
+    return sorted(str(s) for s in sg.loc[sg["name"] == OUTPUT_MIN, "split"].dropna().unique()
+                  if s != TRAIN)
 
 
 def cross_entropy_bound(classes: int) -> float:
@@ -103,8 +117,21 @@ def loss_input_contract(run: Run, *, tolerance: float = 1e-3, min_share: float =
                         min_profiles: int = 2, near_bound: float = 0.05) -> list[Finding]:
     facts = output_facts(run).dropna(subset=[OUTPUT_MIN, OUTPUT_MAX])
     loss = finite(run.loss())
-    if len(facts) < min_profiles or not len(loss):
+    if not len(facts) or not len(loss):
         return []
+    # Too few profiled training steps (a short run): the outputs given to `log(outputs=...)`
+    # on the evaluation splits, what the same loss read there, may corroborate them; every
+    # split must then keep the facts on its own (`holds`).
+    splits = [facts]
+    if len(facts) < min_profiles:
+        splits += [found for split in _held_out_splits(run)
+                   if len(found := output_facts(run, split).dropna(
+                       subset=[OUTPUT_MIN, OUTPUT_MAX]))]
+        facts = pd.concat(splits).sort_index(kind="stable")
+    if len(facts) < min_profiles:
+        return []
+    origin = np.concatenate([np.full(len(part), i) for i, part in enumerate(splits)])[
+        np.argsort(np.concatenate([part.index.to_numpy() for part in splits]), kind="stable")]
     kind = loss_type(run)
     widest = facts[OUTPUT_CLASSES].max()
     classes = int(widest) if np.isfinite(widest) else 0
@@ -128,7 +155,7 @@ def loss_input_contract(run: Run, *, tolerance: float = 1e-3, min_share: float =
              "outputs_max": float(facts[OUTPUT_MAX].max()), **evidence}, fix)]
 
     def holds(held: np.ndarray) -> bool:
-        return bool(held.mean() >= min_share)
+        return all(bool(held[origin == i].mean() >= min_share) for i in range(len(splits)))
 
     if (kind in CROSS_ENTROPY or kind is None) and classes >= 2 and holds(probabilities):
         bound = cross_entropy_bound(classes)

@@ -202,3 +202,56 @@ def test_only_bounded_rows_explain_small_updates():
     assert not _squashed_inputs_starve(cause(0.0), small)
     assert not _squashed_inputs_starve(cause(0.744), large)
     assert not _squashed_inputs_starve(cause(None), small)
+
+
+# -- a short run: one profiled training step, the evaluation splits' outputs corroborate it -----
+def _short_run(path, last, val_outputs, data, steps=20):
+    """20 steps (one profiled at the default input_every), the held-out outputs logged with
+    log(outputs=...) every other step, as an evaluation loop does."""
+    torch.manual_seed(0)
+    model = _mlp(1, last)
+    bce = nn.BCEWithLogitsLoss()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x, y = data
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=bce) as rec:
+        for step in range(steps):
+            xb, yb = x[step * 32:(step + 1) * 32], y[step * 32:(step + 1) * 32].view(-1, 1)
+            opt.zero_grad()
+            out = model(xb)
+            loss = bce(out, yb)
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=xb, targets=yb, outputs=out)
+            if step % 2:
+                with torch.no_grad():
+                    out = model(x[-256:])
+                    val = bce(out, y[-256:].view(-1, 1))
+                rec.log("val", metrics={"loss": val}, outputs=val_outputs(out))
+    return path
+
+
+def test_a_sigmoid_before_bce_with_logits_fires_on_a_short_run_with_held_out_outputs(tmp_path):
+    path = _short_run(tmp_path / "r", nn.Sigmoid(), lambda out: out, _binary())
+    [f] = _findings(path)
+    assert "BCEWithLogitsLoss lay in [0, 1]" in f.message
+    assert f.evidence["profiled_steps"] == 11  # 1 training step + 10 evaluations
+
+
+def test_a_short_run_on_logits_stays_quiet(tmp_path):
+    path = _short_run(tmp_path / "r", None, lambda out: out, _binary())
+    assert _findings(path) == []
+
+
+def test_held_out_probabilities_do_not_speak_for_the_training_steps(tmp_path):
+    # Random labels keep the loss near ln 2, above the bound; the evaluation logs the sigmoid's
+    # probabilities (for its metrics) while the loss read logits: training's facts decide.
+    x, _ = _binary()
+    y = torch.randint(0, 2, (len(x),), generator=torch.Generator().manual_seed(1)).float()
+    path = _short_run(tmp_path / "r", None, torch.sigmoid, (x, y))
+    from tracelab.analyzers._loss_contracts import output_facts
+    from tracelab.core.run import open_run
+    run = open_run(path)
+    # 10 of the 11 profiles lie in [0, 1]: pooled, they would pass the 0.9 share.
+    assert (output_facts(run, "val")["outputs/min"] >= 0).all()
+    assert not (output_facts(run)["outputs/min"] >= 0).all()
+    assert _findings(path) == []
