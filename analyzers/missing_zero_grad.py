@@ -10,7 +10,11 @@ Why it matters
     `backward()` adds to `.grad`; without `optimizer.zero_grad()` every step applies the sum of
     all gradients so far. The effective learning rate grows with the step count, the loss
     oscillates or spikes and the model trains on stale directions. Loss and gradient-norm
-    curves look like an unstable learning rate, so the missing line goes unnoticed.
+    curves look like an unstable learning rate, so the missing line goes unnoticed. The
+    current batch is 1/t of the gradient applied at step t and nothing decays the sum, so the
+    model may learn almost nothing and its outputs look unrelated to their inputs: where the
+    reset was missing on nearly every step from the start, this explains target-problems'
+    finding (a model that never beat the constant prediction).
 
 Example
     On 119 of 119 steps the watched parameter's gradient still held the previous step's
@@ -71,13 +75,37 @@ ZERO_GRAD_RESETS_IT = Premise("optimizer.zero_grad() resets the watched paramete
                               _zero_grad_resets_it)
 
 
+def _reset_missing_throughout(cause: Finding, effect: Finding, *,
+                               min_share: float = 0.9, lead: float = 0.1) -> bool:
+    """For `when`: a model that never beat the constant prediction (target-problems) is
+    explained by the missing reset only if gradients piled up on nearly every step
+    (`min_share` of those observed) from the effect's first tenth on: steps that did reset
+    would have trained normally, so a run that learned nothing while resetting is not this
+    cause's doing."""
+    share = cause.evidence.get("share")
+    if not isinstance(share, (int, float)) or share < min_share:
+        return False
+    if cause.steps is None or effect.steps is None:
+        return False
+    first, last = effect.steps
+    return cause.steps[0] <= first + lead * max(last - first, 0) and cause.steps[1] >= (
+        last - lead * max(last - first, 0))
+
+
 @rule(name="missing-zero-grad", code="TL602", requires=(Needs.GRAD_RESETS,), plot=Plot.NONE,
       links=(explains("loss-oscillation", "loss-spike", "update-ratio", "dead-units",
                       "exploding-gradients", "nonfinite-values", "collapsed-outputs",
                       "saturated-activations", *OUTCOME,
                       why="gradients summed over every step so far make each update larger "
                           "than the last",
-                      timing="overlap", when=causes.not_input),),
+                      timing="overlap", when=causes.not_input),
+             explains("target-problems",
+                      why="without a reset each step applies the sum of every gradient so "
+                          "far: the current batch is 1/t of it, and with nothing decaying "
+                          "the sum (a momentum of 1) it carries the weights past the minimum "
+                          "and back, so the model learns little from any batch and its "
+                          "outputs look unrelated to their inputs",
+                      timing="overlap", when=_reset_missing_throughout),),
       presumes=(ZERO_GRAD_RESETS_IT,))
 def missing_zero_grad(run: Run, *, min_share: float = 0.5, min_steps: int = 5) -> list[Finding]:
     leftover = run.signal(GRAD_LEFTOVER).iloc[1:]  # the first backward pass has nothing before

@@ -118,3 +118,58 @@ def test_quiet_on_a_gan_that_resets_each_optimizers_grads(tmp_path, bug):
     left = run.signal("grad_leftover").iloc[1:]
     assert len(left) >= 100 and (left == 0).all()
     assert missing_zero_grad(run) == []
+
+
+def _unrelated_targets_run(path, reset_until):
+    """A classifier on inputs that carry nothing of their 10 classes (the loss stays at the
+    constant prediction's, target-problems' finding), zero_grad() called on the steps before
+    `reset_until` only."""
+    torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+    import tracelab
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    y = torch.randint(0, 10, (4096,), generator=g)
+    x = torch.randn(4096, 16, generator=g)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                                torch.nn.Linear(32, 10))
+    ce = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=ce) as rec:
+        for step in range(300):
+            xb, yb = x[step * 13:step * 13 + 32], y[step * 13:step * 13 + 32]
+            if step < reset_until:
+                opt.zero_grad()
+            loss = ce(model(xb), yb)
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=xb, targets=yb)
+    return tracelab.analyze(str(path)).diagnoses
+
+
+def test_gradients_never_reset_explain_a_model_that_never_beats_the_constant(tmp_path):
+    [first, *_] = _unrelated_targets_run(tmp_path / "r", reset_until=0)
+    assert first.finding.rule == "missing-zero-grad"
+    assert "target-problems" in {f.rule for f in first.explains}
+
+
+def test_a_model_that_learned_nothing_while_resetting_is_not_explained_by_a_late_miss(tmp_path):
+    # zero_grad() dropped only halfway: the first half learned nothing with its resets.
+    ranked = _unrelated_targets_run(tmp_path / "r", reset_until=150)
+    by_rule = {d.finding.rule: d for d in ranked}
+    assert "missing-zero-grad" in by_rule and "target-problems" in by_rule
+    assert "target-problems" not in {f.rule for f in by_rule["missing-zero-grad"].explains}
+
+
+def test_the_link_needs_the_reset_missing_from_the_start_on_nearly_every_step():
+    from tracelab.analyzers.missing_zero_grad import _reset_missing_throughout
+    from tracelab.core.findings import ERROR, Finding
+    effect = Finding("target-problems", "TL604", ERROR, "targets", (0, 299), "", {})
+
+    def cause(share, steps=(1, 299)):
+        return Finding("missing-zero-grad", "TL602", ERROR, "optimizer", steps, "",
+                       {"share": share})
+    assert _reset_missing_throughout(cause(1.0), effect)
+    assert not _reset_missing_throughout(cause(0.6), effect)
+    assert not _reset_missing_throughout(cause(1.0, (150, 299)), effect)
+    assert not _reset_missing_throughout(cause("?"), effect)
