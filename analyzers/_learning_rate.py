@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._batches import sentinel
-from tracelab.analyzers._dynamics import edge_len, weights_unchanged
+from tracelab.analyzers._dynamics import (edge_len, matrix_params, update_ratios,
+                                          weights_unchanged)
 from tracelab.core.causes import HOLDS, Premise, Verdict, contradicted, unknown
 from tracelab.core.findings import Finding
 from tracelab.core.run import Run, summary_parameters
@@ -244,6 +245,116 @@ def adversarial_game(run: Run) -> bool:
     not diverge (`game_loss_grew`: non-finite, or grown and ending at its highest level).
     Its swings and spikes are then no fault by themselves; a loss that diverges still is."""
     return several_players(run) and not game_loss_grew(run)
+
+
+# Where the objective moves with the model, the loss's level and swings tell no overshoot; a
+# step too large still shows in the optimization's own facts: updates OVERSHOOT_UPDATE of the
+# weights' norm per step or more (100x the usual 1e-3, as learning-rate-too-high's far_above),
+# or a loss that turned NaN/Inf.
+OVERSHOOT_UPDATE = 0.1
+# Targets drawn from a fixed data set keep their distribution: the per-batch means of the first
+# and last thirds of the profiles differ by sampling noise (std / sqrt(batch)), far below one
+# within-batch std. Bootstrapped targets (a TD target r + gamma * max Q(s')) grow with the model.
+MIN_TARGET_PROFILES = 6
+
+
+def moving_targets(run: Run) -> bool:
+    """Whether the recorded training targets move with the model: they are not integers (class
+    indices, whose order a sampler may sort), at least MIN_TARGET_PROFILES profiles were
+    recorded, and the median per-batch mean of the last third of them lies more than one
+    within-batch std (the larger median of the two thirds) from that of the first third,
+    for every target feature. A fixed data set's batches cannot drift so (their means differ
+    by std / sqrt(batch)); a DQN's targets r + gamma * max Q(s') computed from the network
+    being trained rise as its Q-values rise. False where the facts are missing or malformed."""
+    try:
+        t = run.targets
+        if not len(t):
+            return False
+        t = t[t["split"] == "train"]
+        moved = []
+        for _, rows in t.groupby("feature"):
+            rows = rows.sort_values("step")
+            frac = pd.to_numeric(rows["int_frac"], errors="coerce").to_numpy(dtype=float)
+            if np.nanmin(frac, initial=1.0) >= 1.0 or len(rows) < MIN_TARGET_PROFILES:
+                return False
+            mean = pd.to_numeric(rows["mean"], errors="coerce").to_numpy(dtype=float)
+            std = pd.to_numeric(rows["std"], errors="coerce").to_numpy(dtype=float)
+            k = len(rows) // 3
+            first, last = mean[:k], mean[-k:]
+            spread = max(float(np.nanmedian(std[:k])), float(np.nanmedian(std[-k:])))
+            shift = abs(float(np.nanmedian(last)) - float(np.nanmedian(first)))
+            moved.append(bool(np.isfinite(shift) and np.isfinite(spread) and shift > spread))
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return False
+    return bool(moved) and all(moved)
+
+
+# A learning rate that the schedule raised an order of magnitude after the run's first tenth
+# (past any usual warm-up's bulk: a linear warm-up over half the run rises 5x after it).
+LR_RAISED = 10.0
+
+
+def lr_raised(run: Run) -> bool:
+    """Whether some recorded learning rate (lr/ scalars) rose LR_RAISED times or more above its
+    value at the end of the run's first tenth: a step size the schedule raised mid-run."""
+    if not _lr_scalars(run):
+        return False
+    for name in {str(n) for n in run.scalars["name"]}:
+        if not name.startswith(LR_PREFIX):
+            continue
+        values = pd.to_numeric(run.scalar(name), errors="coerce").to_numpy(
+            dtype=float, na_value=np.nan)
+        values = values[np.isfinite(values)]
+        if values.size < 10:
+            continue
+        base = float(values[values.size // 10])
+        if base > 0 and float(values[values.size // 10:].max()) >= LR_RAISED * base:
+            return True
+    return False
+
+
+def overshoot_facts(run: Run) -> bool:
+    """Whether the optimization itself shows steps too large, whatever the objective: the loss
+    turned NaN/Inf, a learning rate the schedule raised tenfold mid-run (`lr_raised`), or some
+    weight matrix's median update is OVERSHOOT_UPDATE of its norm or more, over the run or its
+    last third."""
+    try:
+        loss = run.loss().to_numpy(dtype=float, na_value=np.nan)
+        if loss.size and not np.isfinite(loss).all():
+            return True
+        if lr_raised(run):
+            return True
+        ratios = pd.concat([update_ratios(run), update_ratios(run, 1 / 3), _early_ratios(run)])
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return False
+    return bool(len(ratios)) and float(ratios.max()) >= OVERSHOOT_UPDATE
+
+
+def _early_ratios(run: Run, early: int = 10) -> pd.Series:
+    """Per weight matrix, the median update ratio over the first `early` recorded steps, where
+    the run recorded at least twice as many: units that die or weights that blow up stop the
+    updates later on, so that the run's median hides the first steps' overshoot."""
+    upd, w = run.stat(UPDATE, "norm"), run.stat(WEIGHT, "norm")
+    names = matrix_params(run, [n for n in upd.columns if n in w.columns])
+    if not names or len(upd) < 2 * early:
+        return pd.Series(dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = upd[names].iloc[:early] / w[names].reindex(upd.index[:early])
+    return ratio.replace([np.inf, -np.inf], np.nan).median().dropna()
+
+
+def moving_objective(run: Run) -> bool:
+    """Whether the recorded loss is no fixed objective: several players each step on their
+    own loss (`several_players`: a game's opponent moves), or the targets move with the model
+    (`moving_targets`: bootstrapped TD targets). Its rise and swings then tell no overshoot."""
+    return several_players(run) or moving_targets(run)
+
+
+def loss_level_uninformative(run: Run) -> bool:
+    """Whether the loss's level and swings must abstain as evidence of a step too large: the
+    objective moves with the model (`moving_objective`) and no optimization fact shows an
+    overshoot (`overshoot_facts`: NaN/Inf, updates 100x the usual size)."""
+    return moving_objective(run) and not overshoot_facts(run)
 
 
 # The loss on one batch stepped on again and again (PPO's epochs over one rollout, an inner

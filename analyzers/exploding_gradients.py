@@ -64,7 +64,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from tracelab.analyzers._learning_rate import adversarial_game, lower_lr_fix
+from tracelab.analyzers._learning_rate import (adversarial_game, lower_lr_fix, overshoot_facts,
+                                               several_players)
 from tracelab.analyzers._loss_contracts import (BCE, BCE_LOGITS, CROSS_ENTROPY, NLL, SQUARED,
                                                 loss_fn, loss_type, mean_reduced, output_facts)
 from tracelab.analyzers._dynamics import (OUTCOME, edge_len, fmt, matrix_params, name_list,
@@ -169,7 +170,8 @@ def _calm_game(run: Run, bounded: list[str]) -> bool:
     if bounded:
         return False
     loss = run.loss().to_numpy(dtype=float)
-    return bool(len(loss)) and bool(np.isfinite(loss).all()) and adversarial_game(run)
+    return bool(len(loss)) and bool(np.isfinite(loss).all()) and (
+        adversarial_game(run) or (several_players(run) and not overshoot_facts(run)))
 
 
 def _target_growth(run: Run, index: pd.Index) -> pd.Series | None:

@@ -81,7 +81,8 @@ from tracelab.analyzers._dynamics import OUTCOME, edge_len, initial, matrix_para
 from tracelab.analyzers._dynamics import fmt as _fmt
 from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL, NO_OPTIMIZER_FIX,
                                                adversarial_game, descends_per_batch,
-                                               loss_grew, lr_known, without_optimizer)
+                                               loss_grew, loss_level_uninformative, lr_known,
+                                               without_optimizer)
 from tracelab.analyzers._loss_contracts import constant_loss
 from tracelab.analyzers._objectives import objective_improved
 from tracelab.analyzers._slow_updates import per_update
@@ -289,7 +290,12 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,
     a game, nor where the run descends on each batch it steps on again (`descends_per_batch`:
     the loss changes with the batch, a new rollout, not with the steps)."""
     votes: dict[str, tuple[str, int]] = {}
-    if rose is not None and not adversarial_game(run) and not descends_per_batch(run):
+    # A loss whose objective moves with the model (a game's opponent, bootstrapped targets)
+    # rises and swings by design: its level casts no vote unless the optimization's own
+    # facts (NaN/Inf, updates 100x the usual size) show an overshoot.
+    moving = loss_level_uninformative(run)
+    if rose is not None and not moving and not adversarial_game(run) \
+            and not descends_per_batch(run):
         how = rose[3] if len(rose) > 3 else "median"
         kind = "rose" if rose[2] >= jump and how == "median" else "worse"
         votes[kind] = (f"the loss rose {fmt(rose[2])}x above its first value under the "
@@ -297,7 +303,7 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,
     # Several players each move their own parameters on their own losses (a GAN's players,
     # an actor and a critic): its swings and spikes are the game's, not one LR's, unless
     # the loss leaves the range it started in, upward. A jump right after an LR rose still is.
-    game = adversarial_game(run)
+    game = adversarial_game(run) or moving
     spikes = [f for f in seen if f.rule == "loss-spike" and not game]
     for f in seen:
         ev = f.evidence

@@ -48,7 +48,8 @@ import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._dynamics import OUTCOME, finite, fmt, initial, update_ratios
-from tracelab.analyzers._learning_rate import adversarial_game, descends_per_batch, lr_fix
+from tracelab.analyzers._learning_rate import (adversarial_game, descends_per_batch,
+                                               loss_level_uninformative, lr_fix)
 from tracelab.analyzers._objectives import objective_improved
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
@@ -91,6 +92,11 @@ def loss_oscillation(run: Run, *, min_steps: int = 50, min_swing: float = 0.25,
     # Several optimizers playing against one recorded loss swing it by design: only a loss
     # that grows out of its range is a fault there.
     if adversarial_game(run):
+        return []
+    # A loss whose objective moves with the model (a game's opponent, bootstrapped TD targets
+    # that grow with the Q-values) rises and swings by design: without an optimization fact
+    # (NaN/Inf, updates 100x the usual size) its swings tell no overshoot.
+    if loss_level_uninformative(run):
         return []
     # Several steps on each batch (PPO's epochs over one rollout) that lower its loss: the
     # swings come where the batch changes, not from the steps.

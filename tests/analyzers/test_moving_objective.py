@@ -1,0 +1,69 @@
+"""A loss whose objective moves with the model (bootstrapped TD targets, a game's opponent) is
+no fixed objective: its rise and swings tell no overshoot unless the optimization's own facts
+do (NaN/Inf, updates 100x the usual size, a learning rate raised tenfold mid-run)."""
+from __future__ import annotations
+
+import pytest
+
+from tracelab.analyzers._learning_rate import (loss_level_uninformative, moving_targets,
+                                               overshoot_facts)
+
+
+def _td(path, *, lr: float, bootstrap: bool = True, steps: int = 300):
+    """A real tiny Q regression: reward 1 on every transition, targets 1 + 0.9 * max Q(s')
+    computed under no_grad from the network being trained (`bootstrap`), so that they rise
+    with its Q-values toward 10, as a DQN's do; or fixed targets 1 + 0.9 * s'.sum() drawn
+    from one data set (not `bootstrap`). Recorded with targets= and updates."""
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    import torch
+    from torch import nn
+
+    import tracelab
+    from tracelab.core.run import open_run
+
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    q = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2))
+    opt = torch.optim.Adam(q.parameters(), lr=lr)
+    with tracelab.Recorder(str(path), model=q, optimizer=opt, loss_fn=nn.MSELoss()) as rec:
+        for _ in range(steps):
+            s, s2 = torch.randn(32, 4, generator=g), torch.randn(32, 4, generator=g)
+            with torch.no_grad():
+                nxt = q(s2).max(1, keepdim=True)[0] if bootstrap else s2.sum(1, keepdim=True)
+                target = 1.0 + 0.9 * nxt
+            out = q(s)[:, :1]
+            loss = nn.functional.mse_loss(out, target)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=s, targets=target, outputs=out)
+    return open_run(path)
+
+
+def test_bootstrapped_targets_move_with_the_model_and_a_data_set_s_do_not(tmp_path):
+    run = _td(tmp_path / "td", lr=1e-2)  # skipped without torch
+    assert moving_targets(run) and not overshoot_facts(run)
+    assert loss_level_uninformative(run)
+    fixed = _td(tmp_path / "fixed", lr=1e-2, bootstrap=False)
+    assert not moving_targets(fixed) and not loss_level_uninformative(fixed)
+
+
+def test_a_moving_objective_still_counts_an_overshoot_the_optimization_shows(tmp_path):
+    run = _td(tmp_path / "td", lr=3.0)  # skipped without torch
+    assert overshoot_facts(run) and not loss_level_uninformative(run)
+
+
+def test_the_level_votes_abstain_on_a_moving_objective(tmp_path, monkeypatch):
+    """learning-rate-too-high's loss-level votes (a rise under the first updates, swings) do
+    not count where the objective moves; the same run read as a fixed objective casts them."""
+    import importlib
+    module = importlib.import_module("tracelab.analyzers.learning_rate_too_high")
+    from tracelab.core.findings import WARNING, Finding
+
+    run = _td(tmp_path / "td", lr=1e-2)  # skipped without torch
+    swing = Finding("loss-oscillation", "TL101", WARNING, "loss", (200, 299), "swings",
+                    {"p10": 1.0, "p90": 9.0})
+    rose = (1, 30, 5.0, "median")
+    assert module._votes(run, [swing], 100.0, 10, rose) == {}
+    monkeypatch.setattr(module, "loss_level_uninformative", lambda run: False)
+    assert {"oscillation", "worse"} <= set(module._votes(run, [swing], 100.0, 10, rose))
