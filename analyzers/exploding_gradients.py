@@ -55,7 +55,9 @@ False positives
     which grow as it learns to tell real from fake -- so growth from the start has no fixed
     reference: while no layer crosses the per-term bound (a loss recorded as a mean: the error
     per term of a cross-entropy or BCE is at most 1) and the loss, finite throughout, did not
-    grow, the finding is information, not a warning.
+    grow, or grew with no optimization fact of an overshoot (`overshoot_facts`: updates 100x
+    the usual size, a learning rate raised tenfold mid-run; a player's loss climbs as the other
+    wins), the finding is information, not a warning.
 """
 from __future__ import annotations
 

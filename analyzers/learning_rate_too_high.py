@@ -66,7 +66,12 @@ False positives
     in their first steps, below `far_above` (a recorded update spanning an inner loop's
     optimizer steps counts divided by them: a lower bound of one step's size); a lone spike with
     its gradient burst is one signal, not two, and one outlier batch after the first step is no
-    rise (the median of the first tenth is); a game's loss casts no rise vote.
+    rise (the median of the first tenth is); a game's loss casts no rise vote. More generally,
+    a loss whose objective moves with the model (`loss_level_uninformative`: several players,
+    or recorded targets that move with it, such as a DQN's bootstrapped TD targets r + gamma *
+    max Q(s'), which rise as its Q-values rise) is no fixed objective: its rise, swings and
+    spikes cast no vote unless the optimization itself shows an overshoot (NaN/Inf, updates
+    100x the usual size, a learning rate raised tenfold mid-run: `overshoot_facts`).
     Its fix presumes that an optimizer's learning rate moves these weights: where no optimizer
     holds any of the model's trained parameters (meta.json's optimizers), the diagnosis ranks
     below every one the recorded facts do not contradict.

@@ -40,6 +40,11 @@ False positives
     logged metric whose name gives its direction (a reward, a score, an accuracy) kept
     improving over the run (objective_improved at `alpha`), the swings do not keep the run
     from its goal and the rule stays quiet.
+    More generally, where the objective moves with the model (`loss_level_uninformative`: a
+    game's players, or recorded targets that move with it, such as a DQN's bootstrapped TD
+    targets, which rise with its Q-values), the swings and rise are the objective's, and the
+    rule stays quiet unless the optimization shows an overshoot (NaN/Inf, updates 100x the usual
+    size, a learning rate raised tenfold mid-run).
     Losses that can be negative are not judged.
 """
 from __future__ import annotations
