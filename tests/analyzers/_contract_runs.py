@@ -54,3 +54,27 @@ def train(path, model: nn.Module, data, loss_of: Callable[[Any, Any], torch.Tens
                 rec.log("val", metrics={"loss": val})
                 after_val(model)
     return path
+
+
+def inner_loop(path, lr: float, inner: int = 20, steps: int = 30):
+    """Adam stepped `inner` times per recorded step on one batch of noise targets (an inner loop
+    before Recorder.step(), as spinningup's value function takes 80 steps per epoch): the
+    recorded update sums those steps; the loss recorded is the inner loop's first."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(),
+                          nn.Linear(32, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, every=1,
+                           weight_every=1) as rec:
+        for _ in range(steps):
+            x, y = torch.randn(64, 8, generator=g), torch.randn(64, generator=g)
+            first = None
+            for _ in range(inner):
+                opt.zero_grad()
+                loss = ((model(x)[:, 0] - y) ** 2).mean()
+                loss.backward()
+                opt.step()
+                first = loss.detach() if first is None else first
+            rec.step(loss=first, inputs=x, targets=y)
+    return tracelab.open_run(path)

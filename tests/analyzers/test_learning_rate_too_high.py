@@ -387,43 +387,20 @@ def test_a_loss_that_climbs_to_inf_under_hand_written_steps_names_them(tmp_path)
     assert [f for f in quiet.findings if f.rule == "learning-rate-too-high"] == []
 
 
-def _inner_loop(path, lr: float, inner: int, steps: int = 30):
-    """Adam stepped `inner` times per recorded step (an inner loop before Recorder.step(), as
-    a value function's epoch): the recorded update sums those steps."""
-    import torch
-    from torch import nn
-
-    import tracelab
-    torch.manual_seed(0)
-    g = torch.Generator().manual_seed(0)
-    model = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(),
-                          nn.Linear(32, 1))
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    with tracelab.Recorder(str(path), model=model, optimizer=opt, every=1,
-                           weight_every=1) as rec:
-        for _ in range(steps):
-            x, y = torch.randn(64, 8, generator=g), torch.randn(64, generator=g)
-            for _ in range(inner):
-                opt.zero_grad()
-                loss = ((model(x)[:, 0] - y) ** 2).mean()
-                loss.backward()
-                opt.step()
-            rec.step(loss=loss, inputs=x, targets=y)
-    return tracelab.open_run(path)
-
-
 @pytest.mark.usefixtures("one_thread")
 def test_the_fastest_layer_is_read_per_optimizer_step_of_an_inner_loop(tmp_path):
     """The updates' vote reads one optimizer step's size, as update-ratio does: 20 healthy
     Adam steps summed into one recorded update are no update of 0.1 of the weights."""
+    from _contract_runs import inner_loop
+
     from tracelab.analyzers.learning_rate_too_high import _fastest
     from tracelab.core.schema import UPDATE, WEIGHT
-    run = _inner_loop(tmp_path / "inner", lr=3e-3, inner=20)
+    run = inner_loop(tmp_path / "inner", lr=3e-3, inner=20)
     recorded = (run.stat(UPDATE, "norm") / run.stat(WEIGHT, "norm")).median()
     assert recorded.max() > 0.1  # read whole, it would reach the vote's bound
     name, ratio, _ = _fastest(run, early=5)
     assert ratio < 0.1 and ratio < recorded.max() / 5
-    large = _inner_loop(tmp_path / "large", lr=3.0, inner=3)
+    large = inner_loop(tmp_path / "large", lr=3.0, inner=3)
     assert _fastest(large, early=5)[1] > 0.1  # each of its steps is too large: still read so
 
 

@@ -14,27 +14,7 @@ nn = torch.nn
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-
-def _inner_loop(path, lr: float, inner: int = 20, steps: int = 30):
-    import tracelab
-    torch.manual_seed(0)
-    g = torch.Generator().manual_seed(0)
-    model = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(),
-                          nn.Linear(32, 1))
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    with tracelab.Recorder(str(path), model=model, optimizer=opt, every=1,
-                           weight_every=1) as rec:
-        for _ in range(steps):
-            x, y = torch.randn(64, 8, generator=g), torch.randn(64, generator=g)
-            first = None
-            for _ in range(inner):
-                opt.zero_grad()
-                loss = ((model(x)[:, 0] - y) ** 2).mean()
-                loss.backward()
-                opt.step()
-                first = loss.detach() if first is None else first
-            rec.step(loss=first, inputs=x, targets=y)
-    return open_run(path)
+from _contract_runs import inner_loop as _inner_loop  # noqa: E402
 
 
 def _large(findings):
