@@ -269,15 +269,18 @@ class GradResets:
                 held = float(values.detach().abs().max())
             else:
                 held = values.detach().abs().amax()
-        values = grad.coalesce().values() if grad.layout == torch.sparse_coo else grad
-        if values.layout != torch.strided:
-            values = values.to_dense()
-        if not values.numel():
-            added: Any = False
-        elif values.device.type == "cpu":
-            added = bool(values.detach().abs().max() > 0)
+        if self._added is True and not self._fresh:
+            added: Any = True  # the step's passes added a nonzero gradient already: not read
         else:
-            added = values.detach().abs().amax() > 0
+            values = grad.coalesce().values() if grad.layout == torch.sparse_coo else grad
+            if values.layout != torch.strided:
+                values = values.to_dense()
+            if not values.numel():
+                added = False
+            elif values.device.type == "cpu":
+                added = bool(values.detach().abs().max() > 0)
+            else:
+                added = values.detach().abs().amax() > 0
         self._pending = (held, added)
         return None
 
