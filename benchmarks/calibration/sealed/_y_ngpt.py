@@ -17,7 +17,7 @@ import collections
 import inspect
 import json
 import textwrap
-import typing
+import functools
 
 import torch
 import torch.nn as nn
@@ -36,7 +36,7 @@ n_embd, n_head, n_layer, dropout = 64, 4, 2, 0.2
 
 def corpus() -> str:
     parts = []
-    for mod in (argparse, collections, inspect, json, textwrap, typing):
+    for mod in (argparse, collections, functools, inspect, json, textwrap):
         for _, obj in sorted(vars(mod).items()):
             doc = inspect.getdoc(obj) if callable(obj) else None
             if doc and obj.__module__ == mod.__name__:
