@@ -8,7 +8,7 @@ LABEL = {
     "healthy": False,
     "cause": 'wrong-loss-sign',
     "source": SOURCE,
-    "bug_source": 'https://github.com/KanishJebaMathewM/Truxify/pull/11885',
+    "bug_source": 'https://github.com/philtabor/Actor-Critic-Methods-Paper-To-Code/issues/2',
 }
 
 
