@@ -10,6 +10,8 @@ random shift of one pixel (RandomResizedCrop stand-in); 20 epochs, batch 64, lr 
 
 `bug` plants one fault (None: the script as published):
 - "mixup": healthy, --mixup 0.2 (one-hot soft targets, SoftTargetCrossEntropy);
+- "accum-clip": healthy, --grad-accum-steps 2 (each loss divided by 2, the optimizer stepped
+  every second batch and after the last) and --clip-grad 1.0 (clip_grad_norm_ before the step);
 - "step-per-update": lr_scheduler.step(num_updates) called after every update in place of
   step_update(), so the 20-epoch cosine is spent in the first 20 updates and the LR stays at 0;
 - "no-train-mode": train_one_epoch() lacks model.train(), so after the first validate() every
@@ -28,7 +30,7 @@ from _z_data import batches, digits
 
 SOURCE = ("https://github.com/huggingface/pytorch-image-models/blob/"
           "aa4b5850c1543fa488abf260f18390eda46cf85d/train.py")
-BUGS = (None, "mixup", "step-per-update", "no-train-mode")
+BUGS = (None, "mixup", "accum-clip", "step-per-update", "no-train-mode")
 
 
 class BasicBlock(nn.Module):
@@ -141,6 +143,8 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 20) -
     config = {"model": "resnet", "opt": "sgd", "lr": lr, "momentum": 0.9, "weight_decay": 2e-5,
               "sched": "cosine", "epochs": epochs, "warmup_epochs": 5, "warmup_lr": 1e-5,
               "min_lr": 0.0, "smoothing": 0.1, "mixup": 0.2 if bug == "mixup" else 0.0,
+              "grad_accum_steps": 2 if bug == "accum-clip" else 1,
+              "clip_grad": 1.0 if bug == "accum-clip" else None,
               "batch_size": 64}
     num_updates = 0
     with tracelab.Recorder(run_dir, model=model, optimizer=optimizer, loss_fn=train_loss_fn,
@@ -148,7 +152,12 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 20) -
         for epoch in range(epochs):
             if bug != "no-train-mode":
                 model.train()
-            for idx in batches(len(x_train), 64, gen):
+            accum_steps = 2 if bug == "accum-clip" else 1
+            epoch_batches = batches(len(x_train), 64, gen)
+            optimizer.zero_grad()
+            for batch_idx, idx in enumerate(epoch_batches):
+                need_update = (batch_idx == len(epoch_batches) - 1
+                               or (batch_idx + 1) % accum_steps == 0)
                 input, target = norm(x_train[idx]), y_train[idx]
                 if torch.rand(1, generator=gen).item() < 0.5:
                     input = torch.roll(input, shifts=1, dims=3)
@@ -156,9 +165,16 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 20) -
                     input, target = mixup(input, target, gen)
                 output = model(input)
                 loss = train_loss_fn(output, target)
-                optimizer.zero_grad()
+                if accum_steps > 1:
+                    loss /= accum_steps
                 loss.backward()
+                if not need_update:
+                    rec.step(loss=loss, inputs=input, targets=target, outputs=output)
+                    continue
+                if bug == "accum-clip":
+                    nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 optimizer.step()
+                optimizer.zero_grad()
                 num_updates += 1
                 if bug == "step-per-update":
                     lr_scheduler.step(num_updates)
