@@ -13,6 +13,7 @@ mode.
 `bug` plants one fault (None: the script as published):
 - "target-in-features": the target column left among the feature columns (the
   train/valid matrices built from every column of the frame);
+- "valid-unscaled": the scaler applied to X_train only; X_valid goes in raw;
 - "no-grad-reset": the `param.grad = None` loop left out of _train_batch(), so gradients
   accumulate over the whole run.
 """
@@ -29,7 +30,7 @@ from _z_data import batches
 
 SOURCE = ("https://github.com/dreamquark-ai/tabnet/blob/"
           "2c0c4ebd2bb1cb639ea94ab4b11823bc49265588/pytorch_tabnet/tab_network.py")
-BUGS = (None, "target-in-features", "no-grad-reset")
+BUGS = (None, "target-in-features", "valid-unscaled", "no-grad-reset")
 
 
 def sparsemax(z):
@@ -136,7 +137,9 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 25) -
     y = torch.from_numpy(bunch.target[order]).long()
     X_train, y_train, X_valid, y_valid = X[n_valid:], y[n_valid:], X[:n_valid], y[:n_valid]
     mean, std = X_train.mean(0), X_train.std(0)
-    X_train, X_valid = (X_train - mean) / std, (X_valid - mean) / std
+    X_train = (X_train - mean) / std
+    if bug != "valid-unscaled":
+        X_valid = (X_valid - mean) / std
     network = TabNet(X.shape[1], 2)
     lr, lambda_sparse, clip_value, batch_size = 2e-2, 1e-3, 1.0, 128
     optimizer = torch.optim.Adam(network.parameters(), lr=lr)

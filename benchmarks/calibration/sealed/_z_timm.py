@@ -14,6 +14,9 @@ random shift of one pixel (RandomResizedCrop stand-in); 20 epochs, batch 64, lr 
   every second batch and after the last) and --clip-grad 1.0 (clip_grad_norm_ before the step);
 - "step-per-update": lr_scheduler.step(num_updates) called after every update in place of
   step_update(), so the 20-epoch cosine is spent in the first 20 updates and the LR stays at 0;
+- "no-eval-mode": validate() lacks model.eval(), so validation runs with dropout active and
+  BatchNorm normalizing with the validation batch's own statistics (and updating its running
+  ones);
 - "no-train-mode": train_one_epoch() lacks model.train(), so after the first validate() every
   epoch trains in eval mode (BatchNorm running statistics frozen, dropout off).
 """
@@ -30,7 +33,7 @@ from _z_data import batches, digits
 
 SOURCE = ("https://github.com/huggingface/pytorch-image-models/blob/"
           "aa4b5850c1543fa488abf260f18390eda46cf85d/train.py")
-BUGS = (None, "mixup", "accum-clip", "step-per-update", "no-train-mode")
+BUGS = (None, "mixup", "accum-clip", "step-per-update", "no-eval-mode", "no-train-mode")
 
 
 class BasicBlock(nn.Module):
@@ -181,7 +184,8 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 20) -
                 else:
                     lr_scheduler.step_update(num_updates=num_updates)
                 rec.step(loss=loss, inputs=input, targets=target, outputs=output)
-            model.eval()
+            if bug != "no-eval-mode":
+                model.eval()
             with torch.no_grad():
                 output = model(norm(x_val))
                 val_loss = validate_loss_fn(output, y_val).item()

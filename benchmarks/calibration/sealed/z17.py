@@ -8,7 +8,7 @@ LABEL = {
     "healthy": False,
     "cause": "data-leak",
     "source": SOURCE,
-    "bug_source": "https://github.com/pytorch-tabular/pytorch_tabular/issues/21",
+    "bug_source": "https://github.com/mwaskom/seaborn-data/issues/37",
 }
 
 
