@@ -8,7 +8,7 @@ LABEL = {
     "healthy": False,
     "cause": 'loss-input-contract',
     "source": SOURCE,
-    "bug_source": 'https://github.com/itakurah/focal-loss-pytorch/pull/5',
+    "bug_source": 'https://github.com/argusswift/YOLOv4-pytorch/issues/89',
 }
 
 

@@ -8,7 +8,7 @@ LABEL = {
     "healthy": False,
     "cause": 'lr-schedule',
     "source": SOURCE,
-    "bug_source": 'https://github.com/pytorch/tutorials/pull/640',
+    "bug_source": 'https://github.com/pytorch/pytorch/issues/3814',
 }
 
 
