@@ -13,7 +13,9 @@ nearest-class-mean probe on the validation split under learner.eval() (the READM
 
 `bug` plants one fault (None: the script as published):
 - "eval-left-on": the probe's learner.eval() is never undone, so from the second epoch on the
-  BatchNorm layers of the projector and predictor train on their running statistics.
+  BatchNorm layers of the projector and predictor train on their running statistics;
+- "net-params-only": Adam given net.parameters() (the backbone) instead of
+  learner.parameters(), so the projector and predictor never train.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from _z_data import batches, digits
 
 SOURCE = ("https://github.com/lucidrains/byol-pytorch/blob/"
           "299312613c1f44923e7869d1c82be7d536c2c42b/byol_pytorch/byol_pytorch.py")
-BUGS = (None, "eval-left-on")
+BUGS = (None, "eval-left-on", "net-params-only")
 
 
 def cosine_loss_fn(x, y):
@@ -137,9 +139,11 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 10) -
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     x_train, y_train, x_val, y_val = digits(seed)
-    learner = BYOL(SmallNet())
+    net = SmallNet()
+    learner = BYOL(net)
     lr = 1e-3
-    opt = torch.optim.Adam(learner.parameters(), lr=lr)
+    opt = torch.optim.Adam(net.parameters() if bug == "net-params-only" else learner.parameters(),
+                           lr=lr)
     config = {"lr": lr, "moving_average_decay": 0.99, "projection_size": 64,
               "projection_hidden_size": 128, "batch_size": 128}
     with tracelab.Recorder(run_dir, model=learner, optimizer=opt, config=config) as rec:

@@ -11,7 +11,9 @@ token task with sentences of 32 tokens; hidden_size 64; 8 epochs.
 
 `bug` plants one fault (None: the script as published):
 - "no-permute": the input.permute(1, 0, 2) left out, so the batch-first embeddings go into the
-  sequence-first nn.LSTM (the batch of 32 read as 32 time steps, the 32 time steps as the batch).
+  sequence-first nn.LSTM (the batch of 32 read as 32 time steps, the 32 time steps as the batch);
+- "lr-2e-5": the script's learning_rate = 2e-5 passed to Adam (lr=learning_rate), the value
+  main.py defines for a model whose embeddings are frozen, instead of Adam's default.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from _z_data import batches, sentences
 
 SOURCE = ("https://github.com/prakashpandey9/Text-Classification-Pytorch/blob/"
           "8649eec7a840d55e314b4b992048f3ce966fd05d/models/LSTM.py")
-BUGS = (None, "no-permute")
+BUGS = (None, "no-permute", "lr-2e-5")
 
 
 class LSTMClassifier(nn.Module):
@@ -67,10 +69,11 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 8) ->
     model = LSTMClassifier(batch_size, output_size, hidden_size, vocab_size, embedding_length,
                            word_embeddings, permute=bug != "no-permute")
     loss_fn = F.cross_entropy
-    optim = torch.optim.Adam(filter(lambda p: p.requires_grad, model.parameters()))
+    lr = 2e-5 if bug == "lr-2e-5" else 1e-3
+    optim = torch.optim.Adam(filter(lambda p: p.requires_grad, model.parameters()), lr=lr)
     config = {"batch_size": batch_size, "hidden_size": hidden_size,
               "embedding_length": embedding_length, "output_size": output_size,
-              "optimizer": "Adam (default lr)", "clip_value": 1e-1, "epochs": epochs}
+              "learning_rate": lr, "clip_value": 1e-1, "epochs": epochs}
     with tracelab.Recorder(run_dir, model=model, optimizer=optim, loss_fn=nn.CrossEntropyLoss(),
                            config=config) as rec:
         for epoch in range(epochs):
