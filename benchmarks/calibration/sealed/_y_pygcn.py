@@ -12,7 +12,9 @@ utils.load_data does; idx_train = range(140), idx_val = range(200, 500), idx_tes
 - "val-from-train": the validation indices start at 0 (range(0, 300)), so they hold every
   training node;
 - "fastmode": the validation pass reuses the training forward (model left in training mode,
-  dropout active), as --fastmode does.
+  dropout active), as --fastmode does;
+- "train-labels-shuffled": the training nodes' labels permuted among themselves (the label
+  vector shuffled apart from the node order).
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ import tracelab
 
 SOURCE = ("https://github.com/tkipf/pygcn/blob/1600b5b748b3976413d1e307540ccc62605b4d6d/"
           "pygcn/train.py")
-BUGS = (None, "val-from-train", "fastmode")
+BUGS = (None, "val-from-train", "fastmode", "train-labels-shuffled")
 
 
 class GraphConvolution(nn.Module):
@@ -104,6 +106,9 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 200) 
     idx_train = torch.arange(140)
     idx_val = torch.arange(0, 300) if bug == "val-from-train" else torch.arange(200, 500)
     idx_test = torch.arange(500, 600)
+    if bug == "train-labels-shuffled":
+        labels = labels.clone()
+        labels[idx_train] = labels[idx_train][torch.randperm(len(idx_train))]
     model = GCN(nfeat=features.shape[1], nhid=16, nclass=int(labels.max()) + 1, dropout=0.5)
     optimizer = optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
     with tracelab.Recorder(run_dir, model=model, optimizer=optimizer, loss_fn=nn.NLLLoss(),
