@@ -9,7 +9,9 @@ left out: it does not preserve digits); 6 epochs.
 
 `bug` plants one fault (None: the script as published):
 - "sched-per-batch": lr_scheduler.step() inside the batch loop (milestones meant in epochs);
-- "wd-1e-1": weight_decay=0.1.
+- "wd-1e-1": weight_decay=0.1;
+- "train-once": model.train() called once before the epochs instead of at the top of train(),
+  so after the first validate() (model.eval()) every epoch trains in eval mode.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from _y_data import batches, digits, to_tensor
 
 SOURCE = ("https://github.com/akamaster/pytorch_resnet_cifar10/blob/"
           "d5489e8995e81e91ce6b1d69dcc98ad579b0b153/trainer.py")
-BUGS = (None, "sched-per-batch", "wd-1e-1")
+BUGS = (None, "sched-per-batch", "wd-1e-1", "train-once")
 MEAN = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
 STD = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
 
@@ -119,8 +121,11 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 6) ->
                            loss_fn=criterion,
                            config={"lr": 0.1, "momentum": 0.9, "weight_decay": wd,
                                    "batch_size": 128, "milestones": milestones}) as rec:
-        for _ in range(epochs):
+        if bug == "train-once":
             model.train()
+        for _ in range(epochs):
+            if bug != "train-once":
+                model.train()
             for idx in batches(len(x_train), 128, gen):
                 input_var = transform(x_train[idx], bug, gen)
                 target_var = y_train[idx]
