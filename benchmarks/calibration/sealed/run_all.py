@@ -1,6 +1,6 @@
 """Train every sealed scenario into OUT_DIR/<name>/ and write OUT_DIR/labels.json.
 
-    python benchmarks/calibration/sealed/run_all.py OUT_DIR [--only NAME]
+    python benchmarks/calibration/sealed/run_all.py OUT_DIR [--only NAME ...]
 
 One line per scenario: its name, seconds (wall and CPU), its recorded loss at the start and the end, and the warnings it raised. It
 neither analyzes nor scores: the rule authors' harness does, once, from labels.json.
@@ -39,7 +39,7 @@ def losses(run_dir: Path) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out_dir")
-    ap.add_argument("--only", action="append", help="a scenario's name (repeatable)")
+    ap.add_argument("--only", nargs="+", metavar="NAME", help="only these scenarios")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     out = Path(args.out_dir)
