@@ -12,7 +12,13 @@ the outputs it had). A module called several times in that pass (a decoder apply
 at every time step) has each call read, up to MAX_CALLS; record_activations pools its calls
 into the module's row, and meta.json's `activation_calls` names such modules with their calls.
 The first recording step also keeps each call's input and output shapes (`shapes`, meta.json's
-`module_shapes`). The hooks hold the recorder weakly, and a copy of a hooked model
+`module_shapes`). Modules that read a layout (environment.batch_first_of: RNN/LSTM/GRU, and
+the Transformer layers and nn.MultiheadAttention, which are no leaves) have a second hook, on
+while the others are: it keeps each distinct input shape such a module is called with on the
+recording steps, in training passes and in an evaluation read as below (its split), a few per
+module (MAX_LAYOUT_SHAPES), with the split and step (meta.json's `module_input_shapes`): an
+epoch's smaller last batch or an evaluation of another batch size shows where the batch is
+when the usual batch equals the sequence length. The hooks hold the recorder weakly, and a copy of a hooked model
 (deepcopy, torch.save) carries hooks that do nothing (hook_refs).
 
 An evaluation that runs while the hooks are on (between `step()` of the step before a recording
@@ -32,10 +38,13 @@ import torch
 
 from tracelab.recorders import compiled
 from tracelab.recorders.activations import ActivationStats, activation_stats
+from tracelab.recorders.environment import batch_first_of
 from tracelab.recorders.hook_refs import WeakHook
 from tracelab.recorders.loop_checks import Passes
 
 MAX_CALLS = 64  # calls of one module read per step; a longer recurrence's later calls are not
+MAX_LAYOUT_SHAPES = 4  # distinct input shapes kept per module with a bool batch_first
+INPUT_NAMES = ("input", "src", "tgt", "query", "x")  # a first input passed by keyword
 
 
 class ActivationHooks:
@@ -48,6 +57,10 @@ class ActivationHooks:
         self._model: torch.nn.Module | None = None
         self._leaves: list[torch.nn.Module] = []
         self._handles: list[Any] = []
+        self._layouts: dict[int, tuple[torch.nn.Module, str]] = {}  # batch_first modules
+        self._layout_shapes: dict[str, list[dict[str, Any]]] = {}  # module_input_shapes
+        self._layout_pending: list[tuple[str, dict[str, Any]]] = []  # an evaluation's, unnamed
+        self._layout_new = False  # a shape was added since meta.json last learned them
         self._names: dict[int, tuple[str, str]] = {}
         self._calls: dict[str, int] = {}  # the leaf modules captured this step: their calls
         self._later_pass = False  # the pass in progress is not the step's first
@@ -71,8 +84,11 @@ class ActivationHooks:
         """Hook `model`'s leaf modules (unhooked until `arm`); `points` are its compiled
         wrappers (compiled.compiled_points), run uncompiled while the hooks are on."""
         self.arm(False)
-        self._model, self._leaves, self._names = model, [], {}
+        self._model, self._leaves, self._names, self._layouts = model, [], {}, {}
         for path, module in model.named_modules():
+            if batch_first_of(module) is not None:
+                self._layouts[id(module)] = (
+                    module, compiled.plain_name(path) or type(module).__name__)
             if next(module.children(), None) is None:
                 self._leaves.append(module)
                 self._names[id(module)] = (compiled.plain_name(path) or type(module).__name__,
@@ -86,6 +102,9 @@ class ActivationHooks:
         if on and self._leaves and not self._handles:
             hook = WeakHook(self._hook)
             self._handles = [m.register_forward_hook(hook) for m in self._leaves]
+            layout = WeakHook(self._layout_hook)
+            self._handles += [m.register_forward_hook(layout, with_kwargs=True)
+                              for m, _ in self._layouts.values()]
         elif not on and self._handles:
             for handle in self._handles:
                 handle.remove()
@@ -159,6 +178,33 @@ class ActivationHooks:
                      "output": list(out.shape)})
         self.cost += time.perf_counter() - start
 
+    def _layout_hook(self, module: torch.nn.Module, args: Any, kwargs: Any, output: Any) -> None:
+        """A batch_first module's call on a recording step: its first input's shape, kept when
+        new (module docstring); an evaluation's waits for its split (take_evaluation)."""
+        if compiled.is_compiling() or self._failed():
+            return
+        _, name = self._layouts.get(id(module), (None, None))
+        shapes = self._layout_shapes.setdefault(name, []) if name is not None else None
+        if shapes is None or len(shapes) >= MAX_LAYOUT_SHAPES:
+            return
+        first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        if first is None and isinstance(kwargs, dict):
+            first = next((kwargs[k] for k in INPUT_NAMES
+                          if isinstance(kwargs.get(k), torch.Tensor)), None)
+        if first is None:
+            return
+        shape = list(first.shape)
+        passes = self._passes
+        if not self._model.training or not (torch.is_grad_enabled() or passes.training):
+            pending = [s for n, s in self._layout_pending if n == name]
+            if len(pending) < MAX_LAYOUT_SHAPES and \
+                    all(s["inputs"] != shape for s in pending):
+                self._layout_pending.append((name, {"inputs": shape, "step": self._window}))
+            return
+        if all(s["inputs"] != shape or s["split"] != "train" for s in shapes):
+            shapes.append({"inputs": shape, "split": "train", "step": self._window})
+            self._layout_new = True
+
     def _evaluation(self, module: torch.nn.Module, output: Any) -> None:
         """A hooked module's output in an evaluation: read on its first pass in the window."""
         passes = self._passes
@@ -177,10 +223,23 @@ class ActivationHooks:
             self._eval.append((name, out.numel(), activation_stats(out, mtype)))
         self.cost += time.perf_counter() - start
 
-    def take_evaluation(self, claimed: bool) -> tuple[int, list[tuple[str, int, ActivationStats]]]:
+    def take_evaluation(self, claimed: bool, split: str = "eval"
+                        ) -> tuple[int, list[tuple[str, int, ActivationStats]]]:
         """The rows of the evaluation pass read and not yet taken, with the step to record
         them at: when `claimed` (a `log()` names their split), or once a whole step ended
-        without one (else none, kept for a later call)."""
+        without one (else none, kept for a later call). The batch_first modules' input shapes
+        read in the evaluation take the split as well (`claimed`: `split`, else "eval")."""
+        if self._layout_pending and (claimed or self._eval_steps >= 1 or not self._eval):
+            for name, shape in self._layout_pending:
+                shapes = self._layout_shapes.setdefault(name, [])
+                entry = {"inputs": shape["inputs"], "split": split if claimed else "eval",
+                         "step": shape["step"]}
+                if len(shapes) < MAX_LAYOUT_SHAPES and all(
+                        (s["inputs"], s["split"]) != (entry["inputs"], entry["split"])
+                        for s in shapes):
+                    shapes.append(entry)
+                    self._layout_new = True
+            self._layout_pending = []
         rows = self._eval
         if not rows or not (claimed or self._eval_steps >= 1):
             self._eval_steps += bool(rows)
@@ -203,4 +262,8 @@ class ActivationHooks:
         if activations and not self._shapes_taken:  # later steps add no shapes
             self._shapes_taken = True
             new["module_shapes"] = self._shapes
+        if self._layout_new:
+            self._layout_new = False
+            new["module_input_shapes"] = {n: list(s) for n, s in self._layout_shapes.items()
+                                          if s}
         return new

@@ -141,11 +141,27 @@ MODULE_ATTRIBUTES = ("batch_first", "eps", "momentum", "padding_idx", "track_run
 LOSS_ATTRIBUTES = ("reduction", "ignore_index", "label_smoothing", "log_input", "full")
 
 
+def batch_first_of(module: torch.nn.Module) -> bool | None:
+    """The layout a module reads its inputs in: its bool `batch_first` (RNN/LSTM/GRU,
+    nn.MultiheadAttention, nn.Transformer), or its self-attention's (a Transformer encoder or
+    decoder layer keeps the setting there); None for a module of no such setting."""
+    for holder in (module, getattr(module, "self_attn", None)):
+        value = getattr(holder, "batch_first", None) if holder is not None else None
+        if isinstance(value, bool):
+            return value
+    return None
+
+
 def _module_entry(path: str, module: torch.nn.Module) -> dict[str, Any]:
     """meta.json's entry of one module: its path and type, and for a leaf its extra_repr() and
-    the MODULE_ATTRIBUTES it has."""
+    the MODULE_ATTRIBUTES it has; a module of children has them only when it reads a layout
+    (batch_first_of: a Transformer layer, nn.MultiheadAttention)."""
     entry: dict[str, Any] = {"path": path or "", "type": type(module).__name__}
     if next(module.children(), None) is not None:
+        first = batch_first_of(module)
+        if first is not None:
+            entry["config"] = {a: _plain(getattr(module, a)) for a in MODULE_ATTRIBUTES
+                               if hasattr(module, a)} | {"batch_first": first}
         return entry
     try:
         entry["extra_repr"] = module.extra_repr()

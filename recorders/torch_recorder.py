@@ -482,7 +482,7 @@ class Recorder:
         """The activations of an evaluation forward pass (activation_hooks), as `split`, at
         the recording step they were read in; unless `claimed`, only once a whole step ended
         since they were read without a log() naming their split."""
-        step, rows = self._hooks.take_evaluation(claimed)
+        step, rows = self._hooks.take_evaluation(claimed, split)
         if rows:
             self._produce("evaluation activations", record_activations, step, rows, record,
                           split)
