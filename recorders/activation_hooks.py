@@ -18,8 +18,8 @@ while the others are: it keeps each distinct input shape such a module is called
 recording steps, in training passes and in an evaluation read as below (its split), a few per
 module (MAX_LAYOUT_SHAPES), with the split and step (meta.json's `module_input_shapes`): an
 epoch's smaller last batch or an evaluation of another batch size shows where the batch is
-when the usual batch equals the sequence length. The hooks hold the recorder weakly, and a copy of a hooked model
-(deepcopy, torch.save) carries hooks that do nothing (hook_refs).
+when the usual batch equals the sequence length. The hooks hold the recorder weakly, and a
+copy of a hooked model (deepcopy, torch.save) carries hooks that do nothing (hook_refs).
 
 An evaluation that runs while the hooks are on (between `step()` of the step before a recording
 step and that step's training forward pass: the same weights as that pass) has its first
