@@ -12,7 +12,7 @@ import math
 
 from tracelab.analyzers._dynamics import fmt, layer_of
 from tracelab.core.run import Run
-from tracelab.core.schema import WEIGHT
+from tracelab.core.schema import ACTIVATION, WEIGHT
 
 
 def init_scales(kind: str | None) -> list[float]:
@@ -78,3 +78,44 @@ def drawn_at_start(run: Run, names: list[str], z: float = 5.0, min_values: int =
         if random_draw(first, init_scales(types.get(layer_of(name))), z, min_values):
             found.append(name)
     return found
+
+
+def keeps_information(kind: str | None, shape) -> bool:
+    """Whether a layer of this module type whose parameter of this shape is a fixed random
+    draw keeps the information of its input, so that the layers after it can learn from its
+    output (a random feature map): a Linear at least as wide as its input (a random matrix
+    with out_features >= in_features has full column rank), an Embedding -- a Linear on the
+    one-hot token -- with no more rows than dimensions, a convolution with at least as many
+    output channels as values in one input patch, and the bias of such a layer (an offset).
+    A bottleneck (fewer outputs than inputs) loses what the draw happens to project away; other
+    module types (recurrent, attention) are not judged: False."""
+    try:
+        dims = [int(d) for d in shape]
+    except (TypeError, ValueError):
+        return False
+    kind = str(kind or "")
+    if not dims or any(d <= 0 for d in dims):
+        return False
+    if kind == "Embedding":
+        return len(dims) == 2 and dims[0] <= dims[1]
+    if not (kind.endswith("Linear") or kind in ("Conv1d", "Conv2d", "Conv3d")):
+        return False
+    if len(dims) == 1:
+        return True  # a bias: an offset of the output
+    return dims[0] >= math.prod(dims[1:])
+
+
+def read_after(run: Run, name: str, trained: list[str]) -> bool:
+    """Whether some module holding one of the `trained` parameters runs after the module of
+    parameter `name` (in the order of the forward pass's calls, the activations', else of the
+    model's parameters): the frozen layer is not the output layer, something learns from it."""
+    try:
+        calls = {m: i for i, m in enumerate(run.names(ACTIVATION))}
+        module, later = layer_of(name), {layer_of(n) for n in trained}
+        if module in calls and any(m in calls for m in later):
+            return any(calls[m] > calls[module] for m in later if m in calls)
+        order = list(run.parameters())
+        return name in order and any(order.index(n) > order.index(name)
+                                     for n in trained if n in order)
+    except Exception:  # malformed trace: nothing to say
+        return False

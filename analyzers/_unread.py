@@ -76,3 +76,35 @@ def unread_parameters(run: Run) -> set[str]:
 
 def _leaf(name: str) -> str:
     return name.rsplit(".", 1)[-1]
+
+
+def off_the_loss(run: Run, module: str) -> bool:
+    """Whether the output of `module` is not what enters the loss: the forward pass's recorded
+    shapes (meta.json `module_shapes`, each leaf module's outputs at its calls) hold none equal
+    to the shape of the outputs given to step() or log() (`outputs`, any split), or do not
+    hold the module at all (never called). A head computed and left unread (a ResNet's fc
+    where BYOL reads the penultimate layer through a hook) is off the loss; an output layer
+    whose result enters the loss detached is not. False where those facts were not recorded
+    or a shape is not a plain list; never raises."""
+    try:
+        shapes, outputs = run.meta.get("module_shapes"), run.meta.get("outputs")
+        if not isinstance(shapes, dict) or not shapes or not isinstance(outputs, dict):
+            return False
+        read = [entry.get("shape") for entry in outputs.values() if isinstance(entry, dict)]
+        read = [list(s) for s in read if _plain(s)]
+        if not read:
+            return False
+        calls = shapes.get(module)
+        if calls is None:
+            return True  # recorded shapes without it: never called
+        produced = [c.get("output") for c in calls if isinstance(c, dict)]
+        if not produced or not all(_plain(s) for s in produced):
+            return False
+        return not any(list(s) in read for s in produced)
+    except Exception:  # malformed trace: nothing to say
+        return False
+
+
+def _plain(shape) -> bool:
+    return isinstance(shape, (list, tuple)) and all(
+        isinstance(d, int) and not isinstance(d, bool) for d in shape)

@@ -77,11 +77,13 @@ import numpy as np
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt, layer_of, name_list, \
     subject_of, weights_unchanged
-from tracelab.analyzers._init_draw import init_scales, random_draw
+from tracelab.analyzers._init_draw import init_scales, keeps_information, random_draw, \
+    read_after
 from tracelab.analyzers._learning_rate import groups_of, lr_name, optimizers_holding
 from tracelab.analyzers._left_out import frozen_backbone
-from tracelab.analyzers._unread import unread_parameters
-from tracelab.core.causes import explains
+from tracelab.analyzers._slow_updates import NOT_LEARNING, loss_fall
+from tracelab.analyzers._unread import off_the_loss, unread_parameters
+from tracelab.core.causes import cause_is_stated, explains
 from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
@@ -91,7 +93,7 @@ from tracelab.core.schema import GRAD, WEIGHT, Needs
 @rule(name="frozen-parameters", code="TL205", requires=(Needs.WEIGHTS,), merge="module group",
       plot=Plot.WEIGHT_CHANGE,
       links=(explains(*OUTCOME, why="parameters that never change do not learn",
-                      timing="overlap"),))
+                      timing="overlap", when=cause_is_stated),))
 def frozen_parameters(run: Run, *, rtol: float = 1e-7, negligible: float = 1e-6,
                       min_steps: int = 3, z: float = 5.0, min_values: int = 1000
                       ) -> list[Finding]:
@@ -118,11 +120,14 @@ def frozen_parameters(run: Run, *, rtol: float = 1e-7, negligible: float = 1e-6,
     invariant = unread_parameters(run)
     backbone = frozen_backbone(run, info, [n for n in still if info.get(n, {}).get(
         "in_optimizer") is False], trainable)
+    fall = loss_fall(run)
+    learns = fall is not None and fall >= NOT_LEARNING
     for name in still:
         scale = float(norms[name].median())
         own_lr = _own_lr(run, name, still) if players >= 2 else None
+        unread = learns and off_the_loss(run, layer_of(name))
         by_cause.setdefault(_cause(name, info, grads, scale, negligible, own_lr,
-                                   name in invariant, backbone),
+                                   name in invariant, backbone, unread),
                             []).append(name)
     for (severity, cause, fix), params in by_cause.items():
         modules = list(dict.fromkeys(layer_of(p) for p in params))
@@ -158,25 +163,51 @@ def _at_random_init(run: Run, info: dict, norms, rtol: float, z: float,
     if not drawn:
         return []
     trained = [n for n, p in info.items() if p.get("requires_grad") is True]
-    params = list(drawn)
+    # A draw that keeps its input's information, with trained layers after it, is a random
+    # feature map they learn from: a note, which explains no failure.
+    features = [n for n in drawn if keeps_information(types.get(layer_of(n)), info[n].get(
+        "shape")) and read_after(run, n, trained)]
+    steps = _span(run, norms)
+    findings = []
+    for severity, params in ((WARNING, [n for n in drawn if n not in features]),
+                             (INFO, features)):
+        if params:
+            findings.append(_drawn_finding(severity, params, drawn, trained, steps))
+    return findings
+
+
+def _drawn_finding(severity, params: list[str], drawn: dict, trained: list[str],
+                   steps: tuple[int, int]) -> Finding:
     modules = list(dict.fromkeys(layer_of(p) for p in params))
     one = len(params) == 1
-    steps = _span(run, norms)
     laws = ", ".join(f"{n}: {drawn[n]}" for n in params[:3])
-    return [frozen_parameters.finding(
+    said = (f"{'Parameter' if one else 'Parameters'} {name_list(params)} "
+            f"{'has' if one else 'have'} requires_grad=False and {'holds' if one else 'hold'} "
+            f"what a random initialization draws ({laws}), unchanged from the start of the run "
+            f"to its end, while {len(trained)} other parameters train")
+    if severity is INFO:
+        return frozen_parameters.finding(
+            INFO, subject_of(modules), steps,
+            f"{said}: a fixed random feature map that keeps its input's information (at least "
+            "as wide as its input: an Embedding with no more rows than dimensions, a Linear "
+            "with out_features >= in_features), which the trained layers after it learn "
+            "from. Pretrained weights were meant here if the original loads them.",
+            {"parameters": len(params), "modules": len(modules), "subjects": modules,
+             "cause": "frozen_at_init", "keeps_information": True,
+             "trained_parameters": len(trained)},
+            "Nothing to fix if random features are intended; otherwise load the pretrained "
+            "weights before freezing these layers, or train them.")
+    return frozen_parameters.finding(
         WARNING, subject_of(modules), steps,
-        f"{'Parameter' if one else 'Parameters'} {name_list(params)} "
-        f"{'has' if one else 'have'} requires_grad=False and {'holds' if one else 'hold'} "
-        f"what a random initialization draws ({laws}), unchanged from the start of the run "
-        f"to its end, while {len(trained)} other parameters train: a fixed random "
-        f"projection that nothing learns. Frozen on purpose, a layer holds pretrained "
-        "weights; these are frozen by mistake (Embedding.from_pretrained's freeze=True, "
-        "requires_grad=False set on the wrong layers) or their weights were never loaded.",
+        f"{said}: a fixed random projection that nothing learns. Frozen on purpose, a layer "
+        "holds pretrained weights; these are frozen by mistake (Embedding.from_pretrained's "
+        "freeze=True, requires_grad=False set on the wrong layers) or their weights were "
+        "never loaded.",
         {"parameters": len(params), "modules": len(modules), "subjects": modules,
          "cause": "frozen_at_init", "trained_parameters": len(trained)},
         "Load the pretrained weights before freezing these layers, or train them: "
         "requires_grad_(True) (nn.Embedding.from_pretrained(w, freeze=False)) and the "
-        "parameters in the optimizer.")]
+        "parameters in the optimizer.")
 
 
 def _span(run: Run, norms) -> tuple[int, int]:
@@ -230,11 +261,12 @@ def _own_lr(run: Run, name: str, still: list[str]) -> float | None:
 
 def _cause(name: str, info: dict, grads, scale: float, negligible: float,
            own_lr: float | None = None, invariant: bool = False,
-           backbone: bool = False) -> tuple:
+           backbone: bool = False, unread: bool = False) -> tuple:
     """(severity, cause, fix) of one parameter that never changed; `own_lr` is its param
     group's smallest learning rate where the run has several optimizers (None otherwise);
     `invariant`: the loss does not depend on it (_unread); `backbone`: those no optimizer
-    holds are most of the model, all run before the optimized ones and are no fresh draw."""
+    holds are most of the model, all run before the optimized ones and are no fresh draw;
+    `unread`: the run learns and its module's output is not what enters the loss."""
     if info.get(name, {}).get("in_optimizer") is False and backbone:
         return (INFO, "the optimizer's param groups do not hold them, and they are most of "
                 "the model and all run before the optimized parameters, as a backbone frozen "
@@ -256,6 +288,15 @@ def _cause(name: str, info: dict, grads, scale: float, negligible: float,
                 "a bidirectional RNN whose output is discarded (only hidden[-1] used)",
                 "Nothing to fix if that invariance is intended (or drop the parameter, e.g. "
                 "bias=False); otherwise check what the module's output feeds.")
+    if not peak >= 0 and unread:
+        # No gradient ever, from a module whose output is not the loss's input, in a run
+        # whose loss falls: a head computed and left unread costs the run nothing.
+        return (INFO, "the gradients are never recorded (None) and the module's output is "
+                "not what enters the loss, while the loss falls: a module computed but left "
+                "unread (a classifier head whose penultimate features a hook feeds to the "
+                "loss, a layer kept from the original model) costs the run nothing",
+                "Nothing to fix if the module is not meant to be trained (drop it from the "
+                "model or the optimizer); otherwise feed its output to the loss.")
     if not peak > 0:
         what = "zero" if peak == 0 else "never recorded (None)"
         last = "dead units block the gradient downstream"
