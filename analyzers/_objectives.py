@@ -8,6 +8,7 @@ import numpy as np
 from scipy.stats import mannwhitneyu
 
 from tracelab.core.run import Run
+from tracelab.core.schema import LOSS_NAME
 
 _WORD = r"(?:^|[^a-z])({})s?(?:$|[^a-z])"
 # What a reinforcement learner collects from its environment: a reward, a return (`ret`, as
@@ -88,3 +89,74 @@ def objective_improved(run: Run, alpha: float, min_points: int = 24) -> bool:
         if p < alpha:
             return True
     return False
+
+
+# A bonus: a quantity a policy's loss rewards (enters with a minus sign), the policy's entropy
+# (A2C, PPO, IMPALA, SAC: `dist_entropy`, `entropy`, `losses/entropy`). Judged by the last
+# part of the name (`losses/entropy` is CleanRL's entropy itself); a part that says the term is
+# already signed (`entropy_loss`, Stable-Baselines3's -entropy; `neg_entropy`) is no bonus.
+_BONUS = re.compile(_WORD.format("entropy|ent"))
+_SIGNED = re.compile(r"loss|cost|penalty|neg|minus|reg|kl|cross|xent|target|coef|alpha|temp")
+
+
+def is_bonus(name: str) -> bool:
+    """Whether the metric's name says it is a policy's entropy itself, a bonus its loss
+    subtracts, not a term already signed (`entropy_loss`, `neg_entropy`)."""
+    leaf = str(name).rsplit("/", 1)[-1]
+    return _says(_BONUS, leaf) and not _SIGNED.search(_words(leaf))
+
+
+def loss_terms(run: Run, split: str, exact: float = 1e-5,
+               min_points: int = 24) -> tuple[dict[str, float], float] | None:
+    """The split's recorded loss as a linear combination of the split's other logged metrics
+    (and a constant), where it is one exactly: {metric: coefficient} with the fit's largest
+    residual relative to its step's largest term, or None when no exact fit exists (the
+    residual above `exact`), there are too few steps (fewer than `min_points`, or than 4 per unknown) or the
+    data are missing. A loss logged beside its terms (A2C's `value_loss * 0.5 + action_loss -
+    dist_entropy * 0.01`) gives each term's coefficient, its sign included, as a recorded fact:
+    float32 sums agree to about 1e-7, and no loose relation among hundreds of steps reaches
+    1e-5. A coefficient is only returned for a term the fit cannot do without: without it, the
+    residual grows 100-fold over the exact fit's (or over float32's 1e-7, if larger); a small
+    bonus (0.01 x an entropy) still leaves 1e-4 of the largest term unexplained."""
+    try:
+        sc = run.scalars
+        if not {"split", "name"} <= set(sc.columns):
+            return None
+        loss = run.loss(split)
+        loss = loss[np.isfinite(loss.to_numpy(dtype=float, na_value=np.nan))]
+        if len(loss) < min_points:
+            return None
+        names = [str(n) for n in dict.fromkeys(sc.loc[sc["split"] == split, "name"])
+                 if str(n) != LOSS_NAME and not str(n).startswith("lr")]
+        cols = {}
+        for n in names:
+            v = run.scalar(n, split).groupby(level=0).last().reindex(loss.index)
+            v = v.to_numpy(dtype=float, na_value=np.nan)
+            if np.isfinite(v).mean() >= 0.95 and np.ptp(v[np.isfinite(v)]) > 0:
+                cols[n] = v
+        if not cols:
+            return None
+        x = np.column_stack(list(cols.values()) + [np.ones(len(loss))])
+        y = loss.to_numpy(dtype=float)
+        keep = np.isfinite(x).all(axis=1)
+        x, y = x[keep], y[keep]
+        if len(y) < max(min_points, 4 * x.shape[1]):
+            return None
+
+        def fit(a):
+            c = np.linalg.lstsq(a, y, rcond=None)[0]
+            # Each step against its own largest term: float32 rounds each step's sum to its
+            # own size, and a run's first losses can be 1000 times its last.
+            scale = np.maximum(np.maximum(np.abs(y), np.abs(a * c).max(axis=1)), 1e-12)
+            return c, float((np.abs(y - a @ c) / scale).max())
+
+        coef, resid = fit(x)
+        if not resid <= exact:
+            return None
+        terms = {}
+        for i, n in enumerate(cols):
+            if fit(np.delete(x, i, axis=1))[1] > 100 * max(resid, 1e-7):
+                terms[n] = float(coef[i])
+        return terms, resid
+    except (KeyError, ValueError, TypeError, np.linalg.LinAlgError):
+        return None

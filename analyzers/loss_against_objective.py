@@ -24,6 +24,13 @@ What it detects
     rule stays quiet when its last block lies above the least earlier block (one-sided
     Mann-Whitney at `alpha`) or its last half rises as a rank trend with the step (at
     `alpha_trend`). A flipped sign keeps pushing the metric down, to its floor or further.
+    A bonus added instead of subtracted is read from the loss itself where no metric fell:
+    in a run that logs a return, a split's loss logged beside its terms as an exact linear
+    combination of them (each step's residual within 1e-5 of its largest term: float32 sums
+    agree to 1e-7, no loose relation among 24 steps or more does) gives each term's
+    coefficient, and a term named as the policy's entropy itself (`dist_entropy`, CleanRL's
+    `losses/entropy`; not `entropy_loss`, already signed) entering with a coefficient above 0
+    is minimized: A2C's `value_loss * 0.5 + action_loss + dist_entropy * 0.01`.
 
 Why it matters
     The optimizer minimizes the loss. When the loss falls or holds while the objective it
@@ -63,6 +70,10 @@ False positives
     a decoder's) are one player, and every named metric is judged. A
     curriculum that makes the task harder as it goes, with a loss that does not show it, can
     look the same.
+    An entropy minimized on purpose (semi-supervised entropy minimization, test-time
+    adaptation) is no policy's bonus: without a return logged, its sign is not judged; nor is
+    a loss that is no exact sum of its logged terms (a coefficient that changes, SAC's learned
+    temperature), nor a term the fit can do without.
     A loss with no recorded `loss_fn` that is below 0 on every judged step is a negated
     surrogate (log-prob x return, summed over an episode): its size follows the returns the
     policy collects, not how well the optimizer did, so its rise towards 0 as the returns
@@ -82,7 +93,7 @@ from scipy.stats import mannwhitneyu, spearmanr
 from tracelab.analyzers._dynamics import fmt
 from tracelab.analyzers._learning_rate import several_players
 from tracelab.analyzers._loss_contracts import loss_type
-from tracelab.analyzers._objectives import direction, is_return
+from tracelab.analyzers._objectives import direction, is_bonus, is_return, loss_terms
 from tracelab.core.causes import explained_by, explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -125,7 +136,52 @@ def loss_against_objective(run: Run, *, blocks: int = 8, min_points: int = 24,
         judged = sorted((j for j in judged if j), key=lambda j: j["p_worse"])
         if judged:
             findings.append(_finding(split, judged))
+        elif any(is_return(n) for n in pairs["name"]):
+            findings += _bonus_minimized(run, split, blocks)
     return findings
+
+
+def _bonus_minimized(run: Run, split, blocks: int) -> list[Finding]:
+    """A policy's entropy that its loss adds instead of subtracting: the split's loss logged as
+    an exact linear combination of its logged terms (`loss_terms`), a term named as the
+    entropy itself (`is_bonus`) entering with a coefficient above 0, in a run that logs a return
+    (a policy, whose entropy is the exploration bonus its loss subtracts). The sign is the
+    fact: how far the entropy falls depends on the coefficient and on how hard the policy
+    gradient pulls, and is reported, not asked (a one-sided Mann-Whitney p of its last half
+    below its first block)."""
+    fit = loss_terms(run, split)
+    if not fit:
+        return []
+    terms, resid = fit
+    out = []
+    for name, coef in terms.items():
+        if not (is_bonus(name) and coef > 0):
+            continue
+        e = run.scalar(name, split).to_numpy(dtype=float, na_value=np.nan)
+        e = e[np.isfinite(e)]
+        if len(e) < 2 * blocks:
+            continue
+        cut = np.array_split(e, blocks)
+        first, half = cut[0], np.concatenate(cut[blocks // 2:])
+        p = float(mannwhitneyu(first, half, alternative="greater").pvalue)
+        shown = " + ".join(f"{fmt(c)} x {n}" for n, c in terms.items())
+        out.append(loss_against_objective.finding(
+            WARNING, f"{split}/{name}", (int(run.loss(split).index.min()),
+                                         int(run.loss(split).index.max())),
+            f"The {split} loss adds the policy's {name} instead of subtracting it: the logged "
+            f"loss is {shown} (plus a constant) at every step, to {fmt(resid)} of its largest "
+            f"term, so the optimizer minimizes the entropy, the exploration bonus a policy's "
+            f"loss rewards: the policy is pushed to collapse onto one action before it has "
+            f"explored. Its median went from {fmt(float(np.median(first)))} over the first "
+            f"{len(first)} steps to {fmt(float(np.median(half)))} over the last half "
+            f"(Mann-Whitney p = {fmt(p)} for a fall).",
+            {"split": split, "metric": str(name), "coefficient": coef, "terms": terms,
+             "residual": resid, "metric_first": float(np.median(first)),
+             "metric_last_half": float(np.median(half)), "p_worse": p, "bonus": True},
+            "Subtract the entropy bonus: loss = value_loss * value_coef + action_loss - "
+            "entropy * entropy_coef (the optimizer minimizes the loss, so a quantity to "
+            "maximize enters with a minus sign)."))
+    return out
 
 
 def _judge(run: Run, split, name, loss, blocks: int, min_points: int, alpha: float,

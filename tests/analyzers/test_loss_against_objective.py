@@ -430,3 +430,112 @@ def test_returns_are_named_in_rl_s_usual_spellings():
     for name in ("return_std", "ret_rms", "interpret", "val_acc", "score", "rewards/margins",
                  "rewards/chosen"):
         assert not is_return(name), name
+
+
+def _a2c(path, entropy_sign: float, updates: int = 200, n_envs: int = 4, num_steps: int = 5,
+         entropy_coef: float = 0.01, seed: int = 0, log_return: bool = True,
+         lr: float = 2e-3):
+    """A2C as ikostrikov's a2c_acktr.py writes it: n-step returns over a few cart-poles, one
+    network with a policy and a value head, loss value_loss * 0.5 + action_loss - dist_entropy
+    * entropy_coef (entropy_sign -1; +1 is the bonus added instead, open_spiel#962), RMSprop,
+    the three terms and the recent episode return logged beside the loss."""
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    body = nn.Sequential(nn.Linear(4, 64), nn.Tanh())
+    pi, v = nn.Linear(64, 2), nn.Linear(64, 1)
+    nn.init.orthogonal_(pi.weight, gain=0.01)  # distributions.py's Categorical: near uniform
+    nn.init.zeros_(pi.bias)
+    model = nn.ModuleDict({"body": body, "pi": pi, "v": v})
+    opt = torch.optim.RMSprop(model.parameters(), lr=lr, eps=1e-5, alpha=0.99)
+    envs = [_cart_pole(rng, cap=200) for _ in range(n_envs)]
+    obs = [next(e) for e in envs]
+    lengths, finished = [0] * n_envs, []
+    with tracelab.Recorder(str(path), model=model, optimizer=opt) as rec:
+        for _ in range(updates):
+            xs, acts, rews, masks = [], [], [], []
+            for _ in range(num_steps):
+                x = torch.from_numpy(np.stack(obs))
+                with torch.no_grad():
+                    a = torch.distributions.Categorical(logits=pi(body(x))).sample()
+                r, m = [], []
+                for i, e in enumerate(envs):
+                    lengths[i] += 1
+                    try:
+                        obs[i] = e.send(int(a[i]))
+                        m.append(1.0)
+                    except StopIteration:
+                        finished.append(lengths[i])
+                        lengths[i] = 0
+                        envs[i] = _cart_pole(rng, cap=200)
+                        obs[i] = next(envs[i])
+                        m.append(0.0)
+                    r.append(1.0)
+                xs.append(x)
+                acts.append(a)
+                rews.append(torch.tensor(r))
+                masks.append(torch.tensor(m))
+            with torch.no_grad():
+                ret = v(body(torch.from_numpy(np.stack(obs))))[:, 0]
+            returns = []
+            for r, m in zip(reversed(rews), reversed(masks)):
+                ret = r + 0.99 * ret * m
+                returns.insert(0, ret)
+            x, a, ret = torch.cat(xs), torch.cat(acts), torch.cat(returns)
+            h = body(x)
+            dist = torch.distributions.Categorical(logits=pi(h))
+            adv = ret - v(h)[:, 0]
+            value_loss = adv.pow(2).mean()
+            action_loss = -(adv.detach() * dist.log_prob(a)).mean()
+            entropy = dist.entropy().mean()
+            loss = value_loss * 0.5 + action_loss + entropy_sign * entropy * entropy_coef
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            opt.step()
+            metrics = {"value_loss": value_loss, "action_loss": action_loss,
+                       "dist_entropy": entropy}
+            if log_return:
+                metrics["episode_return"] = float(np.mean(finished[-10:])) if finished else 0.0
+            rec.step(loss=loss, inputs=x, metrics=metrics)
+    return path
+
+
+def test_an_a2c_whose_loss_adds_its_entropy_bonus_fires(tmp_path):
+    [f] = _findings(_a2c(tmp_path / "added", +1.0))
+    assert f.subject == "train/dist_entropy" and f.evidence["bonus"]
+    assert f.evidence["coefficient"] == pytest.approx(0.01, rel=1e-3)
+    assert f.evidence["terms"]["value_loss"] == pytest.approx(0.5, rel=1e-3)
+    assert "Subtract the entropy bonus" in f.fix
+
+
+def test_an_a2c_that_subtracts_its_entropy_bonus_stays_quiet(tmp_path):
+    path = _a2c(tmp_path / "subtracted", -1.0)
+    assert _findings(path) == []
+
+
+def test_an_entropy_minimized_without_a_return_stays_quiet(tmp_path):
+    # Without a return logged, no policy: entropy minimization can be the objective itself
+    # (semi-supervised EntMin, test-time adaptation).
+    assert _findings(_a2c(tmp_path / "no-return", +1.0, log_return=False)) == []
+
+
+def test_loss_terms_read_only_exact_fits():
+    from tracelab.analyzers._objectives import is_bonus, loss_terms
+    rng = np.random.default_rng(0)
+    v, a, e = rng.gamma(2, 1, 300), rng.normal(0, 1, 300), 0.6 - np.linspace(0, 0.3, 300)
+    exact = _frames({("train", "loss"): np.float32(0.5 * v + a + 0.01 * e),
+                     ("train", "value_loss"): v, ("train", "action_loss"): a,
+                     ("train", "entropy"): e, ("train", "ep_ret"): rng.normal(20, 1, 300)})
+    terms, resid = loss_terms(exact, "train")
+    assert terms["entropy"] == pytest.approx(0.01, rel=1e-3) and "ep_ret" not in terms
+    assert resid < 1e-6
+    [f] = loss_against_objective(exact)
+    assert f.evidence["bonus"] and f.subject == "train/entropy"
+    # A loss that only resembles a sum of the terms (noise of 1 %) is no recorded fact.
+    loose = _frames({("train", "loss"): (0.5 * v + a + 0.01 * e) * rng.normal(1, 0.01, 300),
+                     ("train", "value_loss"): v, ("train", "action_loss"): a,
+                     ("train", "entropy"): e, ("train", "ep_ret"): rng.normal(20, 1, 300)})
+    assert loss_terms(loose, "train") is None and loss_against_objective(loose) == []
+    assert is_bonus("dist_entropy") and is_bonus("losses/entropy") and is_bonus("entropy")
+    for name in ("train/entropy_loss", "neg_entropy", "ent_coef", "cross_entropy"):
+        assert not is_bonus(name), name
