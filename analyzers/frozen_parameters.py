@@ -18,7 +18,12 @@ What it detects
     draw centred on 0 (at least `min_values` values; mean, spread, mean absolute value and both
     extremes within `z` standard errors, or a one-in-a-million chance, of a uniform law's, or
     of the N(0, 1) an Embedding draws by default) is a warning: a fixed random projection
-    learns nothing, where a layer frozen on purpose holds pretrained weights.
+    learns nothing, where a layer frozen on purpose holds pretrained weights. A draw that
+    keeps its input's information, with trained layers after it, is only noted at info level:
+    an Embedding with no more rows than dimensions (a Linear on the one-hot token), a Linear at
+    least as wide as its input, a convolution with at least as many output channels as values
+    in an input patch, or their biases, is a random feature map the later layers learn from;
+    a bottleneck or a frozen output layer stays a warning.
 
 Why it matters
     A silently frozen layer trains nothing while the loss still falls through the other layers:
@@ -43,7 +48,13 @@ False positives
     network) are not judged. A random layer frozen on purpose (random features, a fixed random
     classifier) is reported; a briefly pretrained layer with normally spread weights, a
     normal init other than an Embedding's default, or a run never closed (no `frozen_at_close`)
-    is not. Without a model summary, only parameters with recorded gradients are judged. When
+    is not. An info note explains no loss-plateau or metric-stagnation: where such a run fails,
+    a contract violation is named first. A module with no gradient at all (None) whose output
+    is not what enters the loss (no recorded output shape of it equals the shape of the
+    outputs given to step(): a ResNet's fc computed while BYOL reads the penultimate layer
+    through a hook), in a run whose loss falls by 3 % or more, costs the run nothing: info.
+    An output layer whose result enters the loss detached stays a warning.
+    Without a model summary, only parameters with recorded gradients are judged. When
     no parameter changes at all, loss-plateau names the cause instead.
     With several optimizers (a GAN's generator and critic), the gradients read at step() are
     those of the last backward pass, not necessarily the ones the parameter's own optimizer
