@@ -11,7 +11,9 @@ What it detects
       least `per_class` rows per class) where the data has `min_classes` or more: an
       unshuffled, sorted dataset;
     - regression targets (not integer-valued) whose typical magnitude is above `max_scale` or
-      below `min_scale` (a target tensor of several columns by its largest column);
+      below `min_scale` (a target tensor of several columns by its largest column), unless
+      they move with the model (`moving_targets`: a DQN's bootstrapped TD targets, whose
+      magnitude grows with its Q-values and is no scale of the data);
     - as information, a binary task whose positive class is rarer than `rare`, or a task of
       three or more classes (the classes table) whose largest class outnumbers its rarest
       `ratio` times or more in the train targets, with the validation split's balance beside;
@@ -101,7 +103,7 @@ from tracelab.analyzers._batches import BATCH_NORMS
 from tracelab.analyzers._dynamics import (OUTCOME, eval_split, finite, fmt, layer_of,
                                           matrix_params, update_ratios)
 from tracelab.analyzers._inputs import spread_matches
-from tracelab.analyzers._learning_rate import trained_parameters
+from tracelab.analyzers._learning_rate import moving_targets, trained_parameters
 from tracelab.analyzers._loss_contracts import (SQUARED, class_shares, constant_loss,
                                                 constant_losses, loss_type)
 from tracelab.analyzers._profiles import feature_profiles
@@ -191,7 +193,10 @@ def target_problems(run: Run, *, negative_share: float = 0.1, min_classes: int =
             findings += _imbalance(str(feature), train, rare)
         elif len(train):
             numeric.setdefault(_NUMBERED.sub("", str(feature)), []).append((str(feature), train))
-    for columns in numeric.values():
+    # Targets that move with the model (a DQN's r + gamma * max Q(s'), which rise with its
+    # Q-values toward reward / (1 - gamma)) have no scale of their own to standardize: their
+    # median magnitude is wherever the Q-values were when the run stopped.
+    for columns in ([] if numeric and moving_targets(run) else numeric.values()):
         # A target tensor of many columns (a VAE's images) is judged by its largest column:
         # the blank border pixels of an image are no scale of their own.
         scales = [_typical(train) for _, train in columns]
