@@ -1,15 +1,23 @@
-"""wrong-batch-axis: a recurrent layer read the batch as the sequence (batch_first mismatch).
+"""wrong-batch-axis: a recurrent or attention layer read the batch as the sequence.
 
 What it detects
-    RNN, LSTM and GRU layers read a 3-D input as (sequence, batch, features), or as (batch,
-    sequence, features) with `batch_first=True` (meta.json's module config). The recorder
-    keeps each module's input shapes on the first step that records activations. The batch
-    size comes from the recorded facts: config batch_size, the rows of 2-D train inputs when
-    most steps hold the same, largest number, and the length of 1-D targets (one label per
-    sample; flattened per-token targets give another number). The rule fires when, on every
-    recorded call, a batch size sits on the axis the layer reads as the sequence and not on
-    the one it reads as the batch, and that batch size is given by two facts, or by the only
-    fact recorded (config or targets).
+    RNN, LSTM and GRU layers, nn.MultiheadAttention and the Transformer layers read a 3-D
+    input as (sequence, batch, features), or as (batch, sequence, features) with
+    `batch_first=True` (meta.json's module config; a Transformer layer's is its attention's).
+    The recorder keeps each module's input shapes on the first step that records activations
+    (module_shapes, or for a module of children its first entries in module_input_shapes).
+    The batch size comes from the recorded facts: config batch_size, the rows of 2-D train
+    inputs when most steps hold the same, largest number, and the length of 1-D targets (one
+    label per sample; flattened per-token targets give another number). The rule fires when,
+    on every recorded call, a batch size sits on the axis the layer reads as the sequence and
+    not on the one it reads as the batch, and that batch size is given by two facts, or by
+    the only fact recorded (config or targets). A batch as long as the sequence cannot tell;
+    the recording steps also keep each distinct input shape with its split and step
+    (module_input_shapes: an evaluation read on a recording step, an epoch's smaller last
+    batch), and a call whose own batch is known (the 1-D targets of its train step, or of its
+    split's log(), as long as the outputs' first dim) tells where the batch is: the rule
+    fires when one such call holds its batch on the sequence axis only and none holds it on
+    the batch axis only.
 
 Why it matters
     The layer then runs its recurrence across the samples of the batch: each sample's
@@ -29,8 +37,9 @@ How to fix
 False positives
     Only fires when the batch size is known as above. The inputs' rows alone name no batch:
     a (batch, sequence) and a (sequence, batch) table of fixed sizes look alike. Equal batch
-    and sequence lengths, packed sequences and layers that are not leaves (Transformer
-    layers) are not judged.
+    and sequence lengths on every recorded call (no evaluation or last batch of another size
+    on a recording step) and packed sequences are not judged. The attention inside a flagged
+    Transformer layer is left to the layer's finding.
 """
 from __future__ import annotations
 
@@ -48,6 +57,7 @@ from tracelab.core.schema import META_MODULE_SHAPES, TRAIN, Needs
 
 
 ROWS = "the inputs' rows"
+META_INPUT_SHAPES = "module_input_shapes"  # (activation_hooks) the recording steps' shapes
 
 
 def _int(value: object) -> int | None:
@@ -102,6 +112,70 @@ def _reads_batch_as_time(inputs: list[list[int]], batch_axis: int, seq_axis: int
     return len(giving) >= 2 or (len(facts) == 1 and giving != [ROWS])
 
 
+def _split_batches(run: Run, split: str) -> dict[int, int]:
+    """The batch size of `split` at each step it recorded targets: their count, where the
+    split's targets are one label per sample (meta.json's outputs: 1-D targets as long as the
+    outputs' first dim); else none."""
+    shapes = output_shapes(run, split)
+    target, output = shapes.get("targets_shape"), shapes.get("shape")
+    if not (isinstance(target, list) and len(target) == 1 and _int(target[0])
+            and isinstance(output, list) and output and output[0] == target[0]):
+        return {}
+    tg = run.targets
+    if not len(tg) or not {"split", "feature", "step", "count"} <= set(tg.columns):
+        return {}
+    rows = tg[(tg["split"] == split) & (tg["feature"] == "target")]
+    return {int(st): int(n) for st, n in zip(rows["step"], rows["count"]) if _int(int(n))}
+
+
+def _later_calls(run: Run, path: str) -> list[tuple[list[int], int]]:
+    """meta.json's `module_input_shapes` of a module (the distinct 3-D input shapes of the
+    recording steps, training and evaluation), each with its call's batch size where the
+    recorded facts give it: a train call's, the count of the 1-D targets of its own step; an
+    evaluation's, that of its split's log() at or before its step (the evaluation ran before
+    the recording step it is recorded at). Calls of no known batch are left out."""
+    found = run.meta.get(META_INPUT_SHAPES)
+    calls = found.get(path) if isinstance(found, dict) else None
+    batches: dict[str, dict[int, int]] = {}
+    out = []
+    for call in calls if isinstance(calls, list) else []:
+        if not isinstance(call, dict) or not isinstance(call.get("split"), str) \
+                or not isinstance(call.get("step"), int):
+            continue
+        shape = input_shapes([{"inputs": [call.get("inputs")]}])
+        if not shape or len(shape[0]) != 3:
+            continue
+        split, step = call["split"], call["step"]
+        known = batches.setdefault(split, _split_batches(run, split))
+        if split == TRAIN:
+            batch = known.get(step)
+        else:
+            before = [st for st in known if st <= step]
+            batch = known[max(before)] if before else None
+        if batch is not None:
+            out.append((shape[0], batch))
+    return out
+
+
+def _first_calls(run: Run, path: str) -> list[dict]:
+    """A module's calls on the first recording step, for a module of children (a Transformer
+    layer) that module_shapes leaves out: its train entries of that step in
+    `module_input_shapes`, as module_shapes entries."""
+    found = run.meta.get(META_INPUT_SHAPES)
+    calls = found.get(path) if isinstance(found, dict) else None
+    train = [c for c in calls if isinstance(c, dict) and c.get("split") == TRAIN
+             and isinstance(c.get("step"), int)] if isinstance(calls, list) else []
+    first = min((c["step"] for c in train), default=None)
+    return [{"inputs": [c.get("inputs")]} for c in train if c["step"] == first]
+
+
+def _tells(shape: list[int], batch: int, batch_axis: int, seq_axis: int) -> int:
+    """1 when the call holds `batch` on the sequence axis and not on the batch axis, -1 the
+    other way round, 0 when it cannot tell (both or neither axis hold it)."""
+    on_seq, on_batch = shape[seq_axis] == batch, shape[batch_axis] == batch
+    return int(on_seq) - int(on_batch) if on_seq != on_batch else 0
+
+
 @rule(name="wrong-batch-axis", code="TL611",
       requires=(Needs.MODULE_SHAPES, Needs.MODULE_CONFIG), plot=Plot.NONE,
       links=(explains("overfitting", "loss-oscillation", *OUTCOME,
@@ -111,33 +185,53 @@ def wrong_batch_axis(run: Run) -> list[Finding]:
     try:
         steps = _train_inputs(run)
         facts = _batch_facts(run, steps)
+        modules = [m for m in run.modules() if isinstance(m, dict)]
     except (KeyError, TypeError, ValueError):
         return []
-    if not facts:
-        return []
     shapes = run.meta.get(META_MODULE_SHAPES)
+    first_calls = isinstance(shapes, dict)  # what it lacks: a module of children's
     shapes = shapes if isinstance(shapes, dict) else {}
-    findings = []
-    for module in run.modules():
+    flagged = {}
+    for module in modules:
         config = module.get("config")
         if not isinstance(config, dict) or not isinstance(config.get("batch_first"), bool):
             continue
         path = str(module.get("path", ""))
-        inputs = [s for s in input_shapes(shapes.get(path)) if len(s) == 3]
         first = config["batch_first"]
         batch_axis, seq_axis = (0, 1) if first else (1, 0)
+        try:
+            later = _later_calls(run, path)
+        except (KeyError, TypeError, ValueError):
+            later = []
+        told = [_tells(shape, size, batch_axis, seq_axis) for shape, size in later]
+        if -1 in told:  # a call holds its batch where the module reads it
+            continue
+        calls = shapes.get(path) if path in shapes or not first_calls \
+            else _first_calls(run, path)
+        inputs = [s for s in input_shapes(calls) if len(s) == 3]
         batch = next((size for size in sorted(set(facts.values()))
                       if _reads_batch_as_time(inputs, batch_axis, seq_axis, size, facts)), None)
-        if batch is None:
+        if batch is not None:
+            shape, giving = inputs[0], sorted(k for k, v in facts.items() if v == batch)
+        elif 1 in told:
+            shape, batch = later[told.index(1)]
+            giving = ["the 1-D targets of that call's batch"]
+        else:
             continue
-        shape = inputs[0]
+        flagged[path] = (module, first, batch_axis, seq_axis, shape, batch, giving,
+                         len(inputs) + len(later))
+    findings = []
+    for path, (module, first, batch_axis, seq_axis, shape, batch, giving, calls) in \
+            flagged.items():
+        if any(path.startswith(other + ".") for other in flagged if other):
+            continue  # the layer that holds it (a Transformer layer's attention) says it
         findings.append(wrong_batch_axis.finding(
             ERROR, path, run.step_range,
             f"{module.get('type')} '{path}' (batch_first={first}) read inputs of shape {shape} "
             f"while the batch held {batch} samples: it ran over the batch as if it were "
             f"{shape[seq_axis]} time steps of {shape[batch_axis]} sequences.",
-            {"batch_first": first, "input_shape": shape, "batch": batch, "calls": len(inputs),
-             "batch_from": sorted(k for k, v in facts.items() if v == batch)},
+            {"batch_first": first, "input_shape": shape, "batch": batch, "calls": calls,
+             "batch_from": giving},
             (f"Pass batch_first={not first} to '{path}' (the data is "
              f"{'(sequence, batch, features)' if first else '(batch, sequence, features)'}), "
              "or permute the input with x.transpose(0, 1) and read its last time step "

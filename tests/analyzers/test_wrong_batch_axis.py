@@ -79,6 +79,7 @@ def test_odd_recorded_shapes_leave_the_rule_quiet_without_raising(tmp_path):
     ce = nn.CrossEntropyLoss()
     path = train(tmp_path / "r", Classifier(False), _sequences(), ce, steps=30)
     meta = json.loads((path / "meta.json").read_text())
+    del meta["module_input_shapes"]  # the recording steps' shapes would tell all the same
     for odd in ({"lstm": [{"inputs": 32}, {"inputs": [[]]}, "x"]}, {"lstm": "x"}, ["lstm"], 5):
         meta["module_shapes"] = odd
         (path / "meta.json").write_text(json.dumps(meta))
@@ -143,4 +144,94 @@ def test_the_inputs_rows_alone_name_no_batch(tmp_path, batch_first_data):
     # Without a config, (batch, length) and (length, batch) tables of fixed sizes look alike:
     # the rows may be either axis, and the flattened targets contradict both.
     path = _train_tagger(tmp_path / "r", batch_first_data, None)
+    assert _findings(path) == []
+
+
+class Encoder(nn.Module):
+    """Token embedding + a Transformer encoder (layers of no leaf: the layout is the layers'
+    and their attention's) + a head on the first token; fed (batch, length) token tables."""
+
+    def __init__(self, batch_first: bool):
+        super().__init__()
+        torch.manual_seed(0)
+        self.embedding = nn.Embedding(12, 16)
+        layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=batch_first)
+        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, tokens):
+        return self.head(self.encoder(self.embedding(tokens))[:, 0])
+
+
+def _train_encoder(path, batch_first: bool, batch: int = 16, length: int = 8,
+                   val_batch: int | None = None, steps: int = 24):
+    """Classify (batch, length) token tables by their first token's parity; with `val_batch`,
+    an evaluation of that many samples after every 5th step, which the hooks of the next
+    (recording) step read."""
+    g = torch.Generator().manual_seed(0)
+    model, ce = Encoder(batch_first), nn.CrossEntropyLoss()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=ce,
+                           config={"batch_size": batch}, activation_every=6,
+                           input_every=6) as rec:
+        for step in range(steps):
+            x = torch.randint(0, 12, (batch, length), generator=g)
+            y = x[:, 0] % 2
+            opt.zero_grad()
+            out = model(x)
+            loss = ce(out, y)
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x, targets=y, outputs=out)
+            if val_batch and step % 6 == 5:
+                model.eval()
+                xv = torch.randint(0, 12, (val_batch, length), generator=g)
+                with torch.no_grad():
+                    ov = model(xv)
+                rec.log("val", metrics={"loss": ce(ov, xv[:, 0] % 2).item()}, inputs=xv,
+                        targets=xv[:, 0] % 2, outputs=ov)
+                model.train()
+    return path
+
+
+def test_a_transformer_layer_built_sequence_first_and_fed_the_batch_first_fires(tmp_path):
+    # The layers are no leaves: their config and input shapes are kept all the same; the
+    # finding names the layer, not the attention inside it.
+    found = _findings(_train_encoder(tmp_path / "r", False))
+    assert sorted(f.subject for f in found) == ["encoder.layers.0", "encoder.layers.1"]
+    assert "TransformerEncoderLayer 'encoder.layers.0' (batch_first=False) read inputs of " \
+        "shape [16, 8, 16] while the batch held 16" in found[0].message
+
+
+def test_a_batch_first_transformer_layer_stays_quiet(tmp_path):
+    assert _findings(_train_encoder(tmp_path / "r", True, val_batch=12)) == []
+
+
+def test_a_batch_equal_to_the_length_is_told_by_an_evaluation_of_another_size(tmp_path):
+    # Training batches of 8 sentences of 8 tokens cannot tell the axes apart; the evaluation
+    # of 12 sentences, read on a recording step, holds its 12 on the sequence axis.
+    [f, _] = _findings(_train_encoder(tmp_path / "r", False, batch=8, val_batch=12))
+    assert "read inputs of shape [12, 8, 16] while the batch held 12" in f.message
+    assert f.evidence["batch_from"] == ["the 1-D targets of that call's batch"]
+
+
+def test_a_batch_equal_to_the_length_without_another_size_stays_quiet(tmp_path):
+    assert _findings(_train_encoder(tmp_path / "r", False, batch=8)) == []
+    assert _findings(_train_encoder(tmp_path / "q", True, batch=8, val_batch=12)) == []
+
+
+def test_runs_without_the_recording_steps_shapes_analyze_as_before(tmp_path):
+    import json
+    path = _train_encoder(tmp_path / "r", False, batch=8, val_batch=12)
+    meta = json.loads((path / "meta.json").read_text())
+    assert meta["module_input_shapes"]["encoder.layers.0"][-1]["split"] == "val"
+    for odd in ({"encoder.layers.0": [{"inputs": [12, 8, 16], "split": "val"}, 5, "x",
+                                      {"inputs": [[12, 8, 16]], "split": "val", "step": 6},
+                                      {"inputs": [12, 8], "split": "val", "step": 6}]},
+                {"encoder.layers.0": "x"}, ["x"], 3):
+        meta["module_input_shapes"] = odd
+        (path / "meta.json").write_text(json.dumps(meta))
+        assert _findings(path) == []
+    del meta["module_input_shapes"]
+    (path / "meta.json").write_text(json.dumps(meta))
     assert _findings(path) == []
