@@ -39,7 +39,13 @@ False positives
     stay quiet unless a bad batch or an LR rise explains them. The jump must also exceed
     `min_jump_of_start` of the starting loss, which keeps
     small absolute jumps near zero loss quiet, and a bump must last `shift` steps to count as
-    a level shift. Inputs are profiled every few steps (the Recorder's `input_every`); the
+    a level shift. An objective whose per-batch values are themselves spiky (mixup's
+    blended batches, whose soft targets hold the loss above ln 2 several times its median;
+    label smoothing; a bimodal batch mix) makes such excursions all through the run: an
+    episode counts only where it rises more than `noise_factor` times above the
+    `noise_quantile` of the excess (log loss over its rolling median, and the next `shift`
+    steps' median over it) that the run shows elsewhere; spikes that recur rarely leave that
+    quantile at the noise and still count. Inputs are profiled every few steps (the Recorder's `input_every`); the
     per-batch sentinel covers the other steps (a run recorded before it existed only sees an
     input cause when that step's batch was profiled). Where two or more optimizers hold the
     model's parameters (a GAN's players, an actor and a critic), the one recorded loss jumps by
@@ -98,7 +104,8 @@ def _spike_explains(cause: Finding, effect: Finding) -> bool:
 def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float = 1.0,
                shift: int = 10, z_shift: float = 3.0, min_shift: float = 0.5,
                min_jump_of_start: float = 0.1, max_reported: int = 3, lr_increase: float = 1.5,
-               input_ratio: float = 4.0, grad_ratio: float = 5.0) -> list[Finding]:
+               input_ratio: float = 4.0, grad_ratio: float = 5.0, noise_quantile: float = 0.95,
+               noise_factor: float = 2.0) -> list[Finding]:
     loss = finite(run.loss())
     if len(loss) <= window + shift:
         return []
@@ -148,6 +155,18 @@ def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float =
         i = int(ep[0] + later[0]) if len(later) else int(ep[0])
         end = min(int(ep[-1]) + shift, len(values))
         found.append((i, i + int(np.argmax(values[i:end]))))
+    # An episode counts only where it stands out of the excursions the objective makes on its
+    # own elsewhere in the run (mixup's blended batches, a loss whose per-batch values are
+    # bimodal): against the rolling median that most steps sit near, one step in ten of such
+    # a loss may stand several times higher, and a run of them lifts the median of the next
+    # `shift` steps too.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        excess = logs - log_med
+        excess_ahead = np.log(np.where(ahead > 0, ahead, np.nan)) - log_med
+    found = [f for f in found if _beyond_noise(f, values, excess, excess_ahead, window, shift,
+                                               noise_quantile, noise_factor)]
+    if not found:
+        return []
     found.sort(key=lambda f: -values[f[1]] / abs(med[f[0]]))
     # Several optimizers playing against one recorded loss make it jump by design (unless it
     # turned non-finite), and so do a regression whose targets drift (bootstrapped targets,
@@ -177,6 +196,30 @@ def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float =
             f"(z = {fmt(score)}); {cause}.",
             evidence, _FIX[kind]))
     return findings
+
+
+def _beyond_noise(episode: tuple[int, int], values: np.ndarray, excess: np.ndarray,
+                  excess_ahead: np.ndarray, window: int, shift: int, quantile: float,
+                  factor: float) -> bool:
+    """Whether a spike episode (onset, peak) rises above the loss's own excursions: its highest
+    step's excess over the rolling median on the log scale (`excess`), or its onset's level
+    shift (`excess_ahead`: the next `shift` steps' median), is more than `factor` times the
+    `quantile` of the same excess over the rest of the run (outside the episode and the
+    `window` steps after it, where the median catches up). True where that cannot be judged:
+    a loss that is not positive, fewer than `window` other steps."""
+    onset, peak = episode
+    end = min(peak + shift, len(values))
+    outside = np.ones(len(values), dtype=bool)
+    outside[max(onset - shift, 0):min(end + window, len(values))] = False
+    for series, here in ((excess, excess[onset:end]), (excess_ahead, excess_ahead[onset:onset + 1])):
+        rest = series[outside]
+        rest = rest[np.isfinite(rest)]
+        here = here[np.isfinite(here)]
+        if len(rest) < window or not len(here):
+            return True
+        if float(here.max()) > factor * max(float(np.quantile(rest, quantile)), 0.0):
+            return True
+    return False
 
 
 def sums_over_batch(run: Run, *, min_batches: int = 4, spread: float = 2.0,
