@@ -1,0 +1,77 @@
+"""The recorder keeps the layout (batch_first) of modules that read one, leaves or not, and the
+distinct input shapes they are called with on the recording steps, with split and step
+(meta.json's model.modules config and module_input_shapes); off the recording steps they carry
+no hook."""
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+nn = torch.nn
+
+import tracelab  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.embedding = nn.Embedding(12, 16)
+        layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+        self.rnn = nn.GRU(16, 16)
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, tokens):
+        h = self.encoder(self.embedding(tokens))
+        out, _ = self.rnn(h.transpose(0, 1))
+        return self.head(out[-1])
+
+
+def _record(path, seen=None):
+    g = torch.Generator().manual_seed(0)
+    model, ce = Model(), nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=ce,
+                           activation_every=4) as rec:
+        for step in range(13):
+            n = 5 if step == 8 else 8  # a smaller batch on a recording step
+            x = torch.randint(0, 12, (n, 6), generator=g)
+            out = model(x)
+            loss = ce(out, x[:, 0] % 2)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x, targets=x[:, 0] % 2, outputs=out)
+            if seen is not None:  # the hooks on the batch_first modules for the next step
+                seen.append(len(model.rnn._forward_hooks)
+                            + len(model.encoder.layers[0]._forward_hooks))
+            if step in (3, 6):  # step 4 records activations, step 7 does not
+                model.eval()
+                with torch.no_grad():
+                    xv = torch.randint(0, 12, (4 + step, 6), generator=g)
+                    ov = model(xv)
+                rec.log("val", metrics={"loss": 0.0}, targets=xv[:, 0] % 2, outputs=ov)
+                model.train()
+    return json.loads((path / "meta.json").read_text())
+
+
+def test_layouts_and_the_recording_steps_input_shapes_are_kept(tmp_path):
+    seen = []
+    meta = _record(tmp_path / "r", seen)
+    config = {m["path"]: m.get("config") for m in meta["model"]["modules"]}
+    assert config["encoder.layers.0"]["batch_first"] is True  # a layer of children
+    assert config["encoder.layers.0.self_attn"]["batch_first"] is True
+    assert config["rnn"]["batch_first"] is False and "config" not in \
+        [k for m in meta["model"]["modules"] if m["path"] == "encoder" for k in m]
+    shapes = meta["module_input_shapes"]
+    assert shapes["rnn"] == [{"inputs": [6, 8, 16], "split": "train", "step": 0},
+                             {"inputs": [6, 7, 16], "split": "val", "step": 4},
+                             {"inputs": [6, 5, 16], "split": "train", "step": 8}]
+    assert [s["inputs"] for s in shapes["encoder.layers.0"]] == [[8, 6, 16], [7, 6, 16],
+                                                                 [5, 6, 16]]
+    # Hooked only for the recording steps (0, 4, 8, 12): armed after steps 3, 7 and 11 (the
+    # GRU, a leaf, has its activation hook too).
+    assert [i for i, n in enumerate(seen) if n] == [3, 7, 11] and max(seen) == 3
