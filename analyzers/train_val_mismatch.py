@@ -6,7 +6,8 @@ What it detects
     the two cumulative distributions) and the Wasserstein distance divided by the training
     standard deviation (W/σ: how far, in training stds, values must move to match). A feature
     differs when both effect sizes pass their floor and the gap is beyond sampling noise. A split
-    is reported when at least half of its features differ, or when one differs strongly. With
+    is reported when at least half of its features differ, or when one differs strongly beyond
+    the noise of all the features compared (Bonferroni: `alpha` over their number). With
     ``--baseline``, each split is also compared with the same split of the baseline run.
 
 Why it matters
@@ -28,7 +29,9 @@ How to fix
 
 False positives
     Effect sizes, not p-values alone, decide: large samples make tiny, harmless differences
-    "significant". Ordinary augmentation (noise, flips, crops, jitter) moves a feature by far
+    "significant". A small set read at every evaluation (3 test sequences evaluated 3 times)
+    counts its distinct rows once, and its means are tested with Student's t on the variance
+    both sides share under the premise: a few rows cluster by chance. Ordinary augmentation (noise, flips, crops, jitter) moves a feature by far
     less than `strong_wasserstein` and stays quiet. Datetime and text features are skipped: a
     time-based split differs in time by design. A genuine covariate shift between splits is
     reported too; it is worth knowing, but not a pipeline bug. The one feature a
@@ -39,6 +42,7 @@ False positives
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import numpy as np
@@ -70,36 +74,41 @@ def train_val_mismatch(run: Run, *, min_ks: float = 0.15, min_wasserstein: float
                        baseline: Run | None = None) -> list[Finding]:
     limits = dict(min_ks=min_ks, min_w=min_wasserstein, strong_ks=strong_ks,
                   strong_w=strong_wasserstein, alpha=alpha)
-    mine, mine_s = _profiles(run), samples_of(run)
+    (mine, mine_n), mine_s = _profiles(run), samples_of(run)
     if token_ids(run.inputs, run.meta):
         ids = columns_of(mine)
         mine = {f: by for f, by in mine.items() if f not in ids}
-    pairs = [(TRAIN, mine, mine_s, s, "train", s) for s in _splits(mine) if s != TRAIN]
+    pairs = [(TRAIN, mine, mine_s, mine_n, s, "train", s) for s in _splits(mine) if s != TRAIN]
     if baseline is not None:
-        base, base_s = _profiles(baseline), samples_of(baseline)
-        pairs += [(s, base, base_s, s, f"the baseline's {s}", f"{s} (vs baseline)")
+        (base, base_n), base_s = _profiles(baseline), samples_of(baseline)
+        pairs += [(s, base, base_s, base_n, s, f"the baseline's {s}", f"{s} (vs baseline)")
                   for s in _splits(mine) if s in _splits(base)]
     findings = _reordered_columns(run)
-    for ref_split, ref, ref_s, split, ref_name, subject in pairs:
+    for ref_split, ref, ref_s, ref_n, split, ref_name, subject in pairs:
         if any(f.evidence.get("split") == split for f in findings) and ref_split != split:
             continue
-        compared = []
+        compared, rows = [], []
         for feature, by_split in mine.items():
             a, b = ref.get(feature, {}).get(ref_split), by_split.get(split)
             if a is None or b is None or a.kind in "MO" or b.kind in "MO":
                 continue
             compared.append((feature, a, b, ref_s.get((ref_split, feature)),
                              mine_s.get((split, feature))))
+            rows.append((ref_n.get((ref_split, feature), a.count),
+                         mine_n.get((split, feature), b.count)))
         results = [{"feature": feature, **r, "ref": a, "other": b}
                    for (feature, a, b, _, _), r in zip(
-                       compared, _distances(compared, min_samples=min_samples))
+                       compared, _distances(compared, rows, min_samples=min_samples))
                    if r is not None]
         _judge(results, **limits)
         differ = [r for r in results if r["differs"]]
         strong = [r for r in differ if r["strong"]]
         # The feature a chronological split was made by differs by design: alone, it is no
-        # finding; among many differing features it still counts.
-        alone = [r for r in strong if not split_key(r["ref"], r["other"])]
+        # finding; among many differing features it still counts. One feature alone must
+        # pass `alpha` among all the features compared (Bonferroni): of 50 features that
+        # agree, one in 50 / alpha reaches alpha by chance.
+        alone = [r for r in strong if not split_key(r["ref"], r["other"])
+                 and r["p"] * len(results) < alpha]
         if not results or not (alone or len(differ) >= share * len(results)):
             continue
         if ref_split != split and drifting(run.inputs, split, min_w=min_wasserstein,
@@ -185,18 +194,42 @@ def _reordered_columns(run: Run) -> list[Finding]:
     return findings
 
 
-def _profiles(run: Run) -> dict[str, dict[str, Profile]]:
-    return {f: pooled for f, _, pooled in feature_profiles(run.inputs)}
+def _profiles(run: Run) -> tuple[dict[str, dict[str, Profile]], dict[tuple[str, str], float]]:
+    """Each feature's pooled profile by split, and the rows behind each (split, feature)."""
+    pooled, rows = {}, {}
+    for f, by_split, by in feature_profiles(run.inputs):
+        pooled[f] = by
+        for split, batches in by_split.items():
+            rows[(split, f)] = _distinct_rows(batches)
+    return pooled, rows
+
+
+def _distinct_rows(batches) -> float:
+    """The values behind a split's pooled statistics: the counts of its distinct batches. A
+    batch recorded again with the same count, mean, std and range (a fixed validation set
+    evaluated at every epoch, a full-batch training set read at every step) is the same rows
+    read again and adds no information to a test on the means."""
+    try:
+        stats = np.column_stack([np.asarray(batches[k], dtype=float)
+                                 for k in ("count", "mean", "std", "min", "max")])
+    except (KeyError, TypeError, ValueError):
+        return float("nan")
+    stats = stats[np.isfinite(stats[:, 0]) & (stats[:, 0] > 0)]
+    if not len(stats):
+        return float("nan")
+    return float(np.unique(np.nan_to_num(stats, nan=np.inf), axis=0)[:, 0].sum())
 
 
 def _splits(profiles: dict[str, dict[str, Profile]]) -> list[str]:
     return list(dict.fromkeys(s for by in profiles.values() for s in by))
 
 
-def _distances(compared: list[tuple], *, min_samples: int) -> list[dict | None]:
-    """`_distance` of every (feature, a, b, samples of a, samples of b): the features with
-    enough samples on both sides go through KS and Wasserstein together, a batch per pair of
-    sample sizes (a reservoir holds as many values of every feature)."""
+def _distances(compared: list[tuple], rows: list[tuple[float, float]], *,
+               min_samples: int) -> list[dict | None]:
+    """`_distance` of every (feature, a, b, samples of a, samples of b), with the distinct rows
+    behind each side's profile (`rows`): the features with enough samples on both sides go
+    through KS and Wasserstein together, a batch per pair of sample sizes (a reservoir holds
+    as many values of every feature)."""
     tests: dict[tuple[int, int], list[int]] = {}
     for i, (_, _, _, sa, sb) in enumerate(compared):
         if sa is not None and sb is not None and min(len(sa), len(sb)) >= min_samples:
@@ -207,14 +240,17 @@ def _distances(compared: list[tuple], *, min_samples: int) -> list[dict | None]:
                                             np.stack([compared[i][4] for i in at]))
         for i, *r in zip(at, ks.tolist(), w.tolist(), da.tolist(), db.tolist()):
             measured[i] = (r[0], r[1], (size_a, r[2]), (size_b, r[3]))
-    return [_distance(a, b, measured.get(i)) for i, (_, a, b, _, _) in enumerate(compared)]
+    return [_distance(a, b, measured.get(i), n)
+            for i, ((_, a, b, _, _), n) in enumerate(zip(compared, rows))]
 
 
-def _distance(a: Profile, b: Profile, measured: tuple | None) -> dict | None:
+def _distance(a: Profile, b: Profile, measured: tuple | None,
+              rows: tuple[float, float] = (math.nan, math.nan)) -> dict | None:
     """Effect sizes of one feature, and the statistic its p-value comes from (`_judge`).
 
     `measured`: KS, Wasserstein and each side's (size, distinct values) from the samples, or
-    None where the samples are too few."""
+    None where the samples are too few; `rows`: each side's values behind its profile (its
+    distinct batches' counts), which the test on the means counts instead of every read."""
     scale = a.std if a.std > 0 else b.std
     if measured is not None:
         ks, w, (size_a, distinct_a), (size_b, distinct_b) = measured
@@ -222,10 +258,18 @@ def _distance(a: Profile, b: Profile, measured: tuple | None) -> dict | None:
         r = {"ks": ks, "method": "samples", "z": ks * np.sqrt(na * nb / (na + nb))}
     elif np.isfinite([a.mean, b.mean]).all() and a.count > 1 and b.count > 1:
         # Summary statistics only: the W distance of two normals is at least the larger of
-        # |Δmean| and 0.8·|Δstd|; a z-test on the means stands in for KS's noise check.
+        # |Δmean| and 0.8·|Δstd|; Student's t-test on the means stands in for KS's noise
+        # check: under its premise (both sides drawn from one distribution) the two share one
+        # variance, pooled from both; it counts the distinct rows behind each mean (a
+        # validation set of 3 rows read at 3 evaluations is 3 values, not 9) and has the t
+        # distribution's tails, the variance being estimated from those rows.
+        na, nb = (n if math.isfinite(n) and 1 < n <= c else c
+                  for n, c in zip(rows, (a.count, b.count)))
         w = max(abs(a.mean - b.mean), 0.8 * abs(np.nan_to_num(a.std) - np.nan_to_num(b.std)))
-        se = np.sqrt(np.nan_to_num(a.std) ** 2 / a.count + np.nan_to_num(b.std) ** 2 / b.count)
-        r = {"ks": None, "method": "batch stats",
+        pooled = ((na - 1) * np.nan_to_num(a.std) ** 2
+                  + (nb - 1) * np.nan_to_num(b.std) ** 2) / (na + nb - 2)
+        se = np.sqrt(pooled * (1 / na + 1 / nb))
+        r = {"ks": None, "method": "batch stats", "df": na + nb - 2,
              "z": abs(a.mean - b.mean) / se if se > 0 else None, "p": float(w == 0)}
     else:
         return None
@@ -238,16 +282,20 @@ def _distance(a: Profile, b: Profile, measured: tuple | None) -> dict | None:
 
 def _judge(results: list[dict], *, min_ks, min_w, strong_ks, strong_w, alpha) -> None:
     """Whether each feature differs: p-values for all features at once, from KS's limiting
-    distribution (scipy's kstwobign.sf) or the normal's (a two-sided z-test)."""
-    from scipy.special import kolmogorov, ndtr
+    distribution (scipy's kstwobign.sf) or Student's t (two-sided, pooled variance)."""
+    from scipy.special import kolmogorov, stdtr
 
-    for method, sf in (("samples", kolmogorov), ("batch stats", lambda z: ndtr(-z) * 2)):
+    for method, sf in (("samples", lambda z, _: kolmogorov(z)),
+                       ("batch stats", lambda t, df: stdtr(df, -t) * 2)):
         tested = [r for r in results if r["method"] == method and r["z"] is not None]
         if tested:
-            for r, p in zip(tested, sf(np.array([r["z"] for r in tested], dtype=float))):
+            z = np.array([r["z"] for r in tested], dtype=float)
+            df = np.array([r.get("df") or np.inf for r in tested], dtype=float)
+            for r, p in zip(tested, sf(z, df)):
                 r["p"] = float(p)
     for r in results:
         del r["z"]
+        r.pop("df", None)
         ks, w, significant = r["ks"], r["w"], r["p"] < alpha
         r["differs"] = significant and w >= min_w and (ks is None or ks >= min_ks)
         r["strong"] = significant and w >= strong_w and (ks is None or ks >= strong_ks)

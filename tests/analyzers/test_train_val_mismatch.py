@@ -208,3 +208,43 @@ def test_named_columns_in_another_order_fire_and_the_same_order_stays_quiet(tmp_
     [f] = _tables(tmp_path / "sorted", True)
     assert f.evidence["order"][0] == "age" and f.evidence["moved"] == 4
     assert _tables(tmp_path / "kept", False) == []
+
+
+def _waves(run_dir, *, val_shift: float = 0.0, steps: int = 30):
+    """pytorch/examples' time-sequence setup, shrunk: sine waves of 50 steps at random phases,
+    27 training waves read whole at every step, a test set of 3 waves (whose phases happen to
+    lie near each other: a small set clusters by chance) evaluated every 10 steps; `val_shift` is added to the test waves (another
+    preprocessing: min-max scaled to [0, 2]). A linear next-value model trained with Adam."""
+    torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+    import tracelab
+
+    rng = np.random.default_rng(1)
+    waves = np.sin((np.arange(50) + rng.integers(-80, 80, 30)[:, None]) / 20.0)
+    train = torch.tensor(waves[3:], dtype=torch.float32)
+    val = torch.tensor(waves[:3] + val_shift, dtype=torch.float32)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(49, 49)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with tracelab.Recorder(str(run_dir), model, opt, flush_interval=0.2) as rec:
+        for step in range(steps):
+            loss = torch.nn.functional.mse_loss(model(train[:, :-1]), train[:, 1:])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=train[:, :-1], targets=train[:, 1:])
+            if step % 10 == 9:
+                with torch.no_grad():
+                    val_loss = torch.nn.functional.mse_loss(model(val[:, :-1]), val[:, 1:])
+                rec.log("val", metrics={"loss": val_loss}, inputs=val[:, :-1])
+    from tracelab.core.run import open_run
+    return open_run(run_dir)
+
+
+def test_a_few_rows_read_at_every_evaluation_count_once(tmp_path, one_thread):
+    """Three test waves read at three evaluations are 3 values of each position, not 9, with
+    stds estimated from 3 rows: their chance cluster is within noise; one feature alone must
+    pass alpha among the 49 compared. The same waves shifted by 2 differ."""
+    run = _waves(tmp_path / "waves")
+    assert train_val_mismatch(run) == []
+    [f] = train_val_mismatch(_waves(tmp_path / "shifted", val_shift=2.0))
+    assert f.subject == "val" and f.evidence["features_differing"] >= 25
