@@ -45,6 +45,11 @@ False positives
     targets, which rise with its Q-values), the swings and rise are the objective's, and the
     rule stays quiet unless the optimization shows an overshoot (NaN/Inf, updates 100x the usual
     size, a learning rate raised tenfold mid-run).
+    A stalled loss below its start whose last third still falls (Kendall's tau over its
+    steps, one-sided, at `trend_alpha`: judged against the swings of those very steps) is a
+    slow descent, not a loss without a downward trend: a hard task that leaves its chance
+    level late, its minibatch noise widening as the model grows confident, stays quiet. A
+    loss above its start or bounced back far above its best still fires while it falls.
     Losses that can be negative are not judged.
 """
 from __future__ import annotations
@@ -69,7 +74,7 @@ from tracelab.core.schema import Needs
 def loss_oscillation(run: Run, *, min_steps: int = 50, min_swing: float = 0.25,
                      max_progress: float = 0.1, rebound: float = 1.75,
                      min_bounce: float = 0.15, min_update_ratio: float = 1e-6,
-                     alpha: float = 1e-3) -> list[Finding]:
+                     alpha: float = 1e-3, trend_alpha: float = 0.01) -> list[Finding]:
     loss = finite(run.loss())
     n = len(loss)
     if n < min_steps:
@@ -93,6 +98,12 @@ def loss_oscillation(run: Run, *, min_steps: int = 50, min_swing: float = 0.25,
     stalled = progress < max_progress
     bounced = level >= rebound * best and level - best >= min_bounce * start
     if swing < min_swing or not (stalled or bounced):
+        return []
+    # A stalled loss below its start whose last third still falls, beyond the swings of its
+    # own steps, is a slow descent (a hard task leaving its chance level late), not a loss
+    # without a downward trend. A loss above its start, or bounced back far above its best,
+    # is no better for falling a little.
+    if stalled and not bounced and level < start and still_falling(recent, trend_alpha):
         return []
     # Several optimizers playing against one recorded loss swing it by design: only a loss
     # that grows out of its range is a fault there.
@@ -129,3 +140,17 @@ def loss_oscillation(run: Run, *, min_steps: int = 50, min_swing: float = 0.25,
          "start_loss": start, "best_level": best, "progress": float(progress)},
         lr_fix(run, "Lower the learning rate (3-10x), add warm-up and a decay schedule, and "
                "clip gradients (clip_grad_norm_ with max_norm about 1)."))]
+
+
+def still_falling(values: np.ndarray, alpha: float) -> bool:
+    """Whether `values` (a loss over consecutive steps) fall with the step beyond their own
+    scatter: Kendall's tau below 0 with a one-sided p-value under `alpha`."""
+    if len(values) < 10:
+        return False
+    from scipy.stats import kendalltau
+
+    try:
+        tau, p = kendalltau(np.arange(len(values)), values, alternative="less")
+    except (ValueError, TypeError):
+        return False
+    return bool(np.isfinite(p) and tau < 0 and p < alpha)

@@ -191,3 +191,48 @@ def test_a_generator_s_loss_that_rises_as_its_discriminator_learns_is_the_game_s
     assert loss_grew(run) and not game_loss_grew(run) and adversarial_game(run)
     assert loss_oscillation(run) == []
     assert loss_oscillation(tracelab.open_run(one_optimizer(path, tmp_path / "one"))) != []
+
+
+def _xor(path, *, lr: float, momentum: float, batch: int, steps: int = 300):
+    """A real tiny training: a tanh MLP on 2-D XOR (y = [x0 * x1 > 0]), BCE on batches of
+    `batch` fresh points, SGD at `lr` with `momentum`."""
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    import torch
+    from torch import nn
+
+    import tracelab
+    from tracelab.core.run import open_run
+
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    model = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt,
+                           loss_fn=nn.BCEWithLogitsLoss()) as rec:
+        for _ in range(steps):
+            x = torch.randn(batch, 2, generator=g)
+            y = (x[:, :1] * x[:, 1:] > 0).float()
+            loss = nn.functional.binary_cross_entropy_with_logits(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x, targets=y)
+    return open_run(path)
+
+
+def test_a_slow_descent_from_chance_level_is_no_oscillation(tmp_path, one_thread):
+    """Batches of 2 leave XOR's chance level (ln 2) late: the last third sits less than a tenth
+    below the start and its batch losses swing by half their median, but they fall with the
+    step beyond that scatter (Kendall's tau); a learning rate far too high swings the loss
+    far above its start and fires, falling or not."""
+    from tracelab.analyzers.loss_oscillation import still_falling
+
+    slow = _xor(tmp_path / "slow", lr=0.008, momentum=0.9, batch=2)  # skipped without torch
+    loss = slow.loss().to_numpy(dtype=float)
+    assert still_falling(loss[-100:], 0.01)
+    assert [f.evidence["progress"] < 0.1 and f.evidence["swing"] > 0.25
+            for f in loss_oscillation(slow, trend_alpha=0)] == [True]  # the trend unjudged
+    assert loss_oscillation(slow) == []
+    wild = _xor(tmp_path / "wild", lr=50.0, momentum=0.0, batch=4)
+    [f] = loss_oscillation(wild)
+    assert f.evidence["median"] > 10 * f.evidence["start_loss"]
