@@ -398,6 +398,7 @@ def descends_per_batch(run: Run) -> bool:
         return False  # one batch throughout: its swings are the steps'
     values = pd.to_numeric(loss.reindex(ranges.index), errors="coerce").to_numpy(
         dtype=float, na_value=np.nan)
+    values = np.where(values > 0, values, np.nan)  # two negative losses' ratio is positive
     with np.errstate(invalid="ignore", divide="ignore"):
         change = np.log(values[1:] / values[:-1])  # NaN where a loss is missing or not > 0
     ok = np.isfinite(change)

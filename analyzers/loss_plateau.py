@@ -33,15 +33,21 @@ False positives
     generator loss rises as its discriminator learns), and parameters that no recorded
     optimizer holds but that changed count as one more player (an optimizer not given to the
     Recorder). An optimizer that runs many iterations per step (L-BFGS's `max_iter`) is judged
-    from the first recorded loss, the only one taken before it iterated. Runs shorter than
-    `min_steps` recorded losses are not judged.
+    from the first recorded loss, the only one taken before it iterated. A run that steps
+    several times on each batch and whose loss falls on most of those steps
+    (`descends_per_batch`: PPO's epochs over one rollout, whose returns are normalized anew
+    per rollout) learns on each batch it holds, and its level from one batch to the next
+    follows the batch (the policy's new rollout), not the training: a plateau is reported
+    there only where a recorded fact says why (no gradients, weights that never change, dead
+    units, vanishing gradients, updates far too small or large). Runs shorter
+    than `min_steps` recorded losses are not judged.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from tracelab.analyzers._learning_rate import groups_of, iterations_per_step, lower_lr_fix, \
-    lr_fix, several_players
+from tracelab.analyzers._learning_rate import descends_per_batch, groups_of, \
+    iterations_per_step, lower_lr_fix, lr_fix, several_players
 from tracelab.analyzers._dynamics import (edge_len, finite, finite_stat, fmt, matrix_params,
                                           name_list, update_ratios, weights_unchanged)
 from tracelab.analyzers.dead_units import RELU_TYPES
@@ -71,6 +77,8 @@ def loss_plateau(run: Run, *, min_steps: int = 30, min_drop: float = 0.03,
     if drop >= min_drop or drop < -max_rise:  # a rising loss is not a plateau
         return []
     severity, hint, evidence, fix = _hint(run, low_update_ratio)
+    if severity is WARNING and not evidence and descends_per_batch(run):
+        return []  # the loss falls on each batch stepped on again; its level follows the batch
     if several_players(run) and severity is not ERROR:
         still = _players_still(run)
         if not still:
