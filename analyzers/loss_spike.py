@@ -17,6 +17,10 @@ What it detects
     rate raised `lr_increase`-fold within the 10 steps before, or a gradient-norm spike
     (`grad_ratio` times its recent median) in a named parameter. When the step's input batch
     was not profiled, it says so rather than blame a gradient spike that may follow from it.
+    A spike is a warning when it did something to the run or recurs; the run's only spike,
+    a few steps high and back under its midpoint at the next step, its losses finite and
+    the gradients recorded at its onset within `grad_ratio` of their recent median, with no
+    bad batch or LR rise behind it, is a note (info): one hard batch the run passed.
 
 Why it matters
     A good run that suddenly jumps (by +0.3 at epoch 83, say) usually has one of two causes: the
@@ -77,7 +81,7 @@ from tracelab.analyzers._dynamics import (MAD_TO_STD, OUTCOME, finite, fmt, init
 from tracelab.analyzers._learning_rate import descends_per_batch, several_players
 from tracelab.core import causes
 from tracelab.core.causes import explains
-from tracelab.core.findings import WARNING, Finding
+from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import GRAD, LR_PREFIX, TRAIN, Needs
@@ -189,13 +193,42 @@ def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float =
         score = (values[i] - med[i]) / sigma[i]
         evidence.update(cause=kind, step=step, loss=values[i], rolling_median=med[i],
                         peak_loss=values[peak], z_score=score, spikes_total=total)
+        # One excursion the run came back from at once, its gradients ordinary, did nothing
+        # to the run: a note. A bad batch or an LR rise, recurring spikes, a level shift, a
+        # non-finite loss or a gradient burst stay warnings.
+        passing = kind not in OUTSIDE_THE_GAME and total == 1 and _passed(
+            run, values, steps, i, peak, sustained, med, shift, window, grad_ratio)
         findings.append(loss_spike.finding(
-            WARNING, "loss", (step, int(steps[peak])),
+            INFO if passing else WARNING, "loss", (step, int(steps[peak])),
             f"Train loss jumped to {fmt(values[i])} at step {step} (peak {fmt(values[peak])}), "
             f"{_against(values[i], med[i])} its rolling median {fmt(med[i])} "
-            f"(z = {fmt(score)}); {cause}.",
-            evidence, _FIX[kind]))
+            f"(z = {fmt(score)}); {cause}"
+            f"{'; the loss came back at once and the gradients stayed ordinary' if passing else ''}"
+            ".", evidence, _FIX[kind]))
     return findings
+
+
+def _passed(run: Run, values: np.ndarray, steps: np.ndarray, onset: int, peak: int,
+            sustained: np.ndarray, med: np.ndarray, shift: int, window: int,
+            grad_ratio: float) -> bool:
+    """Whether a spike did nothing to the run: a few steps high (fewer than `shift` from its
+    onset to its peak, no level shift among them), the next step back under the jump's
+    midpoint, every recorded loss from the onset to `shift` steps after the peak finite, and
+    the gradients recorded at the onset within `grad_ratio` of their recent median. False
+    where the gradients were not recorded there."""
+    after = peak + 1
+    if after >= len(values) or peak - onset >= shift or sustained[onset:after].any():
+        return False
+    if not values[after] < (values[peak] + med[onset]) / 2:
+        return False
+    raw = run.loss()
+    last = steps[min(after + shift, len(steps) - 1)]
+    near = raw[(raw.index >= steps[onset]) & (raw.index <= last)]
+    if not np.isfinite(pd.to_numeric(near, errors="coerce").to_numpy(
+            dtype=float, na_value=np.nan)).all():
+        return False
+    grad = _grad_spike(run, int(steps[onset]), int(steps[max(onset - window, 0)]))
+    return grad is not None and grad[1] < grad_ratio
 
 
 def _beyond_noise(episode: tuple[int, int], values: np.ndarray, excess: np.ndarray,
