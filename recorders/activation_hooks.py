@@ -18,7 +18,11 @@ while the others are: it keeps each distinct input shape such a module is called
 recording steps, in training passes and in an evaluation read as below (its split), a few per
 module (MAX_LAYOUT_SHAPES), with the split and step (meta.json's `module_input_shapes`): an
 epoch's smaller last batch or an evaluation of another batch size shows where the batch is
-when the usual batch equals the sequence length. The hooks hold the recorder weakly, and a
+when the usual batch equals the sequence length. The first LAYOUT_EVALUATIONS evaluations that
+run with the hooks off have that second hook alone put on as they begin (loop_checks.Passes'
+`evaluating`, called by the model's pre-hook on a pass without autograd), and taken off at the
+`log()` that names their split or at the end of the step: a few evaluations' cost in a run, none
+on the training steps, none on a compiled model. The hooks hold the recorder weakly, and a
 copy of a hooked model (deepcopy, torch.save) carries hooks that do nothing (hook_refs).
 
 An evaluation that runs while the hooks are on (between `step()` of the step before a recording
@@ -44,6 +48,7 @@ from tracelab.recorders.loop_checks import Passes
 
 MAX_CALLS = 64  # calls of one module read per step; a longer recurrence's later calls are not
 MAX_LAYOUT_SHAPES = 4  # distinct input shapes kept per module with a bool batch_first
+LAYOUT_EVALUATIONS = 2  # evaluations off the recording steps whose layout shapes are read
 INPUT_NAMES = ("input", "src", "tgt", "query", "x")  # a first input passed by keyword
 
 
@@ -61,6 +66,8 @@ class ActivationHooks:
         self._layout_shapes: dict[str, list[dict[str, Any]]] = {}  # module_input_shapes
         self._layout_pending: list[tuple[str, dict[str, Any]]] = []  # an evaluation's, unnamed
         self._layout_new = False  # a shape was added since meta.json last learned them
+        self._layout_handles: list[Any] = []  # the layout hooks of an evaluation's, alone
+        self._layout_evaluations = 0  # evaluations read so (LAYOUT_EVALUATIONS at most)
         self._names: dict[int, tuple[str, str]] = {}
         self._calls: dict[str, int] = {}  # the leaf modules captured this step: their calls
         self._later_pass = False  # the pass in progress is not the step's first
@@ -95,11 +102,34 @@ class ActivationHooks:
                                            type(module).__name__)
         self._eager = compiled.EagerModel(points, self._warn) if points \
             else compiled.EagerSteps(self._warn)
+        # An evaluation off the recording steps has its layout modules' input shapes read, a
+        # few times in a run (a compiled model's are not: hooks would change its guards).
+        self._passes.evaluating = WeakHook(self._evaluation_began) \
+            if self._layouts and not points else None
+
+    def _evaluation_began(self) -> None:
+        """An evaluation forward pass began eagerly (loop_checks.EvalModes): with the hooks
+        off, hook the layout modules alone until the step ends or a log() takes the shapes."""
+        if self._handles or self._layout_handles or self._failed():
+            return
+        if self._layout_evaluations >= LAYOUT_EVALUATIONS:
+            self._passes.evaluating = None  # no cost on later evaluations
+            return
+        self._layout_evaluations += 1
+        layout = WeakHook(self._layout_hook)
+        self._layout_handles = [m.register_forward_hook(layout, with_kwargs=True)
+                                for m, _ in self._layouts.values()]
+
+    def _layout_off(self) -> None:
+        for handle in self._layout_handles:
+            handle.remove()
+        self._layout_handles = []
 
     def arm(self, on: bool) -> None:
         """Hook the leaf modules' forward passes, or unhook them; compiled code runs eagerly
         while they are hooked."""
         if on and self._leaves and not self._handles:
+            self._layout_off()
             hook = WeakHook(self._hook)
             self._handles = [m.register_forward_hook(hook) for m in self._leaves]
             layout = WeakHook(self._layout_hook)
@@ -133,6 +163,7 @@ class ActivationHooks:
         forward pass, which is what compiled code the recorder could not run eagerly does
         (the model compiled again after the Recorder was given it, or called from another
         compiled function)."""
+        self._layout_off()  # an evaluation's since the step before: the step ended
         activations, self._activations = self._activations, []
         self._window = step + 1
         self._calls = {}
@@ -240,6 +271,8 @@ class ActivationHooks:
                     shapes.append(entry)
                     self._layout_new = True
             self._layout_pending = []
+        if claimed:
+            self._layout_off()
         rows = self._eval
         if not rows or not (claimed or self._eval_steps >= 1):
             self._eval_steps += bool(rows)

@@ -122,6 +122,7 @@ class Passes:
         self.begun = 0  # training passes begun so far
         self.calls = 0  # forward passes of the model begun so far, training or evaluation
         self.retry = False  # the last one began while the one before reached no backward
+        self.evaluating: Any = None  # called as an evaluation pass begins eagerly, when set
 
 
 class GradResets:
@@ -516,6 +517,8 @@ class EvalModes:
             if grad:
                 passes.retry = passes.training
                 passes.begun += 1
+            elif passes.evaluating is not None:  # (ActivationHooks, a few evaluations)
+                passes.evaluating()
             passes.training = grad
         # A training pass's modes: its step's first, read eagerly (traced, a read is guarded on).
         if grad and not (eager and self._trained is None):

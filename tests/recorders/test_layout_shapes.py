@@ -1,7 +1,7 @@
 """The recorder keeps the layout (batch_first) of modules that read one, leaves or not, and the
-distinct input shapes they are called with on the recording steps, with split and step
-(meta.json's model.modules config and module_input_shapes); off the recording steps they carry
-no hook."""
+distinct input shapes they are called with on the recording steps and in the first two
+evaluations off them, with split and step (meta.json's model.modules config and
+module_input_shapes); the training steps that record no activations carry no hook."""
 import json
 
 import pytest
@@ -37,7 +37,7 @@ def _record(path, seen=None):
     with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=ce,
                            activation_every=4) as rec:
         for step in range(13):
-            n = 5 if step == 8 else 8  # a smaller batch on a recording step
+            n = 5 if step == 12 else 8  # a smaller batch on a recording step
             x = torch.randint(0, 12, (n, 6), generator=g)
             out = model(x)
             loss = ce(out, x[:, 0] % 2)
@@ -48,10 +48,10 @@ def _record(path, seen=None):
             if seen is not None:  # the hooks on the batch_first modules for the next step
                 seen.append(len(model.rnn._forward_hooks)
                             + len(model.encoder.layers[0]._forward_hooks))
-            if step in (3, 6):  # step 4 records activations, step 7 does not
+            if step in (3, 6, 9, 10):  # step 4 records activations, 7, 10 and 11 do not
                 model.eval()
                 with torch.no_grad():
-                    xv = torch.randint(0, 12, (4 + step, 6), generator=g)
+                    xv = torch.randint(0, 12, ({3: 7, 10: 14}.get(step, 10), 6), generator=g)
                     ov = model(xv)
                 rec.log("val", metrics={"loss": 0.0}, targets=xv[:, 0] % 2, outputs=ov)
                 model.train()
@@ -69,9 +69,12 @@ def test_layouts_and_the_recording_steps_input_shapes_are_kept(tmp_path):
     shapes = meta["module_input_shapes"]
     assert shapes["rnn"] == [{"inputs": [6, 8, 16], "split": "train", "step": 0},
                              {"inputs": [6, 7, 16], "split": "val", "step": 4},
-                             {"inputs": [6, 5, 16], "split": "train", "step": 8}]
+                             {"inputs": [6, 10, 16], "split": "val", "step": 7},
+                             {"inputs": [6, 5, 16], "split": "train", "step": 12}]
     assert [s["inputs"] for s in shapes["encoder.layers.0"]] == [[8, 6, 16], [7, 6, 16],
-                                                                 [5, 6, 16]]
+                                                                 [10, 6, 16], [5, 6, 16]]
+    # The evaluations off the recording steps: the first two are read (after steps 6 and 9,
+    # of the same shape), the third (14 samples) is not.
     # Hooked only for the recording steps (0, 4, 8, 12): armed after steps 3, 7 and 11 (the
     # GRU, a leaf, has its activation hook too).
     assert [i for i, n in enumerate(seen) if n] == [3, 7, 11] and max(seen) == 3
