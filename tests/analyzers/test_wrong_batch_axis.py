@@ -164,10 +164,10 @@ class Encoder(nn.Module):
 
 
 def _train_encoder(path, batch_first: bool, batch: int = 16, length: int = 8,
-                   val_batch: int | None = None, steps: int = 24):
+                   val_batch: int | None = None, steps: int = 24, val_after: int = 5):
     """Classify (batch, length) token tables by their first token's parity; with `val_batch`,
-    an evaluation of that many samples after every 5th step, which the hooks of the next
-    (recording) step read."""
+    an evaluation of that many samples after steps `val_after` + 6k (5: the hooks of the next,
+    recording, step read it; else the first evaluations are read as they begin)."""
     g = torch.Generator().manual_seed(0)
     model, ce = Encoder(batch_first), nn.CrossEntropyLoss()
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
@@ -183,7 +183,7 @@ def _train_encoder(path, batch_first: bool, batch: int = 16, length: int = 8,
             loss.backward()
             opt.step()
             rec.step(loss=loss, inputs=x, targets=y, outputs=out)
-            if val_batch and step % 6 == 5:
+            if val_batch and step % 6 == val_after:
                 model.eval()
                 xv = torch.randint(0, 12, (val_batch, length), generator=g)
                 with torch.no_grad():
@@ -207,10 +207,13 @@ def test_a_batch_first_transformer_layer_stays_quiet(tmp_path):
     assert _findings(_train_encoder(tmp_path / "r", True, val_batch=12)) == []
 
 
-def test_a_batch_equal_to_the_length_is_told_by_an_evaluation_of_another_size(tmp_path):
+@pytest.mark.parametrize("val_after", [5, 2])
+def test_a_batch_equal_to_the_length_is_told_by_an_evaluation_of_another_size(tmp_path,
+                                                                              val_after):
     # Training batches of 8 sentences of 8 tokens cannot tell the axes apart; the evaluation
-    # of 12 sentences, read on a recording step, holds its 12 on the sequence axis.
-    [f, _] = _findings(_train_encoder(tmp_path / "r", False, batch=8, val_batch=12))
+    # of 12 sentences, read on a recording step or off them, holds its 12 on the sequence axis.
+    [f, _] = _findings(_train_encoder(tmp_path / "r", False, batch=8, val_batch=12,
+                                      val_after=val_after))
     assert "read inputs of shape [12, 8, 16] while the batch held 12" in f.message
     assert f.evidence["batch_from"] == ["the 1-D targets of that call's batch"]
 
@@ -218,6 +221,8 @@ def test_a_batch_equal_to_the_length_is_told_by_an_evaluation_of_another_size(tm
 def test_a_batch_equal_to_the_length_without_another_size_stays_quiet(tmp_path):
     assert _findings(_train_encoder(tmp_path / "r", False, batch=8)) == []
     assert _findings(_train_encoder(tmp_path / "q", True, batch=8, val_batch=12)) == []
+    assert _findings(_train_encoder(tmp_path / "p", True, batch=8, val_batch=12,
+                                    val_after=2)) == []
 
 
 def test_runs_without_the_recording_steps_shapes_analyze_as_before(tmp_path):
