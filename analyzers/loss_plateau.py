@@ -39,7 +39,11 @@ False positives
     per rollout) learns on each batch it holds, and its level from one batch to the next
     follows the batch (the policy's new rollout), not the training: a plateau is reported
     there only where a recorded fact says why (no gradients, weights that never change, dead
-    units, vanishing gradients, updates far too small or large). Runs shorter
+    units, vanishing gradients, updates far too small or large). So it is where the loss's
+    own step-to-step noise would hide a drop of `min_drop`: where the standard error of the
+    drop, from the spread (MAD) of the first and last steps, exceeds `noise` times it
+    (mixup, a policy's rollouts, a heavy-tailed per-batch loss), the drop measured is the
+    seed's, not the run's, and only such a fact is reported. Runs shorter
     than `min_steps` recorded losses are not judged.
 """
 from __future__ import annotations
@@ -48,8 +52,9 @@ import numpy as np
 
 from tracelab.analyzers._learning_rate import descends_per_batch, groups_of, \
     iterations_per_step, lower_lr_fix, lr_fix, several_players
-from tracelab.analyzers._dynamics import (edge_len, finite, finite_stat, fmt, matrix_params,
-                                          name_list, update_ratios, weights_unchanged)
+from tracelab.analyzers._dynamics import (MAD_TO_STD, edge_len, finite, finite_stat, fmt,
+                                          matrix_params, name_list, update_ratios,
+                                          weights_unchanged)
 from tracelab.analyzers.dead_units import RELU_TYPES
 from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, WARNING, Finding
@@ -63,7 +68,8 @@ from tracelab.core.schema import ACTIVATION, GRAD, UPDATE, WEIGHT, Needs
                       why="a loss that does not fall leaves the metrics at chance",
                       timing="overlap"),))
 def loss_plateau(run: Run, *, min_steps: int = 30, min_drop: float = 0.03,
-                 max_rise: float = 0.25, low_update_ratio: float = 1e-5) -> list[Finding]:
+                 max_rise: float = 0.25, low_update_ratio: float = 1e-5,
+                 noise: float = 2.0) -> list[Finding]:
     loss = finite(run.loss())
     if len(loss) < min_steps:
         return []
@@ -77,8 +83,10 @@ def loss_plateau(run: Run, *, min_steps: int = 30, min_drop: float = 0.03,
     if drop >= min_drop or drop < -max_rise:  # a rising loss is not a plateau
         return []
     severity, hint, evidence, fix = _hint(run, low_update_ratio)
-    if severity is WARNING and not evidence and descends_per_batch(run):
-        return []  # the loss falls on each batch stepped on again; its level follows the batch
+    if severity is WARNING and not evidence and (
+            descends_per_batch(run)  # it falls on each batch it holds; its level follows it
+            or _edge_noise(values, k) / scale > noise * min_drop):  # it hides such a drop
+        return []
     if several_players(run) and severity is not ERROR:
         still = _players_still(run)
         if not still:
@@ -154,6 +162,15 @@ def _hint(run: Run, low_update_ratio: float, high_update_ratio: float = 0.1) -> 
     return (WARNING, "gradients and updates look ordinary, so check the labels' format "
             "against the loss and the inputs' scaling", {},
             "Check that labels match the loss (class indices vs one-hot) and normalize inputs.")
+
+
+def _edge_noise(values: np.ndarray, k: int) -> float:
+    """The standard error of the difference between the medians of the first and the last
+    `k` values, from their spread (MAD): how far the loss's own step-to-step noise alone
+    moves the measured drop."""
+    head, tail = values[:k], values[-k:]
+    spread = [MAD_TO_STD * float(np.median(np.abs(x - np.median(x)))) for x in (head, tail)]
+    return 1.2533 * float(np.hypot(*spread)) / np.sqrt(k)  # a median's error: sqrt(pi / 2)
 
 
 def _players_still(run: Run) -> list[str]:

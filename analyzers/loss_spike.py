@@ -48,8 +48,9 @@ False positives
     label smoothing; a bimodal batch mix) makes such excursions all through the run: an
     episode counts only where it rises more than `noise_factor` times above the
     `noise_quantile` of the excess (log loss over its rolling median, and the next `shift`
-    steps' median over it) that the run shows elsewhere; spikes that recur rarely leave that
-    quantile at the noise and still count. Inputs are profiled every few steps (the Recorder's `input_every`); the
+    steps' median over it) that the run shows elsewhere, unless a bad batch or an LR rise
+    explains it; spikes that recur rarely leave that quantile at the noise and still count.
+    Inputs are profiled every few steps (the Recorder's `input_every`); the
     per-batch sentinel covers the other steps (a run recorded before it existed only sees an
     input cause when that step's batch was profiled). Where two or more optimizers hold the
     model's parameters (a GAN's players, an actor and a critic), the one recorded loss jumps by
@@ -89,6 +90,7 @@ from tracelab.core.schema import GRAD, LR_PREFIX, TRAIN, Needs
 
 # Causes outside an adversarial game: a spike with one of them is a fault in a GAN too.
 OUTSIDE_THE_GAME = frozenset({"input_nonfinite", "input_outlier", "lr_increase"})
+PASSED = "; the loss came back at once and the gradients stayed ordinary"
 
 
 def _spike_explains(cause: Finding, effect: Finding) -> bool:
@@ -167,8 +169,13 @@ def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float =
     with np.errstate(invalid="ignore", divide="ignore"):
         excess = logs - log_med
         excess_ahead = np.log(np.where(ahead > 0, ahead, np.nan)) - log_med
-    found = [f for f in found if _beyond_noise(f, values, excess, excess_ahead, window, shift,
-                                               noise_quantile, noise_factor)]
+    # A bad batch or an LR rise behind an episode is a fact outside that noise: it counts.
+    found = [f for f in found
+             if _beyond_noise(f, values, excess, excess_ahead, window, shift, noise_quantile,
+                              noise_factor)
+             or _cause(run, int(steps[f[0]]), int(steps[max(f[0] - window, 0)]),
+                       int(steps[f[1]]), lr_increase=lr_increase, input_ratio=input_ratio,
+                       grad_ratio=grad_ratio)[1] in OUTSIDE_THE_GAME]
     if not found:
         return []
     found.sort(key=lambda f: -values[f[1]] / abs(med[f[0]]))
@@ -203,8 +210,7 @@ def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float =
             f"Train loss jumped to {fmt(values[i])} at step {step} (peak {fmt(values[peak])}), "
             f"{_against(values[i], med[i])} its rolling median {fmt(med[i])} "
             f"(z = {fmt(score)}); {cause}"
-            f"{'; the loss came back at once and the gradients stayed ordinary' if passing else ''}"
-            ".", evidence, _FIX[kind]))
+            f"{PASSED if passing else ''}.", evidence, _FIX[kind]))
     return findings
 
 
@@ -244,7 +250,8 @@ def _beyond_noise(episode: tuple[int, int], values: np.ndarray, excess: np.ndarr
     end = min(peak + shift, len(values))
     outside = np.ones(len(values), dtype=bool)
     outside[max(onset - shift, 0):min(end + window, len(values))] = False
-    for series, here in ((excess, excess[onset:end]), (excess_ahead, excess_ahead[onset:onset + 1])):
+    for series, here in ((excess, excess[onset:end]),
+                         (excess_ahead, excess_ahead[onset:onset + 1])):
         rest = series[outside]
         rest = rest[np.isfinite(rest)]
         here = here[np.isfinite(here)]
