@@ -1,8 +1,8 @@
 """loss-plateau on a real tiny regressor trained on targets drawn at random (nothing to learn:
-its mean squared error stays near 1). On batches of 256 the loss's step-to-step noise is small and the
-flat loss is reported; on batches of 16 the same objective's noise moves the medians of the
-first and last steps far more than the 3% drop the rule asks for, so the drop measured is the
-seed's: no plateau is claimed where no recorded fact says why."""
+its mean squared error stays near 1). On batches of 256 the loss's step-to-step noise is small
+and the flat loss is reported; on batches of 16 the same objective's noise moves the medians
+of the first and last steps far more than the 3% drop the rule asks for, so the drop measured
+is the seed's: no plateau is claimed where no recorded fact says why."""
 import pytest
 
 torch = pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
