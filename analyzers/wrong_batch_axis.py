@@ -14,8 +14,9 @@ What it detects
     the only fact recorded (config or targets). A batch as long as the sequence cannot tell;
     the recording steps also keep each distinct input shape with its split and step
     (module_input_shapes: an epoch's smaller last batch, an evaluation read on a recording
-    step or among the run's first evaluations), and a call whose own batch is known (the 1-D targets of its train step, or of its
-    split's log(), as long as the outputs' first dim) tells where the batch is: the rule
+    step or among the run's first evaluations), and a call whose own batch is known (the 1-D
+    targets of its train step, or of its split's log(), as long as the outputs' first dim)
+    tells where the batch is: the rule
     fires when one such call holds its batch on the sequence axis only and none holds it on
     the batch axis only.
 

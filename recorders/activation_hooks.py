@@ -135,7 +135,9 @@ class ActivationHooks:
             layout = WeakHook(self._layout_hook)
             self._handles += [m.register_forward_hook(layout, with_kwargs=True)
                               for m, _ in self._layouts.values()]
-        elif not on and self._handles:
+        if not on:
+            self._layout_off()  # an evaluation's, if any (the run closes)
+        if not on and self._handles:
             for handle in self._handles:
                 handle.remove()
             self._handles = []

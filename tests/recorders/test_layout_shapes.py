@@ -30,7 +30,7 @@ class Model(nn.Module):
         return self.head(out[-1])
 
 
-def _record(path, seen=None):
+def _record(path, seen=None, last_val=False):
     g = torch.Generator().manual_seed(0)
     model, ce = Model(), nn.CrossEntropyLoss()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -48,13 +48,18 @@ def _record(path, seen=None):
             if seen is not None:  # the hooks on the batch_first modules for the next step
                 seen.append(len(model.rnn._forward_hooks)
                             + len(model.encoder.layers[0]._forward_hooks))
-            if step in (3, 6, 9, 10):  # step 4 records activations, 7, 10 and 11 do not
+            if step in ((3, 6) if last_val else (3, 6, 9, 10)):  # 4 records activations
                 model.eval()
                 with torch.no_grad():
                     xv = torch.randint(0, 12, ({3: 7, 10: 14}.get(step, 10), 6), generator=g)
                     ov = model(xv)
                 rec.log("val", metrics={"loss": 0.0}, targets=xv[:, 0] % 2, outputs=ov)
                 model.train()
+        if last_val:  # an evaluation no log() or step() follows: the second off the steps
+            model.eval()
+            with torch.no_grad():
+                model(torch.randint(0, 12, (9, 6), generator=g))
+    assert not any(m._forward_hooks for m in model.modules())  # none left after the run
     return json.loads((path / "meta.json").read_text())
 
 
@@ -78,3 +83,8 @@ def test_layouts_and_the_recording_steps_input_shapes_are_kept(tmp_path):
     # Hooked only for the recording steps (0, 4, 8, 12): armed after steps 3, 7 and 11 (the
     # GRU, a leaf, has its activation hook too).
     assert [i for i, n in enumerate(seen) if n] == [3, 7, 11] and max(seen) == 3
+
+
+def test_an_evaluation_at_the_end_leaves_no_hook_on_the_model(tmp_path):
+    meta = _record(tmp_path / "r", last_val=True)
+    assert {"inputs": [6, 10, 16], "split": "val", "step": 7} in meta["module_input_shapes"]["rnn"]
