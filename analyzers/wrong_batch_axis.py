@@ -16,9 +16,8 @@ What it detects
     (module_input_shapes: an epoch's smaller last batch, an evaluation read on a recording
     step or among the run's first evaluations), and a call whose own batch is known (the 1-D
     targets of its train step, or of its split's log(), as long as the outputs' first dim)
-    tells where the batch is: the rule
-    fires when one such call holds its batch on the sequence axis only and none holds it on
-    the batch axis only.
+    tells where the batch is: the rule fires when one such call holds its batch on the
+    sequence axis only and none holds it on the batch axis only.
 
 Why it matters
     The layer then runs its recurrence across the samples of the batch: each sample's
