@@ -80,12 +80,14 @@ def _leaf(name: str) -> str:
 
 def off_the_loss(run: Run, module: str) -> bool:
     """Whether the output of `module` is not what enters the loss: the forward pass's recorded
-    shapes (meta.json `module_shapes`, each leaf module's outputs at its calls) hold none equal
-    to the shape of the outputs given to step() or log() (`outputs`, any split), or do not
-    hold the module at all (never called). A head computed and left unread (a ResNet's fc
-    where BYOL reads the penultimate layer through a hook) is off the loss; an output layer
-    whose result enters the loss detached is not. False where those facts were not recorded
-    or a shape is not a plain list; never raises."""
+    shapes (meta.json `module_shapes`, each leaf module's outputs at its calls) hold none that
+    matches, batch dims aside (`_same_samples`), the shape of the outputs given to step() or
+    log() (`outputs`, any split: each split's latest shape, maybe an epoch's smaller last
+    batch), or do not hold the module at all (never called). A head computed and left unread
+    (a ResNet's fc where BYOL reads the penultimate layer through a hook) is off the loss; an
+    output layer whose result enters the loss detached, reshaped (`logits.view(-1, V)`) or in
+    a smaller last batch is not. False where those facts were not recorded or a shape is not a
+    plain list; never raises."""
     try:
         shapes, outputs = run.meta.get("module_shapes"), run.meta.get("outputs")
         if not isinstance(shapes, dict) or not shapes or not isinstance(outputs, dict):
@@ -100,9 +102,34 @@ def off_the_loss(run: Run, module: str) -> bool:
         produced = [c.get("output") for c in calls if isinstance(c, dict)]
         if not produced or not all(_plain(s) for s in produced):
             return False
-        return not any(list(s) in read for s in produced)
+        return not any(_same_samples(list(p), r) for p in produced for r in read)
     except Exception:  # malformed trace: nothing to say
         return False
+
+
+def _prod(dims) -> int:
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+def _same_samples(produced: list[int], read: list[int]) -> bool:
+    """Whether a module's output of shape `produced` can be the outputs of shape `read` with
+    the batch dims left aside (the recorded shapes are of different steps, maybe of another
+    batch size): equal shapes, the same dims after the first (another batch), the same
+    number of values per sample (a flattened [B, C*H*W]), the batch dims merged into the
+    first (`logits.view(-1, V)`: [B, T, V] as [B*T, V], B*T a multiple of T), or the same
+    number of values in all (the whole output flattened)."""
+    if not produced or not read:
+        return produced == read
+    if produced == read or produced[1:] == read[1:]:
+        return True
+    if _prod(produced[1:]) == _prod(read[1:]) or _prod(produced) == _prod(read):
+        return True
+    lead = len(produced) - len(read) + 1  # the dims of `produced` merged into read[0]
+    return len(read) >= 2 and lead >= 2 and produced[lead:] == read[1:] \
+        and _prod(produced[1:lead]) > 0 and read[0] % _prod(produced[1:lead]) == 0
 
 
 def _plain(shape) -> bool:

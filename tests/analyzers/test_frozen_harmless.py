@@ -67,14 +67,17 @@ def _train(run_dir, model, *, vocab=None, steps=60):
     return tracelab.open_run(str(run_dir))
 
 
-def _train_heads(run_dir, *, detach_aux, steps=60):
+def _train_heads(run_dir, *, detach_aux, steps=60, last_rows=None):
     """The classifier's loss trains trunk and head; `aux` either never reaches the loss (its
-    output dropped) or is the output given to the recorder and enters the loss detached."""
+    output dropped) or is the output given to the recorder and enters the loss detached.
+    `last_rows`: the last batch holds only that many rows (an epoch's remainder)."""
     torch.manual_seed(0)
     model = TwoHeads()
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     with tracelab.Recorder(str(run_dir), model=model, optimizer=opt) as rec:
-        for x, y in _batches(steps):
+        for i, (x, y) in enumerate(_batches(steps)):
+            if last_rows and i == steps - 1:
+                x, y = x[:last_rows], y[:last_rows]
             logits, aux = model(x)
             loss = torch.nn.functional.cross_entropy(logits, y)
             if detach_aux:  # a value head detached by mistake: its own loss trains nothing
@@ -128,6 +131,15 @@ def test_a_head_computed_but_left_out_of_a_falling_loss_is_a_note(tmp_path):
 def test_an_output_layer_whose_result_enters_the_loss_detached_stays_a_warning(tmp_path):
     [f] = [f for f in frozen_parameters(_train_heads(tmp_path / "r", detach_aux=True))
            if f.subject == "aux"]
+    assert f.severity is WARNING and "None" in f.message
+
+
+def test_an_output_layer_read_detached_in_a_smaller_last_batch_stays_a_warning(tmp_path):
+    """meta.json keeps the outputs' latest shape, [20, 10] here, and the forward pass's
+    recorded shape is of the first recording step, [32, 10]: the output layer is still read."""
+    run = _train_heads(tmp_path / "r", detach_aux=True, steps=51, last_rows=20)  # step 50 profiled
+    assert [o.get("shape") for o in run.meta["outputs"].values()] == [[20, 10]]
+    [f] = [f for f in frozen_parameters(run) if f.subject == "aux"]
     assert f.severity is WARNING and "None" in f.message
 
 
