@@ -17,7 +17,9 @@ What it detects
     step or among the run's first evaluations), and a call whose own batch is known (the 1-D
     targets of its train step, or of its split's log(), as long as the outputs' first dim)
     tells where the batch is: the rule fires when one such call holds its batch on the
-    sequence axis only and none holds it on the batch axis only.
+    sequence axis only and none holds it on the batch axis only. An evaluation's count is
+    its batch only if a train call agrees: the same size on the batch axis and another on
+    the sequence axis (the axis read as the sequence changed size with the batch).
 
 Why it matters
     The layer then runs its recurrence across the samples of the batch: each sample's
@@ -38,8 +40,10 @@ False positives
     Only fires when the batch size is known as above. The inputs' rows alone name no batch:
     a (batch, sequence) and a (sequence, batch) table of fixed sizes look alike. Equal batch
     and sequence lengths on every recorded call (no evaluation or last batch of another size
-    on a recording step) and packed sequences are not judged. The attention inside a flagged
-    Transformer layer is left to the layer's finding.
+    on a recording step) and packed sequences are not judged. A whole validation set's
+    targets and outputs given to log() at once give the set's size, not a batch: an
+    evaluation whose count no train call's shape agrees with tells nothing. The attention
+    inside a flagged Transformer layer is left to the layer's finding.
 """
 from __future__ import annotations
 
@@ -128,12 +132,14 @@ def _split_batches(run: Run, split: str) -> dict[int, int]:
     return {int(st): int(n) for st, n in zip(rows["step"], rows["count"]) if _int(int(n))}
 
 
-def _later_calls(run: Run, path: str) -> list[tuple[list[int], int]]:
+def _later_calls(run: Run, path: str) -> list[tuple[list[int], int, str]]:
     """meta.json's `module_input_shapes` of a module (the distinct 3-D input shapes of the
     recording steps, training and evaluation), each with its call's batch size where the
-    recorded facts give it: a train call's, the count of the 1-D targets of its own step; an
-    evaluation's, that of its split's log() at or before its step (the evaluation ran before
-    the recording step it is recorded at). Calls of no known batch are left out."""
+    recorded facts give it, and its split: a train call's, the count of the 1-D targets of its
+    own step; an evaluation's, that of its split's log() at or before its step (the
+    evaluation ran before the recording step it is recorded at; a whole validation set
+    logged at once gives the set's size instead, see `_evaluation_agrees`). Calls of no known
+    batch are left out."""
     found = run.meta.get(META_INPUT_SHAPES)
     calls = found.get(path) if isinstance(found, dict) else None
     batches: dict[str, dict[int, int]] = {}
@@ -153,8 +159,31 @@ def _later_calls(run: Run, path: str) -> list[tuple[list[int], int]]:
             before = [st for st in known if st <= step]
             batch = known[max(before)] if before else None
         if batch is not None:
-            out.append((shape[0], batch))
+            out.append((shape[0], batch, split))
     return out
+
+
+def _train_calls(run: Run, path: str, calls: list) -> list[list[int]]:
+    """The 3-D input shapes of a module's train calls: its module_shapes entries (`calls`)
+    and its train entries in `module_input_shapes`."""
+    found = run.meta.get(META_INPUT_SHAPES)
+    later = found.get(path) if isinstance(found, dict) else None
+    train = [{"inputs": [c.get("inputs")]} for c in later if isinstance(c, dict)
+             and c.get("split") == TRAIN] if isinstance(later, list) else []
+    return [s for s in input_shapes(list(calls or []) + train) if len(s) == 3]
+
+
+def _evaluation_agrees(shape: list[int], train: list[list[int]], batch_axis: int,
+                       seq_axis: int) -> bool:
+    """Whether an evaluation call whose logged count sits on the sequence axis only can be
+    read as holding its batch there: a train call holds the same size on the batch axis and
+    another on the sequence axis, so that the axis the layer takes for the sequence is the
+    one whose size changed with the batch while the other kept its length. A count that is
+    a whole validation set logged at once (its targets and outputs concatenated), as long as
+    the sequence by chance, has the evaluation's smaller batches on the batch axis instead:
+    no train call agrees, and the call tells nothing."""
+    return any(t[batch_axis] == shape[batch_axis] and t[seq_axis] != shape[seq_axis]
+               for t in train)
 
 
 def _first_calls(run: Run, path: str) -> list[dict]:
@@ -203,18 +232,22 @@ def wrong_batch_axis(run: Run) -> list[Finding]:
             later = _later_calls(run, path)
         except (KeyError, TypeError, ValueError):
             later = []
-        told = [_tells(shape, size, batch_axis, seq_axis) for shape, size in later]
-        if -1 in told:  # a call holds its batch where the module reads it
-            continue
         calls = shapes.get(path) if path in shapes or not first_calls \
             else _first_calls(run, path)
+        train = _train_calls(run, path, calls if isinstance(calls, list) else [])
+        told = [_tells(shape, size, batch_axis, seq_axis) for shape, size, _ in later]
+        if -1 in told:  # a call holds its batch where the module reads it
+            continue
+        told = [0 if t == 1 and split != TRAIN
+                and not _evaluation_agrees(shape, train, batch_axis, seq_axis) else t
+                for t, (shape, _, split) in zip(told, later)]
         inputs = [s for s in input_shapes(calls) if len(s) == 3]
         batch = next((size for size in sorted(set(facts.values()))
                       if _reads_batch_as_time(inputs, batch_axis, seq_axis, size, facts)), None)
         if batch is not None:
             shape, giving = inputs[0], sorted(k for k, v in facts.items() if v == batch)
         elif 1 in told:
-            shape, batch = later[told.index(1)]
+            shape, batch, _ = later[told.index(1)]
             giving = ["the 1-D targets of that call's batch"]
         else:
             continue

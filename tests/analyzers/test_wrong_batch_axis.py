@@ -164,10 +164,13 @@ class Encoder(nn.Module):
 
 
 def _train_encoder(path, batch_first: bool, batch: int = 16, length: int = 8,
-                   val_batch: int | None = None, steps: int = 24, val_after: int = 5):
+                   val_batch: int | None = None, steps: int = 24, val_after: int = 5,
+                   val_chunk: int | None = None):
     """Classify (batch, length) token tables by their first token's parity; with `val_batch`,
     an evaluation of that many samples after steps `val_after` + 6k (5: the hooks of the next,
-    recording, step read it; else the first evaluations are read as they begin)."""
+    recording, step read it; else the first evaluations are read as they begin). With
+    `val_chunk`, the model reads them in batches of that many and log() gets the whole
+    validation set's targets and outputs, concatenated."""
     g = torch.Generator().manual_seed(0)
     model, ce = Encoder(batch_first), nn.CrossEntropyLoss()
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
@@ -187,7 +190,7 @@ def _train_encoder(path, batch_first: bool, batch: int = 16, length: int = 8,
                 model.eval()
                 xv = torch.randint(0, 12, (val_batch, length), generator=g)
                 with torch.no_grad():
-                    ov = model(xv)
+                    ov = torch.cat([model(c) for c in xv.split(val_chunk or val_batch)])
                 rec.log("val", metrics={"loss": ce(ov, xv[:, 0] % 2).item()}, inputs=xv,
                         targets=xv[:, 0] % 2, outputs=ov)
                 model.train()
@@ -223,6 +226,18 @@ def test_a_batch_equal_to_the_length_without_another_size_stays_quiet(tmp_path):
     assert _findings(_train_encoder(tmp_path / "q", True, batch=8, val_batch=12)) == []
     assert _findings(_train_encoder(tmp_path / "p", True, batch=8, val_batch=12,
                                     val_after=2)) == []
+
+
+def test_a_whole_validation_set_as_long_as_the_sequence_logged_at_once_stays_quiet(tmp_path):
+    # Batches of 12 sentences of 12 tokens cannot tell the axes apart; 12 validation sentences
+    # read in batches of 4 ([4, 12, 16], the batch where the layer reads it), their targets
+    # and outputs given to log() concatenated: the 12 logged are the set, not that call's
+    # batch (the training calls hold another number where it would put the batch).
+    path = _train_encoder(tmp_path / "r", True, batch=12, length=12, val_batch=12, val_chunk=4)
+    import json
+    calls = json.loads((path / "meta.json").read_text())["module_input_shapes"]
+    assert {"inputs": [4, 12, 16], "split": "val", "step": 6} in calls["encoder.layers.0"]
+    assert _findings(path) == []
 
 
 def test_runs_without_the_recording_steps_shapes_analyze_as_before(tmp_path):
