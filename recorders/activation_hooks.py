@@ -282,6 +282,14 @@ class ActivationHooks:
         self._eval, self._eval_calls, self._eval_pass = [], {}, None
         return self._eval_step, rows
 
+    def new_input_shapes(self) -> dict:
+        """meta.json's `module_input_shapes` when a shape was added since it last learned them
+        (an evaluation's, taken at its log(), at a step's end or at close), else {}."""
+        if not self._layout_new:
+            return {}
+        self._layout_new = False
+        return {"module_input_shapes": {n: list(s) for n, s in self._layout_shapes.items() if s}}
+
     def calls_and_shapes(self, activations: list[tuple[str, int, ActivationStats]]) -> dict:
         """What meta.json should learn of a step's `activations` (taken): `activation_calls`
         when a module was called more often than before, `module_shapes` after the first step
@@ -297,8 +305,5 @@ class ActivationHooks:
         if activations and not self._shapes_taken:  # later steps add no shapes
             self._shapes_taken = True
             new["module_shapes"] = self._shapes
-        if self._layout_new:
-            self._layout_new = False
-            new["module_input_shapes"] = {n: list(s) for n, s in self._layout_shapes.items()
-                                          if s}
+        new.update(self.new_input_shapes())
         return new

@@ -486,6 +486,9 @@ class Recorder:
         if rows:
             self._produce("evaluation activations", record_activations, step, rows, record,
                           split)
+        shapes = self._hooks.new_input_shapes()  # an evaluation's, even after the last step
+        if shapes:
+            self.writer.update_meta(**shapes)
 
     def _new_output_shapes(self, split: str, shapes: dict[str, Any]) -> None:
         self._output_shapes[split] = shapes

@@ -88,3 +88,48 @@ def test_layouts_and_the_recording_steps_input_shapes_are_kept(tmp_path):
 def test_an_evaluation_at_the_end_leaves_no_hook_on_the_model(tmp_path):
     meta = _record(tmp_path / "r", last_val=True)
     assert {"inputs": [6, 10, 16], "split": "val", "step": 7} in meta["module_input_shapes"]["rnn"]
+
+
+def _train(model, rec, opt, ce, g, n=8):
+    x = torch.randint(0, 12, (n, 6), generator=g)
+    out = model(x)
+    loss = ce(out, x[:, 0] % 2)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    rec.step(loss=loss)
+
+
+def _evaluate(model, g, n):
+    model.eval()
+    with torch.no_grad():
+        model(torch.randint(0, 12, (n, 6), generator=g))
+    model.train()
+
+
+def _run(path, loop):
+    g = torch.Generator().manual_seed(0)
+    model, ce = Model(), nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=ce,
+                           activation_every=100) as rec:  # step 0 records activations alone
+        loop(model, rec, lambda n=8: _train(model, rec, opt, ce, g, n),
+             lambda n: _evaluate(model, g, n))
+    assert not any(m._forward_hooks for m in model.modules())
+    return json.loads((path / "meta.json").read_text())["module_input_shapes"]["rnn"]
+
+
+def test_an_evaluation_after_the_last_recording_step_reaches_meta(tmp_path):
+    def loop(model, rec, train, evaluate):
+        for _ in range(4):
+            train()
+        evaluate(7)  # the final evaluation, named by its log()
+        rec.log("val", metrics={"loss": 0.0})
+    assert {"inputs": [6, 7, 16], "split": "val", "step": 4} in _run(tmp_path / "r", loop)
+
+    def unnamed(model, rec, train, evaluate):
+        for _ in range(4):
+            train()
+        evaluate(9)  # no log() nor step() after it: "eval" at close
+    assert {"inputs": [6, 9, 16], "split": "eval", "step": 4} in _run(tmp_path / "u", unnamed)
+
