@@ -262,8 +262,14 @@ class ActivationHooks:
         them at: when `claimed` (a `log()` names their split), or once a whole step ended
         without one (else none, kept for a later call). The batch_first modules' input shapes
         read in the evaluation take the split as well (`claimed`: `split`, else "eval")."""
-        if self._layout_pending and (claimed or self._eval_steps >= 1 or not self._eval):
+        if self._layout_pending:
+            # Unclaimed, a shape waits as the rows do: until a whole step ended after the one
+            # it was read in (its window), for a log() that names its split.
+            keep = [(n, s) for n, s in self._layout_pending
+                    if not claimed and s["step"] > self._window - 2]
             for name, shape in self._layout_pending:
+                if not claimed and shape["step"] > self._window - 2:
+                    continue
                 shapes = self._layout_shapes.setdefault(name, [])
                 entry = {"inputs": shape["inputs"], "split": split if claimed else "eval",
                          "step": shape["step"]}
@@ -272,7 +278,7 @@ class ActivationHooks:
                         for s in shapes):
                     shapes.append(entry)
                     self._layout_new = True
-            self._layout_pending = []
+            self._layout_pending = keep
         if claimed:
             self._layout_off()
         rows = self._eval

@@ -133,3 +133,21 @@ def test_an_evaluation_after_the_last_recording_step_reaches_meta(tmp_path):
         evaluate(9)  # no log() nor step() after it: "eval" at close
     assert {"inputs": [6, 9, 16], "split": "eval", "step": 4} in _run(tmp_path / "u", unnamed)
 
+
+def test_an_evaluation_logged_after_the_next_step_keeps_its_split(tmp_path):
+    hooked = []
+
+    def loop(model, rec, train, evaluate):
+        train()
+        evaluate(7)
+        hooked.append(len(model.rnn._forward_hooks))  # on until the training pass
+        train()  # evaluate -> step -> log: the log() names the evaluation's split
+        hooked.append(len(model.rnn._forward_hooks))
+        rec.log("val", metrics={"loss": 0.0})
+        train()
+        train()
+    shapes = _run(tmp_path / "r", loop)
+    assert hooked == [1, 0]
+    assert {"inputs": [6, 7, 16], "split": "val", "step": 1} in shapes
+    assert all(s["split"] != "eval" for s in shapes)
+
