@@ -119,11 +119,14 @@ class ActivationHooks:
         layout = WeakHook(self._layout_hook)
         self._layout_handles = [m.register_forward_hook(layout, with_kwargs=True)
                                 for m, _ in self._layouts.values()]
+        # Off as a training pass begins (a step that follows the evaluation with no log()).
+        self._passes.training_began = WeakHook(self._layout_off)
 
     def _layout_off(self) -> None:
         for handle in self._layout_handles:
             handle.remove()
         self._layout_handles = []
+        self._passes.training_began = None
 
     def arm(self, on: bool) -> None:
         """Hook the leaf modules' forward passes, or unhook them; compiled code runs eagerly
@@ -228,6 +231,8 @@ class ActivationHooks:
             return
         shape = list(first.shape)
         passes = self._passes
+        if not self._handles and self._model.training:
+            return  # an evaluation's hook alone, and a pass in train mode: not the evaluation
         if not self._model.training or not (torch.is_grad_enabled() or passes.training):
             pending = [s for n, s in self._layout_pending if n == name]
             if len(pending) < MAX_LAYOUT_SHAPES and \

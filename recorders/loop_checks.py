@@ -123,6 +123,7 @@ class Passes:
         self.calls = 0  # forward passes of the model begun so far, training or evaluation
         self.retry = False  # the last one began while the one before reached no backward
         self.evaluating: Any = None  # called as an evaluation pass begins eagerly, when set
+        self.training_began: Any = None  # called as a training pass begins eagerly, when set
 
 
 class GradResets:
@@ -517,7 +518,14 @@ class EvalModes:
             if grad:
                 passes.retry = passes.training
                 passes.begun += 1
-            elif passes.evaluating is not None:  # (ActivationHooks, a few evaluations)
+                if passes.training_began is not None:  # (an evaluation's layout hooks on)
+                    try:
+                        passes.training_began()
+                    except Exception:  # never into the user's forward
+                        passes.training_began = None
+            elif passes.evaluating is not None and not self._model.training:
+                # (ActivationHooks, a few evaluations: the model in eval mode, not a no-grad
+                # pass in train mode such as a rollout or a target computation)
                 passes.evaluating()
             passes.training = grad
         # A training pass's modes: its step's first, read eagerly (traced, a read is guarded on).

@@ -151,3 +151,24 @@ def test_an_evaluation_logged_after_the_next_step_keeps_its_split(tmp_path):
     assert {"inputs": [6, 7, 16], "split": "val", "step": 1} in shapes
     assert all(s["split"] != "eval" for s in shapes)
 
+
+def test_a_no_grad_rollout_in_train_mode_is_no_evaluation(tmp_path):
+    hooked = []
+
+    def loop(model, rec, train, evaluate):
+        train()
+        for _ in range(3):  # a rollout without autograd, the model in train mode
+            with torch.no_grad():
+                model(torch.randint(0, 12, (3, 6)))
+            hooked.append(len(model.rnn._forward_hooks))
+            train()
+        evaluate(7)  # the two evaluations read all the same
+        rec.log("val", metrics={"loss": 0.0})
+        train()
+        evaluate(10)
+        rec.log("val", metrics={"loss": 0.0})
+    shapes = _run(tmp_path / "r", loop)
+    assert hooked == [0, 0, 0]
+    assert [s["inputs"][1] for s in shapes] == [8, 7, 10]
+    assert [s["split"] for s in shapes] == ["train", "val", "val"]
+
