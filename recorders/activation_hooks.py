@@ -20,9 +20,14 @@ module (MAX_LAYOUT_SHAPES), with the split and step (meta.json's `module_input_s
 epoch's smaller last batch or an evaluation of another batch size shows where the batch is
 when the usual batch equals the sequence length. The first LAYOUT_EVALUATIONS evaluations that
 run with the hooks off have that second hook alone put on as they begin (loop_checks.Passes'
-`evaluating`, called by the model's pre-hook on a pass without autograd), and taken off at the
-`log()` that names their split or at the end of the step: a few evaluations' cost in a run, none
-on the training steps, none on a compiled model. The hooks hold the recorder weakly, and a
+`evaluating`, called by the model's pre-hook on a pass without autograd with the model in eval
+mode: a no-grad rollout in train mode is none), and taken off at the `log()` that names their
+split, as a training pass begins or at the end of the step: a few evaluations' cost in a run,
+none on the training steps, none on a compiled model. Their shapes wait for that `log()` as
+the evaluation rows below do, and reach meta.json when taken (at a `log()`, a step's end or
+`close()`), after the last recording step too. A scripted module (torch.jit.ScriptModule)
+takes no Python hook: it is left out of both kinds, and a hook that cannot be put on stops the
+capture, never the training. The hooks hold the recorder weakly, and a
 copy of a hooked model (deepcopy, torch.save) carries hooks that do nothing (hook_refs).
 
 An evaluation that runs while the hooks are on (between `step()` of the step before a recording
@@ -93,6 +98,8 @@ class ActivationHooks:
         self.arm(False)
         self._model, self._leaves, self._names, self._layouts = model, [], {}, {}
         for path, module in model.named_modules():
+            if isinstance(module, torch.jit.ScriptModule):
+                continue  # a scripted module takes no Python hook (register_forward_hook raises)
             if batch_first_of(module) is not None:
                 self._layouts[id(module)] = (
                     module, compiled.plain_name(path) or type(module).__name__)
@@ -117,8 +124,13 @@ class ActivationHooks:
             return
         self._layout_evaluations += 1
         layout = WeakHook(self._layout_hook)
-        self._layout_handles = [m.register_forward_hook(layout, with_kwargs=True)
-                                for m, _ in self._layouts.values()]
+        try:
+            for m, _ in self._layouts.values():
+                self._layout_handles.append(m.register_forward_hook(layout, with_kwargs=True))
+        except Exception:  # a module that takes no hook: no evaluation's shapes, never a raise
+            self._layout_off()
+            self._passes.evaluating = None
+            return
         # Off as a training pass begins (a step that follows the evaluation with no log()).
         self._passes.training_began = WeakHook(self._layout_off)
 

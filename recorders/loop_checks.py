@@ -526,7 +526,10 @@ class EvalModes:
             elif passes.evaluating is not None and not self._model.training:
                 # (ActivationHooks, a few evaluations: the model in eval mode, not a no-grad
                 # pass in train mode such as a rollout or a target computation)
-                passes.evaluating()
+                try:
+                    passes.evaluating()
+                except Exception:  # never into the user's forward: the capture stops
+                    passes.evaluating = None
             passes.training = grad
         # A training pass's modes: its step's first, read eagerly (traced, a read is guarded on).
         if grad and not (eager and self._trained is None):

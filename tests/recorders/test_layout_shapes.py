@@ -172,3 +172,73 @@ def test_a_no_grad_rollout_in_train_mode_is_no_evaluation(tmp_path):
     assert [s["inputs"][1] for s in shapes] == [8, 7, 10]
     assert [s["split"] for s in shapes] == ["train", "val", "val"]
 
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(16, 16, batch_first=True)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return out
+
+
+class Scripted(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.embedding = nn.Embedding(12, 16)
+        self.encoder = torch.jit.script(Encoder())  # a scripted LSTM inside: batch_first
+        self.gru = nn.GRU(16, 16, batch_first=True)
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, tokens):
+        out, _ = self.gru(self.encoder(self.embedding(tokens)))
+        return self.head(out[:, -1])
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+def test_a_scripted_lstm_inside_the_model_never_raises(tmp_path):
+    g = torch.Generator().manual_seed(0)
+    model, ce = Scripted(), nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tracelab.Recorder(str(tmp_path / "r"), model=model, optimizer=opt, loss_fn=ce,
+                           activation_every=4) as rec:
+        for step in range(6):
+            x = torch.randint(0, 12, (8, 6), generator=g)
+            out = model(x)
+            loss = ce(out, x[:, 0] % 2)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss)
+            if step in (1, 3):  # off the recording steps, and on one (4)
+                model.eval()
+                with torch.no_grad():
+                    model(torch.randint(0, 12, (5, 6), generator=g))
+                rec.log("val", metrics={"loss": 0.0})
+                model.train()
+    meta = json.loads((tmp_path / "r" / "meta.json").read_text())
+    shapes = meta["module_input_shapes"]
+    assert isinstance(model.encoder.lstm, torch.jit.ScriptModule)
+    assert "encoder.lstm" not in shapes  # a scripted module takes no hook
+    assert [(s["inputs"], s["split"]) for s in shapes["gru"]] == [([8, 6, 16], "train"),
+                                                                 ([5, 6, 16], "val")]
+    assert not any(m._forward_hooks for m in model.modules()
+                   if not isinstance(m, torch.jit.ScriptModule))
+
+
+def test_a_module_refusing_the_evaluations_hook_stops_the_capture_not_training(tmp_path):
+    def refuse(*args, **kwargs):
+        raise RuntimeError("no hooks here")
+
+    def loop(model, rec, train, evaluate):
+        train()
+        model.rnn.register_forward_hook = refuse  # (as a ScriptModule does)
+        evaluate(7)  # the evaluation's pre-hook finds it: the pass runs all the same
+        rec.log("val", metrics={"loss": 0.0})
+        train()
+        evaluate(10)
+        rec.log("val", metrics={"loss": 0.0})
+    shapes = _run(tmp_path / "r", loop)
+    assert [s["split"] for s in shapes] == ["train"]
