@@ -237,9 +237,13 @@ def _against(good, m, l, steps, name, sign: int, first, half, later: list[float]
              alpha: float, alpha_trend: float, alpha_loss: float,
              surrogate_ok: bool) -> dict | None:
     """The metric's values at `first` (the start) set against its `later` block medians and its
-    last `half`, and the loss's there (`_judge`); `trend`: a falling rank trend is required."""
+    last `half`, and the loss's there (`_judge`); `trend`: a falling rank trend is required.
+    No later block's median above the start and the last one below it: a return counted in
+    whole steps (an episode's length) ties its start at a block's median where the policy
+    held a while before its fall; how far it fell is the Mann-Whitney test's, against the
+    spread of the values themselves."""
     start = float(np.median(good[first]))
-    if not all(x < start for x in later):
+    if not (all(x <= start for x in later) and later[-1] < start):
         return None
     if np.ptp(good[first]) == 0 and np.ptp(good[half]) == 0 and later[-1] == start:
         return None

@@ -324,6 +324,28 @@ def test_a_return_that_dips_and_climbs_back_stays_quiet():
     assert f.evidence["from_first_values"]
 
 
+def test_an_episode_length_that_holds_its_start_a_block_then_falls_fires():
+    # minimalRL's REINFORCE with the minus dropped, scored by the episode's length (whole
+    # steps): the second block's median ties the first's before the policy is pushed to the
+    # floor of the task and held there; the negated surrogate rises to 0 with the returns.
+    rng = np.random.default_rng(2)
+    t = np.arange(200)
+    score = rng.integers(9, 15, len(t))
+    score[:25] = rng.integers(10, 26, 25)
+    score[25:50] = rng.permutation(score[:25])
+    loss = -6.0 * score + rng.normal(0, 5, len(t))
+    run = _frames({("train", "loss"): loss, ("train", "score"): score})
+    medians = [np.median(b) for b in np.array_split(score, 8)]
+    assert medians[1] == medians[0]  # the pattern the strict fall missed
+    [f] = loss_against_objective(run)
+    assert f.subject == "train/score"
+    # held at its start to the end, dipping only mid-run: nothing was driven down
+    back = score.copy()
+    back[-25:] = score[:25]
+    assert loss_against_objective(_frames({("train", "loss"): loss,
+                                           ("train", "score"): back})) == []
+
+
 def test_a_loss_below_0_at_a_few_steps_keeps_its_veto():
     # A return that collapses after its first values while the loss, a value loss less an
     # entropy bonus, rises with it (a run diverging, the loss agreeing): below 0 at two steps
