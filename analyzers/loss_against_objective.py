@@ -7,8 +7,10 @@ What it detects
     the same split's loss, the quantity the optimizer minimizes, does not get worse. Only a
     split's loss is set against the same split's metric, at the steps both were recorded
     (at least `min_points`), cut into `blocks` equal runs of steps. The rule fires when
-    the metric's median in every later block is worse than in the first block (training
-    left it worse than the model it started from, and it never came back), its last half is
+    the metric's median in no later block is better than in the first block and in the last
+    block is worse (training left it worse than the model it started from, and it never came
+    back; a median may tie the start: an episode's length, whole steps, held a block before
+    it fell), its last half is
     worse than its first block by a one-sided Mann-Whitney test at `alpha`, it falls as a
     trend (Spearman rank correlation with the step at `alpha_trend`), and the loss's last
     half is not higher than its first block (the same test, at `alpha_loss`). A reward or a
@@ -17,11 +19,11 @@ What it detects
     judged against its first `start_points` values, the policy the run started from: a flipped
     sign under large steps (Adam at 1e-2) drives the policy to its worst within a few
     updates, inside the first block, so that block's median is already the collapsed level
-    and the fall is a step, not a trend. There every block's median must lie below the first
-    values' median and the last half below them by the exact one-sided Mann-Whitney test at
-    `alpha` (3 values against 20 or more can reach it); no rank trend is asked. On either
-    path, "never came back" is literal: the metric must not climb back from its worst, so the
-    rule stays quiet when its last block lies above the least earlier block (one-sided
+    and the fall is a step, not a trend. There no block's median may lie above the first
+    values' median, the last one below it, and the last half below them by the exact
+    one-sided Mann-Whitney test at `alpha` (3 values against 20 or more can reach it); no
+    rank trend is asked. On either path, "never came back" is literal: the metric must not
+    climb back from its worst, so the rule stays quiet when its last block lies above the least earlier block (one-sided
     Mann-Whitney at `alpha`) or its last half rises as a rank trend with the step (at
     `alpha_trend`). A flipped sign keeps pushing the metric down, to its floor or further.
     A bonus added instead of subtracted is read from the loss itself where no metric fell:
