@@ -21,7 +21,7 @@ What it detects
     updates, inside the first block, so that block's median is already the collapsed level
     and the fall is a step, not a trend. There no block's median may lie above the first
     values' median, the last one below it, and the last half below them by the exact
-    one-sided Mann- Whitney test at `alpha` (3 values against 20 or more can reach it); no
+    one-sided Mann-Whitney test at `alpha` (3 values against 20 or more can reach it); no
     rank trend is asked. On either path, "never came back" is literal: the metric must not
     climb back from its worst, so the rule stays quiet when its last block lies above the
     least earlier block (one-sided Mann-Whitney at `alpha`) or its last half rises as a rank
