@@ -5,7 +5,8 @@ What it detects
     `min_swing` of its median) while the run is not getting anywhere: that median is no more
     than `max_progress` below the loss at the start, or it bounced back to `rebound` times the
     best level the run had reached (the lowest rolling median over a tenth of the run), by at
-    least `min_bounce` of the starting loss.
+    least `min_bounce` of the starting loss (a best reached inside a last third that still falls
+    is that third's descent, not a bounce).
 
 Why it matters
     A learning rate that is too high makes every step overshoot: the loss jumps between high and
@@ -94,9 +95,15 @@ def loss_oscillation(run: Run, *, min_steps: int = 50, min_swing: float = 0.25,
     best_i = int(np.argmin(rolling))
     best = float(rolling[best_i])
     progress = (start - level) / start
-    # A bounce must be large against the run's own scale, not only against a low best.
+    # A bounce must be large against the run's own scale, not only against a low best. A best
+    # centred inside the last third while that third still falls (beyond the swings of its own
+    # steps) is where the descent got to, not a level the loss was thrown back from: a batch
+    # of one's skewed noise keeps the third's median far above its final rolling median.
     stalled = progress < max_progress
     bounced = level >= rebound * best and level - best >= min_bounce * start
+    if (bounced and best_i + width // 2 >= n - len(recent)
+            and still_falling(recent, trend_alpha)):
+        bounced = False
     if swing < min_swing or not (stalled or bounced):
         return []
     # A stalled loss below its start whose last third still falls, beyond the swings of its
