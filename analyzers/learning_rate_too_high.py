@@ -178,7 +178,10 @@ def learning_rate_too_high(run: Run, chains: Sequence[Chain], *, far_above: floa
     steps = (min(s[0] for s in spans), max(s[1] for s in spans))
     peak = _lr_peak(run)
     where = f" (it peaks at {fmt(peak[1])} in '{peak[0]}')" if peak else ""
-    severity = min((f.severity for f in seen), key=lambda s: s.rank, default=WARNING)
+    # A warning at least: the rule fires only on a vote about the optimization itself, which
+    # its symptom findings' own severities do not weigh (units that died, judged benign because
+    # the live ones still carry the signal, leave a loss the step kept far above its twin's).
+    severity = min([f.severity for f in seen] + [WARNING], key=lambda s: s.rank)
     claim = f"The learning rate is too high{where}: "
     if without_optimizer(run):
         claim = ("The steps are too large (the run recorded no optimizer object, so its "

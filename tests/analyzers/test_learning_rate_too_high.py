@@ -494,3 +494,22 @@ def test_first_two_updates_each_worse_than_untrained_count_though_the_loss_recov
     assert "each of steps 1-2" in f.message
     ok = tracelab.open_run(_mlp_nll(tmp_path / "ok", 1e-3))
     assert _rose(ok, 2.0) is None and learning_rate_too_high(ok, []) == []
+
+
+def test_units_that_died_judged_benign_leave_the_finding_a_warning():
+    """Adam at lr 1 on a CNN: 90% of a layer's units die under first steps of 0.5 of the
+    weights' norm, and dead-units says info (the live ones still carry the signal): the step
+    size is the fault all the same, a warning, not an info inherited from that symptom."""
+    from tracelab.core.findings import ERROR, INFO
+
+    early = [0.5] * 10 + [1e-3] * 40
+    died = Finding("dead-units", "TL203", INFO, "3", (25, 299),
+                   "dead.", {"dead_frac": 0.9, "dead_frac_first": 0.0}, "fix it")
+    [f] = learning_rate_too_high(_run(updates=early), _alone(died))
+    assert f.evidence["votes"] == ["dead", "updates"] and f.severity == WARNING
+    # a symptom that is an error keeps it an error
+    worse = Finding("dead-units", "TL203", ERROR, "3", (25, 299),
+                    "dead.", {"dead_frac": 0.97, "dead_frac_first": 0.0}, "fix it")
+    assert learning_rate_too_high(_run(updates=early), _alone(worse))[0].severity == ERROR
+    # the same died units after small first steps: no vote about the step, quiet
+    assert learning_rate_too_high(_run(updates=[1e-3] * 50), _alone(died)) == []
