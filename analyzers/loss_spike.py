@@ -52,7 +52,10 @@ False positives
     explains it; spikes that recur rarely leave that quantile at the noise and still count.
     Inputs are profiled every few steps (the Recorder's `input_every`); the
     per-batch sentinel covers the other steps (a run recorded before it existed only sees an
-    input cause when that step's batch was profiled). Where two or more optimizers hold the
+    input cause when that step's batch was profiled). A heavy-tailed input (a polynomial's
+    x ** 4 feature, and the target built from it) swings its batch maximum several times over
+    its median on its own: a sentinel tensor's batch is an outlier only above twice the 95th
+    percentile of the ratios its batches make to their rolling median all through the run. Where two or more optimizers hold the
     model's parameters (a GAN's players, an actor and a critic), the one recorded loss jumps by
     design as each moves against the other: there a spike counts only when a recorded fact
     outside the game explains it (a bad input batch, a learning rate that rose), or when the
