@@ -59,6 +59,56 @@ def direction(name: str) -> int:
     return 0 if up == down else (1 if up else -1)
 
 
+# A name that says the metric is a function of the loss: a perplexity is exp of a cross-entropy
+# (2 ** one in bits), lower as the loss is. The name alone does not say which cross-entropy: a
+# VQ-VAE's `perplexity` is its codebook usage, exp of the entropy of its code assignments,
+# which rises as more codes are used (higher is better) and has no tie to its loss.
+_OF_LOSS = re.compile(_WORD.format("perplexity|ppl"))
+_INVERSES = (np.log, np.log2)
+
+
+def follows_loss(run: Run, split, name, blocks: int = 8, tolerance: float = 2.0) -> bool:
+    """Whether the metric behaves as exp (or 2 **) of the split's recorded loss, or of its
+    negation (a sign flipped is what the rule looks for): at the steps both were recorded, cut
+    into `blocks` equal runs of steps, the log (natural or base 2) of every block's median lies
+    within a factor `tolerance` of the loss's absolute median there (room for a loss that
+    holds more than the cross-entropy: label smoothing, an auxiliary term, a token-weighted
+    mean). A perplexity is 1 or more; a metric below 1 anywhere, a loss of 0, or fewer than
+    2 steps per block say no."""
+    try:
+        loss = run.loss(split).groupby(level=0).last()
+        metric = run.scalar(str(name), split).groupby(level=0).last()
+        steps = metric.index.intersection(loss.index).sort_values()
+        m = metric.loc[steps].to_numpy(dtype=float, na_value=np.nan)
+        l = loss.loc[steps].to_numpy(dtype=float, na_value=np.nan)
+        keep = np.isfinite(m) & np.isfinite(l)
+        m, l = m[keep], l[keep]
+        if len(m) < 2 * blocks or (m < 1).any():
+            return False
+        cut = np.array_split(np.arange(len(m)), blocks)
+        lm = np.array([abs(float(np.median(l[b]))) for b in cut])
+        mm = np.array([float(np.median(m[b])) for b in cut])
+        if not (lm > 0).all():
+            return False
+        for inverse in _INVERSES:
+            ratio = inverse(mm) / lm
+            if ((ratio >= 1 / tolerance) & (ratio <= tolerance)).all():
+                return True
+        return False
+    except (KeyError, ValueError, TypeError):
+        return False
+
+
+def run_direction(run: Run, split, name) -> int:
+    """`direction`, where the recorded loss agrees: a metric named as a function of the loss
+    (a perplexity) is lower-is-better only where it follows the split's loss (`follows_loss`);
+    elsewhere (a VQ-VAE's codebook perplexity) its direction is unknown, 0."""
+    sign = direction(str(name))
+    if sign < 0 and _says(_OF_LOSS, str(name)) and not follows_loss(run, split, name):
+        return 0
+    return sign
+
+
 def objective_improved(run: Run, alpha: float, min_points: int = 24) -> bool:
     """Whether a logged metric whose name gives its direction (`direction`: a reward, an
     accuracy, an error), at `min_points` values or more, kept improving over the run: its
@@ -69,7 +119,7 @@ def objective_improved(run: Run, alpha: float, min_points: int = 24) -> bool:
     if not {"split", "name"} <= set(sc.columns):
         return False
     for split, name in sc[["split", "name"]].drop_duplicates().itertuples(index=False):
-        sign = direction(str(name))
+        sign = run_direction(run, str(split), str(name))
         if not sign:
             continue
         values = run.scalar(str(name), str(split)).to_numpy(dtype=float, na_value=np.nan)

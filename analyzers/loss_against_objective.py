@@ -73,6 +73,12 @@ False positives
     a decoder's) are one player, and every named metric is judged. A
     curriculum that makes the task harder as it goes, with a loss that does not show it, can
     look the same.
+    A perplexity is read as lower-is-better only where it behaves as exp (or 2 **) of the
+    split's recorded loss, or of its negation: the log of its median in every one of the
+    `blocks` runs of steps within a factor 2 of the loss's absolute median there. A VQ-VAE's
+    `perplexity` is its codebook usage (exp of the entropy of its code assignments), which
+    rises as more codes are used while the loss falls: no function of the loss, its direction
+    is unknown and it is not judged.
     An entropy minimized on purpose (semi-supervised entropy minimization, test-time
     adaptation) is no policy's bonus: without a return logged, its sign is not judged; nor is
     a loss that is no exact sum of its logged terms (a coefficient that changes, SAC's learned
@@ -96,7 +102,8 @@ from scipy.stats import mannwhitneyu, spearmanr
 from tracelab.analyzers._dynamics import fmt
 from tracelab.analyzers._learning_rate import several_players
 from tracelab.analyzers._loss_contracts import loss_type
-from tracelab.analyzers._objectives import direction, is_bonus, is_return, loss_terms
+from tracelab.analyzers._objectives import (direction, is_bonus, is_return, loss_terms,
+                                            run_direction)
 from tracelab.core.causes import explained_by, explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -198,7 +205,9 @@ def _judge(run: Run, split, name, loss, blocks: int, min_points: int, alpha: flo
     m, l, steps = m[keep], l[keep], np.asarray(steps)[keep]
     if len(m) < max(min_points, 2 * blocks):
         return None
-    sign = direction(name)
+    sign = run_direction(run, split, name)
+    if not sign:
+        return None
     good = sign * m  # higher is better
     cut = np.array_split(np.arange(len(m)), blocks)
     half = np.concatenate(cut[blocks // 2:])

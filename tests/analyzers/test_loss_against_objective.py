@@ -111,6 +111,9 @@ def _classifier(path, sign: float, steps: int = 120, metric: str = "accuracy",
     else:
         opts = [torch.optim.SGD(model.parameters(), lr=0.002)]
         optimizer = opts[0]
+    if metric == "codebook_perplexity":
+        with torch.no_grad():  # every prediction on one class at first: one code in use
+            model[2].bias[0] = 8.0
     with tracelab.Recorder(str(path), model=model, optimizer=optimizer) as rec:
         for step in range(steps):
             i = (step * 32) % (len(x) - 32)
@@ -123,6 +126,11 @@ def _classifier(path, sign: float, steps: int = 120, metric: str = "accuracy",
                 opt.step()
             pred, truth = out.argmax(1), y[i:i + 32]
             acc = (pred == truth).float().mean()
+            if metric == "perplexity":  # a language model's: exp of the cross-entropy
+                acc = float(torch.exp(nn.functional.cross_entropy(out.detach(), y[i:i + 32])))
+            if metric == "codebook_perplexity":  # a VQ-VAE's: exp of the usage's entropy
+                use = torch.bincount(pred, minlength=4).float() / len(pred)
+                acc = float(torch.exp(-(use * torch.log(use + 1e-10)).sum()))
             if "iou" in metric.lower():
                 acc = np.mean([float(((pred == c) & (truth == c)).sum())
                                / max(float(((pred == c) | (truth == c)).sum()), 1.0)
@@ -153,6 +161,24 @@ def test_a_mean_iou_named_in_camel_case_is_judged(tmp_path):
     [f] = _findings(_classifier(tmp_path / "flipped", sign=-1.0, metric="mIoU"))
     assert f.subject == "train/mIoU" and f.evidence["direction"] == "higher"
     assert _findings(_classifier(tmp_path / "right", sign=1.0, metric="mIoU")) == []
+
+
+def test_a_perplexity_that_is_exp_of_the_loss_is_judged(tmp_path):
+    # The cross-entropy maximized: the perplexity, exp of it, rises while the loss (its
+    # negation) falls.
+    [f] = _findings(_classifier(tmp_path / "flipped", sign=-1.0, metric="perplexity"))
+    assert f.subject == "train/perplexity" and f.evidence["direction"] == "lower"
+    assert _findings(_classifier(tmp_path / "right", sign=1.0, metric="perplexity")) == []
+
+
+def test_a_codebook_perplexity_that_is_no_function_of_the_loss_stays_quiet(tmp_path):
+    # The usage of the classes (a VQ-VAE's codebook perplexity) rises from 1 as the loss falls:
+    # lower-is-better by its name, but its log does not follow the loss.
+    path = _classifier(tmp_path / "r", sign=1.0, metric="codebook_perplexity")
+    usage = tracelab.open_run(str(path)).scalar("codebook_perplexity", "train")
+    usage = usage.to_numpy(dtype=float)
+    assert np.median(usage[-30:]) > np.median(usage[:15]) + 0.5
+    assert _findings(path) == []
 
 
 def _dpo(path, sign: float, steps: int = 200):
