@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from tracelab.analyzers._input_table import derived
 from tracelab.analyzers._profiles import Profile, feature_profiles
 
 
@@ -51,3 +52,35 @@ def drifting(inputs, split: str, *, min_w: float, min_z: float, share: float) ->
 def _pooled_mean(means: np.ndarray, counts: np.ndarray) -> float:
     ok = np.isfinite(means) & (counts > 0)
     return float(np.sum(means[ok] * counts[ok]) / np.sum(counts[ok])) if ok.any() else math.nan
+
+
+def repeated_rows(inputs, split: str) -> float | None:
+    """The rows of `split`'s one batch where every step of it reads the same rows again (a
+    full-batch training set, a fixed validation set evaluated whole): every feature records
+    the same count, mean, std and range at every one of at least two steps. Values sampled
+    across those steps are draws from these rows, never more information than they hold; None
+    where some batch differs (minibatches) or nothing says so."""
+    return derived(inputs, _repeated_rows).get(split)
+
+
+def _repeated_rows(inputs) -> dict[str, float]:
+    out: dict[str, float] = {}
+    seen: dict[str, bool] = {}
+    for _, by_split, _ in feature_profiles(inputs):
+        for split, rows in by_split.items():
+            if seen.get(split) is False:
+                continue
+            try:
+                steps = np.asarray(rows["step"])
+                stats = np.column_stack([np.asarray(rows[k], dtype=float)
+                                         for k in ("count", "mean", "std", "min", "max")])
+            except (KeyError, TypeError, ValueError):
+                seen[split] = False
+                continue
+            stats = np.nan_to_num(stats, nan=np.inf)
+            same = (len(steps) >= 2 and len(np.unique(steps)) == len(steps)
+                    and bool((stats == stats[0]).all()) and stats[0, 0] > 0)
+            seen[split] = same
+            if same:
+                out[split] = max(out.get(split, 0.0), float(stats[0, 0]))
+    return {s: n for s, n in out.items() if seen.get(s)}

@@ -29,7 +29,10 @@ How to fix
 False positives
     Each check asks for odds below `chance` that the collapse happened by luck, and cardinality
     must drop by `factor` at equal batch size in both the per-batch counts and the samples, so
-    unshuffled validation loaders and small validation sets stay quiet. Fewer distinct values
+    unshuffled validation loaders and small validation sets stay quiet. A split that reads
+    the same rows at every step (full-batch training on one graph: the same batch profiles at
+    every step) is as many draws as it has rows, whatever was sampled over the steps: a sparse
+    column 0 in 140 training nodes is expected of validation's value shares at 140 draws. Fewer distinct values
     with the same mean, std and range (within `spread_tolerance`) are a coarser grid, not a
     collapse: train-only augmentation (random shifts, mixup) makes training images continuous
     while validation keeps the raw levels. Values whose range spans `span_ratio` times the
@@ -47,10 +50,11 @@ from functools import lru_cache, partial
 
 import numpy as np
 
-from tracelab.analyzers._inputs import (Batches, Side, apart, check_pair, feature_profiles, fmt,
-                                        may_change, may_collapse, rescaled, samples_of,
-                                        spread_matches, time_changes)
+from tracelab.analyzers._inputs import (Batches, Side, apart, check_pair, expected_distinct,
+                                        feature_profiles, fmt, may_change, may_collapse,
+                                        rescaled, samples_of, spread_matches, time_changes)
 from tracelab.analyzers._reorder import reordered_between
+from tracelab.analyzers._splits import repeated_rows
 from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -101,13 +105,16 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
                  for s, rows in by_split.items()}
         reported: set[tuple[str, str]] = set()  # (collapsed split, kind): each told once
 
-        def report(split: str, a: Side, b: Side) -> bool:
+        def report(split: str, a: Side, b: Side, held: float | None = None) -> bool:
             # One dtype change explains itself wherever it shows: told once per feature.
             key = lambda s: ("*" if s["kind"] == "dtype" else split, s["kind"])  # noqa: E731
             if (not may_collapse(a.p, b.p, **limits) or rescaled(a.p, b.p, ratio=span_ratio)
                     or apart(a.p, b.p)):
                 return False
             sym = [s for s in check_pair(a, b, **limits) if key(s) not in reported]
+            if held:
+                sym = [s for s in sym if _still_collapsed(s, a, b, held, factor=factor,
+                                                          min_distinct=min_distinct)]
             if spread_matches(a.p, b.p, tolerance=spread_tolerance):
                 sym = [s for s in sym if s["kind"] != "cardinality"]
             reported.update(key(s) for s in sym)
@@ -128,8 +135,8 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
         train = sides.get(TRAIN)
         for split, side in sides.items():
             if train is not None and split != TRAIN and feature not in moved(split):
-                report(split, train, side)
-                report(TRAIN, side, train)
+                report(split, train, side, repeated_rows(run.inputs, split))
+                report(TRAIN, side, train, repeated_rows(run.inputs, TRAIN))
         # Whether the feature is constant is this run's own finding, baseline or not.
         own = bool(reported)
         for split, side in sides.items():
@@ -145,6 +152,31 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
             if len(values) == 1:
                 findings.append(_constant(feature, list(by_split.values()), values.pop()))
     return findings
+
+
+def _still_collapsed(symptom: dict, a: Side, b: Side, held: float, *, factor: float,
+                     min_distinct: float) -> bool:
+    """Whether a cardinality collapse of b still stands when b reads the same `held` rows at
+    every step (full-batch training): its sampled values repeat those rows, so the distinct
+    values expected of it are those of `held` draws from a's value shares, not of every
+    sampled value."""
+    ev = symptom["evidence"]
+    if symptom["kind"] != "cardinality" or "sampled_distinct_after" not in ev:
+        return True
+    draws = int(min(len(b.samples), held))
+    if draws >= len(b.samples):
+        return True
+    expected = expected_distinct(a.samples, draws)
+    seen = ev["sampled_distinct_after"]
+    if expected < min_distinct or seen > expected / factor:
+        return False
+    old = (f"({seen} distinct among {len(b.samples)} sampled values, "
+           f"~{fmt(ev['sampled_distinct_expected'])} expected)")
+    symptom["text"] = symptom["text"].replace(old, (
+        f"({seen} distinct among {len(b.samples)} sampled values of the same {draws} rows, "
+        f"~{fmt(expected)} expected)"))
+    ev.update(sampled_distinct_expected=expected, rows_read_again=draws)
+    return True
 
 
 def _moved(every: list, split: str, *, min_w: float) -> set[str]:

@@ -31,7 +31,10 @@ False positives
     Effect sizes, not p-values alone, decide: large samples make tiny, harmless differences
     "significant". A small set read at every evaluation (3 test sequences evaluated 3 times)
     counts its distinct rows once, and its means are tested with Student's t on the variance
-    both sides share under the premise: a few rows cluster by chance. Ordinary augmentation (noise, flips, crops, jitter) moves a feature by far
+    both sides share under the premise: a few rows cluster by chance. A split that reads the
+    same rows at every step (full-batch training, a fixed set evaluated whole: the same batch
+    profiles at every step) counts those rows in KS's noise, not the values sampled over the
+    steps: 9 training rows against 2 validation rows establish nothing. Ordinary augmentation (noise, flips, crops, jitter) moves a feature by far
     less than `strong_wasserstein` and stays quiet. Datetime and text features are skipped: a
     time-based split differs in time by design. A genuine covariate shift between splits is
     reported too; it is worth knowing, but not a pipeline bug. The one feature a
@@ -51,7 +54,7 @@ from tracelab.analyzers._input_table import ks_wasserstein_rows
 from tracelab.analyzers._inputs import (Profile, feature_profiles, fmt, range_label,
                                         rescaled, samples_of, stats_text)
 from tracelab.analyzers._reorder import reordered
-from tracelab.analyzers._splits import drifting, split_key
+from tracelab.analyzers._splits import drifting, repeated_rows, split_key
 from tracelab.analyzers._tokens import columns_of, token_ids
 from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, WARNING, Finding
@@ -78,13 +81,15 @@ def train_val_mismatch(run: Run, *, min_ks: float = 0.15, min_wasserstein: float
     if token_ids(run.inputs, run.meta):
         ids = columns_of(mine)
         mine = {f: by for f, by in mine.items() if f not in ids}
-    pairs = [(TRAIN, mine, mine_s, mine_n, s, "train", s) for s in _splits(mine) if s != TRAIN]
+    pairs = [(TRAIN, mine, mine_s, mine_n, s, "train", s, run) for s in _splits(mine)
+             if s != TRAIN]
     if baseline is not None:
         (base, base_n), base_s = _profiles(baseline), samples_of(baseline)
-        pairs += [(s, base, base_s, base_n, s, f"the baseline's {s}", f"{s} (vs baseline)")
+        pairs += [(s, base, base_s, base_n, s, f"the baseline's {s}", f"{s} (vs baseline)",
+                   baseline)
                   for s in _splits(mine) if s in _splits(base)]
     findings = _reordered_columns(run)
-    for ref_split, ref, ref_s, ref_n, split, ref_name, subject in pairs:
+    for ref_split, ref, ref_s, ref_n, split, ref_name, subject, ref_run in pairs:
         if any(f.evidence.get("split") == split for f in findings) and ref_split != split:
             continue
         compared, rows = [], []
@@ -96,9 +101,13 @@ def train_val_mismatch(run: Run, *, min_ks: float = 0.15, min_wasserstein: float
                              mine_s.get((split, feature))))
             rows.append((ref_n.get((ref_split, feature), a.count),
                          mine_n.get((split, feature), b.count)))
+        # A split that reads the same rows at every step (full-batch training, a fixed set
+        # evaluated whole) samples those rows again and again: its values are that many.
+        held = (repeated_rows(ref_run.inputs, ref_split), repeated_rows(run.inputs, split))
         results = [{"feature": feature, **r, "ref": a, "other": b}
                    for (feature, a, b, _, _), r in zip(
-                       compared, _distances(compared, rows, min_samples=min_samples))
+                       compared, _distances(compared, rows, min_samples=min_samples,
+                                            held=held))
                    if r is not None]
         _judge(results, **limits)
         differ = [r for r in results if r["differs"]]
@@ -225,11 +234,13 @@ def _splits(profiles: dict[str, dict[str, Profile]]) -> list[str]:
 
 
 def _distances(compared: list[tuple], rows: list[tuple[float, float]], *,
-               min_samples: int) -> list[dict | None]:
+               min_samples: int,
+               held: tuple[float | None, float | None] = (None, None)) -> list[dict | None]:
     """`_distance` of every (feature, a, b, samples of a, samples of b), with the distinct rows
     behind each side's profile (`rows`): the features with enough samples on both sides go
     through KS and Wasserstein together, a batch per pair of sample sizes (a reservoir holds
-    as many values of every feature)."""
+    as many values of every feature); `held`: each side's rows where it reads the same rows
+    at every step (`repeated_rows`), which bound what its samples can tell."""
     tests: dict[tuple[int, int], list[int]] = {}
     for i, (_, _, _, sa, sb) in enumerate(compared):
         if sa is not None and sb is not None and min(len(sa), len(sb)) >= min_samples:
@@ -240,21 +251,26 @@ def _distances(compared: list[tuple], rows: list[tuple[float, float]], *,
                                             np.stack([compared[i][4] for i in at]))
         for i, *r in zip(at, ks.tolist(), w.tolist(), da.tolist(), db.tolist()):
             measured[i] = (r[0], r[1], (size_a, r[2]), (size_b, r[3]))
-    return [_distance(a, b, measured.get(i), n)
+    return [_distance(a, b, measured.get(i), n, held)
             for i, ((_, a, b, _, _), n) in enumerate(zip(compared, rows))]
 
 
 def _distance(a: Profile, b: Profile, measured: tuple | None,
-              rows: tuple[float, float] = (math.nan, math.nan)) -> dict | None:
+              rows: tuple[float, float] = (math.nan, math.nan),
+              held: tuple[float | None, float | None] = (None, None)) -> dict | None:
     """Effect sizes of one feature, and the statistic its p-value comes from (`_judge`).
 
     `measured`: KS, Wasserstein and each side's (size, distinct values) from the samples, or
     None where the samples are too few; `rows`: each side's values behind its profile (its
-    distinct batches' counts), which the test on the means counts instead of every read."""
+    distinct batches' counts), which the test on the means counts instead of every read;
+    `held`: each side's rows where every step reads the same ones (None elsewhere): sampled
+    values beyond them repeat them, and KS's noise counts the rows."""
     scale = a.std if a.std > 0 else b.std
     if measured is not None:
         ks, w, (size_a, distinct_a), (size_b, distinct_b) = measured
-        na, nb = _n_eff(size_a, distinct_a), _n_eff(size_b, distinct_b)
+        na, nb = (min(_n_eff(size, distinct), h) if h else _n_eff(size, distinct)
+                  for size, distinct, h in ((size_a, distinct_a, held[0]),
+                                            (size_b, distinct_b, held[1])))
         r = {"ks": ks, "method": "samples", "z": ks * np.sqrt(na * nb / (na + nb))}
     elif np.isfinite([a.mean, b.mean]).all() and a.count > 1 and b.count > 1:
         # Summary statistics only: the W distance of two normals is at least the larger of

@@ -154,3 +154,45 @@ def test_a_split_left_unscaled_is_no_collapse():
     x = RNG.normal(5, 2, 2000)
     [f] = input_collapse(_run(x[:1500, None], np.round(x[1500:, None])))
     assert "share of whole numbers" in f.message
+
+
+def _full_batch(run_dir, train, val, *, steps: int = 200):
+    """pygcn's setup, shrunk: a linear classifier trained on the same rows at every step (full
+    batch), its validation rows evaluated whole at every step."""
+    torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+    import tracelab
+    from tracelab.core.run import open_run
+
+    xt, xv = (torch.tensor(a, dtype=torch.float32) for a in (train, val))
+    torch.manual_seed(0)
+    model = torch.nn.Linear(xt.shape[1], 2)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with tracelab.Recorder(str(run_dir), model, opt, flush_interval=0.2) as rec:
+        for _ in range(steps):
+            loss = model(xt).logsumexp(1).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=xt)
+            with torch.no_grad():
+                model(xv)
+            rec.log("val", metrics={"loss": 0.5}, inputs=xv)
+    return open_run(run_dir)
+
+
+def test_rows_read_at_every_step_are_drawn_once(tmp_path, one_thread):
+    """A sparse bag-of-words column, 0 in all 140 training rows read at every step and nonzero
+    in 12 of 300 validation rows, is what 140 draws from validation's value shares look like
+    (~5 distinct expected, not the ~10 of the 512 values sampled over the steps). The same
+    column continuous in validation and 0 in training collapsed."""
+    rng = np.random.default_rng(0)
+    train, val = rng.normal(size=(140, 4)), rng.normal(size=(300, 4))
+    train[:, 3] = 0.0
+    sparse = val.copy()
+    sparse[:, 3] = 0.0
+    sparse[rng.choice(300, 12, replace=False), 3] = 1 / rng.integers(5, 40, 12)
+    assert [f for f in input_collapse(_full_batch(tmp_path / "sparse", train, sparse))
+            if f.subject == "feature[3]"] == []
+    [f] = [f for f in input_collapse(_full_batch(tmp_path / "zeroed", train, val))
+           if f.subject == "feature[3]"]
+    assert "collapsed in train" in f.message and f.evidence["rows_read_again"] == 140

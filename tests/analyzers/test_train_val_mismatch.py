@@ -133,7 +133,7 @@ def test_generated_samples_logged_as_a_split_are_not_compared():
 
 def _sequences(run_dir, embedded):
     """Sequence-first token ids (12 positions; batches of 32, val in one batch of 128): train
-    sequences fill every position, val ones are shorter and padded with id 0. `embedded`: an
+    sequences fill every position, val ones hold 3 ids and are padded with id 0. `embedded`: an
     Embedding reads the ids (their mean over the sequence into a linear head); else a linear
     model reads each sample's column as numbers."""
     torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
@@ -142,7 +142,7 @@ def _sequences(run_dir, embedded):
     g = torch.Generator().manual_seed(0)
     train = torch.randint(1, 40, (12, 640), generator=g)
     val = torch.randint(1, 40, (12, 128), generator=g)
-    val[6:] = 0
+    val[3:] = 0
     torch.manual_seed(0)
     bag = torch.nn.Embedding(40, 8)
     head = torch.nn.Linear(8 if embedded else 12, 1)
@@ -248,3 +248,40 @@ def test_a_few_rows_read_at_every_evaluation_count_once(tmp_path, one_thread):
     assert train_val_mismatch(run) == []
     [f] = train_val_mismatch(_waves(tmp_path / "shifted", val_shift=2.0))
     assert f.subject == "val" and f.evidence["features_differing"] >= 25
+
+
+def _full_batch(run_dir, train, val, *, steps: int = 60):
+    """dlwpt's temperature fit, shrunk: a linear model trained on the same rows at every step
+    (full batch), validated on its few rows at every step."""
+    torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+    import tracelab
+
+    xt, xv = (torch.tensor(a, dtype=torch.float32) for a in (train, val))
+    torch.manual_seed(0)
+    model = torch.nn.Linear(xt.shape[1], 1)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    with tracelab.Recorder(str(run_dir), model, opt, flush_interval=0.2) as rec:
+        for _ in range(steps):
+            loss = model(xt).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=xt)
+            with torch.no_grad():
+                val_loss = model(xv).pow(2).mean()
+            rec.log("val", metrics={"loss": val_loss}, inputs=xv)
+    from tracelab.core.run import open_run
+    return open_run(run_dir)
+
+
+def test_rows_read_at_every_step_are_that_many_rows(tmp_path, one_thread):
+    """9 training rows read whole at every step and 2 validation rows that happen to lie below
+    them are 9 and 2 values, not hundreds of samples: nothing can be established. 40
+    standardized rows against 20 raw ones (never standardized) still differ."""
+    rng = np.random.default_rng(0)
+    train = rng.normal(5.7, 1.2, (9, 1))
+    assert train_val_mismatch(_full_batch(tmp_path / "few", train,
+                                          np.array([[2.7], [2.9]]))) == []
+    train, val = rng.normal(0, 1, (40, 3)), rng.normal(5, 2, (20, 3))
+    [f] = train_val_mismatch(_full_batch(tmp_path / "raw", train, val))
+    assert f.subject == "val" and f.evidence["features_differing"] == 3
