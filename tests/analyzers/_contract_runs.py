@@ -78,3 +78,28 @@ def inner_loop(path, lr: float, inner: int = 20, steps: int = 30):
                 first = loss.detach() if first is None else first
             rec.step(loss=first, inputs=x, targets=y)
     return tracelab.open_run(path)
+
+
+def q_regression(path, *, reward: float, lr: float, bootstrap: bool, steps: int):
+    """A tiny Q regression, a reward of `reward` on every transition: targets
+    reward + 0.9 * max Q(s') computed under no_grad from the network being trained
+    (`bootstrap`: a DQN's, rising with its Q-values toward reward / 0.1), or
+    reward + 0.9 * s'.sum() drawn from one data set (not `bootstrap`). Recorded with targets=
+    and outputs=."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    q = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2))
+    opt = torch.optim.Adam(q.parameters(), lr=lr)
+    with tracelab.Recorder(str(path), model=q, optimizer=opt, loss_fn=nn.MSELoss()) as rec:
+        for _ in range(steps):
+            s, s2 = torch.randn(32, 4, generator=g), torch.randn(32, 4, generator=g)
+            with torch.no_grad():
+                nxt = q(s2).max(1, keepdim=True)[0] if bootstrap else s2.sum(1, keepdim=True)
+                target = reward + 0.9 * nxt
+            out = q(s)[:, :1]
+            loss = nn.functional.mse_loss(out, target)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=s, targets=target, outputs=out)
+    return tracelab.open_run(path)

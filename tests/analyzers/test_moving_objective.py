@@ -10,34 +10,11 @@ from tracelab.analyzers._learning_rate import (loss_level_uninformative, moving_
 
 
 def _td(path, *, lr: float, bootstrap: bool = True, steps: int = 300):
-    """A real tiny Q regression: reward 1 on every transition, targets 1 + 0.9 * max Q(s')
-    computed under no_grad from the network being trained (`bootstrap`), so that they rise
-    with its Q-values toward 10, as a DQN's do; or fixed targets 1 + 0.9 * s'.sum() drawn
-    from one data set (not `bootstrap`). Recorded with targets= and updates."""
+    """A real tiny Q regression (_contract_runs.q_regression), reward 1: bootstrapped targets
+    rise with the Q-values toward 10, as a DQN's do; fixed ones come from one data set."""
     pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
-    import torch
-    from torch import nn
-
-    import tracelab
-    from tracelab.core.run import open_run
-
-    torch.manual_seed(0)
-    g = torch.Generator().manual_seed(0)
-    q = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2))
-    opt = torch.optim.Adam(q.parameters(), lr=lr)
-    with tracelab.Recorder(str(path), model=q, optimizer=opt, loss_fn=nn.MSELoss()) as rec:
-        for _ in range(steps):
-            s, s2 = torch.randn(32, 4, generator=g), torch.randn(32, 4, generator=g)
-            with torch.no_grad():
-                nxt = q(s2).max(1, keepdim=True)[0] if bootstrap else s2.sum(1, keepdim=True)
-                target = 1.0 + 0.9 * nxt
-            out = q(s)[:, :1]
-            loss = nn.functional.mse_loss(out, target)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            rec.step(loss=loss, inputs=s, targets=target, outputs=out)
-    return open_run(path)
+    from _contract_runs import q_regression
+    return q_regression(path, reward=1.0, lr=lr, bootstrap=bootstrap, steps=steps)
 
 
 def test_bootstrapped_targets_move_with_the_model_and_a_data_set_s_do_not(tmp_path):

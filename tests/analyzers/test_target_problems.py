@@ -112,34 +112,12 @@ def test_an_image_target_is_judged_by_its_largest_column():
 
 
 def _q_regression(path, *, bootstrap: bool, steps: int = 200):
-    """A real tiny Q regression with rewards of 200 per transition: targets 200 + 0.9 * max
-    Q(s') computed under no_grad from the network being trained (`bootstrap`: a DQN's, rising
-    with its Q-values), or 200 + 0.9 * s'.sum() drawn from one data set (not `bootstrap`)."""
+    """A real tiny Q regression (_contract_runs.q_regression) with rewards of 200 per
+    transition: bootstrapped targets rise with the Q-values; fixed ones come from one data set."""
     import pytest
     pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
-    import torch
-    from torch import nn
-
-    import tracelab
-    from tracelab.core.run import open_run
-
-    torch.manual_seed(0)
-    g = torch.Generator().manual_seed(0)
-    q = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2))
-    opt = torch.optim.Adam(q.parameters(), lr=3e-2)
-    with tracelab.Recorder(str(path), model=q, optimizer=opt, loss_fn=nn.MSELoss()) as rec:
-        for _ in range(steps):
-            s, s2 = torch.randn(32, 4, generator=g), torch.randn(32, 4, generator=g)
-            with torch.no_grad():
-                nxt = q(s2).max(1, keepdim=True)[0] if bootstrap else s2.sum(1, keepdim=True)
-                target = 200.0 + 0.9 * nxt
-            out = q(s)[:, :1]
-            loss = nn.functional.mse_loss(out, target)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            rec.step(loss=loss, inputs=s, targets=target, outputs=out)
-    return open_run(path)
+    from _contract_runs import q_regression
+    return q_regression(path, reward=200.0, lr=3e-2, bootstrap=bootstrap, steps=steps)
 
 
 def test_bootstrapped_targets_have_no_data_scale(tmp_path):
