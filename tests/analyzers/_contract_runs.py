@@ -103,3 +103,24 @@ def q_regression(path, *, reward: float, lr: float, bootstrap: bool, steps: int)
             opt.step()
             rec.step(loss=loss, inputs=s, targets=target, outputs=out)
     return tracelab.open_run(path)
+
+
+def full_batch(path, train, val, *, steps: int):
+    """A linear model trained on the same rows at every step (full batch: pygcn, a small
+    regression), its validation rows evaluated whole at every step; inputs recorded for both
+    splits. `train`, `val`: 2-D arrays of features."""
+    xt, xv = (torch.tensor(a, dtype=torch.float32) for a in (train, val))
+    torch.manual_seed(0)
+    model = nn.Linear(xt.shape[1], 1)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with tracelab.Recorder(str(path), model, opt, flush_interval=0.2) as rec:
+        for _ in range(steps):
+            loss = model(xt).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=xt)
+            with torch.no_grad():
+                val_loss = model(xv).pow(2).mean()
+            rec.log("val", metrics={"loss": val_loss}, inputs=xv)
+    return tracelab.open_run(path)

@@ -157,27 +157,10 @@ def test_a_split_left_unscaled_is_no_collapse():
 
 
 def _full_batch(run_dir, train, val, *, steps: int = 200):
-    """pygcn's setup, shrunk: a linear classifier trained on the same rows at every step (full
-    batch), its validation rows evaluated whole at every step."""
-    torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
-    import tracelab
-    from tracelab.core.run import open_run
-
-    xt, xv = (torch.tensor(a, dtype=torch.float32) for a in (train, val))
-    torch.manual_seed(0)
-    model = torch.nn.Linear(xt.shape[1], 2)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    with tracelab.Recorder(str(run_dir), model, opt, flush_interval=0.2) as rec:
-        for _ in range(steps):
-            loss = model(xt).logsumexp(1).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            rec.step(loss=loss, inputs=xt)
-            with torch.no_grad():
-                model(xv)
-            rec.log("val", metrics={"loss": 0.5}, inputs=xv)
-    return open_run(run_dir)
+    """pygcn's setup, shrunk: the same rows at every step (_contract_runs.full_batch)."""
+    pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+    from _contract_runs import full_batch
+    return full_batch(run_dir, train, val, steps=steps)
 
 
 def test_rows_read_at_every_step_are_drawn_once(tmp_path, one_thread):

@@ -251,27 +251,10 @@ def test_a_few_rows_read_at_every_evaluation_count_once(tmp_path, one_thread):
 
 
 def _full_batch(run_dir, train, val, *, steps: int = 60):
-    """dlwpt's temperature fit, shrunk: a linear model trained on the same rows at every step
-    (full batch), validated on its few rows at every step."""
-    torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
-    import tracelab
-
-    xt, xv = (torch.tensor(a, dtype=torch.float32) for a in (train, val))
-    torch.manual_seed(0)
-    model = torch.nn.Linear(xt.shape[1], 1)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
-    with tracelab.Recorder(str(run_dir), model, opt, flush_interval=0.2) as rec:
-        for _ in range(steps):
-            loss = model(xt).pow(2).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            rec.step(loss=loss, inputs=xt)
-            with torch.no_grad():
-                val_loss = model(xv).pow(2).mean()
-            rec.log("val", metrics={"loss": val_loss}, inputs=xv)
-    from tracelab.core.run import open_run
-    return open_run(run_dir)
+    """dlwpt's temperature fit, shrunk: the same rows at every step (_contract_runs.full_batch)."""
+    pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+    from _contract_runs import full_batch
+    return full_batch(run_dir, train, val, steps=steps)
 
 
 def test_rows_read_at_every_step_are_that_many_rows(tmp_path, one_thread):
