@@ -282,10 +282,10 @@ class ActivationHooks:
         if self._layout_pending:
             # Unclaimed, a shape waits as the rows do: until a whole step ended after the one
             # it was read in (its window), for a log() that names its split.
-            keep = [(n, s) for n, s in self._layout_pending
-                    if not claimed and s["step"] > self._window - 2]
+            keep = []
             for name, shape in self._layout_pending:
                 if not claimed and shape["step"] > self._window - 2:
+                    keep.append((name, shape))
                     continue
                 shapes = self._layout_shapes.setdefault(name, [])
                 entry = {"inputs": shape["inputs"], "split": split if claimed else "eval",
