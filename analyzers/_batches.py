@@ -72,21 +72,45 @@ def nonfinite_batch(run: Run, step: int) -> BatchEvidence | None:
 def outlier_batch(run: Run, step: int, since: int, ratio: float,
                   min_prior: int = 3) -> BatchEvidence | None:
     """The tensor of the train batch of `step` whose largest magnitude is at least `ratio`
-    times its median over the steps since `since` (the largest such ratio), or None."""
+    times its median over the steps since `since` (the largest such ratio), or None. A tensor
+    whose batches swing that far on their own all through the run (a heavy-tailed input: a
+    polynomial's x ** 4 feature, and the target built from it) is held to its own tail instead
+    (`batch_tail`)."""
     rows = sentinel(run)
-    rows = rows[(rows["step"] >= since) & (rows["step"] <= step)]
     if not len(rows):
         return None
     mag = np.maximum(rows["max"].abs(), rows["min"].abs()).astype(float)
     rows = rows.assign(mag=mag.where(np.isfinite(mag)))
     best = None
-    for (role, name), group in rows.groupby(["role", "name"], sort=False):
+    for (role, name), whole in rows.groupby(["role", "name"], sort=False):
+        group = whole[(whole["step"] >= since) & (whole["step"] <= step)]
         now = group.loc[group["step"] == step, "mag"]
         prior = group.loc[group["step"] < step, "mag"].dropna()
         if not len(now) or len(prior) < min_prior or not np.isfinite(now.iloc[-1]):
             continue
         usual = float(prior.median())
-        if usual > 0 and now.iloc[-1] / usual >= ratio and (
-                best is None or now.iloc[-1] / usual > best.value):
-            best = BatchEvidence(str(role), str(name), float(now.iloc[-1] / usual))
+        value = now.iloc[-1] / usual if usual > 0 else 0.0
+        if value >= ratio and (best is None or value > best.value) and \
+                value > batch_tail(whole, max(step - since, min_prior)):
+            best = BatchEvidence(str(role), str(name), float(value))
     return best
+
+
+def batch_tail(rows: pd.DataFrame, window: int, quantile: float = 0.95,
+               factor: float = 2.0) -> float:
+    """`factor` times the `quantile` of the ratio of one tensor's batch magnitude (`rows`: its
+    sentinel rows with their `mag`, the whole run) to its median over the `window` steps
+    before: the excursions its batches make on their own. 0 where it cannot be judged (fewer
+    than `window` ratios), so that a fixed ratio alone decides."""
+    mag = pd.Series(rows["mag"].to_numpy(dtype=float), index=rows["step"].to_numpy())
+    mag = mag.groupby(level=0).max().sort_index().to_numpy(dtype=float)
+    mag = mag[np.isfinite(mag)]
+    if len(mag) <= 2 * window:
+        return 0.0
+    usual = np.median(np.lib.stride_tricks.sliding_window_view(mag[:-1], window), axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratios = mag[window:] / usual
+    ratios = ratios[np.isfinite(ratios)]
+    if len(ratios) < window:
+        return 0.0
+    return factor * float(np.quantile(ratios, quantile))

@@ -79,7 +79,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracelab.analyzers._batches import INPUT_BATCH, nonfinite_batch, outlier_batch, sentinel
+from tracelab.analyzers._batches import INPUT_BATCH, nonfinite_batch, outlier_batch
 from tracelab.analyzers._dynamics import (MAD_TO_STD, OUTCOME, finite, fmt, initial,
                                           rolling_previous)
 from tracelab.analyzers._learning_rate import descends_per_batch, several_players
@@ -367,9 +367,6 @@ def _cause(run: Run, step: int, since: int, peak: int, *, lr_increase: float,
         return (f"likely cause: an outlier input batch, '{feature}' reaching {fmt(ratio)}x its "
                 f"usual largest magnitude"), "input_outlier", {"input_ratio": ratio}
     extreme = outlier_batch(run, step, since, input_ratio)
-    if extreme and extreme.value <= _batch_noise(run, extreme.role, extreme.name,
-                                                 max(step - since, 3)):
-        extreme = None  # the tensor reaches such magnitudes all through the run: its own tail
     if extreme:
         return (f"likely cause: an outlier {extreme.role} batch, '{extreme.name}' reaching "
                 f"{fmt(extreme.value)}x its usual largest magnitude"
@@ -396,33 +393,6 @@ def _cause(run: Run, step: int, since: int, peak: int, *, lr_increase: float,
                 ), "unknown", {}
     return ("no input anomaly, LR change or gradient spike was recorded at that step"
             ), "unknown", {}
-
-
-def _batch_noise(run: Run, role: str, name: str, window: int, quantile: float = 0.95,
-                 factor: float = 2.0) -> float:
-    """`factor` times the `quantile` of the ratio of one tensor's recorded batch magnitude
-    (the sentinel's largest |value|, every step) to its median over the `window` steps before,
-    over the whole run: the excursions the batches of a heavy-tailed input make on their own
-    (a polynomial's x ** 4 feature, whose batch maximum swings several times over from batch
-    to batch). A batch is an outlier only above it. 0 where it cannot be judged (fewer than
-    `window` ratios), so the fixed `input_ratio` alone decides."""
-    try:
-        rows = sentinel(run)
-        rows = rows[(rows["role"] == role) & (rows["name"] == name)]
-        mag = np.maximum(rows["max"].abs(), rows["min"].abs()).astype(float).to_numpy()
-        mag = pd.Series(mag, index=rows["step"].to_numpy()).groupby(level=0).max().sort_index()
-        mag = mag[np.isfinite(mag.to_numpy())].to_numpy(dtype=float)
-    except (KeyError, ValueError, TypeError, AttributeError):
-        return 0.0
-    if len(mag) <= 2 * window:
-        return 0.0
-    usual = np.median(np.lib.stride_tricks.sliding_window_view(mag[:-1], window), axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratios = mag[window:] / usual
-    ratios = ratios[np.isfinite(ratios)]
-    if len(ratios) < window:
-        return 0.0
-    return factor * float(np.quantile(ratios, quantile))
 
 
 def _grads_unrecorded_at(run: Run, step: int) -> bool:
