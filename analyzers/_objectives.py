@@ -210,3 +210,47 @@ def loss_terms(run: Run, split: str, exact: float = 1e-5,
         return terms, resid
     except (KeyError, ValueError, TypeError, np.linalg.LinAlgError):
         return None
+
+
+# A player's loss named as the policy's, beside a critic: SB3's and CleanRL's `actor_loss`,
+# `policy_loss`, spinningup's `LossPi`, A2C's `action_loss`. A name that also says it is the
+# critic's (`actor_critic_loss`, `q_loss`, `value_loss`) is no actor's alone.
+_ACTOR = re.compile(_WORD.format("actor|policy|pi|action"))
+_CRITIC = re.compile(_WORD.format("critic|q|qf|q1|q2|value|vf|v|td"))
+
+
+def is_actor_loss(name: str) -> bool:
+    """Whether the metric's name says it is a policy's (an actor's) own loss: `loss` in it, a
+    word naming the actor, none naming the critic, and not the recorded loss itself."""
+    return (str(name) != LOSS_NAME and "loss" in _words(name) and _says(_ACTOR, name)
+            and not _says(_CRITIC, name))
+
+
+def q_values(run: Run, split: str = "train") -> "pd.Series":
+    """The mean of the recorded targets per profiled step where they are a critic's values: one
+    feature (a scalar per row: `r + gamma * Q'(s', a')`), not whole numbers (a class, a GAN's
+    real/fake label), and a batch mean whose sign the batch settles (its magnitude above the
+    standard error, std / sqrt(count)). Empty when the targets were not recorded or are none
+    of these."""
+    import pandas as pd
+    empty = pd.Series(dtype=float)
+    try:
+        t = run.targets
+        if not len(t) or not {"step", "split", "feature", "mean", "std", "count",
+                              "int_frac"} <= set(t.columns):
+            return empty
+        t = t[t["split"] == split]
+        if t["feature"].nunique() != 1:
+            return empty
+        ints = pd.to_numeric(t["int_frac"], errors="coerce").to_numpy(dtype=float,
+                                                                       na_value=np.nan)
+        if not len(t) or not float(np.nanmedian(ints)) < 0.5:
+            return empty
+        mean = pd.to_numeric(t["mean"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        se = (pd.to_numeric(t["std"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+              / np.sqrt(pd.to_numeric(t["count"], errors="coerce").to_numpy(
+                  dtype=float, na_value=np.nan).clip(min=1)))
+        keep = np.isfinite(mean) & np.isfinite(se) & (np.abs(mean) > se)
+        return pd.Series(mean[keep], index=t["step"].to_numpy()[keep]).groupby(level=0).last()
+    except (KeyError, ValueError, TypeError):
+        return empty

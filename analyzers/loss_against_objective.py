@@ -34,6 +34,16 @@ What it detects
     coefficient, and a term named as the policy's entropy itself (`dist_entropy`, CleanRL's
     `losses/entropy`; not `entropy_loss`, already signed) entering with a coefficient above 0
     is minimized: A2C's `value_loss * 0.5 + action_loss + dist_entropy * 0.01`.
+    A deterministic actor's loss written as +Q is read from the critic's values where no metric
+    fell: with several players and a return logged, the actor's loss (`actor_loss`,
+    `policy_loss`, `LossPi`) is `-Q(s, pi(s))` averaged (DDPG, TD3, SAC), the opposite sign of
+    the critic's targets `r + gamma * Q'` recorded with `step(targets=...)` and about their size.
+    Over the last half of the run, at the profiled steps where the targets' batch mean has a
+    settled sign (a single float feature, beyond its standard error), an actor loss with the
+    targets' own sign (a one-sided sign test at `alpha`) at a median ratio to them within a
+    factor 2 of +1, while the return ends below its first value (its last-half median and its
+    last value), is the actor descending the values: TD3's `critic.Q1(s, actor(s)).mean()`
+    without its minus.
 
 Why it matters
     The optimizer minimizes the loss. When the loss falls or holds while the objective it
@@ -93,17 +103,23 @@ False positives
     surrogate is computed on the data the policy itself collects, so its level says nothing
     of progress. A loss below 0 at a few steps only (a value loss less an entropy bonus, where
     the fit is near exact) keeps its veto.
+    A stochastic policy's loss (`-log_prob * advantage`, PPO's clipped surrogate, A2C's
+    `action_loss`) is a hundredth of the critic's values or less, of either sign: its ratio to
+    them is never near +1, and it is not read as +Q. SAC's actor loss adds `alpha * log_prob`
+    to -Q; where that term outweighs small values of the same sign the ratio can near +1,
+    which is why a return that fell is asked too. Without recorded targets (a single float
+    feature), an actor's loss logged by name, or a return, nothing is said.
 """
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import mannwhitneyu, spearmanr
+from scipy.stats import binomtest, mannwhitneyu, spearmanr
 
 from tracelab.analyzers._dynamics import fmt
 from tracelab.analyzers._learning_rate import several_players
 from tracelab.analyzers._loss_contracts import loss_type
-from tracelab.analyzers._objectives import (direction, is_bonus, is_return, loss_terms,
-                                            run_direction)
+from tracelab.analyzers._objectives import (direction, is_actor_loss, is_bonus, is_return,
+                                            loss_terms, q_values, run_direction)
 from tracelab.core.causes import explained_by, explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -132,7 +148,8 @@ def loss_against_objective(run: Run, *, blocks: int = 8, min_points: int = 24,
     # return is judged then: the environment pays it to the policy (an actor beside its critic),
     # no player scores it for another. Several optimizers stepping on one loss (Muon with
     # AdamW, an encoder's and a decoder's) are one player (`several_players`).
-    judged_name = is_return if several_players(run) else direction
+    game = several_players(run)
+    judged_name = is_return if game else direction
     findings = []
     pairs = sc[["split", "name"]].drop_duplicates()
     surrogate_ok = loss_type(run) is None
@@ -148,7 +165,92 @@ def loss_against_objective(run: Run, *, blocks: int = 8, min_points: int = 24,
             findings.append(_finding(split, judged))
         elif any(is_return(n) for n in pairs["name"]):
             findings += _bonus_minimized(run, split, blocks)
+            if game:
+                findings += _actor_descends_q(run, split, alpha)
     return findings
+
+
+def _actor_descends_q(run: Run, split, alpha: float) -> list[Finding]:
+    """A deterministic actor's loss written as +Q: the actor beside its critic (several
+    players) minimizes `-Q(s, pi(s))` averaged over the batch (DDPG, TD3; SAC adds its
+    entropy term), so over the last half of the run, once the critic has learned, its loss
+    has the opposite sign of the critic's values, the recorded targets `r + gamma * Q'`
+    (`q_values`), and about their size (a ratio near -1). A loss named as the actor's
+    (`is_actor_loss`), at the profiled steps of that half where the targets' sign is settled,
+    that has the targets' own sign (a one-sided sign test at `alpha`) and a median ratio to them
+    within a factor 2 of +1 is `+Q`: the actor descends the values it should ascend. A
+    stochastic policy's loss (`-log_prob * advantage`, PPO's clipped surrogate) is a hundredth
+    of the values or less and never reads as either. The return the environment pays must say
+    the same: its median over the last half of its steps and its last value below its value at
+    the first step it was logged (the policy the run started from)."""
+    q = q_values(run, split)
+    if len(q) < 2:
+        return []
+    q = q.iloc[len(q) // 2:]
+    ret = _fallen_return(run)
+    if ret is None:
+        return []
+    out = []
+    for name in dict.fromkeys(run.scalars.loc[run.scalars["split"] == split, "name"]):
+        if not is_actor_loss(str(name)):
+            continue
+        a = run.scalar(str(name), split)
+        a = a[np.isfinite(a.to_numpy(dtype=float, na_value=np.nan))]
+        if len(a) < 2:
+            continue
+        # The actor's value at the recorded step nearest each profiled one, within the
+        # actor's own spacing (TD3's delayed actor steps every other step).
+        steps = a.index.to_numpy(dtype=float)
+        gap = float(np.median(np.diff(steps)))
+        at = np.clip(np.searchsorted(steps, q.index.to_numpy(dtype=float)), 1, len(steps) - 1)
+        near = np.where(np.abs(steps[at - 1] - q.index) <= np.abs(steps[at] - q.index),
+                        at - 1, at)
+        keep = np.abs(steps[near] - q.index.to_numpy(dtype=float)) <= gap
+        if keep.sum() < 2:
+            continue
+        av, qv = a.to_numpy(dtype=float)[near[keep]], q.to_numpy(dtype=float)[keep]
+        ratio = av / qv
+        same = int((ratio > 0).sum())
+        p = float(binomtest(same, len(ratio), 0.5, alternative="greater").pvalue)
+        mid = float(np.median(ratio))
+        if not (p < alpha and 0.5 <= mid <= 2.0):
+            continue
+        rname, first, last_half, last = ret
+        out.append(loss_against_objective.finding(
+            WARNING, f"{split}/{name}", (int(q.index.min()), int(q.index.max())),
+            f"The actor's loss {name} has the sign of the critic's values, not the opposite: "
+            f"over the last half of the run it has the sign of the mean {split} target "
+            f"(r + gamma * Q') at {same} of {len(ratio)} profiled steps (sign test p = "
+            f"{fmt(p)}), at a median {fmt(mid)} times its value. A deterministic actor "
+            f"minimizes -Q(s, pi(s)), the opposite of the values; this one minimizes +Q, "
+            f"the values themselves, and descends to the worst actions the critic knows. "
+            f"The return says so: {rname} went from {fmt(first)} at the start to a median "
+            f"{fmt(last_half)} over its last half, {fmt(last)} at the end.",
+            {"split": split, "metric": str(name), "same_sign": same, "points": len(ratio),
+             "p_sign": p, "ratio": mid, "return": rname, "return_first": first,
+             "return_last_half": last_half, "return_last": last, "actor_q": True},
+            "Negate the critic's value in the actor's loss: actor_loss = "
+            "-critic(state, actor(state)).mean() (the optimizer minimizes the loss, so the "
+            "value to maximize enters with a minus sign)."))
+    return out
+
+
+def _fallen_return(run: Run) -> tuple[str, float, float, float] | None:
+    """A logged return (`is_return`), in any split, at 3 recorded steps or more, whose median
+    over the last half of its steps and whose last value are both below its value at its first
+    step: (name, first, last-half median, last), or None."""
+    sc = run.scalars
+    for split, name in sc[["split", "name"]].drop_duplicates().itertuples(index=False):
+        if not is_return(str(name)):
+            continue
+        v = run.scalar(str(name), str(split)).to_numpy(dtype=float, na_value=np.nan)
+        v = v[np.isfinite(v)]
+        if len(v) < 3:
+            continue
+        half = float(np.median(v[len(v) // 2:]))
+        if half < v[0] and v[-1] < v[0]:
+            return str(name), float(v[0]), half, float(v[-1])
+    return None
 
 
 def _bonus_minimized(run: Run, split, blocks: int) -> list[Finding]:

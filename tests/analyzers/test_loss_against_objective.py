@@ -1,6 +1,7 @@
 """loss-against-objective: a logged objective that gets worse while the loss does not (a flipped
 sign); real tiny REINFORCE and classification trainings, and frames for PPO-like returns,
 overfitting and a diverging run."""
+import copy
 import math
 
 import numpy as np
@@ -587,3 +588,72 @@ def test_loss_terms_read_only_exact_fits():
     assert is_bonus("dist_entropy") and is_bonus("losses/entropy") and is_bonus("entropy")
     for name in ("train/entropy_loss", "neg_entropy", "ent_coef", "cross_entropy"):
         assert not is_bonus(name), name
+
+
+def _ddpg(path, sign: float, steps: int = 560, seed: int = 0):
+    """DDPG as sfujim/DDPG writes it, shrunk: an actor (tanh output) and a critic, each with its
+    own Adam, Polyak-averaged target networks, critic targets r + 0.9 * Q'(s', pi'(s')) under
+    no_grad, recorded with targets= and outputs=; the actor's loss sign * Q(s, pi(s)).mean()
+    logged as `actor_loss` (sign -1 is right, +1 the flipped bug). The task: a state s in
+    [-1, 1], a reward of -|a - s| - 0.5, a fresh state each step; every 40 steps the mean reward
+    of the deterministic policy on 64 states is logged as the val `return`."""
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    actor = nn.Sequential(nn.Linear(1, 32), nn.ReLU(), nn.Linear(32, 1), nn.Tanh())
+    critic = nn.Sequential(nn.Linear(2, 32), nn.ReLU(), nn.Linear(32, 1))
+    actor_t, critic_t = copy.deepcopy(actor), copy.deepcopy(critic)
+    a_opt = torch.optim.Adam(actor.parameters(), lr=1e-3)
+    c_opt = torch.optim.Adam(critic.parameters(), lr=1e-3)
+    reward = lambda s, a: -(a - s).abs() - 0.5  # noqa: E731
+    states = torch.rand(256, 1, generator=g) * 2 - 1
+    model = nn.ModuleDict({"actor": actor, "critic": critic})
+    with tracelab.Recorder(str(path), model=model,
+                           optimizer={"actor": a_opt, "critic": c_opt}) as rec:
+        for step in range(steps):
+            s = torch.rand(32, 1, generator=g) * 2 - 1
+            a = torch.rand(32, 1, generator=g) * 2 - 1
+            r, s2 = reward(s, a), torch.rand(32, 1, generator=g) * 2 - 1
+            with torch.no_grad():
+                target = r + 0.9 * critic_t(torch.cat([s2, actor_t(s2)], 1))
+            q = critic(torch.cat([s, a], 1))
+            critic_loss = nn.functional.mse_loss(q, target)
+            c_opt.zero_grad()
+            critic_loss.backward()
+            c_opt.step()
+            actor_loss = sign * critic(torch.cat([s, actor(s)], 1)).mean()
+            a_opt.zero_grad()
+            actor_loss.backward()
+            a_opt.step()
+            with torch.no_grad():
+                for net, tgt in ((actor, actor_t), (critic, critic_t)):
+                    for p, tp in zip(net.parameters(), tgt.parameters()):
+                        tp.mul_(0.95).add_(0.05 * p)
+            rec.step(loss=critic_loss, inputs=s, targets=target, outputs=q,
+                     metrics={"actor_loss": actor_loss.item()})
+            if step % 40 == 0:
+                with torch.no_grad():
+                    ret = float(reward(states, actor(states)).mean())
+                rec.log("val", metrics={"return": ret})
+    return path
+
+
+def test_a_ddpg_actor_that_minimizes_q_fires(tmp_path):
+    # The return has 14 values, too few for the metric's own test: the actor's loss, with the
+    # sign of the critic's targets at every profiled step of the last half, says it.
+    [f] = _findings(_ddpg(tmp_path / "flipped", +1.0))
+    assert f.subject == "train/actor_loss" and f.evidence["actor_q"] is True
+    assert f.evidence["same_sign"] == f.evidence["points"] and 0.5 <= f.evidence["ratio"] <= 2
+
+
+def test_a_ddpg_actor_that_maximizes_q_stays_quiet(tmp_path):
+    assert _findings(_ddpg(tmp_path / "published", -1.0)) == []
+
+
+def test_actor_losses_are_named_in_rl_s_usual_spellings():
+    from tracelab.analyzers._objectives import is_actor_loss
+    for name in ("actor_loss", "losses/actor_loss", "train/actor_loss", "LossPi",
+                 "policy_loss", "action_loss"):
+        assert is_actor_loss(name), name
+    for name in ("loss", "critic_loss", "qf1_loss", "value_loss", "losses/qf1_values",
+                 "actor_critic_loss", "g_loss", "entropy"):
+        assert not is_actor_loss(name), name
