@@ -5,7 +5,12 @@ What it detects
     recorder notes whether the model's Dropout (p > 0) and BatchNorm modules were in training
     mode during the evaluation's forward passes (those run without autograd), or at the
     `log()` call when it saw none. The rule fires when they were on at least `min_share` of
-    that split's evaluations.
+    that split's evaluations. Dropout written in the forward function
+    (`F.dropout(x, p, training=self.training)`) or inside a recurrent layer (`nn.LSTM(...,
+    dropout=p)`) has no Dropout module to count: where the model counts none, the model's own
+    training flag at those evaluations is judged when the run declares a dropout probability
+    above 0 -- a recurrent layer's `dropout=` in its summary, or a number in (0, 1) under a
+    dropout key of the run's config (`dropout`, `hidden_dropout_prob`, `drop_rate`, ...).
 
 Why it matters
     In training mode Dropout drops units at random and BatchNorm normalizes with the batch's
@@ -26,19 +31,28 @@ How to fix
 
 False positives
     A model without Dropout or BatchNorm behaves the same in both modes, so its training flag
-    alone stays quiet. A loop that switches back to `model.train()` before calling `log()` is
+    alone stays quiet, unless the run declares a dropout its forward applies (above): a config
+    key naming a dropout the model does not use is flagged too. A loop that switches back to `model.train()` before calling `log()` is
     judged by its evaluation passes, which the recorder saw under `torch.no_grad()`; Monte
     Carlo dropout on purpose (uncertainty estimates) is flagged and can be silenced by
     disabling the rule.
 """
 from __future__ import annotations
 
+import math
+import re
+
 from tracelab.core.causes import cause_is_stated, explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import (DROPOUT_MODULES, NORM_MODULES, TRAIN, TRAIN_MODE_DROPOUT,
-                                  TRAIN_MODE_NORM, Needs)
+                                  TRAIN_MODE_MODEL, TRAIN_MODE_NORM, Needs)
+
+# A config key that names a dropout probability: `dropout`, `attn_dropout`,
+# `hidden_dropout_prob`, `drop_rate`, `drop_path_rate`, `p_drop` (not `drop_last`).
+_DROPOUT_KEY = re.compile(r"dropout|drop_?(rate|prob|path)|(^|_)p_?drop($|_)", re.IGNORECASE)
+_REPR_DROPOUT = re.compile(r"\bdropout=([0-9.eE+-]+)")
 
 
 @rule(name="eval-in-train-mode", code="TL603", requires=(Needs.EVAL_MODES,), plot=Plot.NONE,
@@ -59,6 +73,8 @@ def eval_in_train_mode(run: Run, *, min_share: float = 0.5) -> list[Finding]:
         active = (dropout.fillna(0) > 0) | (norm.reindex(dropout.index).fillna(0) > 0)
         share = float(active.mean())
         if not active.any() or share < min_share:
+            if not run.signal(DROPOUT_MODULES, split).max() > 0:
+                findings += _functional(run, split, min_share)
             continue
         n_drop = int(run.signal(DROPOUT_MODULES, split).max())
         n_norm = int(run.signal(NORM_MODULES, split).max())
@@ -78,3 +94,66 @@ def eval_in_train_mode(run: Run, *, min_share: float = 0.5) -> list[Finding]:
             "Call model.eval() before the validation loop (and model.train() after it), and "
             "evaluate under torch.no_grad()."))
     return findings
+
+
+def _declared_dropout(run: Run) -> tuple[str, float] | None:
+    """(where, probability) of a dropout the run declares outside Dropout modules: a leaf
+    module's `dropout=p` in its summary (nn.LSTM, nn.GRU), else a number in (0, 1) under a
+    dropout key of the config (nested mappings included); None where none is declared."""
+    for m in run.modules():
+        found = _REPR_DROPOUT.search(str(m.get("extra_repr") or ""))
+        p = _probability(found.group(1)) if found else None
+        if p is not None:
+            return f"{m.get('type', 'a module')} '{m.get('path', '')}' dropout={p:g}", p
+    stack, seen = [run.meta.get("config")], 0
+    while stack and seen < 1000:
+        config = stack.pop()
+        seen += 1
+        if not isinstance(config, dict):
+            continue
+        for key, value in config.items():
+            if isinstance(value, dict):
+                stack.append(value)
+            elif _DROPOUT_KEY.search(str(key)):
+                p = _probability(value)
+                if p is not None:
+                    return f"config {key}={p:g}", p
+    return None
+
+
+def _probability(value) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        p = float(value)
+    except (TypeError, ValueError):
+        return None
+    return p if math.isfinite(p) and 0 < p < 1 else None
+
+
+def _functional(run: Run, split: str, min_share: float) -> list[Finding]:
+    """A split evaluated with the model in training mode on `min_share` of its evaluations
+    while the model counts no Dropout module and the run declares a dropout its forward
+    applies by the model's flag (`_declared_dropout`)."""
+    mode = run.signal(TRAIN_MODE_MODEL, split).dropna()
+    if not len(mode):
+        return []
+    on = mode > 0
+    if not on.any() or float(on.mean()) < min_share:
+        return []
+    declared = _declared_dropout(run)
+    if declared is None:
+        return []
+    where, p = declared
+    steps = mode.index[on]
+    return [eval_in_train_mode.finding(
+        WARNING, split, (int(steps[0]), int(steps[-1])),
+        f"{int(on.sum())} of {len(on)} evaluations of split '{split}' ran with the model in "
+        f"training mode, and the run declares dropout ({where}) that no Dropout module "
+        "applies: a dropout in the forward function (F.dropout(x, p, training=self.training)) "
+        "or a recurrent layer's drops units at those evaluations, so its metrics are noisy.",
+        {"evaluations": len(on), "in_train_mode": int(on.sum()), "dropout_active": 0,
+         "batchnorm_active": 0, "declared_dropout": p, "declared_in": where},
+        "Call model.eval() before the validation loop (and model.train() after it), and "
+        "evaluate with a forward pass of its own under torch.no_grad(), not the training "
+        "step's outputs.")]

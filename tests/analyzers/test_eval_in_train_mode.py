@@ -102,3 +102,92 @@ def test_a_split_in_train_mode_explains_only_its_own_metrics():
     ranked = diagnose(run, [mode, test_acc, val_acc])[1]
     by_root = {d.finding.subject: [f.subject for f in d.explains] for d in ranked}
     assert by_root["val"] == ["val/acc"] and by_root["test/acc"] == []
+
+
+def _declared(config=None, modules=None, model=1.0, n=4):
+    rows = [{"step": 10 * (i + 1), "split": "val", "name": name, "value": value}
+            for i in range(n)
+            for name, value in (("train_mode/model", model), ("train_mode/dropout", 0.0),
+                                ("train_mode/batchnorm", 0.0), ("modules/dropout", 0.0),
+                                ("modules/batchnorm", 0.0))]
+    meta = {"config": config or {}, "model": {"modules": modules or []}}
+    return Run.from_frames(meta, signals=pd.DataFrame(rows))
+
+
+def test_declared_dropout_without_dropout_modules_is_judged_by_the_models_flag():
+    [f] = eval_in_train_mode(_declared({"hidden": 16, "dropout": 0.5}))
+    assert f.subject == "val" and "config dropout=0.5" in f.message
+    assert f.evidence["declared_dropout"] == 0.5
+    [f] = eval_in_train_mode(_declared({"model": {"hidden_dropout_prob": 0.1}}))
+    assert "hidden_dropout_prob=0.1" in f.message
+    lstm = [{"path": "rnn", "type": "LSTM", "extra_repr": "8, 16, num_layers=2, dropout=0.3"}]
+    [f] = eval_in_train_mode(_declared(modules=lstm))
+    assert "LSTM 'rnn' dropout=0.3" in f.message
+
+
+def test_declared_dropout_quiet_in_eval_mode_or_when_nothing_drops():
+    assert eval_in_train_mode(_declared({"dropout": 0.5}, model=0.0)) == []
+    # drop_last is the loader's, a dropout of 0 drops nothing, a flag is no probability.
+    for config in ({"drop_last": True}, {"dropout": 0.0}, {"use_dropout": True},
+                   {"dropout": "none"}, {"dropout": 1.5}):
+        assert eval_in_train_mode(_declared(config)) == []
+    assert eval_in_train_mode(_declared()) == []
+
+
+def _functional_dropout_run(path, eval_mode: bool, config: dict):
+    """A classifier whose forward applies F.dropout(x, 0.5, training=self.training) (no
+    Dropout module: pygcn's GCN), validated on rows it never trained on every 5 steps, with
+    or without model.eval() before the validation forward."""
+    torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+    import tracelab
+    from _contract_runs import blobs
+    nn, F = torch.nn, torch.nn.functional
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(16, 32), nn.Linear(32, 4)
+
+        def forward(self, x):
+            return self.b(F.dropout(F.relu(self.a(x)), 0.5, training=self.training))
+
+    torch.manual_seed(0)
+    x, y = blobs(640)
+    x, y, xv, yv = x[:512], y[:512], x[512:], y[512:]
+    model = Net()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    ce = nn.CrossEntropyLoss()
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=ce,
+                           config=config) as rec:
+        for step in range(40):
+            i = (step * 32) % (len(x) - 31)
+            model.train()
+            opt.zero_grad()
+            out = model(x[i:i + 32])
+            loss = ce(out, y[i:i + 32])
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x[i:i + 32], targets=y[i:i + 32], outputs=out)
+            if (step + 1) % 5 == 0:
+                if eval_mode:
+                    model.eval()
+                with torch.no_grad():
+                    outs = model(xv)
+                rec.log("val", metrics={"loss": ce(outs, yv)}, targets=yv)
+    return tracelab.open_run(str(path))
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_functional_dropout_left_on_at_validation_fires(tmp_path):
+    run = _functional_dropout_run(tmp_path / "r", False, {"dropout": 0.5, "lr": 1e-2})
+    [f] = eval_in_train_mode(run)
+    assert f.evidence["in_train_mode"] == f.evidence["evaluations"] == 8
+    assert "config dropout=0.5" in f.message
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_functional_dropout_quiet_in_eval_mode_or_undeclared(tmp_path):
+    declared = {"dropout": 0.5, "lr": 1e-2}
+    assert eval_in_train_mode(_functional_dropout_run(tmp_path / "a", True, declared)) == []
+    # Nothing recorded says this forward drops units: the model's flag alone stays quiet.
+    assert eval_in_train_mode(_functional_dropout_run(tmp_path / "b", False, {"lr": 1e-2})) == []
