@@ -166,7 +166,10 @@ def loss_against_objective(run: Run, *, blocks: int = 8, min_points: int = 24,
         elif any(is_return(n) for n in pairs["name"]):
             findings += _bonus_minimized(run, split, blocks)
             if game:
-                findings += _actor_descends_q(run, split, alpha)
+                try:
+                    findings += _actor_descends_q(run, split, alpha)
+                except (KeyError, ValueError, TypeError, IndexError):
+                    pass  # a malformed record says nothing of the actor
     return findings
 
 
@@ -202,10 +205,10 @@ def _actor_descends_q(run: Run, split, alpha: float) -> list[Finding]:
         # actor's own spacing (TD3's delayed actor steps every other step).
         steps = a.index.to_numpy(dtype=float)
         gap = float(np.median(np.diff(steps)))
-        at = np.clip(np.searchsorted(steps, q.index.to_numpy(dtype=float)), 1, len(steps) - 1)
-        near = np.where(np.abs(steps[at - 1] - q.index) <= np.abs(steps[at] - q.index),
-                        at - 1, at)
-        keep = np.abs(steps[near] - q.index.to_numpy(dtype=float)) <= gap
+        qs = q.index.to_numpy(dtype=float)
+        at = np.clip(np.searchsorted(steps, qs), 1, len(steps) - 1)
+        near = np.where(np.abs(steps[at - 1] - qs) <= np.abs(steps[at] - qs), at - 1, at)
+        keep = np.abs(steps[near] - qs) <= gap
         if keep.sum() < 2:
             continue
         av, qv = a.to_numpy(dtype=float)[near[keep]], q.to_numpy(dtype=float)[keep]
