@@ -1,0 +1,16 @@
+"""wiseodd generative-models vanilla VAE (bare parameters, Adam, summed BCE + KL): as published."""
+from _t_vae import SOURCE, run as _train
+
+LABEL = {
+    "family": "vae",
+    "optimizer": "adam",
+    "loss_reduction": "sum",
+    "healthy": True,
+    "cause": None,
+    "source": SOURCE,
+    "bug_source": None,
+}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    _train(run_dir, seed, bug=None)
