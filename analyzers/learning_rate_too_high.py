@@ -14,9 +14,19 @@ What it detects
     updates' losses: an overshoot Adam's second moment damps within a few steps) says the
     first updates left the model worse than untrained (Adam at lr 0.1 throws an LSTM's cross-entropy from 2.3 to 14 in one
     step): a signal too, but not about the optimization alone (gradients that explode through
-    an unclipped recurrence do it as well). When at least two of these signals agree, and one
-    of them is about the optimization itself (swings, spikes, update size, a 100-fold rise), it
-    says so, with the numbers, and explains those findings. A learning rate
+    an unclipped recurrence do it as well). Two facts of a run that learned little count too:
+    a train loss that settled at the level of the best prediction that ignores the input
+    (target-problems' constant-prediction finding: first steps that rewrite the weights --
+    Adam moves each weight by about lr per step, 5 times the 0.02 scale of a GPT's weights at
+    lr 0.1 -- throw the model to the class shares, and the weights grow until each step is a
+    small part of them, so the update ratio over the run looks moderate), and an evaluation
+    split's logged score whose name gives its direction (an accuracy, a reward, an error) that
+    fell over the second half of the run below every value of its first quarter (the median
+    of the last half, `_objective_lost`: the steps threw the model away from what its first
+    steps found, as SimSiam's kNN accuracy falls at a learning rate 100x its own). When at
+    least two of these signals agree, and one of them is about the optimization itself
+    (swings, spikes, update size, a 100-fold rise), it says so, with the numbers, and explains
+    those findings (the constant-prediction finding only where it voted). A learning rate
     too high must also show in the loss: one that ends finite and `fell` (4) times or more
     below its start (the lower of its first value and the loss of the best prediction that
     ignores the input) did not fail to fall, rise, blow up or swing far above its best, and
@@ -53,7 +63,10 @@ False positives
     training in eval mode, weight decay that pins the weights, units dead from the start)
     ranks above this finding and explains it, unless the loss jumped right after the LR rose,
     turned NaN/Inf or grew. Symptoms that an input cause already explains (a bad batch,
-    unnormalized inputs) do not count, nor NaN/Inf that only the evaluation's loss holds.
+    unnormalized inputs) do not count, nor NaN/Inf that only the evaluation's loss holds. A
+    loss at the input-free prediction's level and a score that fell are no votes about the
+    optimization (targets unrelated to their inputs, overfitting): they count only beside
+    updates 100x the usual, swings, spikes or a rise, never alone, and a game's score none.
     Where several players hold the model's parameters, each stepping on its own loss (a GAN's
     generator and discriminator, an actor and a critic: `several_players`; several optimizers on
     one loss, such as Muon with AdamW, are no game), the one recorded loss swings by design, as
@@ -89,7 +102,7 @@ from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL, NO_
                                                loss_grew, loss_level_uninformative, lr_known,
                                                without_optimizer)
 from tracelab.analyzers._loss_contracts import constant_loss
-from tracelab.analyzers._objectives import objective_improved
+from tracelab.analyzers._objectives import objective_improved, run_direction
 from tracelab.analyzers._slow_updates import per_update
 from tracelab.core import causes
 from tracelab.core.causes import Chain, explained_by, explains
@@ -118,6 +131,19 @@ def _died(f: Finding) -> bool:
     return first < level / 2
 
 
+def _stuck(f: Finding) -> bool:
+    """A target-problems finding that the train loss settled at the level of the best
+    prediction that ignores the input (not a memorized train split, not a label range)."""
+    return f.rule == "target-problems" and f.severity != INFO \
+        and f.evidence.get("cause") == "targets_unaligned" \
+        and "late_loss_to_constant" in f.evidence
+
+
+def _named_stuck(cause: Finding, effect: Finding) -> bool:
+    """For `explains`: the finding read this constant-prediction level as a vote."""
+    return _stuck(effect) and "constant" in (cause.evidence.get("votes") or ())
+
+
 def _flat_loss_cause(cause: Finding, effect: Finding) -> bool:
     """For `explained_by`: a stated cause that keeps the loss from falling by itself (gradients
     that vanish, noisy or frozen normalization statistics, decay that pins the weights, units
@@ -136,12 +162,18 @@ _FLAT = "keeps the loss from falling whatever the learning rate, and its symptom
 
 @rule(name="learning-rate-too-high", code="TL208", plot=Plot.LEARNING_RATE,
       reads=("loss-oscillation", "loss-spike", "update-ratio", "dead-units",
-             "exploding-gradients", "nonfinite-values", "collapsed-outputs", "loss-plateau"),
+             "exploding-gradients", "nonfinite-values", "collapsed-outputs", "loss-plateau",
+             "target-problems"),
       links=(explains("loss-oscillation", "loss-spike", "update-ratio", "dead-units",
                       "exploding-gradients", "nonfinite-values", "collapsed-outputs",
                       "saturated-activations", "frozen-parameters", *OUTCOME,
                       why="too large steps make the loss swing and spike, and kill units",
                       timing="overlap", when=_lr_symptom),
+             # A model thrown by its first steps to the prediction that ignores the input,
+             # where it stays: the targets are not to blame where this finding names it.
+             explains("target-problems", why="steps that rewrite the weights leave the model "
+                      "at the prediction that ignores the input", timing="overlap",
+                      when=_named_stuck),
              # What else leaves the loss high, named from its own recorded facts: its finding
              # ranks first, this one under it.
              explained_by("vanishing-gradients", why="gradients that vanish " + _FLAT,
@@ -163,18 +195,20 @@ def learning_rate_too_high(run: Run, chains: Sequence[Chain], *, far_above: floa
         if _symptom(chain.root):
             seen += [chain.root] + [f for f in chain.explains if _symptom(f)]
     rose = _rose(run, worse)
-    if not seen and rose is None:
+    lost = _objective_lost(run)
+    if not seen and rose is None and lost is None:
         return []
     course = _loss_course(run)
     if _fell_steadily(course, fell) or objective_improved(run, alpha):
         return []
-    votes = _votes(run, seen, far_above, early, rose, jump)
+    votes = _votes(run, seen, far_above, early, rose, jump, lost)
     if len(votes) < 2 or not PRIMARY & set(votes):
         return []
     basis = [text for text, _ in votes.values()]
     weight = sum(w for _, w in votes.values())
     confidence = min(0.95, 0.35 + 0.15 * weight)
-    spans = [f.steps for f in seen if f.steps] + ([rose[:2]] if rose else [])
+    spans = [f.steps for f in seen if f.steps] + ([rose[:2]] if rose else []) \
+        or [tuple(run.step_range or (0, 0))]
     steps = (min(s[0] for s in spans), max(s[1] for s in spans))
     peak = _lr_peak(run)
     where = f" (it peaks at {fmt(peak[1])} in '{peak[0]}')" if peak else ""
@@ -203,6 +237,8 @@ def fmt(value) -> str:
 
 
 def _symptom(f: Finding) -> bool:
+    if f.rule == "target-problems":
+        return _stuck(f)
     return _lr_symptom(f, f)
 
 
@@ -290,7 +326,8 @@ def _rose(run: Run, jump: float) -> Optional[tuple[int, int, float, str]]:
 
 def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,
            rose: Optional[tuple[int, int, float, str]] = None,
-           jump: float = 100.0) -> dict[str, tuple[str, int]]:
+           jump: float = 100.0,
+           lost: Optional[tuple[str, str, float, float]] = None) -> dict[str, tuple[str, int]]:
     """kind -> (what it shows, weight). A rise under the first updates of `jump` times or
     more is a divergence in itself (`rose`, primary); a smaller one (`worse`: the first
     updates left the model worse than untrained) has other causes too (gradients that explode
@@ -334,6 +371,13 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,
         elif f.rule == "nonfinite-values" and "nonfinite" not in votes \
                 and f.evidence.get("source") != "eval loss":  # the evaluation's, not training's
             votes["nonfinite"] = (f"NaN/Inf appear from step {f.steps[0]}", 1)
+        elif f.rule == "target-problems" and "constant" not in votes:
+            # the model never left the prediction that ignores the input: with large steps (a
+            # primary vote), the steps keep it there (Adam's step of lr per element rewrites
+            # weights of a smaller scale each step; they grow until it is a small part of them)
+            votes["constant"] = (f"the train loss settled at {fmt(ev.get('train_loss_late'))}, "
+                                 "the level of the best prediction that ignores the input "
+                                 f"({fmt(ev.get('constant_loss'))})", 1)
         elif f.rule == "loss-plateau" and "flat" not in votes \
                 and (ev.get("zero_grad_layers") or ev.get("dead_layers")):
             # the loss did not fall, and the units that carry the gradient are dead: with
@@ -341,6 +385,10 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,
             votes["flat"] = (f"the loss stayed flat ({fmt(ev.get('start_loss'))} at the start, "
                              f"{fmt(ev.get('end_loss'))} at the end) as its units died or its "
                              "weight matrices lost every gradient", 1)
+    if lost is not None and not game:
+        votes["objective_lost"] = (f"the {lost[0]} {lost[1]} fell from {fmt(lost[2])} at its "
+                                   f"first evaluations to {fmt(lost[3])} over the second half "
+                                   "of the run", 1)
     episodes = max((int(f.evidence.get("spikes_total", 1)) for f in spikes), default=0)
     if episodes >= 2 and "lr_rise" not in votes:
         votes["spikes"] = (f"the loss spiked {episodes} times, first at step "
@@ -360,6 +408,34 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,
         votes["dead"] = (f"{fmt(100 * (d.evidence.get('dead_frac') or 0))}% of the units of "
                          f"'{d.subject}' died{after} (from step {d.steps[0]})", 1)
     return votes
+
+
+def _objective_lost(run: Run, min_points: int = 8) -> Optional[tuple[str, str, float, float]]:
+    """An evaluation split's logged metric whose name gives its direction (`run_direction`:
+    an accuracy, a reward, an error), at `min_points` evaluations or more, whose last half
+    (its median) is worse than every value of its first quarter (two at least): (split, name,
+    the first quarter's worst value, the last half's median). Training left the model worse
+    at what it is measured on than after its first steps; the steps threw it away from what
+    they had found. None where no such metric was logged or the facts are malformed."""
+    sc = run.scalars
+    if not len(sc) or not {"split", "name"} <= set(sc.columns):
+        return None
+    try:
+        for split, name in sc[["split", "name"]].drop_duplicates().itertuples(index=False):
+            if str(split) == TRAIN:
+                continue
+            sign = run_direction(run, str(split), str(name))
+            values = run.scalar(str(name), str(split)).to_numpy(dtype=float, na_value=np.nan)
+            values = values[np.isfinite(values)]
+            if not sign or len(values) < min_points:
+                continue
+            first, late = sign * values[:len(values) // 4], sign * values[len(values) // 2:]
+            if len(first) >= 2 and float(np.median(late)) < float(first.min()):
+                return (str(split), str(name), float(sign * first.min()),
+                        float(sign * np.median(late)))
+    except (KeyError, ValueError, TypeError):
+        return None
+    return None
 
 
 def _fastest(run: Run, early: int) -> tuple[Optional[str], Optional[float], str]:

@@ -513,3 +513,75 @@ def test_units_that_died_judged_benign_leave_the_finding_a_warning():
     assert learning_rate_too_high(_run(updates=early), _alone(worse))[0].severity == ERROR
     # the same died units after small first steps: no vote about the step, quiet
     assert learning_rate_too_high(_run(updates=[1e-3] * 50), _alone(died)) == []
+
+
+def test_a_loss_stuck_at_the_input_free_prediction_under_huge_first_steps_names_the_lr():
+    """A loss that settled at the level of the best prediction that ignores the input
+    (target-problems' constant-prediction finding) is a vote beside updates 100x the usual in
+    the first steps (Adam at lr 0.1 on weights of scale 0.02: a character-level GPT that only
+    learns the class shares); the finding then explains target-problems' finding. After
+    first steps of the usual size, the targets stay the suspect: quiet. Nor does a
+    target-problems note of another kind (a class balance) vote."""
+    from tracelab.app.diagnose import link_order
+    from tracelab.app.engine import all_rules
+    from tracelab.core.causes import link_between
+    stuck = _f("target-problems", (0, 299), {"cause": "targets_unaligned",
+                                              "late_loss_to_constant": 1.01,
+                                              "train_loss_late": 3.12, "constant_loss": 3.07},
+               "targets vs inputs")
+    early = [0.2] * 10 + [0.03] * 40
+    [f] = learning_rate_too_high(_run(updates=early), _alone(stuck))
+    assert f.evidence["votes"] == ["constant", "updates"] and "3.07" in f.message
+    assert link_between(link_order(all_rules()), f, stuck) is not None
+    assert learning_rate_too_high(_run(updates=[1e-3] * 50), _alone(stuck)) == []
+    balance = _f("target-problems", (0, 299), {"cause": "imbalance"}, "target")
+    assert learning_rate_too_high(_run(updates=early), _alone(balance)) == []
+
+
+def _blobs_sgd(path, lr: float):
+    """An MLP with BatchNorm on 4 noisy blobs, momentum SGD, its validation accuracy logged
+    every 15 steps."""
+    import torch
+    from _contract_runs import blobs
+    from torch import nn
+
+    import tracelab
+    torch.manual_seed(0)
+    x, y = blobs(2048, features=16, classes=4)
+    x = x / 3 + torch.randn(x.shape, generator=torch.Generator().manual_seed(1))
+    xv, yv, x, y = x[-512:], y[-512:], x[:-512], y[:-512]
+    model = nn.Sequential(nn.Linear(16, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Linear(64, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    ce = nn.CrossEntropyLoss()
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=ce) as rec:
+        for step in range(150):
+            i = (step * 32) % (len(x) - 31)
+            opt.zero_grad()
+            loss = ce(model(x[i:i + 32]), y[i:i + 32])
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x[i:i + 32], targets=y[i:i + 32])
+            if (step + 1) % 15 == 0:
+                model.eval()
+                with torch.no_grad():
+                    acc = (model(xv).argmax(1) == yv).float().mean()
+                rec.log("val", metrics={"acc": acc})
+                model.train()
+    return path
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_a_validation_score_that_falls_below_its_first_evaluations_counts_with_large_updates(
+        tmp_path):
+    """SGD at lr 3 (momentum 0.9): updates near 0.3 of the weights per step, and the val
+    accuracy falls from 0.55-0.69 at its first evaluations to 0.24: the steps threw the model
+    away from what it found. That vote with the updates fires alone (the first updates' rise
+    left out); at lr 0.01 the accuracy climbs to 0.89 and the rule stays quiet."""
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    import tracelab
+    high = tracelab.open_run(_blobs_sgd(tmp_path / "high", 3.0))
+    [f] = learning_rate_too_high(high, [], worse=float("inf"), jump=float("inf"))
+    assert f.evidence["votes"] == ["objective_lost", "updates"]
+    assert "val acc fell" in f.message
+    ok = tracelab.open_run(_blobs_sgd(tmp_path / "ok", 0.01))
+    assert learning_rate_too_high(ok, []) == []

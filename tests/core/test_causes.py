@@ -29,6 +29,8 @@ VARIANTS = {
     "param-not-in-optimizer": [{"holds_watched": True}, {"holds_watched": False}],
     "dead-units": [{"dead_frac": 0.9, "dead_frac_first": 0.0},
                    {"dead_frac": 0.9, "dead_frac_first": 0.9}],
+    "target-problems": [{}, {"cause": "targets_unaligned", "late_loss_to_constant": 1.0}],
+    LR_TOO_HIGH: [{}, {"votes": ["constant", "updates"]}],
 }
 # place -> (cause subject, cause evidence, joining effect subject, differing effect subject)
 PLACES = {
