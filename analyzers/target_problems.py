@@ -37,9 +37,10 @@ What it detects
       and over the last half's profiled batches is within those bounds of the loss the
       constant prediction has on those very batches (`constant_losses`); or fits train
       `min_fit` below it while the validation split, whose inputs match train's
-      (`match_share` of the features), stays at its own such level and its logged accuracy
-      (a fraction, or percent) at the largest class's share over `min_evals` evaluations
-      since (without a validation accuracy, healthy overfitting looks the same: not judged);
+      (`match_share` of the features, or no difference beyond the sampling noise of the rows
+      behind each split: train-val-mismatch's test), stays at its own such level and its
+      logged accuracy (a fraction, or percent) at the largest class's share over `min_evals`
+      evaluations since (without a validation accuracy, healthy overfitting looks the same: not judged);
       or an evaluation split's logged accuracy whose last half's median sits below the share
       of that split's rarest class (every class of the output layer present in it), by a
       one-sided binomial test at `alpha` on its rows per evaluation: a prediction that
@@ -109,6 +110,7 @@ from tracelab.analyzers._loss_contracts import (SQUARED, class_shares, constant_
 from tracelab.analyzers._profiles import feature_profiles
 from tracelab.analyzers._splits import drifting
 from tracelab.analyzers._unread import unread_parameters
+from tracelab.analyzers.train_val_mismatch import train_val_mismatch
 from tracelab.core import causes
 from tracelab.core.causes import explained_by, explains
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
@@ -623,8 +625,13 @@ def _validation(run: Run, max_explained: float) -> tuple[str | None, dict | None
 
 
 def _splits_match(run: Run, split: str, share: float) -> bool:
-    """Whether `share` or more of the varying train features have the same mean, spread and
-    range in `split` (else train-val-mismatch explains a validation split at chance)."""
+    """Whether `split`'s inputs are not found to differ from train's (else train-val-mismatch
+    explains a validation split at chance): `share` or more of the varying train features
+    have the same mean, spread and range in `split`, or train-val-mismatch, which weighs each
+    difference against the sampling noise of the rows behind each split, finds none. A small
+    fixed set of sparse features (a graph's 140 training nodes of bag-of-words columns, a
+    few nonzero values each: `repeated_rows`) differs from another in its extremes and
+    spread by chance alone."""
     same = judged = 0
     for _, _, pooled in feature_profiles(run.inputs):
         a, b = pooled.get(TRAIN), pooled.get(split)
@@ -632,7 +639,11 @@ def _splits_match(run: Run, split: str, share: float) -> bool:
             continue
         judged += 1
         same += spread_matches(a, b, tolerance=0.5)
-    return judged > 0 and same >= share * judged
+    if not judged:
+        return False
+    if same >= share * judged:
+        return True
+    return not any(f.evidence.get("split") == split for f in train_val_mismatch(run))
 
 
 def _independent_finding(run: Run, steps: tuple[int, int], bound: float, means: np.ndarray,

@@ -329,3 +329,64 @@ def test_memorized_regression_whose_validation_never_beats_its_variance(tmp_path
     # The same memorizing model on aligned targets beats val's variance: quiet.
     assert _found(_train(tmp_path / "ok", shuffle=False, regression=True, epochs_over=96,
                          steps=600, width=256, val_every=60)) == []
+
+
+def _sparse_full_batch(path, *, shuffle: bool, n: int = 140, val_rows: int = 300,
+                       words: int = 300, classes: int = 5, steps: int = 200):
+    """pygcn's recipe without the graph: sparse bag-of-words rows (a few class-dependent
+    words each, row-normalized), a small training set of `n` rows read whole at every step
+    (full batch) and a fixed validation set evaluated whole, with its accuracy logged;
+    `shuffle`: the training rows' labels permuted among themselves. A few nonzero values per
+    column make the two sets' ranges and spreads differ by chance alone."""
+    import tracelab
+    g = np.random.default_rng(100)
+    y = g.integers(0, classes, n + val_rows)
+    vocab = g.random((classes, words)) < 0.08
+    x = (g.random((n + val_rows, words)) < np.where(vocab[y], 0.15, 0.02)).astype(np.float32)
+    x /= np.maximum(x.sum(1, keepdims=True), 1)
+    x, y = torch.from_numpy(x), torch.from_numpy(y).long()
+    xt, yt, xv, yv = x[:n], y[:n].clone(), x[n:], y[n:]
+    if shuffle:
+        yt = yt[torch.randperm(n, generator=torch.Generator().manual_seed(0))]
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(words, 16), nn.ReLU(), nn.Linear(16, classes),
+                          nn.LogSoftmax(dim=1))
+    opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+    loss_fn = nn.NLLLoss()
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=loss_fn) as rec:
+        for _ in range(steps):
+            opt.zero_grad()
+            out = model(xt)
+            loss = loss_fn(out, yt)
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=xt, targets=yt, outputs=out)
+            model.eval()
+            with torch.no_grad():
+                out = model(xv)
+            rec.log("val", metrics={"loss": loss_fn(out, yv),
+                                    "acc": (out.argmax(1) == yv).float().mean().item()},
+                    inputs=xv, targets=yv, outputs=out)
+            model.train()
+    return open_run(path)
+
+
+def test_memorized_small_sparse_set_whose_features_differ_only_by_chance(tmp_path):
+    from tracelab.analyzers._inputs import spread_matches
+    from tracelab.analyzers._profiles import feature_profiles
+    run = _sparse_full_batch(tmp_path / "r", shuffle=True)
+    # The few nonzero values per column give the two sets other extremes and spreads: most
+    # features fail a fixed tolerance, and only the sampling noise of the rows behind each
+    # split (train-val-mismatch's test) says the splits match.
+    pairs = [(p.get("train"), p.get("val")) for _, _, p in feature_profiles(run.inputs)]
+    same = [spread_matches(a, b, tolerance=0.5) for a, b in pairs
+            if a is not None and b is not None and a.std > 0]
+    assert np.mean(same) < 0.8
+    [f] = _found(run)
+    assert "memorizes train" in f.message and f.evidence["split"] == "val"
+    assert f.evidence["val_acc_best"] <= f.evidence["chance_acc"] + 0.05
+
+
+def test_small_sparse_set_with_its_own_labels_overfits_quietly(tmp_path):
+    run = _sparse_full_batch(tmp_path / "r", shuffle=False)
+    assert _found(run) == []
