@@ -198,15 +198,17 @@ def _torch_sum(x: torch.Tensor) -> tuple[float, float, float]:
 def _cpu_stats_torch(x: torch.Tensor, lo: float, hi: float) -> np.ndarray:
     """The CPU row: one full torch sum (exact mean, and NaN/Inf show up in it), the units'
     test on a leading slice, and the subsample reduced in numpy. Few calls: in a forward hook
-    each small op costs tens of microseconds, more than reading 16k values."""
+    each small op costs tens of microseconds, more than reading 16k values. The extremes and
+    the non-zeros are read in the values' own type (exact); the moments in float64, and a
+    sample of one sign has its L1 sum from its sum (the same values, summed in the same
+    order)."""
     n = x.numel()
     whole = n <= ACTIVATION_SUBSAMPLE
     total = nan = inf = 0.0
     if not whole:
         total, nan, inf = _torch_sum(x)
-    s = subsample(_flat_view(x)).numpy()
-    if s.dtype != np.float64:
-        s = s.astype(np.float64)
+    v = _sample_values(x)
+    s = v if v.dtype == np.float64 else v.astype(np.float64)
     k = len(s)
     with np.errstate(invalid="ignore", over="ignore"):
         part = float(s.sum())
@@ -215,7 +217,7 @@ def _cpu_stats_torch(x: torch.Tensor, lo: float, hi: float) -> np.ndarray:
             if not math.isfinite(total):
                 nan, inf = float(np.isnan(s).sum()), float(np.isinf(s).sum())
         # NaN propagates into the extremes (and the moments): one test instead of a pass.
-        top, bottom = float(s.max()), float(s.min())
+        top, bottom = float(v.max()), float(v.min())
         if math.isnan(top) or math.isnan(bottom):
             top = bottom = math.nan
         # Not `@`: a BLAS dot of this size wakes BLAS's threads, which then fight torch's.
@@ -223,13 +225,32 @@ def _cpu_stats_torch(x: torch.Tensor, lo: float, hi: float) -> np.ndarray:
         var = float(np.square(centred, out=centred).sum()) / (k - 1) if k > 1 else 0.0
         square = var * (k - 1) + part * part / k if whole else \
             var * (n - 1) + total * total / n
-        magnitude = np.abs(s, out=centred).sum()
+        # All of one sign (a ReLU's, a pool's after it): |s| is s or -s, and its sum |part|.
+        magnitude = abs(part) if bottom >= 0 or top <= 0 else \
+            float(np.abs(s, out=centred).sum())
     n_units = x.shape[1] if x.dim() >= 4 else x.shape[-1] if x.dim() else 1
     saturated = np.count_nonzero((s <= lo) | (s >= hi)) / k if math.isfinite(lo) else math.nan
-    dead = _dead_units_whole(s, x) if whole else _dead_units_lead(x)
+    dead = _dead_units_whole(v, x) if whole else _dead_units_lead(x)
+    # `!= 0` then a count of bools: a float count_nonzero branches on every value.
     return np.array([total, math.sqrt(max(square, 0.0)) if math.isfinite(square) else math.nan,
-                     float(magnitude) * n / k, np.count_nonzero(s) * n / k, top, -bottom,
+                     magnitude * n / k, np.count_nonzero(v != 0) * n / k, top, -bottom,
                      nan, inf, dead / max(n_units, 1), saturated])
+
+
+def _sample_values(x: torch.Tensor) -> np.ndarray:
+    """subsample(_flat_view(x)) as numpy values, gathered in numpy (one call where torch's
+    index_select and its tensor cost several times more in a hook). An output read whole is
+    a view of it (only read). numpy reads neither a subclass (DTensor) nor a lazily negated
+    view: those go through torch."""
+    flat = _flat_view(x)
+    if type(flat) is not torch.Tensor or flat.is_neg():
+        return subsample(flat).numpy()
+    values = flat.numpy()
+    n = len(values)
+    if n <= ACTIVATION_SUBSAMPLE:
+        return values
+    blocks = values[:n - n % _BLOCK].reshape(-1, _BLOCK)
+    return np.take(blocks, _cpu_blocks(n // _BLOCK), axis=0).reshape(-1)
 
 
 def _dead_units_whole(s: np.ndarray, x: torch.Tensor) -> int:

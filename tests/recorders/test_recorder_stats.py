@@ -396,6 +396,23 @@ def test_small_outputs_read_whole_count_their_dead_units_exactly(layout):
     assert expected == (1 if x.dim() == 4 else 2)  # what was planted
 
 
+@pytest.mark.parametrize("sign", ["non-negative", "non-positive", "mixed", "signed zeros",
+                                  "negative zeros only"])
+def test_an_output_read_whole_matches_plain_torch_whatever_its_signs(sign):
+    """An output read whole, of one sign (a ReLU's, whose L1 sum is taken from its sum) or of
+    both, with zeros of either sign: every statistic is plain torch's, abs_mean +0.0 when all
+    are zeros."""
+    torch.manual_seed(2)
+    x = torch.randn(40, 30)
+    negative_zero = torch.tensor(-0.0)
+    x = {"non-negative": x.relu(), "non-positive": -x.relu(), "mixed": x,
+         "signed zeros": torch.where(x > 0, x, negative_zero),
+         "negative zeros only": torch.full((40, 30), -0.0)}[sign]
+    got = _as_stats(activation_row(x, "ReLU"), x.numel())
+    assert_matches(got, reference_stats(x), rtol=1e-12)
+    assert math.copysign(1.0, got["abs_mean"]) == 1.0
+
+
 def test_device_statistics_match_the_cpu_path_where_both_are_exact():
     from tracelab.recorders.activations import _device_stats
     torch.manual_seed(1)
