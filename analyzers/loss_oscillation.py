@@ -51,6 +51,13 @@ False positives
     slow descent, not a loss without a downward trend: a hard task that leaves its chance
     level late, its minibatch noise widening as the model grows confident, stays quiet. A
     loss above its start or bounced back far above its best still fires while it falls.
+    A loss that sums terms (a VQ-VAE's reconstruction error plus its codebook and commitment
+    terms, whose scale moves as the codes get used; a VAE's reconstruction plus an annealed KL)
+    swings where any term does: where a logged train metric is its main term (0 or more, never
+    above the loss, half of it or more at the start: `main_term`) and that term, judged by the
+    same test, does not swing without a downward trend, the fit descends and the swings are
+    the other terms', and the rule stays quiet. A learning rate too high throws the fit's
+    own term too, and still fires.
     Losses that can be negative are not judged.
 """
 from __future__ import annotations
@@ -61,6 +68,7 @@ import pandas as pd
 from tracelab.analyzers._dynamics import OUTCOME, finite, fmt, initial, update_ratios
 from tracelab.analyzers._learning_rate import (adversarial_game, descends_per_batch,
                                                loss_level_uninformative, lr_fix)
+from tracelab.analyzers._loss_terms import main_term
 from tracelab.analyzers._objectives import objective_improved
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
@@ -78,39 +86,21 @@ def loss_oscillation(run: Run, *, min_steps: int = 50, min_swing: float = 0.25,
                      alpha: float = 1e-3, trend_alpha: float = 0.01) -> list[Finding]:
     loss = finite(run.loss())
     n = len(loss)
-    if n < min_steps:
+    shape = swinging(loss.to_numpy(dtype=float), min_steps=min_steps, min_swing=min_swing,
+                     max_progress=max_progress, rebound=rebound, min_bounce=min_bounce,
+                     trend_alpha=trend_alpha)
+    if shape is None:
         return []
-    values = loss.to_numpy(dtype=float)
-    if np.any(values < 0):
-        return []
-    start = initial(values)
-    recent = values[n - max(n // 3, 10):]
-    level = float(np.median(recent))
-    if level <= 0 or start <= 0:
-        return []
-    low, high = np.quantile(recent, [0.1, 0.9])
-    swing = (high - low) / level
-    width = max(10, n // 10)
-    rolling = pd.Series(values).rolling(width).median().to_numpy()[width - 1:]
-    best_i = int(np.argmin(rolling))
-    best = float(rolling[best_i])
-    progress = (start - level) / start
-    # A bounce must be large against the run's own scale, not only against a low best. A best
-    # centred inside the last third while that third still falls (beyond the swings of its own
-    # steps) is where the descent got to, not a level the loss was thrown back from: a batch
-    # of one's skewed noise keeps the third's median far above its final rolling median.
-    stalled = progress < max_progress
-    bounced = level >= rebound * best and level - best >= min_bounce * start
-    if (bounced and best_i + width // 2 >= n - len(recent)
-            and still_falling(recent, trend_alpha)):
-        bounced = False
-    if swing < min_swing or not (stalled or bounced):
-        return []
-    # A stalled loss below its start whose last third still falls, beyond the swings of its
-    # own steps, is a slow descent (a hard task leaving its chance level late), not a loss
-    # without a downward trend. A loss above its start, or bounced back far above its best,
-    # is no better for falling a little.
-    if stalled and not bounced and level < start and still_falling(recent, trend_alpha):
+    recent, level, low, high, swing, start, best, best_i, width, progress, stalled = shape
+    # A loss that sums terms (a VQ-VAE's reconstruction error and its codebook terms, a VAE's
+    # reconstruction and KL) swings where any term does: where the logged term that carries
+    # the loss shows no such swing by the same test, the fit descends and the swings are the
+    # other terms' (a codebook's scale moving as its codes get used), not an overshoot.
+    term = main_term(run, loss, min_points=min_steps)
+    if term is not None and swinging(
+            term.values.to_numpy(dtype=float), min_steps=min_steps, min_swing=min_swing,
+            max_progress=max_progress, rebound=rebound, min_bounce=min_bounce,
+            trend_alpha=trend_alpha) is None:
         return []
     # Several optimizers playing against one recorded loss swing it by design: only a loss
     # that grows out of its range is a fault there.
@@ -147,6 +137,50 @@ def loss_oscillation(run: Run, *, min_steps: int = 50, min_swing: float = 0.25,
          "start_loss": start, "best_level": best, "progress": float(progress)},
         lr_fix(run, "Lower the learning rate (3-10x), add warm-up and a decay schedule, and "
                "clip gradients (clip_grad_norm_ with max_norm about 1)."))]
+
+
+def swinging(values: np.ndarray, *, min_steps: int, min_swing: float, max_progress: float,
+             rebound: float, min_bounce: float, trend_alpha: float) -> tuple | None:
+    """The shape test on a loss's values over consecutive steps: where its last third swings
+    by `min_swing` of its median or more and it is stalled (less than `max_progress` below its
+    start) or bounced back from its best (see the rule), not a slow descent, the tuple (last
+    third, its median, p10, p90, swing, start, best, best's index, rolling width, progress,
+    stalled); None otherwise, and where it cannot be judged (fewer than `min_steps` values, a
+    negative value, a median or start of 0)."""
+    n = len(values)
+    if n < min_steps or np.any(values < 0):
+        return None
+    start = initial(values)
+    recent = values[n - max(n // 3, 10):]
+    level = float(np.median(recent))
+    if level <= 0 or start <= 0:
+        return None
+    low, high = np.quantile(recent, [0.1, 0.9])
+    swing = (high - low) / level
+    width = max(10, n // 10)
+    rolling = pd.Series(values).rolling(width).median().to_numpy()[width - 1:]
+    best_i = int(np.argmin(rolling))
+    best = float(rolling[best_i])
+    progress = (start - level) / start
+    # A bounce must be large against the run's own scale, not only against a low best. A best
+    # centred inside the last third while that third still falls (beyond the swings of its own
+    # steps) is where the descent got to, not a level the loss was thrown back from: a batch
+    # of one's skewed noise keeps the third's median far above its final rolling median.
+    stalled = progress < max_progress
+    bounced = level >= rebound * best and level - best >= min_bounce * start
+    if (bounced and best_i + width // 2 >= n - len(recent)
+            and still_falling(recent, trend_alpha)):
+        bounced = False
+    if swing < min_swing or not (stalled or bounced):
+        return None
+    # A stalled loss below its start whose last third still falls, beyond the swings of its
+    # own steps, is a slow descent (a hard task leaving its chance level late), not a loss
+    # without a downward trend. A loss above its start, or bounced back far above its best,
+    # is no better for falling a little.
+    if stalled and not bounced and level < start and still_falling(recent, trend_alpha):
+        return None
+    return (recent, level, float(low), float(high), float(swing), start, best, best_i, width,
+            float(progress), stalled)
 
 
 def still_falling(values: np.ndarray, alpha: float) -> bool:

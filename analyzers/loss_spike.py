@@ -71,7 +71,13 @@ False positives
     summed over batches whose size varies (`sums_over_batch`: the profiled batches' sizes vary
     twice over or more and log(loss) grows with log(size) at a slope of one half or more), as
     an actor-critic's loss summed over an episode grows with the episode's length as its
-    policy learns: the jump follows the batch's size, recorded on profiled steps only. At most
+    policy learns: the jump follows the batch's size, recorded on profiled steps only. A loss
+    that sums terms (a VQ-VAE's reconstruction error plus its codebook terms, a VAE's
+    reconstruction plus a KL whose weight is switched on or annealed) jumps where any term
+    does: where a logged train metric is its main term (`main_term`: 0 or more, never above
+    the loss, half of it or more at the start) and that term stayed within its own noise over
+    the episode (robust z under `z_shift` against the `window` steps before), the jump is the
+    other terms', and it counts only where a bad batch or an LR rise explains it. At most
     `max_reported` spikes are reported, the largest first.
 """
 from __future__ import annotations
@@ -83,6 +89,7 @@ from tracelab.analyzers._batches import INPUT_BATCH, nonfinite_batch, outlier_ba
 from tracelab.analyzers._dynamics import (MAD_TO_STD, OUTCOME, finite, fmt, initial,
                                           rolling_previous)
 from tracelab.analyzers._learning_rate import descends_per_batch, several_players
+from tracelab.analyzers._loss_terms import main_term
 from tracelab.core import causes
 from tracelab.core.causes import explains
 from tracelab.core.findings import INFO, WARNING, Finding
@@ -179,6 +186,19 @@ def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float =
              or _cause(run, int(steps[f[0]]), int(steps[max(f[0] - window, 0)]),
                        int(steps[f[1]]), lr_increase=lr_increase, input_ratio=input_ratio,
                        grad_ratio=grad_ratio)[1] in OUTSIDE_THE_GAME]
+    # A loss that sums terms (a VQ-VAE's reconstruction error and its codebook terms, a VAE's
+    # reconstruction and KL) jumps where any term does: where the logged term that carries the
+    # loss stayed within its own noise over the episode, the jump is the other terms' (a
+    # codebook's scale moving as its codes get used), not a bad batch or an overshoot, which
+    # raise the fit's own term too; a fact outside that noise still counts.
+    term = main_term(run, loss, min_points=window + shift)
+    if term is not None:
+        found = [f for f in found
+                 if term_rose(term.values, int(steps[f[0]]), int(steps[f[1]]), window, shift,
+                              z_shift)
+                 or _cause(run, int(steps[f[0]]), int(steps[max(f[0] - window, 0)]),
+                           int(steps[f[1]]), lr_increase=lr_increase, input_ratio=input_ratio,
+                           grad_ratio=grad_ratio)[1] in OUTSIDE_THE_GAME]
     if not found:
         return []
     found.sort(key=lambda f: -values[f[1]] / abs(med[f[0]]))
@@ -238,6 +258,23 @@ def _passed(run: Run, values: np.ndarray, steps: np.ndarray, onset: int, peak: i
         return False
     grad = _grad_spike(run, int(steps[onset]), int(steps[max(onset - window, 0)]))
     return grad is not None and grad[1] < grad_ratio
+
+
+def term_rose(term: pd.Series, onset: int, peak: int, window: int, shift: int,
+              z: float) -> bool:
+    """Whether the loss's main term (`term`: indexed by step) rose out of its own noise over a
+    spike episode: at a step from `shift` steps before `onset` to `peak`, its robust z-score
+    (over its median and MAD of the `window` values before) reaches `z`. True where that cannot
+    be judged (fewer than `window` values before the episode)."""
+    values = term.to_numpy(dtype=float)
+    steps = term.index.to_numpy()
+    med, mad = rolling_previous(values, window)
+    near = (steps >= onset - shift) & (steps <= peak) & np.isfinite(med)
+    if not near.any():
+        return True
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = (values[near] - med[near]) / (MAD_TO_STD * mad[near] + 1e-12 * np.abs(med[near]))
+    return bool((score >= z).any())
 
 
 def _beyond_noise(episode: tuple[int, int], values: np.ndarray, excess: np.ndarray,

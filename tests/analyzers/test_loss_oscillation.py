@@ -256,3 +256,26 @@ def test_a_slow_descent_from_chance_level_is_no_oscillation(tmp_path, one_thread
     wild = _xor(tmp_path / "wild", lr=50.0, momentum=0.0, batch=4)
     [f] = loss_oscillation(wild)
     assert f.evidence["median"] > 10 * f.evidence["start_loss"]
+
+
+# -- real tiny trainings: a loss that sums terms -------------------------------------------------
+def test_a_sum_whose_logged_fit_descends_swings_with_its_other_term(tmp_path, one_thread):
+    """A VAE under cyclical KL annealing: beta * KL swings the loss back far above its best
+    while the reconstruction error, logged as a metric that is the loss's main term, keeps
+    descending: the swings are the annealed term's. Without that metric the same losses
+    fire; so does a learning rate whose fit term stalls itself."""
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    from _vae_training import cyclical, train
+
+    from tracelab.analyzers._loss_terms import main_term
+    from tracelab.core.run import open_run
+
+    run = open_run(train(tmp_path / "vae", cyclical(100, 0.3)))
+    assert main_term(run, run.loss()).name == "recon_loss"
+    assert loss_oscillation(run) == []
+    blind = open_run(train(tmp_path / "blind", cyclical(100, 0.3), log_term=False))
+    assert main_term(blind, blind.loss()) is None
+    [f] = loss_oscillation(blind)
+    assert f.evidence["median"] >= 1.75 * f.evidence["best_level"]
+    [f] = loss_oscillation(open_run(train(tmp_path / "high", cyclical(100, 0.3), lr=0.05)))
+    assert f.evidence["swing"] >= 0.25

@@ -435,3 +435,23 @@ def test_a_loss_summed_over_batches_that_grow_follows_their_size(tmp_path, monke
 def test_a_bad_batch_in_a_loss_summed_over_growing_batches_still_fires(tmp_path):
     [f] = loss_spike(_growing_batches(tmp_path / "bad", bad_step=225))
     assert f.evidence["cause"] == "input_outlier" and f.evidence["step"] == 225
+
+
+# -- real tiny trainings: a loss that sums terms -------------------------------------------------
+def test_a_jump_of_a_sum_s_other_term_is_no_spike_while_its_logged_fit_holds(tmp_path,
+                                                                            one_thread):
+    """A VAE whose KL term is switched on at step 150: the loss jumps tenfold while the
+    reconstruction error, logged as the loss's main term, stays within its own noise there.
+    Without that metric the same losses fire; a jump that throws the fit's own term up (the
+    decoder's output layer scaled tenfold, as an update that overshot) fires with it."""
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    from _vae_training import switched_on, train
+
+    from tracelab.core.run import open_run
+
+    assert loss_spike(open_run(train(tmp_path / "vae", switched_on(150, 0.1)))) == []
+    [f] = loss_spike(open_run(train(tmp_path / "blind", switched_on(150, 0.1),
+                                    log_term=False)))
+    assert f.steps[0] == 150
+    [f] = loss_spike(open_run(train(tmp_path / "kick", switched_on(150, 0.1), kick_at=270)))
+    assert f.steps[0] == 270 and f.evidence["cause"] not in ("input_outlier", "lr_increase")
