@@ -13,9 +13,12 @@ the training digits (the repository's linear-probe evaluation, cheaply).
 
 `bug` plants one fault (None: the script as published):
 - "labels-one": the labels set to ones (taking the "positive key indicators" to be 1), so
-  the loss pulls each query towards its first queued negative.
+  the loss pulls each query towards its first queued negative;
+- "cos": healthy, the script's --cos option (lr *= 0.5 * (1 + cos(pi * epoch / epochs))).
 """
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn as nn
@@ -26,7 +29,7 @@ from _t_data import batches, digits, to_tensor
 
 SOURCE = ("https://github.com/facebookresearch/moco/blob/"
           "132aea9da9bb995a411c915c0420be3db62052f3/main_moco.py")
-BUGS = (None, "labels-one")
+BUGS = (None, "labels-one", "cos")
 MEAN, STD = 0.1307, 0.3081
 
 
@@ -122,7 +125,10 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 8) ->
                                    "moco_k": 512, "moco_m": 0.99, "moco_t": 0.07,
                                    "batch_size": 64, "epochs": epochs}) as rec:
         for epoch in range(epochs):
-            lr_now = lr * (0.1 ** sum(epoch >= m for m in milestones))  # adjust_learning_rate
+            if bug == "cos":  # adjust_learning_rate, --cos
+                lr_now = lr * 0.5 * (1.0 + math.cos(math.pi * epoch / epochs))
+            else:
+                lr_now = lr * (0.1 ** sum(epoch >= m for m in milestones))
             for group in optimizer.param_groups:
                 group["lr"] = lr_now
             model.train()

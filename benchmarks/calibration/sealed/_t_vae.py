@@ -10,7 +10,9 @@ iterations 1000; the held-out digits' loss is logged every 100 iterations.
 
 `bug` plants one fault (None: the script as published):
 - "no-zero": the housekeeping loop that resets the grads left out, so they add up across
-  iterations.
+  iterations;
+- "kl-sign": the KL term written with its sign flipped (-0.5 * sum(exp(logvar) + mu^2 - 1 -
+  logvar)), so the loss rewards a posterior far from the prior.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from _t_data import digits, to_tensor
 
 SOURCE = ("https://github.com/wiseodd/generative-models/blob/"
           "b930d5fa9e2f69adfd4ea8ec759f38f6ce6da4c2/VAE/vanilla_vae/vae_pytorch.py")
-BUGS = (None, "no-zero")
+BUGS = (None, "no-zero", "kl-sign")
 
 
 def xavier_init(size):
@@ -59,9 +61,9 @@ class VAE(nn.Module):
         return self.P(z), z_mu, z_var
 
 
-def vae_loss(X_sample, X, z_mu, z_var):
+def vae_loss(X_sample, X, z_mu, z_var, kl_sign=1.0):
     recon_loss = F.binary_cross_entropy(X_sample, X, reduction="sum") / X.size(0)
-    kl_loss = torch.mean(0.5 * torch.sum(torch.exp(z_var) + z_mu ** 2 - 1.0 - z_var, 1))
+    kl_loss = torch.mean(kl_sign * 0.5 * torch.sum(torch.exp(z_var) + z_mu ** 2 - 1.0 - z_var, 1))
     return recon_loss + kl_loss
 
 
@@ -77,6 +79,7 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, iters: int = 1000) 
     model = VAE(x_train.shape[1], h_dim, Z_dim)
     solver = torch.optim.Adam(model.parameters(), lr=lr)
     val_eps = torch.randn(len(x_val), Z_dim, generator=gen)
+    kl_sign = -1.0 if bug == "kl-sign" else 1.0
     with tracelab.Recorder(run_dir, model=model, optimizer=solver,
                            config={"lr": lr, "mb_size": mb_size, "Z_dim": Z_dim,
                                    "h_dim": h_dim}) as rec:
@@ -84,7 +87,7 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, iters: int = 1000) 
             X = x_train[torch.randint(0, len(x_train), (mb_size,), generator=gen)]
             eps = torch.randn(mb_size, Z_dim, generator=gen)
             X_sample, z_mu, z_var = model(X, eps)
-            loss = vae_loss(X_sample, X, z_mu, z_var)
+            loss = vae_loss(X_sample, X, z_mu, z_var, kl_sign)
             loss.backward()
             solver.step()
             if bug != "no-zero":  # housekeeping
@@ -95,4 +98,5 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, iters: int = 1000) 
             if it % 100 == 99:
                 with torch.no_grad():
                     out, mu, var = model(x_val, val_eps)
-                    rec.log("val", metrics={"loss": vae_loss(out, x_val, mu, var).item()})
+                    rec.log("val", metrics={"loss": vae_loss(out, x_val, mu, var, kl_sign).item(),
+                                            "recon": vae_loss(out, x_val, mu, var, 0.0).item()})

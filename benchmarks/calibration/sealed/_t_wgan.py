@@ -11,7 +11,8 @@ Frechet distance of their pixels to the real images' (mean and covariance), as a
 quality figure that falls when the generator learns.
 
 `bug` plants one fault (None: the script as published):
-- "high-lr": lrD = lrG = 5e-3, a hundred times the script's default.
+- "high-lr": lrD = lrG = 5e-3, a hundred times the script's default;
+- "adam": healthy, the script's --adam option (Adam(lr=5e-5, betas=(0.5, 0.999)) for both).
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from _t_data import digits, to_tensor
 
 SOURCE = ("https://github.com/martinarjovsky/WassersteinGAN/blob/"
           "f7a01e82007ea408647c451b9e1c8f1932a3db67/main.py")
-BUGS = (None, "high-lr")
+BUGS = (None, "high-lr", "adam")
 
 
 class MLP_G(nn.Module):
@@ -76,8 +77,12 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, g_iters: int = 200)
     nz, batch_size, diters = 16, 64, 5
     lr = 5e-3 if bug == "high-lr" else 5e-5
     netG, netD = MLP_G(8, nz, 1, 64), MLP_D(8, 1, 64)
-    optimizerD = torch.optim.RMSprop(netD.parameters(), lr=lr)
-    optimizerG = torch.optim.RMSprop(netG.parameters(), lr=lr)
+    if bug == "adam":
+        optimizerD = torch.optim.Adam(netD.parameters(), lr=lr, betas=(0.5, 0.999))
+        optimizerG = torch.optim.Adam(netG.parameters(), lr=lr, betas=(0.5, 0.999))
+    else:
+        optimizerD = torch.optim.RMSprop(netD.parameters(), lr=lr)
+        optimizerG = torch.optim.RMSprop(netG.parameters(), lr=lr)
     one = torch.ones(1)
     mone = one * -1
     model = nn.ModuleDict({"G": netG, "D": netD})

@@ -1,0 +1,16 @@
+"""facebookresearch moco, MoCo v1 with a queue and momentum key encoder, SGD, InfoNCE cross-entropy: healthy, with the script's --cos learning-rate schedule."""
+from _t_moco import SOURCE, run as _train
+
+LABEL = {
+    "family": "contrastive",
+    "optimizer": "sgd",
+    "loss_reduction": "mean",
+    "healthy": True,
+    "cause": None,
+    "source": SOURCE,
+    "bug_source": None,
+}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    _train(run_dir, seed, bug='cos')
