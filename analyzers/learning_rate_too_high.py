@@ -21,8 +21,9 @@ What it detects
     lr 0.1 -- throw the model to the class shares, and the weights grow until each step is a
     small part of them, so the update ratio over the run looks moderate), and an evaluation
     split's logged score whose name gives its direction (an accuracy, a reward, an error) that
-    fell over the second half of the run below every value of its first quarter (the median
-    of the last half, `_objective_lost`: the steps threw the model away from what its first
+    fell over the second half of the run 1.2 times or more below every value of its first
+    quarter (the median of the last half, and worse than that quarter by a one-sided
+    Mann-Whitney test, `_objective_lost`: the steps threw the model away from what its first
     steps found, as SimSiam's kNN accuracy falls at a learning rate 100x its own). When at
     least two of these signals agree, and one of them is about the optimization itself
     (swings, spikes, update size, a 100-fold rise), it says so, with the numbers, and explains
@@ -94,6 +95,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 import numpy as np
+from scipy.stats import mannwhitneyu
 
 from tracelab.analyzers._dynamics import OUTCOME, edge_len, initial, matrix_params
 from tracelab.analyzers._dynamics import fmt as _fmt
@@ -410,13 +412,17 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,
     return votes
 
 
-def _objective_lost(run: Run, min_points: int = 8) -> Optional[tuple[str, str, float, float]]:
+def _objective_lost(run: Run, min_points: int = 8, factor: float = 1.2,
+                    alpha: float = 0.05) -> Optional[tuple[str, str, float, float]]:
     """An evaluation split's logged metric whose name gives its direction (`run_direction`:
-    an accuracy, a reward, an error), at `min_points` evaluations or more, whose last half
-    (its median) is worse than every value of its first quarter (two at least): (split, name,
-    the first quarter's worst value, the last half's median). Training left the model worse
-    at what it is measured on than after its first steps; the steps threw it away from what
-    they had found. None where no such metric was logged or the facts are malformed."""
+    an accuracy, a reward, an error), at `min_points` evaluations or more, positive, whose
+    last half (its median) is worse than every value of its first quarter (two at least) by
+    `factor` or more (a score falls to 1/factor of it, an error grows `factor` times) and
+    whose last half is worse than that quarter by a one-sided Mann-Whitney test at `alpha`
+    (a score at chance that moved once by a point is no fall): (split, name, the first
+    quarter's worst value, the last half's median). Training left the model worse at what it
+    is measured on than after its first steps; the steps threw it away from what they had
+    found. None where no such metric was logged or the facts are malformed."""
     sc = run.scalars
     if not len(sc) or not {"split", "name"} <= set(sc.columns):
         return None
@@ -429,10 +435,16 @@ def _objective_lost(run: Run, min_points: int = 8) -> Optional[tuple[str, str, f
             values = values[np.isfinite(values)]
             if not sign or len(values) < min_points:
                 continue
-            first, late = sign * values[:len(values) // 4], sign * values[len(values) // 2:]
-            if len(first) >= 2 and float(np.median(late)) < float(first.min()):
-                return (str(split), str(name), float(sign * first.min()),
-                        float(sign * np.median(late)))
+            first, late = values[:len(values) // 4], values[len(values) // 2:]
+            if len(first) < 2 or values.min() <= 0:
+                continue  # a factor means nothing across 0
+            worst, level = (first.min(), np.median(late)) if sign > 0 else \
+                (first.max(), np.median(late))
+            if sign * worst < sign * factor ** sign * level:
+                continue
+            p = mannwhitneyu(sign * late, sign * first, alternative="less").pvalue
+            if float(p) < alpha:
+                return str(split), str(name), float(worst), float(level)
     except (KeyError, ValueError, TypeError):
         return None
     return None
