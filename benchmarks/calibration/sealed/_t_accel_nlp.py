@@ -11,7 +11,9 @@ synthetic pair task: [CLS] A [SEP] B [SEP] labelled by whether the pair holds mo
 
 `bug` plants one fault (None: the script as published):
 - "sched-per-micro": lr_scheduler.step() called on every micro-batch while the schedule's
-  length counts optimizer steps, so the LR reaches zero halfway through training.
+  length counts optimizer steps, so the LR reaches zero halfway through training;
+- "frozen-bert": the encoder's parameters set requires_grad=False ("freeze BERT, train the
+  classifier"), on a model that has no pretrained weights to keep.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import tracelab
 
 SOURCE = ("https://github.com/huggingface/accelerate/blob/"
           "16cb6eb80dd9aa8b4df1a63ef57863e455d53b83/examples/nlp_example.py")
-BUGS = (None, "sched-per-micro")
+BUGS = (None, "sched-per-micro", "frozen-bert")
 MAX_GPU_BATCH_SIZE, EVAL_BATCH_SIZE = 16, 32
 VOCAB, LEN = 40, 8  # ids 0-3 special ([PAD], [CLS], [SEP], unused); words 4-39
 
@@ -63,6 +65,9 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, num_epochs: int = 5
                         num_attention_heads=4, intermediate_size=64,
                         max_position_embeddings=32, num_labels=2)
     model = BertForSequenceClassification(config)
+    if bug == "frozen-bert":
+        for param in model.bert.parameters():
+            param.requires_grad = False
     optimizer = torch.optim.AdamW(params=model.parameters(), lr=lr)
     lr_scheduler = get_linear_schedule_with_warmup(
         optimizer=optimizer, num_warmup_steps=30,

@@ -13,7 +13,9 @@ instead of 784, and 100 epochs become 60.
 - "no-eval": the validation pass without model.eval() (dropout active);
 - "raw-pixels": the transform leaves out ToTensor()'s scaling: pixels go in as 0-255 floats;
 - "val-from-train": the validation sampler drawn from the training indices (valid_idx =
-  train_idx[:split]), so every validation digit is also trained on.
+  train_idx[:split]), so every validation digit is also trained on;
+- "val-raw": the validation loader's transform left without ToTensor()'s scaling (0-255
+  pixels) while training batches are scaled to 0-1.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from _t_data import batches, digits, to_tensor
 
 SOURCE = ("https://github.com/Bjarten/early-stopping-pytorch/blob/"
           "fbd87a6135820700e27cda3448d5d54dc6fd3b0c/MNIST_Early_Stopping_example.ipynb")
-BUGS = (None, "train-once", "no-eval", "raw-pixels", "val-from-train")
+BUGS = (None, "train-once", "no-eval", "raw-pixels", "val-from-train", "val-raw")
 
 
 class Net(nn.Module):
@@ -77,6 +79,8 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, n_epochs: int = 60,
     transform = (lambda im: im.float()) if bug == "raw-pixels" else to_tensor
     x_valid, y_valid = transform(images[:split]), labels[:split]
     x_train, y_train = transform(images[split:]), labels[split:]
+    if bug == "val-raw":
+        x_valid = images[:split].float()
     if bug == "val-from-train":
         x_valid, y_valid = x_train[:split], y_train[:split]
     model = Net()
