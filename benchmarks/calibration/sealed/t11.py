@@ -8,7 +8,7 @@ LABEL = {
     "healthy": False,
     "cause": 'lr-schedule',
     "source": SOURCE,
-    "bug_source": 'https://github.com/huggingface/transformers/issues/26827',
+    "bug_source": 'https://github.com/huggingface/diffusers/issues/4387',
 }
 
 

@@ -8,7 +8,7 @@ LABEL = {
     "healthy": False,
     "cause": 'missing-zero-grad',
     "source": SOURCE,
-    "bug_source": 'https://github.com/salesforce/corr_based_prediction/issues/1',
+    "bug_source": 'https://github.com/jcjohnson/pytorch-examples/issues/31',
 }
 
 
