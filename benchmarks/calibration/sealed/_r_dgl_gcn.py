@@ -8,7 +8,12 @@ model (edges mostly within a class), 100 sparse bag-of-words features whose rate
 class; 20 training nodes per class, 100 validation nodes, the rest test.
 
 `bug` plants one fault (None: the script as published):
-- "no-eval": evaluate() without model.eval(), so the validation pass runs with dropout active.
+- "no-eval": evaluate() without model.eval(), so the validation pass runs with dropout active;
+- "new-head": the output GraphConv re-created after the optimizer was built (a layer swapped in
+  afterwards), so its parameters are in no optimizer;
+- "overlap": the validation nodes cut from the same shuffled order as the training nodes
+  (order[:100]), so most training nodes are validated on;
+- "two-layers": healthy, --n-layers 2 (a second 16-unit hidden GraphConv).
 """
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ import tracelab
 
 SOURCE = ("https://github.com/dmlc/dgl/blob/0c56b41ee9cbdd759ba2bc8b062fb637503426fb/"
           "examples/pytorch/gcn/train.py")
-BUGS = (None, "no-eval")
+BUGS = (None, "no-eval", "new-head", "overlap", "two-layers")
 
 
 class GraphConv(nn.Module):
@@ -56,7 +61,7 @@ class GCN(nn.Module):
         return h
 
 
-def graph(seed: int, n: int = 400, classes: int = 5, feats: int = 100):
+def graph(seed: int, n: int = 400, classes: int = 5, feats: int = 100, overlap: bool = False):
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, classes, size=n)
     same = labels[:, None] == labels[None, :]
@@ -75,7 +80,7 @@ def graph(seed: int, n: int = 400, classes: int = 5, feats: int = 100):
         train[[i for i in order if labels[i] == c][:20]] = True
     rest = [i for i in order if not train[i]]
     val = np.zeros(n, bool)
-    val[rest[:100]] = True
+    val[[i for i in order if train[i]][:80] + rest[:20] if overlap else rest[:100]] = True
     test = ~(train | val)
     return (adj, torch.from_numpy(x), torch.from_numpy(labels), torch.from_numpy(train),
             torch.from_numpy(val), torch.from_numpy(test))
@@ -97,10 +102,13 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, n_epochs: int = 200
     assert bug in BUGS, bug
     torch.set_num_threads(1)
     torch.manual_seed(seed)
-    adj, features, labels, train_mask, val_mask, test_mask = graph(seed)
-    model = GCN(adj, features.shape[1], 16, 5, 1, F.relu, 0.5)
+    adj, features, labels, train_mask, val_mask, test_mask = graph(seed, overlap=bug == "overlap")
+    n_layers = 2 if bug == "two-layers" else 1
+    model = GCN(adj, features.shape[1], 16, 5, n_layers, F.relu, 0.5)
     loss_fcn = torch.nn.CrossEntropyLoss()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2, weight_decay=5e-4)
+    if bug == "new-head":
+        model.layers[-1] = GraphConv(16, 5)
     with tracelab.Recorder(run_dir, model=model, optimizer=optimizer, loss_fn=loss_fcn,
                            config={"lr": 1e-2, "weight_decay": 5e-4, "dropout": 0.5,
                                    "n_hidden": 16}) as rec:

@@ -8,6 +8,7 @@ place of CIFAR-10; three epochs (the book runs two on 50,000 images), the test s
 - "softmax": forward() ends in F.softmax, and CrossEntropyLoss reads the probabilities as logits;
 - "zero-grad-per-epoch": optimizer.zero_grad() called once per epoch, before the batch loop, so
   the gradients of every batch add up;
+- "lr-0.1": SGD(lr=0.1, momentum=0.9), a hundred times the book's rate;
 - "augment": healthy, with a train-only RandomCrop(32, padding=4).
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ from _r_data import batches, digits
 
 SOURCE = ("https://github.com/chenyuntc/pytorch-book/blob/403ba44c9a1ebfb7f5cfcfa84fda1c40b157f6e0/"
           "Chapter2/Chapter2.ipynb")
-BUGS = (None, "softmax", "zero-grad-per-epoch", "augment")
+BUGS = (None, "softmax", "zero-grad-per-epoch", "lr-0.1", "augment")
 
 
 class Net(nn.Module):
@@ -63,9 +64,10 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 3) ->
     x_train, y_train, x_test, y_test = digits(seed, n_val=300, size=32, channels=3)
     net = Net(softmax=bug == "softmax")
     criterion = nn.CrossEntropyLoss()
-    optimizer = optim.SGD(net.parameters(), lr=0.001, momentum=0.9)
+    lr = 0.1 if bug == "lr-0.1" else 0.001
+    optimizer = optim.SGD(net.parameters(), lr=lr, momentum=0.9)
     with tracelab.Recorder(run_dir, model=net, optimizer=optimizer, loss_fn=criterion,
-                           config={"lr": 0.001, "momentum": 0.9, "batch_size": 4}) as rec:
+                           config={"lr": lr, "momentum": 0.9, "batch_size": 4}) as rec:
         for _ in range(epochs):
             net.train()
             if bug == "zero-grad-per-epoch":

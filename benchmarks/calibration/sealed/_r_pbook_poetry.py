@@ -11,7 +11,8 @@ is scored after each epoch with the same forward pass.
 `bug` plants one fault (None: the script as published):
 - "no-transpose": the batch is fed as (batch, seq) without `.transpose(1, 0)`, so the
   sequence-first encoder attends across poems and the mask and the next-token shift run along
-  the batch.
+  the batch;
+- "no-eval": the held-out poems scored without model.eval(), dropout active.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import tracelab
 
 SOURCE = ("https://github.com/chenyuntc/pytorch-book/blob/403ba44c9a1ebfb7f5cfcfa84fda1c40b157f6e0/"
           "Chapter11/main.py")
-BUGS = (None, "no-transpose")
+BUGS = (None, "no-transpose", "no-eval")
 N_CHARS, MAXLEN = 40, 24
 START, EOP, SPACE, PAD = N_CHARS, N_CHARS + 1, N_CHARS + 2, N_CHARS + 3
 VOCAB = N_CHARS + 4  # PAD = len(word2ix) - 1, SPACE plays '</s>'
@@ -137,7 +138,8 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 6) ->
                 loss.backward()
                 optimizer.step()
                 rec.step(loss=loss, inputs=input_, targets=target, outputs=logit)
-            model.eval()
+            if bug != "no-eval":
+                model.eval()
             with torch.no_grad():
                 val_loss, input_, target, logit = forward_loss(model, criterion, held_out, bug)
                 acc = (logit.argmax(-1) == target).float().mean().item()

@@ -7,7 +7,10 @@ of the CarRacing rollouts. A held-out batch is scored after each epoch.
 
 `bug` plants one fault (None: the notebook as published):
 - "logits-loss": the reconstruction term computed with F.binary_cross_entropy_with_logits on
-  the decoder's Sigmoid output, a second sigmoid squeezing every pixel into [0.5, 0.73].
+  the decoder's Sigmoid output, a second sigmoid squeezing every pixel into [0.5, 0.73];
+- "other-instance": the optimizer built over the parameters of another VAE instance (the
+  notebook itself names its model `model` and builds Adam(vae.parameters())), so the trained
+  model's optimizer steps never touch it.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from _r_data import batches, digits, to_tensor
 
 SOURCE = ("https://github.com/sksq96/pytorch-vae/blob/14ce22796fe0ee5120f4f1cdb1dbaf515e72559d/"
           "vae-cnn.ipynb")
-BUGS = (None, "logits-loss")
+BUGS = (None, "logits-loss", "other-instance")
 
 
 class Flatten(nn.Module):
@@ -101,7 +104,8 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 6) ->
     x_train, _, x_val, _ = digits(seed, n_val=128, size=64)
     x_train, x_val = to_tensor(x_train[:960]), to_tensor(x_val)
     vae = VAE(image_channels=1)
-    optimizer = torch.optim.Adam(vae.parameters(), lr=1e-3)
+    stale = VAE(image_channels=1) if bug == "other-instance" else vae
+    optimizer = torch.optim.Adam(stale.parameters(), lr=1e-3)
     with tracelab.Recorder(run_dir, model=vae, optimizer=optimizer,
                            config={"lr": 1e-3, "bs": 32, "z_dim": 8}) as rec:
         for _ in range(epochs):
