@@ -8,11 +8,13 @@ scikit-learn's 8x8 digits (nc=1, isize=8) through ToTensor() + Normalize((0.5,),
 ngf=ndf=64, batch 64; 25 epochs become 200 generator steps and the first steps' 100 critic
 iterations 25. Every 20 generator steps a validation entry scores 256 fresh samples: the
 Frechet distance of their pixels to the real images' (mean and covariance), as a sample
-quality figure that falls when the generator learns.
+quality figure that falls when the generator learns, and their per-pixel spread.
 
 `bug` plants one fault (None: the script as published):
 - "high-lr": lrD = lrG = 5e-3, a hundred times the script's default;
-- "adam": healthy, the script's --adam option (Adam(lr=5e-5, betas=(0.5, 0.999)) for both).
+- "adam": healthy, the script's --adam option (Adam(lr=5e-5, betas=(0.5, 0.999)) for both);
+- "zero-noise": the noise buffer allocated but its normal_(0, 1) left out, so the generator's
+  input is the same all-zero vector in every row of every batch.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from _t_data import digits, to_tensor
 
 SOURCE = ("https://github.com/martinarjovsky/WassersteinGAN/blob/"
           "f7a01e82007ea408647c451b9e1c8f1932a3db67/main.py")
-BUGS = (None, "high-lr", "adam")
+BUGS = (None, "high-lr", "adam", "zero-noise")
 
 
 class MLP_G(nn.Module):
@@ -87,6 +89,11 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, g_iters: int = 200)
     mone = one * -1
     model = nn.ModuleDict({"G": netG, "D": netD})
     fixed = torch.randn(256, nz, generator=gen)
+
+    def draw(n):  # noise.resize_(n, nz, 1, 1).normal_(0, 1)
+        if bug == "zero-noise":
+            return torch.zeros(n, nz)
+        return torch.randn(n, nz, generator=gen)
     with tracelab.Recorder(run_dir, model=model, optimizer={"G": optimizerG, "D": optimizerD},
                            config={"lrD": lr, "lrG": lr, "clamp": 0.01, "Diters": diters,
                                    "batchSize": batch_size, "nz": nz}) as rec:
@@ -106,7 +113,7 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, g_iters: int = 200)
                 netD.zero_grad()
                 errD_real = netD(real)
                 errD_real.backward(one)
-                noise = torch.randn(batch_size, nz, generator=gen)
+                noise = draw(batch_size)
                 with torch.no_grad():
                     fake = netG(noise)
                 errD_fake = netD(fake)
@@ -116,7 +123,7 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, g_iters: int = 200)
             for p in netD.parameters():
                 p.requires_grad = False
             netG.zero_grad()
-            noise = torch.randn(batch_size, nz, generator=gen)
+            noise = draw(batch_size)
             fake = netG(noise)
             errG = netD(fake)
             errG.backward(one)
@@ -127,4 +134,5 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, g_iters: int = 200)
             if gen_iterations % 20 == 19:
                 with torch.no_grad():
                     samples = netG(fixed).view(256, -1).numpy().astype(np.float64)
-                rec.log("val", metrics={"frechet": frechet(samples, real_flat)})
+                rec.log("val", metrics={"frechet": frechet(samples, real_flat),
+                                        "sample_std": float(samples.std(0).mean())})
