@@ -10,7 +10,8 @@ as the validation loss (the script samples 16 images there instead).
 
 `bug` plants one fault (None: the script as published):
 - "batch-2": the DataLoader's batch_size=2 (BatchNorm normalizes over two images), with
-  the same number of steps.
+  the same number of steps;
+- "raw-pixels": the transform left out: the uint8 pixels go in as 0-255 floats.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from _t_data import digits, to_tensor
 
 SOURCE = ("https://github.com/cloneofsimo/minDiffusion/blob/"
           "00a3c8066d25a34d3d472ef6c87c7b6b238ea444/superminddpm.py")
-BUGS = (None, "batch-2")
+BUGS = (None, "batch-2", "raw-pixels")
 
 
 def ddpm_schedules(beta1: float, beta2: float, T: int) -> dict[str, torch.Tensor]:
@@ -70,7 +71,10 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, n_epoch: int = 10) 
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     x_train, _, x_val, _ = digits(seed, n_val=256)
-    tf = lambda im: (to_tensor(im) - 0.5) / 1.0
+    if bug == "raw-pixels":
+        tf = lambda im: im.float()
+    else:
+        tf = lambda im: (to_tensor(im) - 0.5) / 1.0
     x_train, x_val = tf(x_train), tf(x_val)
     criterion = nn.MSELoss()
     ddpm = DDPM(DummyEpsModel(1), betas=(1e-4, 0.02), n_T=1000, criterion=criterion)
