@@ -590,13 +590,14 @@ def test_loss_terms_read_only_exact_fits():
         assert not is_bonus(name), name
 
 
-def _ddpg(path, sign: float, steps: int = 560, seed: int = 0):
+def _ddpg(path, sign: float, steps: int = 560, seed: int = 0, record_targets: bool = True):
     """DDPG as sfujim/DDPG writes it, shrunk: an actor (tanh output) and a critic, each with its
     own Adam, Polyak-averaged target networks, critic targets r + 0.9 * Q'(s', pi'(s')) under
     no_grad, recorded with targets= and outputs=; the actor's loss sign * Q(s, pi(s)).mean()
     logged as `actor_loss` (sign -1 is right, +1 the flipped bug). The task: a state s in
     [-1, 1], a reward of -|a - s| - 0.5, a fresh state each step; every 40 steps the mean reward
-    of the deterministic policy on 64 states is logged as the val `return`."""
+    of the deterministic policy on 64 states is logged as the val `return`. Without
+    `record_targets`, step() gets the critic's loss and inputs only."""
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     actor = nn.Sequential(nn.Linear(1, 32), nn.ReLU(), nn.Linear(32, 1), nn.Tanh())
@@ -628,8 +629,9 @@ def _ddpg(path, sign: float, steps: int = 560, seed: int = 0):
                 for net, tgt in ((actor, actor_t), (critic, critic_t)):
                     for p, tp in zip(net.parameters(), tgt.parameters()):
                         tp.mul_(0.95).add_(0.05 * p)
-            rec.step(loss=critic_loss, inputs=s, targets=target, outputs=q,
-                     metrics={"actor_loss": actor_loss.item()})
+            seen = {"targets": target, "outputs": q} if record_targets else {}
+            rec.step(loss=critic_loss, inputs=s, metrics={"actor_loss": actor_loss.item()},
+                     **seen)
             if step % 40 == 0:
                 with torch.no_grad():
                     ret = float(reward(states, actor(states)).mean())
@@ -647,6 +649,12 @@ def test_a_ddpg_actor_that_minimizes_q_fires(tmp_path):
 
 def test_a_ddpg_actor_that_maximizes_q_stays_quiet(tmp_path):
     assert _findings(_ddpg(tmp_path / "published", -1.0)) == []
+
+
+def test_a_ddpg_actor_that_minimizes_q_without_its_critic_s_targets_stays_quiet(tmp_path):
+    # The critic's values are the fact the actor's sign is read against: not recorded, the
+    # 14 values of the return alone say nothing.
+    assert _findings(_ddpg(tmp_path / "flipped", +1.0, record_targets=False)) == []
 
 
 def test_actor_losses_are_named_in_rl_s_usual_spellings():
