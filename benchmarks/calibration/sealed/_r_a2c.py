@@ -7,9 +7,8 @@ policy_loss = -(log_prob * adv).mean(), value_loss = 0.5 * (ret - v)^2 mean). Ca
 small numpy copy of gym's CartPole-v0 (200-step limit). Every 50 updates the mean return of the
 last finished episodes is logged.
 
-`bug` plants one fault (None: the agent as published):
-- "no-zero-grad": self.optimizer.zero_grad() left out of step(), so every update adds its
-  gradient to all the earlier ones.
+`bug` is None: the agent as published (healthy only; a twin without zero_grad() was dropped:
+with clipping at 0.5 and RMSprop it learned as well as this one).
 """
 from __future__ import annotations
 
@@ -24,7 +23,7 @@ import tracelab
 
 SOURCE = ("https://github.com/ShangtongZhang/DeepRL/blob/0fbf8f15f2835b14b93758a90dde7db39662529a/"
           "deep_rl/agent/A2C_agent.py")
-BUGS = (None, "no-zero-grad")
+BUGS = (None,)
 
 
 class CartPoles:
@@ -138,8 +137,7 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, updates: int = 1200
             policy_loss = -(log_prob * advantages).mean()
             value_loss = 0.5 * (returns - value).pow(2).mean()
             entropy_loss = entropy.mean()
-            if bug != "no-zero-grad":
-                optimizer.zero_grad()
+            optimizer.zero_grad()
             loss = policy_loss - entropy_weight * entropy_loss + value_loss_weight * value_loss
             loss.backward()
             nn.utils.clip_grad_norm_(network.parameters(), gradient_clip)
