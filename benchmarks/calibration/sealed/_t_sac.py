@@ -12,7 +12,9 @@ Normal is built without argument validation, as torch did before 1.8.
 
 `bug` plants one fault (None: the script as published):
 - "log-scaled-action": the tanh correction written as log(1 - action^2 + 1e-6) on the
-  rescaled action (|action| up to 2), as in the thread: the log of a negative number.
+  rescaled action (|action| up to 2), as in the thread: the log of a negative number;
+- "reward-1d": reward_batch left without .unsqueeze(1), so r (N,) + mask * gamma * Q (N, 1)
+  broadcasts to an (N, N) target that F.mse_loss compares with each (N, 1) Q.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ import tracelab
 
 SOURCE = ("https://github.com/pranz24/pytorch-soft-actor-critic/blob/"
           "c1805660b3961694be54079a355155a5cad492f5/sac.py")
-BUGS = (None, "log-scaled-action")
+BUGS = (None, "log-scaled-action", "reward-1d")
 LOG_SIG_MAX, LOG_SIG_MIN, epsilon = 2, -20, 1e-6
 
 
@@ -123,7 +125,8 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, num_steps: int = 10
     critic = QNetwork(2, 1, hidden)
     critic_target = QNetwork(2, 1, hidden)
     critic_target.load_state_dict(critic.state_dict())
-    policy = GaussianPolicy(2, 1, hidden, env.high, env.low, bug=bug)
+    policy = GaussianPolicy(2, 1, hidden, env.high, env.low,
+                            bug=bug if bug == "log-scaled-action" else None)
     critic_optim = torch.optim.Adam(critic.parameters(), lr=lr)
     policy_optim = torch.optim.Adam(policy.parameters(), lr=lr)
     target_entropy = -1.0
@@ -153,7 +156,8 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, num_steps: int = 10
                     batch = rand.sample(memory, batch_size)
                     s, a, r, s2, m = (torch.tensor(np.array(x), dtype=torch.float32)
                                       for x in zip(*batch))
-                    r, m = r.unsqueeze(1), m.unsqueeze(1)
+                    r = r if bug == "reward-1d" else r.unsqueeze(1)
+                    m = m.unsqueeze(1)
                     with torch.no_grad():
                         next_action, next_log_pi, _ = policy.sample(s2)
                         q1_t, q2_t = critic_target(s2, next_action)
