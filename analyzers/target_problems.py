@@ -108,7 +108,7 @@ from tracelab.analyzers._learning_rate import moving_targets, trained_parameters
 from tracelab.analyzers._loss_contracts import (SQUARED, class_shares, constant_loss,
                                                 constant_losses, loss_type)
 from tracelab.analyzers._profiles import feature_profiles
-from tracelab.analyzers._splits import drifting
+from tracelab.analyzers._splits import drifting, repeated_rows
 from tracelab.analyzers._unread import unread_parameters
 from tracelab.analyzers.train_val_mismatch import train_val_mismatch
 from tracelab.core import causes
@@ -510,12 +510,20 @@ def _never_generalizes(run: Run, split: str, val: dict, explained: np.ndarray,
 def _paired_late(run: Run, loss: pd.Series, min_points: int = 3) -> float | None:
     """Over the profiled steps of the run's last half, the train loss against the loss the
     constant prediction has on those very batches (`constant_losses`): 1 means no better
-    than it, whatever rows happened to be profiled. None with fewer than `min_points`."""
+    than it, whatever rows happened to be profiled. Where every step reads the same rows,
+    inputs and targets (full-batch training: `repeated_rows`), each step's batch is the
+    profiled one, and every step of the last half is paired with its constant loss. None
+    with fewer than `min_points`."""
     per = constant_losses(run)
     if per is None:
         return None
     per = per[np.isfinite(per.to_numpy(dtype=float)) & (per > 0)]
-    per = per[per.index.isin(loss.index) & (per.index >= loss.index[len(loss) // 2])]
+    late = loss.index[loss.index >= loss.index[len(loss) // 2]]
+    if len(per) and float(per.max() - per.min()) <= 1e-9 * float(per.max()) and \
+            repeated_rows(run.inputs, TRAIN) is not None and \
+            repeated_rows(run.targets, TRAIN) is not None:
+        per = pd.Series(float(per.iloc[0]), index=late)
+    per = per[per.index.isin(late)]
     if len(per) < min_points:
         return None
     return float(loss.reindex(per.index).sum() / per.sum())

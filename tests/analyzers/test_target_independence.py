@@ -390,3 +390,40 @@ def test_memorized_small_sparse_set_whose_features_differ_only_by_chance(tmp_pat
 def test_small_sparse_set_with_its_own_labels_overfits_quietly(tmp_path):
     run = _sparse_full_batch(tmp_path / "r", shuffle=False)
     assert _found(run) == []
+
+
+def _full_batch_at_constant(path, *, shuffle: bool, n: int = 120, steps: int = 50):
+    """mlflow's Iris recipe on blobs: one full batch of `n` rows at every step (SGD with
+    momentum), 50 steps, so the recorder profiles the batch twice (every 25 steps);
+    `shuffle`: the rows permuted apart from their labels."""
+    import tracelab
+    x, y = _data(n, 1, classes=3, features=4)
+    if shuffle:
+        x = x[torch.randperm(n, generator=torch.Generator().manual_seed(3))]
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 10), nn.ReLU(), nn.Linear(10, 10), nn.ReLU(),
+                          nn.Linear(10, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=loss_fn) as rec:
+        for _ in range(steps):
+            out = model(x)
+            loss = loss_fn(out, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x, targets=y, outputs=out)
+    return open_run(path)
+
+
+def test_full_batch_at_the_constant_prediction_pairs_every_step_with_its_batch(tmp_path):
+    from tracelab.analyzers._loss_contracts import constant_losses
+    run = _full_batch_at_constant(tmp_path / "r", shuffle=True)
+    # Two profiled batches only; the same rows at every step make each step's batch theirs.
+    assert len(constant_losses(run)) == 2
+    [f] = _found(run)
+    assert "settles at" in f.message and 0.95 <= f.evidence["late_loss_to_constant"] <= 1.5
+
+
+def test_full_batch_with_its_own_labels_stays_quiet(tmp_path):
+    assert _found(_full_batch_at_constant(tmp_path / "r", shuffle=False)) == []
