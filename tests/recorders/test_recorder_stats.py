@@ -39,6 +39,25 @@ def test_raw_stats_match_reference_including_nonfinite_and_offsets():
         assert_matches({k: v[i] for k, v in cols.items()}, reference_stats(t))
 
 
+def test_small_tensors_reduced_together_keep_their_own_statistics():
+    """On the CPU the small tensors are reduced together, segment by segment: each one's
+    statistics stay its own (a NaN or an Inf, a zero of either sign, an offset whose std
+    cancels, a float64 one), beside an empty tensor and large ones read alone."""
+    torch.manual_seed(3)
+    nan_one, inf_one = torch.randn(9), torch.randn(300, 3)
+    nan_one[4], inf_one[7, 1] = float("nan"), float("-inf")
+    tensors = [torch.randn(5), nan_one, torch.full((6,), -0.0), torch.randn(4000) * 1e-4 + 1.0,
+               torch.empty(0), torch.randn(70000), inf_one, torch.tensor([2.5, -1.0]),
+               torch.randn(128, 3, 3, dtype=torch.float64) * 1e-200, torch.relu(torch.randn(40000)),
+               torch.randn(7, 7) + 1e3]
+    cols = finish(raw_stats(tensors).numpy(), np.array([t.numel() for t in tensors]))
+    for i, t in enumerate(tensors):
+        if t.numel():
+            assert_matches({k: v[i] for k, v in cols.items()}, reference_stats(t))
+    assert (cols["nan_count"].tolist(), cols["inf_count"].tolist()) == \
+        ([0, 1] + [0] * 9, [0] * 6 + [1] + [0] * 4)
+
+
 def test_half_precision_tensors_do_not_overflow_on_the_cpu():
     big = torch.full((4096,), 300.0, dtype=torch.float16)  # sum 1.2M > float16's 65504
     cols = finish(raw_stats([big, big.bfloat16()]).numpy(), np.array([4096, 4096]))
