@@ -6,7 +6,8 @@ test split is scored every 10 epochs (the notebook scores it once, at the end).
 
 As published, forward() ends in nn.Softmax(dim=1) and CrossEntropyLoss applies its own
 log-softmax to those probabilities: that is the faulty run (`bug="softmax"`); the healthy twin
-(`bug=None`) returns the logits of fc3, as the fix in the thread does.
+(`bug=None`) returns the logits of fc3, as the fix in the thread does. `bug="sgd"` is healthy:
+the notebook's commented-out alternative, SGD(lr=0.01), with the logits.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from _t_data import iris
 
 SOURCE = ("https://github.com/jeffheaton/t81_558_deep_learning/blob/"
           "e674d07b85289b0cfb4cc57ff213228fd2ae4dc4/pytorch/t81_558_torch_class_reg.ipynb")
-BUGS = (None, "softmax")
+BUGS = (None, "softmax", "sgd")
 
 
 class Net(nn.Module):
@@ -48,7 +49,10 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 300) 
     y_train, y_test = torch.tensor(y_train).long(), torch.tensor(y_test).long()
     net = Net(x.shape[1], 3, softmax=bug == "softmax")
     criterion = nn.CrossEntropyLoss()
-    optimizer = torch.optim.Adam(net.parameters(), lr=0.01)
+    if bug == "sgd":
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+    else:
+        optimizer = torch.optim.Adam(net.parameters(), lr=0.01)
     with tracelab.Recorder(run_dir, model=net, optimizer=optimizer, loss_fn=criterion,
                            config={"lr": 0.01, "epochs": epochs}) as rec:
         for epoch in range(epochs):
