@@ -12,7 +12,9 @@ What it detects
     geometrically until it turns NaN/Inf (a summed loss fed a learning rate tuned for a mean,
     Adam at lr 1). A rise of `worse` (2) times or more (that median, or each of the first two
     updates' losses: an overshoot Adam's second moment damps within a few steps) says the
-    first updates left the model worse than untrained (Adam at lr 0.1 throws an LSTM's cross-entropy from 2.3 to 14 in one
+    first updates left the model worse than untrained (where the loss is not known to be a
+    mean, by `worse` times the spread of its rows per step or more, `_rows_spread`: a sum grows
+    with the rows it sums; Adam at lr 0.1 throws an LSTM's cross-entropy from 2.3 to 14 in one
     step): a signal too, but not about the optimization alone (gradients that explode through
     an unclipped recurrence do it as well). Two facts of a run that learned little count too:
     a train loss that settled at the level of the best prediction that ignores the input
@@ -95,6 +97,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 import numpy as np
+import pandas as pd
 from scipy.stats import mannwhitneyu
 
 from tracelab.analyzers._dynamics import OUTCOME, edge_len, initial, matrix_params
@@ -103,7 +106,7 @@ from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL, NO_
                                                adversarial_game, descends_per_batch,
                                                loss_grew, loss_level_uninformative, lr_known,
                                                without_optimizer)
-from tracelab.analyzers._loss_contracts import constant_loss
+from tracelab.analyzers._loss_contracts import constant_loss, mean_reduced
 from tracelab.analyzers._objectives import objective_improved, run_direction
 from tracelab.analyzers._slow_updates import per_update
 from tracelab.core import causes
@@ -197,6 +200,8 @@ def learning_rate_too_high(run: Run, chains: Sequence[Chain], *, far_above: floa
         if _symptom(chain.root):
             seen += [chain.root] + [f for f in chain.explains if _symptom(f)]
     rose = _rose(run, worse)
+    if rose is not None and rose[2] < worse * _rows_spread(run):
+        rose = None  # a loss summed over more rows than the first step's, not a worse model
     lost = _objective_lost(run)
     if not seen and rose is None and lost is None:
         return []
@@ -324,6 +329,25 @@ def _rose(run: Run, jump: float) -> Optional[tuple[int, int, float, str]]:
     if first >= jump:
         return int(steps[1]), int(steps[2]), first, "each"
     return None
+
+
+def _rows_spread(run: Run) -> float:
+    """How many times more rows the largest profiled train batch held than the smallest (the
+    input profiles' count, the largest feature's per step), where the loss is not known to be
+    a mean (`mean_reduced`: an unknown loss, a sum): such a loss grows with the rows it sums (an
+    actor-critic's loss summed over an episode that lasts 12 steps at first and 81 later), so
+    a rise under the first updates smaller than `worse` times this says nothing of them. 1
+    where the loss is a mean, the rows are not known, or fewer than two steps were profiled."""
+    try:
+        if mean_reduced(run) or not len(run.inputs):
+            return 1.0
+        rows = run.inputs[run.inputs["split"] == TRAIN]
+        count = pd.to_numeric(rows.groupby("step")["count"].max(), errors="coerce")
+        count = count.to_numpy(dtype=float, na_value=np.nan)
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return 1.0
+    count = count[np.isfinite(count) & (count > 0)]
+    return float(count.max() / count.min()) if count.size >= 2 else 1.0
 
 
 def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,

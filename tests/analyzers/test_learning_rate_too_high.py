@@ -585,3 +585,51 @@ def test_a_validation_score_that_falls_below_its_first_evaluations_counts_with_l
     assert "val acc fell" in f.message
     ok = tracelab.open_run(_blobs_sgd(tmp_path / "ok", 0.01))
     assert learning_rate_too_high(ok, []) == []
+
+
+def _growing_sum(path, lr: float):
+    """A linear regression whose loss is summed over batches that grow from 8 rows to 256
+    (an episode that lasts longer as the policy improves), with Adam; no loss_fn recorded."""
+    import torch
+    from _contract_runs import regression
+    from torch import nn
+
+    import tracelab
+    torch.manual_seed(0)
+    x, y = regression(4096)
+    model = nn.Linear(8, 1)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, input_every=1) as rec:
+        start = 0
+        for step in range(60):
+            rows = min(8 * (step + 1), 256)
+            xb, yb = x[start:start + rows], y[start:start + rows]
+            start = (start + rows) % (len(x) - 256)
+            opt.zero_grad()
+            loss = ((model(xb).squeeze(1) - yb) ** 2).sum()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=xb)
+    return path
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_a_summed_loss_that_rises_with_its_rows_casts_no_rise_vote(tmp_path):
+    """A loss summed over batches that grow 32-fold rises with its rows under the first
+    updates, though each row's error falls: with swings handed to it, the rule stays quiet
+    (the rise is below `worse` times the rows' spread). Told the loss is a mean, that rise
+    is one (the rule does not know the rows' sum then)."""
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    import importlib
+
+    import tracelab
+    module = importlib.import_module("tracelab.analyzers.learning_rate_too_high")
+    run = tracelab.open_run(_growing_sum(tmp_path / "sum", 1e-2))
+    assert module._rose(run, 2.0) is not None and module._rows_spread(run) >= 30
+    swings = _f("loss-oscillation", (10, 59), {"p10": 50.0, "p90": 400.0})
+    assert learning_rate_too_high(run, _alone(swings)) == []
+    meta = {**run.meta, "loss_fn": {"type": "MSELoss", "reduction": "mean"}}
+    told = Run.from_frames(meta, scalars=run.scalars, tensors=run.tensors, inputs=run.inputs)
+    assert module._rows_spread(told) == 1.0
+    [f] = learning_rate_too_high(told, _alone(swings))
+    assert {"worse", "rose"} & set(f.evidence["votes"]) and "loss rose" in f.message
