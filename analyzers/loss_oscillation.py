@@ -51,6 +51,10 @@ False positives
     slow descent, not a loss without a downward trend: a hard task that leaves its chance
     level late, its minibatch noise widening as the model grows confident, stays quiet. A
     loss above its start or bounced back far above its best still fires while it falls.
+    A loss summed over batches whose size varies (`sums_over_batch`: an actor-critic's loss
+    summed over an episode, longer as its policy learns) swings with the batch's size: it is
+    judged per sample (the loss over the batch's size at the profiled steps), and not where
+    fewer than `min_steps` batches were profiled.
     A loss that sums terms (a VQ-VAE's reconstruction error plus its codebook and commitment
     terms, whose scale moves as the codes get used; a VAE's reconstruction plus an annealed KL)
     swings where any term does: where a logged train metric is its main term (0 or more, never
@@ -65,6 +69,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tracelab.analyzers._batches import batch_sizes, sums_over_batch
 from tracelab.analyzers._dynamics import OUTCOME, finite, fmt, initial, update_ratios
 from tracelab.analyzers._learning_rate import (adversarial_game, descends_per_batch,
                                                loss_level_uninformative, lr_fix)
@@ -102,6 +107,18 @@ def loss_oscillation(run: Run, *, min_steps: int = 50, min_swing: float = 0.25,
             max_progress=max_progress, rebound=rebound, min_bounce=min_bounce,
             trend_alpha=trend_alpha) is None:
         return []
+    # A loss summed over batches whose size varies (an actor-critic's loss summed over an
+    # episode that lasts longer as its policy learns) swings with the batch's size: it is
+    # judged per sample, at the steps whose batch was profiled, and not where too few were.
+    if sums_over_batch(run) is not None:
+        size = batch_sizes(run)
+        both = size.index.intersection(loss.index)
+        per = (loss.reindex(both).to_numpy(dtype=float)
+               / size.reindex(both).to_numpy(dtype=float, na_value=np.nan))
+        per = per[np.isfinite(per)]
+        if swinging(per, min_steps=min_steps, min_swing=min_swing, max_progress=max_progress,
+                    rebound=rebound, min_bounce=min_bounce, trend_alpha=trend_alpha) is None:
+            return []
     # Several optimizers playing against one recorded loss swing it by design: only a loss
     # that grows out of its range is a fault there.
     if adversarial_game(run):

@@ -85,7 +85,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracelab.analyzers._batches import INPUT_BATCH, nonfinite_batch, outlier_batch
+from tracelab.analyzers._batches import (INPUT_BATCH, nonfinite_batch, outlier_batch,
+                                         sums_over_batch)
 from tracelab.analyzers._dynamics import (MAD_TO_STD, OUTCOME, finite, fmt, initial,
                                           rolling_previous)
 from tracelab.analyzers._learning_rate import descends_per_batch, several_players
@@ -300,38 +301,6 @@ def _beyond_noise(episode: tuple[int, int], values: np.ndarray, excess: np.ndarr
         if float(here.max()) > factor * max(float(np.quantile(rest, quantile)), 0.0):
             return True
     return False
-
-
-def sums_over_batch(run: Run, *, min_batches: int = 4, spread: float = 2.0,
-                    min_slope: float = 0.5) -> float | None:
-    """The slope of log(loss) on log(batch size) over the profiled train batches, where the
-    batches' sizes (the largest `count` of a feature at a step) vary `spread`-fold or more
-    over `min_batches` positive losses or more and the slope is `min_slope` or more; None
-    otherwise. A loss summed over its batch grows with it (slope 1), a mean does not (0):
-    above one half, the loss per sample varies less than the loss, and the loss is read as a
-    sum over batches whose size varies (an episode's rollout, whose length grows as a policy
-    learns; variable-length sequences), whose jumps follow the batch's size, recorded only on
-    profiled steps. False (None) where the sizes are steady or missing."""
-    try:
-        rows = run.inputs
-        rows = rows[rows["split"] == TRAIN]
-        size = pd.to_numeric(rows["count"], errors="coerce").groupby(
-            rows["step"].to_numpy()).max()
-        loss = run.loss()
-        loss = loss[~loss.index.duplicated(keep="last")]
-        both = size.index.intersection(loss.index)
-        n = size.reindex(both).to_numpy(dtype=float, na_value=np.nan)
-        values = pd.to_numeric(loss.reindex(both), errors="coerce").to_numpy(
-            dtype=float, na_value=np.nan)
-    except (KeyError, ValueError, TypeError, AttributeError):
-        return None
-    ok = np.isfinite(n) & (n > 0) & np.isfinite(values) & (values > 0)
-    n, values = n[ok], values[ok]
-    if len(n) < min_batches or not n.max() >= spread * n.min():
-        return None
-    x, y = np.log(n), np.log(values)
-    slope = float(np.sum((x - x.mean()) * (y - y.mean())) / np.sum((x - x.mean()) ** 2))
-    return slope if slope >= min_slope else None
 
 
 def targets_drift(run: Run, *, factor: float = 2.0, min_batches: int = 8) -> float | None:

@@ -279,3 +279,48 @@ def test_a_sum_whose_logged_fit_descends_swings_with_its_other_term(tmp_path, on
     assert f.evidence["median"] >= 1.75 * f.evidence["best_level"]
     [f] = loss_oscillation(open_run(train(tmp_path / "high", cyclical(100, 0.3), lr=0.05)))
     assert f.evidence["swing"] >= 0.25
+
+
+def _episodes(path, *, lr: float):
+    """A tiny MLP regression (targets with noise of 1) whose squared errors are summed over
+    batches that lengthen as the run goes on (4 to 8 + step / 3 samples, drawn anew each
+    step: an episode's rollout that lasts longer as its policy learns), every batch profiled."""
+    torch = pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    from torch import nn
+
+    import tracelab
+    from _contract_runs import regression
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    x, y = regression(4096)
+    y = y + torch.randn(len(y), generator=g)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, input_every=1) as rec:
+        for step in range(300):
+            n = int(torch.randint(4, 8 + step // 3, (1,), generator=g))
+            i = torch.randint(0, len(x), (n,), generator=g)
+            loss = nn.functional.mse_loss(model(x[i])[:, 0], y[i], reduction="sum")
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x[i], targets=y[i])
+    return tracelab.open_run(str(path))
+
+
+def test_a_loss_summed_over_batches_that_lengthen_is_judged_per_sample(tmp_path, one_thread,
+                                                                       monkeypatch):
+    """Summed over batches that lengthen, the loss ends above its start and swings with the
+    batch's size while each sample's error falls: quiet. Read as a mean, the same losses fire;
+    Adam at lr 10 swings each sample's error too, and fires."""
+    import importlib
+    module = importlib.import_module("tracelab.analyzers.loss_oscillation")
+    run = _episodes(tmp_path / "sum", lr=1e-2)  # skipped without torch
+    assert module.sums_over_batch(run) is not None
+    assert loss_oscillation(run) == []
+    with monkeypatch.context() as patched:
+        patched.setattr(module, "sums_over_batch", lambda run: None)
+        [f] = loss_oscillation(run)
+        assert f.evidence["progress"] < 0
+    [f] = loss_oscillation(_episodes(tmp_path / "wild", lr=10.0))
+    assert f.evidence["swing"] >= 0.25
