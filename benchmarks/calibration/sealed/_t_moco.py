@@ -14,7 +14,9 @@ the training digits (the repository's linear-probe evaluation, cheaply).
 `bug` plants one fault (None: the script as published):
 - "labels-one": the labels set to ones (taking the "positive key indicators" to be 1), so
   the loss pulls each query towards its first queued negative;
-- "cos": healthy, the script's --cos option (lr *= 0.5 * (1 + cos(pi * epoch / epochs))).
+- "cos": healthy, the script's --cos option (lr *= 0.5 * (1 + cos(pi * epoch / epochs)));
+- "train-once": model.train() called once before the epochs instead of at the top of train(),
+  so after the first evaluation every epoch trains with BatchNorm in eval mode.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from _t_data import batches, digits, to_tensor
 
 SOURCE = ("https://github.com/facebookresearch/moco/blob/"
           "132aea9da9bb995a411c915c0420be3db62052f3/main_moco.py")
-BUGS = (None, "labels-one", "cos")
+BUGS = (None, "labels-one", "cos", "train-once")
 MEAN, STD = 0.1307, 0.3081
 
 
@@ -131,7 +133,8 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 8) ->
                 lr_now = lr * (0.1 ** sum(epoch >= m for m in milestones))
             for group in optimizer.param_groups:
                 group["lr"] = lr_now
-            model.train()
+            if bug != "train-once" or epoch == 0:
+                model.train()
             for idx in batches(len(x_train), 64, gen):
                 if len(idx) < 64:  # drop_last=True
                     continue
