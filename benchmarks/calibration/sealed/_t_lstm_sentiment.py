@@ -9,7 +9,9 @@ redrawn). Embedding 400 and hidden 512 become 16 and 32, batch 400 becomes 50, 2
 print_every 1000 becomes 10.
 
 `bug` plants one fault (None: the notebook as published):
-- "adam-lr-1": Adam(lr=1.0), the learning rate of a config written for SGD.
+- "adam-lr-1": Adam(lr=1.0), the learning rate of a config written for SGD;
+- "model-rebuilt": the model cell run again after the optimizer cell, so the model that trains
+  is a new SentimentNet while the optimizer holds the first one's parameters.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import tracelab
 
 SOURCE = ("https://github.com/gabrielloye/LSTM_Sentiment-Analysis/blob/"
           "e4db4385e9038ff98e0c23d5cb031820dad6c79c/main.ipynb")
-BUGS = (None, "adam-lr-1")
+BUGS = (None, "adam-lr-1", "model-rebuilt")
 VOCAB, SEQ = 60, 20
 
 
@@ -80,6 +82,8 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 6) ->
     lr = 1.0 if bug == "adam-lr-1" else 0.005
     criterion = nn.BCELoss()
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    if bug == "model-rebuilt":
+        model = SentimentNet(VOCAB, 1, 16, 32, 2)
     counter = 0
     with tracelab.Recorder(run_dir, model=model, optimizer=optimizer, loss_fn=criterion,
                            config={"lr": lr, "batch_size": batch_size, "clip": clip,
