@@ -1,4 +1,5 @@
-"""Bjarten/early-stopping-pytorch MNIST example: an MLP with dropout, Adam, early stopping: faulty: the validation digits drawn from the training rows."""
+"""Bjarten/early-stopping-pytorch MNIST example: an MLP with dropout, Adam, early stopping: faulty:
+the validation digits drawn from the training rows."""
 from _t_early_stop import SOURCE, run as _train
 
 LABEL = {

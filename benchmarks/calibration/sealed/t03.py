@@ -1,4 +1,5 @@
-"""Bjarten/early-stopping-pytorch MNIST example: an MLP with dropout, Adam, early stopping; faulty: validation without model.eval()."""
+"""Bjarten/early-stopping-pytorch MNIST example: an MLP with dropout, Adam, early stopping; faulty:
+validation without model.eval()."""
 from _t_early_stop import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,5 @@
-"""jeffheaton t81_558 PyTorch iris classifier, Adam full batch: logits into CrossEntropyLoss (the notebook's softmax removed)."""
+"""jeffheaton t81_558 PyTorch iris classifier, Adam full batch: logits into CrossEntropyLoss (the
+notebook's softmax removed)."""
 from _t_iris import SOURCE, run as _train
 
 LABEL = {

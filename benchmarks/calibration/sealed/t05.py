@@ -1,4 +1,5 @@
-"""jeffheaton t81_558 PyTorch iris classifier, Adam full batch: faulty (as published): nn.Softmax output given to CrossEntropyLoss."""
+"""jeffheaton t81_558 PyTorch iris classifier, Adam full batch: faulty (as published): nn.Softmax
+output given to CrossEntropyLoss."""
 from _t_iris import SOURCE, run as _train
 
 LABEL = {

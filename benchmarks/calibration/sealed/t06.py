@@ -1,4 +1,5 @@
-"""martinarjovsky WassersteinGAN, MLP critic and generator, RMSprop, weight clipping: as published."""
+"""martinarjovsky WassersteinGAN, MLP critic and generator, RMSprop, weight clipping: as
+published."""
 from _t_wgan import SOURCE, run as _train
 
 LABEL = {

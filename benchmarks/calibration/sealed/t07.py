@@ -1,4 +1,5 @@
-"""martinarjovsky WassersteinGAN, MLP critic and generator, RMSprop, weight clipping: faulty: lrD = lrG a hundred times the default."""
+"""martinarjovsky WassersteinGAN, MLP critic and generator, RMSprop, weight clipping: faulty: lrD =
+lrG a hundred times the default."""
 from _t_wgan import SOURCE, run as _train
 
 LABEL = {

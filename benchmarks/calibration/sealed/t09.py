@@ -1,4 +1,5 @@
-"""cloneofsimo minDiffusion superminddpm, a BatchNorm conv noise model, Adam, MSE: faulty: batch size 2 under BatchNorm."""
+"""cloneofsimo minDiffusion superminddpm, a BatchNorm conv noise model, Adam, MSE: faulty: batch
+size 2 under BatchNorm."""
 from _t_ddpm import SOURCE, run as _train
 
 LABEL = {

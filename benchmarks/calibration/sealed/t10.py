@@ -1,4 +1,5 @@
-"""huggingface accelerate nlp_example, a small BERT pair classifier, AdamW, linear warm-up schedule, gradient accumulation: as published."""
+"""huggingface accelerate nlp_example, a small BERT pair classifier, AdamW, linear warm-up schedule,
+gradient accumulation: as published."""
 from _t_accel_nlp import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,5 @@
-"""huggingface accelerate nlp_example, a small BERT pair classifier, AdamW, linear warm-up schedule, gradient accumulation: faulty: the scheduler stepped per micro-batch, LR at zero halfway."""
+"""huggingface accelerate nlp_example, a small BERT pair classifier, AdamW, linear warm-up schedule,
+gradient accumulation: faulty: the scheduler stepped per micro-batch, LR at zero halfway."""
 from _t_accel_nlp import SOURCE, run as _train
 
 LABEL = {

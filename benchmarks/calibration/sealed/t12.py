@@ -1,4 +1,5 @@
-"""facebookresearch moco, MoCo v1 with a queue and momentum key encoder, SGD, InfoNCE cross-entropy: as published."""
+"""facebookresearch moco, MoCo v1 with a queue and momentum key encoder, SGD, InfoNCE cross-entropy:
+as published."""
 from _t_moco import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,5 @@
-"""facebookresearch moco, MoCo v1 with a queue and momentum key encoder, SGD, InfoNCE cross-entropy: faulty: the positive-key labels set to ones instead of zeros."""
+"""facebookresearch moco, MoCo v1 with a queue and momentum key encoder, SGD, InfoNCE cross-entropy:
+faulty: the positive-key labels set to ones instead of zeros."""
 from _t_moco import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,5 @@
-"""wiseodd generative-models vanilla VAE (bare parameters, Adam, summed BCE + KL): faulty: the grads never reset after the step."""
+"""wiseodd generative-models vanilla VAE (bare parameters, Adam, summed BCE + KL): faulty: the grads
+never reset after the step."""
 from _t_vae import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,5 @@
-"""gabrielloye LSTM_Sentiment-Analysis, a 2-layer LSTM with sigmoid + BCELoss, Adam, clipping: as published."""
+"""gabrielloye LSTM_Sentiment-Analysis, a 2-layer LSTM with sigmoid + BCELoss, Adam, clipping: as
+published."""
 from _t_lstm_sentiment import SOURCE, run as _train
 
 LABEL = {

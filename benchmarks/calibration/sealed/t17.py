@@ -1,4 +1,5 @@
-"""gabrielloye LSTM_Sentiment-Analysis, a 2-layer LSTM with sigmoid + BCELoss, Adam, clipping: faulty: Adam(lr=1.0)."""
+"""gabrielloye LSTM_Sentiment-Analysis, a 2-layer LSTM with sigmoid + BCELoss, Adam, clipping:
+faulty: Adam(lr=1.0)."""
 from _t_lstm_sentiment import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,5 @@
-"""pranz24 pytorch-soft-actor-critic, SAC with twin Q, tanh-Gaussian policy and entropy tuning, three Adams: as published."""
+"""pranz24 pytorch-soft-actor-critic, SAC with twin Q, tanh-Gaussian policy and entropy tuning,
+three Adams: as published."""
 from _t_sac import SOURCE, run as _train
 
 LABEL = {

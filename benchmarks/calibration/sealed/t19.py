@@ -1,4 +1,5 @@
-"""pranz24 pytorch-soft-actor-critic, SAC with twin Q, tanh-Gaussian policy and entropy tuning, three Adams: faulty: the tanh correction takes the log of 1 - action^2 on the rescaled action."""
+"""pranz24 pytorch-soft-actor-critic, SAC with twin Q, tanh-Gaussian policy and entropy tuning,
+three Adams: faulty: the tanh correction takes the log of 1 - action^2 on the rescaled action."""
 from _t_sac import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,5 @@
-"""wiseodd generative-models vanilla VAE (bare parameters, Adam, summed BCE + KL): faulty: the KL term's sign flipped."""
+"""wiseodd generative-models vanilla VAE (bare parameters, Adam, summed BCE + KL): faulty: the KL
+term's sign flipped."""
 from _t_vae import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,5 @@
-"""facebookresearch moco, MoCo v1 with a queue and momentum key encoder, SGD, InfoNCE cross-entropy: healthy, with the script's --cos learning-rate schedule."""
+"""facebookresearch moco, MoCo v1 with a queue and momentum key encoder, SGD, InfoNCE cross-entropy:
+healthy, with the script's --cos learning-rate schedule."""
 from _t_moco import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,5 @@
-"""martinarjovsky WassersteinGAN, MLP critic and generator, weight clipping: healthy, with the script's --adam option."""
+"""martinarjovsky WassersteinGAN, MLP critic and generator, weight clipping: healthy, with the
+script's --adam option."""
 from _t_wgan import SOURCE, run as _train
 
 LABEL = {

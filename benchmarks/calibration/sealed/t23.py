@@ -1,4 +1,5 @@
-"""Bjarten/early-stopping-pytorch MNIST example: an MLP with dropout, Adam, early stopping: faulty: validation pixels left at 0-255 while training sees 0-1."""
+"""Bjarten/early-stopping-pytorch MNIST example: an MLP with dropout, Adam, early stopping: faulty:
+validation pixels left at 0-255 while training sees 0-1."""
 from _t_early_stop import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,5 @@
-"""huggingface accelerate nlp_example, a small BERT pair classifier, AdamW, linear warm-up schedule, gradient accumulation: faulty: the BERT encoder frozen, only the classifier head trains."""
+"""huggingface accelerate nlp_example, a small BERT pair classifier, AdamW, linear warm-up schedule,
+gradient accumulation: faulty: the BERT encoder frozen, only the classifier head trains."""
 from _t_accel_nlp import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,5 @@
-"""martinarjovsky WassersteinGAN, MLP critic and generator, RMSprop, weight clipping: faulty: the noise never drawn (normal_ left out), an all-zero generator input."""
+"""martinarjovsky WassersteinGAN, MLP critic and generator, RMSprop, weight clipping: faulty: the
+noise never drawn (normal_ left out), an all-zero generator input."""
 from _t_wgan import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,5 @@
-"""cloneofsimo minDiffusion superminddpm, a BatchNorm conv noise model, Adam, MSE: faulty: the images go in as 0-255 pixels (no ToTensor/Normalize)."""
+"""cloneofsimo minDiffusion superminddpm, a BatchNorm conv noise model, Adam, MSE: faulty: the
+images go in as 0-255 pixels (no ToTensor/Normalize)."""
 from _t_ddpm import SOURCE, run as _train
 
 LABEL = {

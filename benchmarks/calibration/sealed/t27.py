@@ -1,4 +1,5 @@
-"""pranz24 pytorch-soft-actor-critic, SAC with twin Q, tanh-Gaussian policy and entropy tuning, three Adams: faulty: the reward batch left 1-D, the critic's target broadcast to (N, N)."""
+"""pranz24 pytorch-soft-actor-critic, SAC with twin Q, tanh-Gaussian policy and entropy tuning,
+three Adams: faulty: the reward batch left 1-D, the critic's target broadcast to (N, N)."""
 from _t_sac import SOURCE, run as _train
 
 LABEL = {

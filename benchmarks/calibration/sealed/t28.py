@@ -1,4 +1,5 @@
-"""jeffheaton t81_558 PyTorch iris classifier, full batch: healthy, the notebook's commented-out SGD(lr=0.01), with logits into CrossEntropyLoss."""
+"""jeffheaton t81_558 PyTorch iris classifier, full batch: healthy, the notebook's commented-out
+SGD(lr=0.01), with logits into CrossEntropyLoss."""
 from _t_iris import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,6 @@
-"""facebookresearch moco, MoCo v1 with a queue and momentum key encoder, SGD, InfoNCE cross-entropy: faulty: model.train() called once before the epochs, BatchNorm in eval mode after the first evaluation."""
+"""facebookresearch moco, MoCo v1 with a queue and momentum key encoder, SGD, InfoNCE cross-entropy:
+faulty: model.train() called once before the epochs, BatchNorm in eval mode after the first
+evaluation."""
 from _t_moco import SOURCE, run as _train
 
 LABEL = {

@@ -1,4 +1,5 @@
-"""gabrielloye LSTM_Sentiment-Analysis, a 2-layer LSTM with sigmoid + BCELoss, Adam, clipping: faulty: the model rebuilt after the optimizer, which steps the first model's parameters."""
+"""gabrielloye LSTM_Sentiment-Analysis, a 2-layer LSTM with sigmoid + BCELoss, Adam, clipping:
+faulty: the model rebuilt after the optimizer, which steps the first model's parameters."""
 from _t_lstm_sentiment import SOURCE, run as _train
 
 LABEL = {
