@@ -172,10 +172,10 @@ def _units(x: torch.Tensor) -> tuple[torch.Tensor, list[int]]:
 def dead_units(x: torch.Tensor) -> int:
     """How many units are never > 0 in the batch, exactly (CPU tensors).
 
-    A unit seen positive in a leading slice of the batch is alive, and only the others are
+    A unit seen positive in a trailing slice of the batch is alive, and only the others are
     read in full. NaN is not > 0 and never hides a positive value of the same unit.
     """
-    return _dead_units_lead(x.detach())
+    return _dead_units_tail(x.detach())
 
 
 def _cpu_stats(x: torch.Tensor, bounds: tuple[float, float] | None) -> np.ndarray:
@@ -197,7 +197,7 @@ def _torch_sum(x: torch.Tensor) -> tuple[float, float, float]:
 
 def _cpu_stats_torch(x: torch.Tensor, lo: float, hi: float) -> np.ndarray:
     """The CPU row: one full torch sum (exact mean, and NaN/Inf show up in it), the units'
-    test on a leading slice, and the subsample reduced in numpy. Few calls: in a forward hook
+    test on a trailing slice, and the subsample reduced in numpy. Few calls: in a forward hook
     each small op costs tens of microseconds, more than reading 16k values. The extremes and
     the non-zeros are read in the values' own type (exact); the moments in float64, and a
     sample of one sign has its L1 sum from its sum (the same values, summed in the same
@@ -207,6 +207,7 @@ def _cpu_stats_torch(x: torch.Tensor, lo: float, hi: float) -> np.ndarray:
     total = nan = inf = 0.0
     if not whole:
         total, nan, inf = _torch_sum(x)
+        dead = _dead_units_tail(x)  # right after the sum: the tail it read last is in cache
     v = _sample_values(x)
     s = v if v.dtype == np.float64 else v.astype(np.float64)
     k = len(s)
@@ -230,7 +231,8 @@ def _cpu_stats_torch(x: torch.Tensor, lo: float, hi: float) -> np.ndarray:
             float(np.abs(s, out=centred).sum())
     n_units = x.shape[1] if x.dim() >= 4 else x.shape[-1] if x.dim() else 1
     saturated = np.count_nonzero((s <= lo) | (s >= hi)) / k if math.isfinite(lo) else math.nan
-    dead = _dead_units_whole(v, x) if whole else _dead_units_lead(x)
+    if whole:
+        dead = _dead_units_whole(v, x)
     # `!= 0` then a count of bools: a float count_nonzero branches on every value.
     return np.array([total, math.sqrt(max(square, 0.0)) if math.isfinite(square) else math.nan,
                      magnitude * n / k, np.count_nonzero(v != 0) * n / k, top, -bottom,
@@ -257,7 +259,7 @@ def _dead_units_whole(s: np.ndarray, x: torch.Tensor) -> int:
     """dead_units of a contiguous output read whole into `s` (its values in memory order), in
     numpy; a strided one in torch."""
     if not x.is_contiguous():
-        return _dead_units_lead(x)
+        return _dead_units_tail(x)
     if x.dim() >= 4:
         units = s.reshape(x.shape[0], x.shape[1], -1)
         return int((~(units > 0).any(axis=(0, 2))).sum())
@@ -265,21 +267,24 @@ def _dead_units_whole(s: np.ndarray, x: torch.Tensor) -> int:
     return int((~(s.reshape(-1, width) > 0).any(axis=0)).sum())
 
 
-def _dead_units_lead(x: torch.Tensor) -> int:
-    """dead_units: a unit seen positive in a leading slice of the batch is alive, and only the
+def _dead_units_tail(x: torch.Tensor) -> int:
+    """dead_units: a unit seen positive in a trailing slice of the batch is alive, and only the
     others are read in the rest of the batch (in numpy on the CPU: a view, and a few calls
-    where torch's would cost tens of microseconds each)."""
+    where torch's would cost tens of microseconds each). The trailing samples are the last
+    the layer wrote and the full sum read: still in cache, where a leading slice was read
+    again from memory."""
     t, dims = _units(x)
     per_sample = max(1, math.prod(t.shape[1:]))
-    lead = min(t.shape[0], max(1, -(-ACTIVATION_SUBSAMPLE // per_sample)))
+    tail = min(t.shape[0], max(1, -(-ACTIVATION_SUBSAMPLE // per_sample)))
+    rest = t.shape[0] - tail
     # numpy reads neither a subclass (DTensor) nor a lazily negated view.
     if t.is_cpu and type(t) is torch.Tensor and not t.is_neg():
         values, axes = t.numpy(), tuple(dims)
-        candidates = np.flatnonzero(~(values[:lead] > 0).any(axis=axes))
+        candidates = np.flatnonzero(~(values[rest:] > 0).any(axis=axes))
         if not len(candidates):
             return 0
-        return int((~(values[lead:, candidates] > 0).any(axis=axes)).sum())
-    candidates = torch.nonzero(~_any_positive(t[:lead], dims)).flatten()
+        return int((~(values[:rest, candidates] > 0).any(axis=axes)).sum())
+    candidates = torch.nonzero(~_any_positive(t[rest:], dims)).flatten()
     if not len(candidates):
         return 0
     return int((~_any_positive(t.index_select(1, candidates), dims)).sum())
