@@ -75,7 +75,7 @@ def outlier_batch(run: Run, step: int, since: int, ratio: float,
     times its median over the steps since `since` (the largest such ratio), or None. A tensor
     whose batches swing that far on their own all through the run (a heavy-tailed input: a
     polynomial's x ** 4 feature, and the target built from it) is held to its own tail instead
-    (`batch_tail`)."""
+    (`batch_tail`: what the largest of the run's batches reaches by chance)."""
     rows = sentinel(run)
     if not len(rows):
         return None
@@ -96,12 +96,15 @@ def outlier_batch(run: Run, step: int, since: int, ratio: float,
     return best
 
 
-def batch_tail(rows: pd.DataFrame, window: int, quantile: float = 0.95,
-               factor: float = 2.0) -> float:
-    """`factor` times the `quantile` of the ratio of one tensor's batch magnitude (`rows`: its
-    sentinel rows with their `mag`, the whole run) to its median over the `window` steps
-    before: the excursions its batches make on their own. 0 where it cannot be judged (fewer
-    than `window` ratios), so that a fixed ratio alone decides."""
+def batch_tail(rows: pd.DataFrame, window: int, alpha: float = 0.05) -> float:
+    """How far one tensor's batch magnitude (`rows`: its sentinel rows with their `mag`, the
+    whole run) reaches above its median over the `window` steps before by chance, from its own
+    batches: the ratios of each batch's magnitude to that median, on the log scale, given an
+    exponential tail through their 75th and 95th percentiles (a power-law tail of the ratios,
+    as a polynomial's x ** 4 feature or a heavy-tailed target has; a lighter tail lies within
+    it), reach this level with probability `alpha` over all the run's batches together (the
+    largest of N batches, not one batch). 0 where it cannot be judged (fewer than `window`
+    ratios), so that a fixed ratio alone decides."""
     mag = pd.Series(rows["mag"].to_numpy(dtype=float), index=rows["step"].to_numpy())
     mag = mag.groupby(level=0).max().sort_index().to_numpy(dtype=float)
     mag = mag[np.isfinite(mag)]
@@ -109,11 +112,13 @@ def batch_tail(rows: pd.DataFrame, window: int, quantile: float = 0.95,
         return 0.0
     usual = np.median(np.lib.stride_tricks.sliding_window_view(mag[:-1], window), axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ratios = mag[window:] / usual
+        ratios = np.log(mag[window:] / usual)
     ratios = ratios[np.isfinite(ratios)]
     if len(ratios) < window:
         return 0.0
-    return factor * float(np.quantile(ratios, quantile))
+    q75, q95 = np.quantile(ratios, [0.75, 0.95])
+    scale = (q95 - q75) / np.log(0.25 / 0.05)  # the tail's scale: P(r > q) = 0.25 e^-(q-q75)/s
+    return float(np.exp(q75 + scale * np.log(0.25 * len(ratios) / alpha)))
 
 
 def batch_sizes(run: Run) -> pd.Series:

@@ -55,3 +55,26 @@ def test_a_batch_far_beyond_the_inputs_own_tail_still_fires(tmp_path):
     [f] = loss_spike(_polynomial(tmp_path / "bad", 12.0))
     assert f.severity.value == "warning" and f.evidence["step"] == AT
     assert f.evidence["cause"] == "input_outlier"
+
+
+def _twice_the_95th_percentile(rows, window):
+    """The bound batch_tail replaced: twice the 95th percentile of the ratios, a constant
+    inside a heavy tail's own noise over a few hundred batches."""
+    import numpy as np
+    mag = rows.groupby("step")["mag"].max().sort_index().to_numpy(dtype=float)
+    usual = np.median(np.lib.stride_tricks.sliding_window_view(mag[:-1], window), axis=1)
+    return 2.0 * float(np.quantile(mag[window:] / usual, 0.95))
+
+
+@pytest.mark.parametrize("tail", [4.0, 4.3])
+def test_the_largest_of_the_run_s_own_draws_is_not_a_bad_batch(tmp_path, monkeypatch, tail):
+    # x = 4.0-4.3 is about the largest of the run's 9600 N(0, 1) draws (one run in two to
+    # six reaches it): its x ** 4 stands 10-15x above the batches' median, beyond twice their
+    # 95th percentile but within what the largest of 300 batches reaches on the tail fitted
+    # to the run's own batches.
+    run = _polynomial(tmp_path / "tail", tail)
+    assert [f for f in loss_spike(run) if f.evidence.get("cause") == "input_outlier"] == []
+    from tracelab.analyzers import _batches
+    monkeypatch.setattr(_batches, "batch_tail", _twice_the_95th_percentile)
+    assert [f.evidence["step"] for f in loss_spike(run)
+            if f.evidence.get("cause") == "input_outlier"] == [AT]
