@@ -280,9 +280,10 @@ def _dead_units_tail(x: torch.Tensor) -> int:
     # numpy reads neither a subclass (DTensor) nor a lazily negated view.
     if t.is_cpu and type(t) is torch.Tensor and not t.is_neg():
         values, axes = t.numpy(), tuple(dims)
-        candidates = np.flatnonzero(~(values[rest:] > 0).any(axis=axes))
-        if not len(candidates):
+        alive = (values[rest:] > 0).any(axis=axes)
+        if alive.all():  # the usual case: one call more, none to list the candidates
             return 0
+        candidates = np.flatnonzero(~alive)
         return int((~(values[:rest, candidates] > 0).any(axis=axes)).sum())
     candidates = torch.nonzero(~_any_positive(t[rest:], dims)).flatten()
     if not len(candidates):
