@@ -7,9 +7,10 @@ subsample of ACTIVATION_SUBSAMPLE elements in short contiguous blocks at fixed p
 offsets. Outputs no larger than the subsample are covered whole, so every statistic is exact.
 
 On the CPU the hook takes one full torch sum of the output (the exact mean; NaN and Inf show
-up in it, and are counted only then), and the units' test and the subsample's moments in numpy:
-reading a value costs nothing there, and a numpy call on a view costs a few microseconds where
-a small torch op in a forward hook costs tens. On an accelerator every statistic is a device
+up in it, and are counted only then), the units' test in numpy and a copy of the subsample,
+whose moments the writer thread takes in numpy: reading a value costs nothing there, and a
+numpy call on a view costs a few microseconds where a small torch op in a forward hook costs
+tens. On an accelerator every statistic is a device
 reduction (min and max cover every element there), with no host sync.
 """
 from __future__ import annotations
@@ -35,14 +36,14 @@ ACTIVATION_SUBSAMPLE = 1 << 14
 # spaced offsets could alias with the channel period and see one channel only).
 _BLOCK = 64
 
-ActivationStats = Union[torch.Tensor, np.ndarray]
+ActivationStats = Union[torch.Tensor, np.ndarray, "Sampled"]
 
 
 def activation_stats(out: torch.Tensor, module_type: str) -> ActivationStats:
     """RAW aggregates followed by schema.ACTIVATION_STATS of one module output.
 
     A device tensor on accelerators (packed and copied with the step's other statistics); on
-    the CPU the finished float64 row. A unit is a channel (dim 1) for 4-D/5-D outputs, else the
+    the CPU a `Sampled`, whose row the writer thread finishes. A unit is a channel (dim 1) for 4-D/5-D outputs, else the
     last dimension; it is dead when its output is <= 0 for every sample and position in the
     batch.
     """
@@ -58,8 +59,9 @@ def activation_stats(out: torch.Tensor, module_type: str) -> ActivationStats:
 def record_activations(step: int, captured: Sequence[tuple[str, int, ActivationStats]],
                        record: StepRecord, split: str | None = None) -> None:
     """Add the rows of a step's captured (module name, numel, activation_stats) to `record`:
-    device statistics join the step's packed copy; CPU rows are finished already. `split`:
-    the evaluation they were read in (None: the training pass, rows without a split)."""
+    device statistics join the step's packed copy; CPU ones are finished with the rows, on
+    the writer thread (Sampled.row). `split`: the evaluation they were read in (None: the
+    training pass, rows without a split)."""
     names = [a[0] for a in captured]
     numel = np.array([a[1] for a in captured], dtype=np.int64)
     on_device = [i for i, a in enumerate(captured) if isinstance(a[2], torch.Tensor)]
@@ -73,7 +75,9 @@ def record_activations(step: int, captured: Sequence[tuple[str, int, ActivationS
         if on_device:
             raw[on_device] = values[0].reshape(len(on_device), -1)
         for i, a in enumerate(captured):
-            if isinstance(a[2], np.ndarray):  # finished in the hook on the CPU
+            if isinstance(a[2], Sampled):  # read in the hook on the CPU, reduced here
+                raw[i] = a[2].row()
+            elif isinstance(a[2], np.ndarray):  # a finished row
                 raw[i] = a[2]
         modules, total, pooled = pool_calls(names, numel, raw)
         cols = finish(pooled[:, :len(RAW)], total)
@@ -122,6 +126,8 @@ def activation_row(out: torch.Tensor, module_type: str) -> np.ndarray:
     """The finished row (RAW + ACTIVATION_STATS) as float64, whatever the device (tests,
     documentation)."""
     stats = activation_stats(out, module_type)
+    if isinstance(stats, Sampled):
+        return stats.row()
     return stats.double().cpu().numpy() if isinstance(stats, torch.Tensor) else stats
 
 
@@ -178,9 +184,23 @@ def dead_units(x: torch.Tensor) -> int:
     return _dead_units_tail(x.detach())
 
 
-def _cpu_stats(x: torch.Tensor, bounds: tuple[float, float] | None) -> np.ndarray:
+def _cpu_stats(x: torch.Tensor, bounds: tuple[float, float] | None) -> "Sampled":
+    """What the hook reads of a CPU output: one full torch sum (exact mean, and NaN/Inf show
+    up in it), the units' test (on a trailing slice, right after the sum: the tail it read
+    last is in cache), and a copy of the subsample (of the whole output when no larger), whose
+    moments the writer thread takes (Sampled.row). Few calls: in a forward hook, between
+    layers that stream megabytes through the cache, each call costs tens of microseconds."""
     lo, hi = (bounds[0] + 0.01, bounds[1] - 0.01) if bounds else (-math.inf, math.inf)
-    return _cpu_stats_torch(x, lo, hi)
+    n = x.numel()
+    n_units = x.shape[1] if x.dim() >= 4 else x.shape[-1] if x.dim() else 1
+    if n > ACTIVATION_SUBSAMPLE:
+        total, nan, inf = _torch_sum(x)
+        dead = _dead_units_tail(x)
+        return Sampled(_sample_values(x), n, total, nan, inf, dead / max(n_units, 1), lo, hi)
+    v = _sample_values(x)
+    dead = _dead_units_whole(v, x)
+    # A copy: a view of the output would see what a later in-place op writes into it.
+    return Sampled(v.copy(), n, None, 0.0, 0.0, dead / max(n_units, 1), lo, hi)
 
 
 def _torch_sum(x: torch.Tensor) -> tuple[float, float, float]:
@@ -195,48 +215,52 @@ def _torch_sum(x: torch.Tensor) -> tuple[float, float, float]:
     return total, nan, inf
 
 
-def _cpu_stats_torch(x: torch.Tensor, lo: float, hi: float) -> np.ndarray:
-    """The CPU row: one full torch sum (exact mean, and NaN/Inf show up in it), the units'
-    test on a trailing slice, and the subsample reduced in numpy. Few calls: in a forward hook
-    each small op costs tens of microseconds, more than reading 16k values. The extremes and
-    the non-zeros are read in the values' own type (exact); the moments in float64, and a
-    sample of one sign has its L1 sum from its sum (the same values, summed in the same
-    order)."""
-    n = x.numel()
-    whole = n <= ACTIVATION_SUBSAMPLE
-    total = nan = inf = 0.0
-    if not whole:
-        total, nan, inf = _torch_sum(x)
-        dead = _dead_units_tail(x)  # right after the sum: the tail it read last is in cache
-    v = _sample_values(x)
-    s = v if v.dtype == np.float64 else v.astype(np.float64)
-    k = len(s)
-    with np.errstate(invalid="ignore", over="ignore"):
-        part = float(s.sum())
-        if whole:  # the whole output
-            total = part
-            if not math.isfinite(total):
-                nan, inf = float(np.isnan(s).sum()), float(np.isinf(s).sum())
-        # NaN propagates into the extremes (and the moments): one test instead of a pass.
-        top, bottom = float(v.max()), float(v.min())
-        if math.isnan(top) or math.isnan(bottom):
-            top = bottom = math.nan
-        # Not `@`: a BLAS dot of this size wakes BLAS's threads, which then fight torch's.
-        centred = s - part / k
-        var = float(np.square(centred, out=centred).sum()) / (k - 1) if k > 1 else 0.0
-        square = var * (k - 1) + part * part / k if whole else \
-            var * (n - 1) + total * total / n
-        # All of one sign (a ReLU's, a pool's after it): |s| is s or -s, and its sum |part|.
-        magnitude = abs(part) if bottom >= 0 or top <= 0 else \
-            float(np.abs(s, out=centred).sum())
-    n_units = x.shape[1] if x.dim() >= 4 else x.shape[-1] if x.dim() else 1
-    saturated = np.count_nonzero((s <= lo) | (s >= hi)) / k if math.isfinite(lo) else math.nan
-    if whole:
-        dead = _dead_units_whole(v, x)
-    # `!= 0` then a count of bools: a float count_nonzero branches on every value.
-    return np.array([total, math.sqrt(max(square, 0.0)) if math.isfinite(square) else math.nan,
-                     magnitude * n / k, np.count_nonzero(v != 0) * n / k, top, -bottom,
-                     nan, inf, dead / max(n_units, 1), saturated])
+class Sampled:
+    """A CPU output as its hook read it: the exact parts (sum, NaN and Inf counts, dead share;
+    `total` None when `values` is the whole output, which then gives them) and its subsample's
+    values, a copy. `row()` (the writer thread) reduces the subsample: the extremes and the
+    non-zeros in the values' own type (exact), the moments in float64, and a sample of one
+    sign has its L1 sum from its sum (the same values, summed in the same order)."""
+
+    __slots__ = ("values", "n", "total", "nan", "inf", "dead", "lo", "hi")
+
+    def __init__(self, values: np.ndarray, n: int, total: float | None, nan: float, inf: float,
+                 dead: float, lo: float, hi: float):
+        self.values, self.n, self.total, self.nan, self.inf = values, n, total, nan, inf
+        self.dead, self.lo, self.hi = dead, lo, hi
+
+    def row(self) -> np.ndarray:
+        """The finished float64 row: RAW followed by ACTIVATION_STATS."""
+        v, n, lo, hi = self.values, self.n, self.lo, self.hi
+        whole = self.total is None
+        total, nan, inf = (0.0, 0.0, 0.0) if whole else (self.total, self.nan, self.inf)
+        s = v if v.dtype == np.float64 else v.astype(np.float64)
+        k = len(s)
+        with np.errstate(invalid="ignore", over="ignore"):
+            part = float(s.sum())
+            if whole:  # the whole output
+                total = part
+                if not math.isfinite(total):
+                    nan, inf = float(np.isnan(s).sum()), float(np.isinf(s).sum())
+            # NaN propagates into the extremes (and the moments): one test instead of a pass.
+            top, bottom = float(v.max()), float(v.min())
+            if math.isnan(top) or math.isnan(bottom):
+                top = bottom = math.nan
+            # Not `@`: a BLAS dot of this size wakes BLAS's threads, which then fight torch's.
+            centred = s - part / k
+            var = float(np.square(centred, out=centred).sum()) / (k - 1) if k > 1 else 0.0
+            square = var * (k - 1) + part * part / k if whole else \
+                var * (n - 1) + total * total / n
+            # All of one sign (a ReLU's, a pool's after it): |s| is s or -s, its sum |part|.
+            magnitude = abs(part) if bottom >= 0 or top <= 0 else \
+                float(np.abs(s, out=centred).sum())
+        saturated = np.count_nonzero((s <= lo) | (s >= hi)) / k if math.isfinite(lo) \
+            else math.nan
+        # `!= 0` then a count of bools: a float count_nonzero branches on every value.
+        return np.array([total,
+                         math.sqrt(max(square, 0.0)) if math.isfinite(square) else math.nan,
+                         magnitude * n / k, np.count_nonzero(v != 0) * n / k, top, -bottom,
+                         nan, inf, self.dead, saturated])
 
 
 def _sample_values(x: torch.Tensor) -> np.ndarray:

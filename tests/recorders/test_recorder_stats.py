@@ -233,6 +233,31 @@ def test_activation_stats_and_dead_and_saturated_fractions(tmp_path):
     assert math.isnan(acts.loc["0", "saturated_frac"])  # Linear: no bounds
 
 
+@pytest.mark.parametrize("batch", [4, 4096])
+def test_an_output_changed_in_place_after_its_hook_is_recorded_as_the_hook_saw_it(tmp_path, batch):
+    """A Linear's output that the next ReLU(inplace=True) overwrites: its row is that of the
+    values before the ReLU, read whole (4 x 16) or subsampled (4096 x 16), though the
+    subsample's moments are taken later, on the writer thread."""
+    torch.manual_seed(4)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(inplace=True))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(batch, 8)
+    seen = []
+    model[0].register_forward_hook(lambda m, a, o: seen.append(o.detach().clone()))
+    with tracelab.Recorder(tmp_path / "run", model, opt, activation_every=1) as rec:
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+        rec.step()
+    tn = tracelab.open_run(tmp_path / "run").tensors
+    row = tn[(tn.kind == "activation") & (tn.name == "0")].iloc[0]
+    before = seen[0].double()
+    assert row["min"] < 0 and row["abs_mean"] > before.clamp(min=0).mean().item()
+    assert row["mean"] == pytest.approx(before.mean().item(), abs=1e-6)
+    if batch == 4:  # read whole: every statistic is exact
+        assert_matches(row, reference_stats(seen[0]), rtol=1e-6)
+
+
 def test_input_profile_matches_numpy(tmp_path):
     run, _, x = _train(torch.optim.SGD, tmp_path / "run", lr=0.1)
     rows = run.inputs[(run.inputs.step == 0)].set_index("feature")
