@@ -160,3 +160,30 @@ def sums_over_batch(run: Run, *, min_batches: int = 4, spread: float = 2.0,
     x, y = np.log(n), np.log(values)
     slope = float(np.sum((x - x.mean()) * (y - y.mean())) / np.sum((x - x.mean()) ** 2))
     return slope if slope >= min_slope else None
+
+
+def targets_drift(run: Run, *, factor: float = 2.0, min_batches: int = 8) -> float | None:
+    """How many times the recorded real-valued train targets' scale (per profiled batch, the
+    root mean square sqrt(mean ** 2 + std ** 2), averaged over target columns) moved between
+    the first and the last quarter of the profiled batches, by the ratio of their medians (the
+    larger over the smaller), where that is `factor` or more over `min_batches` batches or
+    more; None otherwise (integer targets, too few batches, a steady scale). A fixed data set
+    sampled at random keeps its targets' scale from batch to batch."""
+    try:
+        rows = run.targets
+        rows = rows[(rows["split"] == TRAIN) & (rows["count"] > 1)]
+        rows = rows[rows["dtype"].astype(str).str.contains("float")
+                    & (rows["int_frac"].astype(float) < 0.5)]
+        mean, std = rows["mean"].astype(float), rows["std"].astype(float)
+        rms = pd.Series(np.sqrt(mean ** 2 + std ** 2).to_numpy(), index=rows["step"].to_numpy())
+        rms = rms[np.isfinite(rms.to_numpy())].groupby(level=0).mean().sort_index()
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return None
+    if len(rms) < min_batches:
+        return None
+    quarters = np.array_split(rms.to_numpy(dtype=float), 4)
+    first, last = float(np.median(quarters[0])), float(np.median(quarters[-1]))
+    if not (first > 0 and last > 0):
+        return None
+    ratio = max(first, last) / min(first, last)
+    return ratio if ratio >= factor else None

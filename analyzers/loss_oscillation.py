@@ -45,7 +45,10 @@ False positives
     game's players, or recorded targets that move with it, such as a DQN's bootstrapped TD
     targets, which rise with its Q-values), the swings and rise are the objective's, and the
     rule stays quiet unless the optimization shows an overshoot (NaN/Inf, updates 100x the usual
-    size, a learning rate raised tenfold mid-run).
+    size, a learning rate raised tenfold mid-run). So it does where the recorded real-valued
+    targets' scale moved twice over or more between the run's first and last quarter
+    (`targets_drift`: bootstrapped targets whose spread grows with their level as the Q-values
+    diverge, which a fixed data set sampled at random never shows).
     A stalled loss below its start whose last third still falls (Kendall's tau over its
     steps, one-sided, at `trend_alpha`: judged against the swings of those very steps) is a
     slow descent, not a loss without a downward trend: a hard task that leaves its chance
@@ -69,10 +72,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracelab.analyzers._batches import batch_sizes, sums_over_batch
+from tracelab.analyzers._batches import batch_sizes, sums_over_batch, targets_drift
 from tracelab.analyzers._dynamics import OUTCOME, finite, fmt, initial, update_ratios
 from tracelab.analyzers._learning_rate import (adversarial_game, descends_per_batch,
-                                               loss_level_uninformative, lr_fix)
+                                               loss_level_uninformative, lr_fix,
+                                               overshoot_facts)
 from tracelab.analyzers._loss_terms import main_term
 from tracelab.analyzers._objectives import objective_improved
 from tracelab.core.causes import explains
@@ -126,7 +130,11 @@ def loss_oscillation(run: Run, *, min_steps: int = 50, min_swing: float = 0.25,
     # A loss whose objective moves with the model (a game's opponent, bootstrapped TD targets
     # that grow with the Q-values) rises and swings by design: without an optimization fact
     # (NaN/Inf, updates 100x the usual size) its swings tell no overshoot.
-    if loss_level_uninformative(run):
+    # So does a regression whose recorded targets' scale moved twice over or more
+    # (`targets_drift`: a DQN's bootstrapped targets r + gamma * max Q(s'), whose spread grows
+    # with their level as the Q-values diverge), where no optimization fact shows an overshoot.
+    if loss_level_uninformative(run) or (targets_drift(run) is not None
+                                         and not overshoot_facts(run)):
         return []
     # Several steps on each batch (PPO's epochs over one rollout) that lower its loss: the
     # swings come where the batch changes, not from the steps.

@@ -86,7 +86,7 @@ import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._batches import (INPUT_BATCH, nonfinite_batch, outlier_batch,
-                                         sums_over_batch)
+                                         sums_over_batch, targets_drift)
 from tracelab.analyzers._dynamics import (MAD_TO_STD, OUTCOME, finite, fmt, initial,
                                           rolling_previous)
 from tracelab.analyzers._learning_rate import descends_per_batch, several_players
@@ -301,33 +301,6 @@ def _beyond_noise(episode: tuple[int, int], values: np.ndarray, excess: np.ndarr
         if float(here.max()) > factor * max(float(np.quantile(rest, quantile)), 0.0):
             return True
     return False
-
-
-def targets_drift(run: Run, *, factor: float = 2.0, min_batches: int = 8) -> float | None:
-    """How many times the recorded real-valued train targets' scale (per profiled batch, the
-    root mean square sqrt(mean ** 2 + std ** 2), averaged over target columns) moved between
-    the first and the last quarter of the profiled batches, by the ratio of their medians (the
-    larger over the smaller), where that is `factor` or more over `min_batches` batches or
-    more; None otherwise (integer targets, too few batches, a steady scale). A fixed data set
-    sampled at random keeps its targets' scale from batch to batch."""
-    try:
-        rows = run.targets
-        rows = rows[(rows["split"] == TRAIN) & (rows["count"] > 1)]
-        rows = rows[rows["dtype"].astype(str).str.contains("float")
-                    & (rows["int_frac"].astype(float) < 0.5)]
-        mean, std = rows["mean"].astype(float), rows["std"].astype(float)
-        rms = pd.Series(np.sqrt(mean ** 2 + std ** 2).to_numpy(), index=rows["step"].to_numpy())
-        rms = rms[np.isfinite(rms.to_numpy())].groupby(level=0).mean().sort_index()
-    except (KeyError, ValueError, TypeError, AttributeError):
-        return None
-    if len(rms) < min_batches:
-        return None
-    quarters = np.array_split(rms.to_numpy(dtype=float), 4)
-    first, last = float(np.median(quarters[0])), float(np.median(quarters[-1]))
-    if not (first > 0 and last > 0):
-        return None
-    ratio = max(first, last) / min(first, last)
-    return ratio if ratio >= factor else None
 
 
 def _against(value: float, median: float) -> str:

@@ -324,3 +324,50 @@ def test_a_loss_summed_over_batches_that_lengthen_is_judged_per_sample(tmp_path,
         assert f.evidence["progress"] < 0
     [f] = loss_oscillation(_episodes(tmp_path / "wild", lr=10.0))
     assert f.evidence["swing"] >= 0.25
+
+
+def _q_divergence(path, *, lr: float):
+    """A tiny DQN without a target network: targets 1 + 0.99 * max Q(s') (0 at a terminal
+    transition, one in twenty) computed under no_grad from the network being trained, which
+    rise, and spread, as its Q-values do."""
+    torch = pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    from torch import nn
+
+    import tracelab
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    q = nn.Sequential(nn.Linear(4, 30), nn.ReLU(), nn.Linear(30, 2))
+    opt = torch.optim.Adam(q.parameters(), lr=lr)
+    with tracelab.Recorder(str(path), model=q, optimizer=opt, loss_fn=nn.MSELoss()) as rec:
+        for _ in range(400):
+            s, s2 = torch.randn(64, 4, generator=g), torch.randn(64, 4, generator=g)
+            done = (torch.rand(64, 1, generator=g) < 0.05).float()
+            with torch.no_grad():
+                target = 1 + 0.99 * q(s2).max(1, keepdim=True)[0] * (1 - done)
+            out = q(s)[:, :1]
+            loss = nn.functional.mse_loss(out, target)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=s, targets=target, outputs=out)
+    return tracelab.open_run(str(path))
+
+
+def test_targets_whose_scale_drifts_move_the_objective(tmp_path, one_thread, monkeypatch):
+    """Bootstrapped targets whose scale grows 2.6x: the loss rises and swings with them, and
+    the drift alone (the targets' shift against their spread left unjudged) keeps the rule
+    quiet; without it the same losses fire. Adam at lr 0.1, whose updates overshoot (100x the
+    usual size), fires."""
+    import importlib
+    module = importlib.import_module("tracelab.analyzers.loss_oscillation")
+    run = _q_divergence(tmp_path / "dqn", lr=1e-2)  # skipped without torch
+    monkeypatch.setattr(module, "loss_level_uninformative", lambda run: False)
+    assert module.targets_drift(run) >= 2.0
+    assert loss_oscillation(run) == []
+    with monkeypatch.context() as patched:
+        patched.setattr(module, "targets_drift", lambda run: None)
+        assert len(loss_oscillation(run)) == 1
+    wild = _q_divergence(tmp_path / "wild", lr=0.1)
+    assert module.overshoot_facts(wild)
+    [f] = loss_oscillation(wild)
+    assert f.evidence["progress"] < 0
