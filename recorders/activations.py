@@ -10,8 +10,8 @@ On the CPU the hook takes one full torch sum of the output (the exact mean; NaN 
 up in it, and are counted only then), the units' test in numpy and a copy of the subsample,
 whose moments the writer thread takes in numpy: reading a value costs nothing there, and a
 numpy call on a view costs a few microseconds where a small torch op in a forward hook costs
-tens. On an accelerator every statistic is a device
-reduction (min and max cover every element there), with no host sync.
+tens. On an accelerator every statistic is a device reduction (min and max cover every
+element there), with no host sync.
 """
 from __future__ import annotations
 
@@ -43,9 +43,9 @@ def activation_stats(out: torch.Tensor, module_type: str) -> ActivationStats:
     """RAW aggregates followed by schema.ACTIVATION_STATS of one module output.
 
     A device tensor on accelerators (packed and copied with the step's other statistics); on
-    the CPU a `Sampled`, whose row the writer thread finishes. A unit is a channel (dim 1) for 4-D/5-D outputs, else the
-    last dimension; it is dead when its output is <= 0 for every sample and position in the
-    batch.
+    the CPU a `Sampled`, whose row the writer thread finishes. A unit is a channel (dim 1) for
+    4-D/5-D outputs, else the last dimension; it is dead when its output is <= 0 for every
+    sample and position in the batch.
     """
     x = out.detach()
     if x.dtype in _HALF and x.is_cpu:

@@ -48,8 +48,8 @@ def test_small_tensors_reduced_together_keep_their_own_statistics():
     nan_one[4], inf_one[7, 1] = float("nan"), float("-inf")
     tensors = [torch.randn(5), nan_one, torch.full((6,), -0.0), torch.randn(4000) * 1e-4 + 1.0,
                torch.empty(0), torch.randn(70000), inf_one, torch.tensor([2.5, -1.0]),
-               torch.randn(128, 3, 3, dtype=torch.float64) * 1e-200, torch.relu(torch.randn(40000)),
-               torch.randn(7, 7) + 1e3]
+               torch.randn(128, 3, 3, dtype=torch.float64) * 1e-200,
+               torch.relu(torch.randn(40000)), torch.randn(7, 7) + 1e3]
     cols = finish(raw_stats(tensors).numpy(), np.array([t.numel() for t in tensors]))
     for i, t in enumerate(tensors):
         if t.numel():
@@ -234,7 +234,7 @@ def test_activation_stats_and_dead_and_saturated_fractions(tmp_path):
 
 
 @pytest.mark.parametrize("batch", [4, 4096])
-def test_an_output_changed_in_place_after_its_hook_is_recorded_as_the_hook_saw_it(tmp_path, batch):
+def test_an_output_changed_in_place_after_its_hook_is_recorded_as_it_was(tmp_path, batch):
     """A Linear's output that the next ReLU(inplace=True) overwrites: its row is that of the
     values before the ReLU, read whole (4 x 16) or subsampled (4096 x 16), though the
     subsample's moments are taken later, on the writer thread."""
