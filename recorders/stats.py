@@ -9,11 +9,10 @@ stacked into one tensor, so that a step's statistics travel to the host in a sin
 What differs by device is only what each device does cheaply. On an accelerator the reductions
 are memory-bound: they accumulate in float64 for free and never branch on values (that would
 sync the host). On the CPU float64 accumulation of float32 data runs 3-5 times slower than the
-vectorized float32 kernels while reading a result costs nothing: there a large tensor's sums
-accumulate in its dtype, and sum and norm are redone in float64 where its std would lose digits
-to cancellation (BatchNorm weights near 1); the small tensors (biases, norms' weights) are
-reduced together in float64, a few numpy calls for them all where each would cost several
-torch calls; NaN and Inf are counted only in a tensor whose sums are not finite.
+vectorized float32 kernels while reading a result costs nothing: there sums accumulate in the
+tensor's dtype, NaN and Inf are counted only in a tensor whose norm is not finite, and sum and
+norm are redone in float64 for the tensors whose std would lose digits to cancellation
+(BatchNorm weights near 1).
 """
 from __future__ import annotations
 
@@ -42,67 +41,25 @@ def raw_stats(tensors: list[torch.Tensor]) -> torch.Tensor:
     cpu = ts[0].device.type == "cpu"
     if cpu:  # CPU reductions of half types return half results, which overflow at 65504
         ts = [t.float() if t.dtype in _HALF else t for t in ts]
-        return torch.from_numpy(_raw_cpu(ts))
-    f64 = torch.float64
-    cols = _reductions(ts, f64)
-    cols += [torch.stack([torch.isnan(t).sum() for t in ts]),
-             torch.stack([torch.isinf(t).sum() for t in ts])]
-    return torch.stack([c.to(f64) for c in cols], dim=1)
-
-
-def _reductions(ts: list[torch.Tensor], acc: torch.dtype | None) -> list[torch.Tensor]:
-    """The first six RAW columns, one stacked tensor each, accumulated in `acc` (None: each
-    tensor's dtype)."""
+    acc = None if cpu else torch.float64
     # An empty tensor (a rank's empty shard) has no extremes: NaN. Sizes are host metadata,
     # so asking costs no sync.
     extremes = [torch.aminmax(t if t.numel() else t.new_full((1,), math.nan)) for t in ts]
+    f64 = torch.float64
     l1, nonzero = _absolute_sums(ts, acc)
-    return [torch.stack([t.sum(dtype=acc) for t in ts]),
+    cols = [torch.stack([t.sum(dtype=acc) for t in ts]),
             torch.stack(torch._foreach_norm(ts, 2, dtype=acc)), l1, nonzero,
             torch.stack([m.max for m in extremes]), torch.stack([m.min for m in extremes]).neg()]
-
-
-def _raw_cpu(ts: list[torch.Tensor]) -> np.ndarray:
-    """raw_stats of CPU tensors, as float64 numpy. The small ones (most of a model's tensors, a
-    small part of its values) are reduced together (_segments): a few calls for them all
-    instead of several per tensor; the others each take torch's vectorized reductions in their
-    own dtype. NaN and Inf are counted only in a tensor whose sums are not finite."""
-    raw = np.zeros((len(ts), len(RAW)))
-    together = [i for i, t in enumerate(ts) if 0 < t.numel() <= _SMALL]
-    alone = [i for i, t in enumerate(ts) if not 0 < t.numel() <= _SMALL]
-    if together:
-        raw[together, :6] = _segments([ts[i] for i in together])
-    if alone:
-        cols = _reductions([ts[i] for i in alone], None)
-        raw[alone, :6] = torch.stack([c.to(torch.float64) for c in cols], dim=1).numpy()
-    for i in np.flatnonzero(~np.isfinite(raw[:, :3]).all(axis=1)):
-        raw[i, 6], raw[i, 7] = torch.isnan(ts[i]).sum(), torch.isinf(ts[i]).sum()
-    _exact_spread_cpu(raw, ts, done=together)
-    return raw
-
-
-def _segments(ts: list[torch.Tensor]) -> np.ndarray:
-    """The first six RAW columns of non-empty CPU tensors, reduced together: one float64 copy
-    of all their values (torch's: a numpy view of a parameter would make its storage one that
-    FSDP can no longer free), then one numpy reduction per column over its segments. In
-    float64, a float32 tensor's sums neither overflow nor lose digits to cancellation, and its
-    squares do not underflow: nothing to redo (_exact_spread_cpu)."""
-    values = torch.cat([t.reshape(-1) for t in ts]).to(torch.float64).numpy()
-    starts = np.zeros(len(ts), dtype=np.int64)
-    np.cumsum([t.numel() for t in ts[:-1]], out=starts[1:])
-    out = np.empty((len(ts), 6))
-    with np.errstate(invalid="ignore", over="ignore"):
-        out[:, 0] = np.add.reduceat(values, starts)
-        # NaN propagates into the extremes, as it does into aminmax's.
-        out[:, 4] = np.maximum.reduceat(values, starts)
-        out[:, 5] = np.minimum.reduceat(values, starts)
-        np.negative(out[:, 5], out=out[:, 5])
-        # NaN is not zero, -0.0 is: the non-zeros as the absolute values' bits count them.
-        out[:, 3] = np.add.reduceat(values != 0, starts, dtype=np.int64)
-        work = np.abs(values)
-        out[:, 2] = np.add.reduceat(work, starts)
-        out[:, 1] = np.sqrt(np.add.reduceat(np.square(values, out=work), starts))
-    return out
+    if cpu:
+        raw = torch.stack([c.to(f64) for c in cols] + [torch.zeros(len(ts), dtype=f64)] * 2,
+                          dim=1).numpy()
+        for i in np.flatnonzero(~np.isfinite(raw[:, :3]).all(axis=1)):
+            raw[i, 6], raw[i, 7] = torch.isnan(ts[i]).sum(), torch.isinf(ts[i]).sum()
+        _exact_spread_cpu(raw, ts)
+        return torch.from_numpy(raw)
+    cols += [torch.stack([torch.isnan(t).sum() for t in ts]),
+             torch.stack([torch.isinf(t).sum() for t in ts])]
+    return torch.stack([c.to(f64) for c in cols], dim=1)
 
 
 def _absolute_sums(ts: list[torch.Tensor], acc: torch.dtype | None
@@ -189,8 +146,7 @@ def norms(tensors: list[torch.Tensor]) -> torch.Tensor:
     return found
 
 
-def _exact_spread_cpu(raw: np.ndarray, ts: list[torch.Tensor], done: list[int] = ()
-                      ) -> None:
+def _exact_spread_cpu(raw: np.ndarray, ts: list[torch.Tensor]) -> None:
     """Redo sum, norm and L1 in float64 where std would lose digits to cancellation, where a
     float32 sum overflowed though every value is finite, or where squares underflowed (in
     place). In torch, on a float64 copy: a numpy view of a parameter would make its storage
@@ -204,9 +160,7 @@ def _exact_spread_cpu(raw: np.ndarray, ts: list[torch.Tensor], done: list[int] =
         overflowed = ~np.isfinite(raw[:, :3]).all(axis=1) & (raw[:, 6] + raw[:, 7] == 0)
         # Squares below float32's normal range (values under 1e-19) lose digits or vanish.
         underflowed = (raw[:, 2] > 0) & (raw[:, 1] < 1e-17)
-    todo = redo | overflowed | underflowed
-    todo[list(done)] = False  # reduced in float64 already (_segments)
-    for i in np.flatnonzero(todo):
+    for i in np.flatnonzero(redo | overflowed | underflowed):
         exact = ts[i].to(torch.float64)
         raw[i, 0], raw[i, 1] = exact.sum(), torch.linalg.vector_norm(exact)
         raw[i, 2] = exact.abs().sum()

@@ -39,10 +39,9 @@ def test_raw_stats_match_reference_including_nonfinite_and_offsets():
         assert_matches({k: v[i] for k, v in cols.items()}, reference_stats(t))
 
 
-def test_small_tensors_reduced_together_keep_their_own_statistics():
-    """On the CPU the small tensors are reduced together, segment by segment: each one's
-    statistics stay its own (a NaN or an Inf, a zero of either sign, an offset whose std
-    cancels, a float64 one), beside an empty tensor and large ones read alone."""
+def test_mixed_tensors_keep_their_own_statistics():
+    """Each tensor's statistics stay its own (a NaN or an Inf, a zero of either sign, an offset
+    whose std cancels, a float64 one), beside an empty tensor and large ones."""
     torch.manual_seed(3)
     nan_one, inf_one = torch.randn(9), torch.randn(300, 3)
     nan_one[4], inf_one[7, 1] = float("nan"), float("-inf")
