@@ -56,6 +56,11 @@ How to fix
     rose mid-run, check the schedule at that step.
 
 False positives
+    A loss that jumps tenfold and more from one step to the next by design (a style
+    transfer's image under L-BFGS, batches in different units) lies below its next steps'
+    level at the first step as at many others: a rise smaller than `jump` counts only beyond
+    that spread (`_loss_tail`: the 95th percentile of the ratio of the next steps' median to
+    each later step's loss).
     Gradient norms scale with the loss (an MSE on targets in the hundreds), and Adam-type
     optimizers move each weight by about the learning rate whatever the gradients, so that
     small layers show update ratios of lr/|w| (0.1-0.3 at lr 0.03): neither means much while
@@ -202,6 +207,8 @@ def learning_rate_too_high(run: Run, chains: Sequence[Chain], *, far_above: floa
     rose = _rose(run, worse)
     if rose is not None and rose[2] < worse * _rows_spread(run):
         rose = None  # a loss summed over more rows than the first step's, not a worse model
+    if rose is not None and rose[2] < jump and rose[2] < _loss_tail(run):
+        rose = None  # within how far the loss's own steps reach above their recent level
     lost = _objective_lost(run)
     if not seen and rose is None and lost is None:
         return []
@@ -329,6 +336,28 @@ def _rose(run: Run, jump: float) -> Optional[tuple[int, int, float, str]]:
     if first >= jump:
         return int(steps[1]), int(steps[2]), first, "each"
     return None
+
+
+def _loss_tail(run: Run, alpha: float = 0.05) -> float:
+    """How far the training loss's median over the next steps (a window of the run's first
+    tenth, as `_rose` takes it) lies above one step's loss by chance, from the run's own steps:
+    that ratio at every step after the first, its 1 - `alpha` quantile. A loss that jumps
+    100-fold from one step to the next by design (a style transfer's image under L-BFGS) lies
+    as often below its next steps' level at the first step as at any other, and a rise within
+    that spread says nothing of the first updates; a loss that falls or stays level has such
+    ratios near 1 or below. 0 where the loss is missing or too short (`worse` alone decides)."""
+    try:
+        loss = run.loss().to_numpy(dtype=float, na_value=np.nan)
+    except (KeyError, ValueError, TypeError):
+        return 0.0
+    n = edge_len(len(loss), lo=5, hi=100)
+    if len(loss) < 2 * n + 2:
+        return 0.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        after = np.median(np.lib.stride_tricks.sliding_window_view(loss[2:], n), axis=1)
+        ratios = after / loss[1:1 + len(after)]
+    ratios = ratios[np.isfinite(ratios) & (loss[1:1 + len(after)] > 0)]
+    return float(np.quantile(ratios, 1 - alpha)) if ratios.size >= n else 0.0
 
 
 def _rows_spread(run: Run) -> float:

@@ -633,3 +633,56 @@ def test_a_summed_loss_that_rises_with_its_rows_casts_no_rise_vote(tmp_path):
     assert module._rows_spread(told) == 1.0
     [f] = learning_rate_too_high(told, _alone(swings))
     assert {"worse", "rose"} & set(f.evidence["votes"]) and "loss rose" in f.message
+
+
+def _scaled_batches(path, lr: float, spread: float):
+    """A linear regression whose batches come in units 10 ** U(-spread, spread) apart (inputs
+    and targets scaled together, so one weight vector fits all), the first batch the smallest:
+    its mean squared error jumps 100-fold from one step to the next by design. Adam."""
+    import torch
+    from torch import nn
+
+    import tracelab
+    g = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    x = torch.randn(4096, 8, generator=g)
+    y = x @ torch.randn(8, generator=g)
+    scales = 10 ** (spread * (2 * torch.rand(60, generator=g) - 1))
+    scales[0] = 10 ** -spread
+    model = nn.Linear(8, 1)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    mse = nn.MSELoss()
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=mse,
+                           input_every=5) as rec:
+        for step in range(60):
+            xb, yb = x[32 * step:32 * step + 32] * scales[step], y[32 * step:32 * step + 32] * \
+                scales[step]
+            opt.zero_grad()
+            out = model(xb).squeeze(1)
+            loss = mse(out, yb)
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=xb, targets=yb, outputs=out)
+    return path
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_a_rise_within_the_loss_s_own_step_to_step_spread_casts_no_vote(tmp_path):
+    """Batches two decades apart in scale, the first the smallest: the loss's next steps lie
+    13x above its first value, as they lie above many another step's, so with updates of 0.1
+    of the weights beside it the rule stays quiet; the LSTM thrown from ln 10 to 6-8 by Adam
+    at lr 0.1 rises far beyond its own steps' spread, and fires."""
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    import importlib
+
+    import tracelab
+    module = importlib.import_module("tracelab.analyzers.learning_rate_too_high")
+    noisy = tracelab.open_run(_scaled_batches(tmp_path / "noisy", 0.1, 1.0))
+    rose = module._rose(noisy, 2.0)
+    assert rose is not None and 2.0 <= rose[2] < module._loss_tail(noisy)
+    assert {"worse", "updates"} <= set(module._votes(noisy, [], 100.0, 10, rose))
+    assert learning_rate_too_high(noisy, []) == []
+    lstm = tracelab.open_run(_row_lstm(tmp_path / "lstm", 0.1))
+    rose = module._rose(lstm, 2.0)
+    assert rose is not None and rose[2] >= max(2.0, module._loss_tail(lstm))
+    assert "worse" in learning_rate_too_high(lstm, [])[0].evidence["votes"]
