@@ -12,8 +12,9 @@ What it detects
       unshuffled, sorted dataset;
     - regression targets (not integer-valued) whose typical magnitude is above `max_scale` or
       below `min_scale` (a target tensor of several columns by its largest column), unless
-      they move with the model (`moving_targets`: a DQN's bootstrapped TD targets, whose
-      magnitude grows with its Q-values and is no scale of the data);
+      they move with the model (`moving_targets`, or a scale that moves twice over,
+      `targets_drift`: a DQN's bootstrapped TD targets, whose magnitude grows with its
+      Q-values and is no scale of the data);
     - as information, a binary task whose positive class is rarer than `rare`, or a task of
       three or more classes (the classes table) whose largest class outnumbers its rarest
       `ratio` times or more in the train targets, with the validation split's balance beside;
@@ -100,7 +101,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binom
 
-from tracelab.analyzers._batches import BATCH_NORMS
+from tracelab.analyzers._batches import BATCH_NORMS, targets_drift
 from tracelab.analyzers._dynamics import (OUTCOME, eval_split, finite, fmt, layer_of,
                                           matrix_params, update_ratios)
 from tracelab.analyzers._inputs import spread_matches
@@ -197,8 +198,12 @@ def target_problems(run: Run, *, negative_share: float = 0.1, min_classes: int =
             numeric.setdefault(_NUMBERED.sub("", str(feature)), []).append((str(feature), train))
     # Targets that move with the model (a DQN's r + gamma * max Q(s'), which rise with its
     # Q-values toward reward / (1 - gamma)) have no scale of their own to standardize: their
-    # median magnitude is wherever the Q-values were when the run stopped.
-    for columns in ([] if numeric and moving_targets(run) else numeric.values()):
+    # median magnitude is wherever the Q-values were when the run stopped. Their level moves
+    # (`moving_targets`), or their spread grows with it faster than the level travels, and then
+    # their scale still moves (`targets_drift`: the first and last quarters' root mean squares
+    # twice apart or more), which a fixed data set sampled at random never does.
+    moving = bool(numeric) and (moving_targets(run) or targets_drift(run) is not None)
+    for columns in ([] if moving else numeric.values()):
         # A target tensor of many columns (a VAE's images) is judged by its largest column:
         # the blank border pixels of an image are no scale of their own.
         scales = [_typical(train) for _, train in columns]
