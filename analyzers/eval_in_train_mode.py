@@ -9,8 +9,9 @@ What it detects
     (`F.dropout(x, p, training=self.training)`) or inside a recurrent layer (`nn.LSTM(...,
     dropout=p)`) has no Dropout module to count: where the model counts none, the model's own
     training flag at those evaluations is judged when the run declares a dropout probability
-    above 0 -- a recurrent layer's `dropout=` in its summary, or a number in (0, 1) under a
-    dropout key of the run's config (`dropout`, `hidden_dropout_prob`, `drop_rate`, ...).
+    above 0 -- the `dropout=` of a recurrent layer stacking 2 or more layers (one layer drops
+    nothing) in its summary, or a number in (0, 1) under a dropout key of the run's config
+    (`dropout`, `hidden_dropout_prob`, `drop_rate`, ...).
 
 Why it matters
     In training mode Dropout drops units at random and BatchNorm normalizes with the batch's
@@ -53,6 +54,7 @@ from tracelab.core.schema import (DROPOUT_MODULES, NORM_MODULES, TRAIN, TRAIN_MO
 # `hidden_dropout_prob`, `drop_rate`, `drop_path_rate`, `p_drop` (not `drop_last`).
 _DROPOUT_KEY = re.compile(r"dropout|drop_?(rate|prob|path)|(^|_)p_?drop($|_)", re.IGNORECASE)
 _REPR_DROPOUT = re.compile(r"\bdropout=([0-9.eE+-]+)")
+_REPR_LAYERS = re.compile(r"\bnum_layers=([0-9]+)")
 
 
 @rule(name="eval-in-train-mode", code="TL603", requires=(Needs.EVAL_MODES,), plot=Plot.NONE,
@@ -98,13 +100,21 @@ def eval_in_train_mode(run: Run, *, min_share: float = 0.5) -> list[Finding]:
 
 def _declared_dropout(run: Run) -> tuple[str, float] | None:
     """(where, probability) of a dropout the run declares outside Dropout modules: a leaf
-    module's `dropout=p` in its summary (nn.LSTM, nn.GRU), else a number in (0, 1) under a
-    dropout key of the config (nested mappings included); None where none is declared."""
+    module's `dropout=p` in its summary (nn.LSTM, nn.GRU) where it stacks 2 or more layers,
+    else a number in (0, 1) under a dropout key of the config (nested mappings included);
+    None where none is declared. A recurrent layer of one layer applies no dropout (PyTorch
+    drops units only between stacked layers), so its `dropout=p` counts for nothing, and a
+    config value equal to it is taken as the one passed to that layer."""
+    inert = set()
     for m in run.modules():
         found = _REPR_DROPOUT.search(str(m.get("extra_repr") or ""))
         p = _probability(found.group(1)) if found else None
-        if p is not None:
-            return f"{m.get('type', 'a module')} '{m.get('path', '')}' dropout={p:g}", p
+        if p is None:
+            continue
+        if _layers(m) < 2:
+            inert.add(p)
+            continue
+        return f"{m.get('type', 'a module')} '{m.get('path', '')}' dropout={p:g}", p
     stack, seen = [run.meta.get("config")], 0
     while stack and seen < 1000:
         config = stack.pop()
@@ -116,9 +126,23 @@ def _declared_dropout(run: Run) -> tuple[str, float] | None:
                 stack.append(value)
             elif _DROPOUT_KEY.search(str(key)):
                 p = _probability(value)
-                if p is not None:
+                if p is not None and p not in inert:
                     return f"config {key}={p:g}", p
     return None
+
+
+def _layers(module: dict) -> int:
+    """The stacked layers of a recurrent module: its recorded `num_layers`, else the one its
+    extra_repr() shows; 1 where neither shows one (nn.LSTM's repr omits num_layers=1)."""
+    config = module.get("config")
+    n = config.get("num_layers") if isinstance(config, dict) else None
+    if n is None:
+        found = _REPR_LAYERS.search(str(module.get("extra_repr") or ""))
+        n = found.group(1) if found else 1
+    try:
+        return int(n) if not isinstance(n, bool) else 1
+    except (TypeError, ValueError, OverflowError):
+        return 1
 
 
 def _probability(value) -> float | None:

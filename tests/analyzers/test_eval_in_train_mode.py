@@ -191,3 +191,75 @@ def test_functional_dropout_quiet_in_eval_mode_or_undeclared(tmp_path):
     assert eval_in_train_mode(_functional_dropout_run(tmp_path / "a", True, declared)) == []
     # Nothing recorded says this forward drops units: the model's flag alone stays quiet.
     assert eval_in_train_mode(_functional_dropout_run(tmp_path / "b", False, {"lr": 1e-2})) == []
+
+
+def test_a_single_layer_recurrent_dropout_declares_nothing():
+    # PyTorch drops units only between stacked recurrent layers, and nn.LSTM's summary omits
+    # num_layers=1: its dropout=0.5 is inert, and so is the config value passed to it.
+    lstm = [{"path": "rnn", "type": "LSTM", "extra_repr": "8, 16, dropout=0.5"}]
+    assert eval_in_train_mode(_declared(modules=lstm)) == []
+    assert eval_in_train_mode(_declared({"dropout": 0.5}, modules=lstm)) == []
+    recorded = [dict(lstm[0], config={"num_layers": 1, "hidden_size": 16})]
+    assert eval_in_train_mode(_declared(modules=recorded)) == []
+    # Another dropout in the config is a different one, and a recorded stack of two drops.
+    [f] = eval_in_train_mode(_declared({"dropout": 0.2}, modules=lstm))
+    assert "config dropout=0.2" in f.message
+    stacked = [dict(lstm[0], config={"num_layers": 2})]
+    [f] = eval_in_train_mode(_declared(modules=stacked))
+    assert "LSTM 'rnn' dropout=0.5" in f.message
+
+
+def _lstm_run(path, layers: int):
+    """A sequence classifier whose nn.LSTM(..., num_layers=layers, dropout=0.5) is its only
+    dropout, validated under torch.no_grad() every 5 steps without model.eval()."""
+    torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+    import warnings
+    import tracelab
+    nn = torch.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            with warnings.catch_warnings():  # PyTorch warns of dropout with one layer
+                warnings.simplefilter("ignore")
+                self.rnn = nn.LSTM(3, 16, num_layers=layers, dropout=0.5, batch_first=True)
+            self.head = nn.Linear(16, 2)
+
+        def forward(self, x):
+            return self.head(self.rnn(x)[0][:, -1])
+
+    torch.manual_seed(0)
+    x = torch.randn(320, 6, 3)
+    y = (x.sum((1, 2)) > 0).long()
+    x, y, xv, yv = x[:256], y[:256], x[256:], y[256:]
+    model = Net()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    ce = nn.CrossEntropyLoss()
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=ce) as rec:
+        for step in range(40):
+            i = (step * 32) % (len(x) - 31)
+            model.train()
+            opt.zero_grad()
+            out = model(x[i:i + 32])
+            loss = ce(out, y[i:i + 32])
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x[i:i + 32], targets=y[i:i + 32], outputs=out)
+            if (step + 1) % 5 == 0:
+                with torch.no_grad():
+                    outs = model(xv)
+                rec.log("val", metrics={"loss": ce(outs, yv)}, targets=yv)
+    return tracelab.open_run(str(path))
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_stacked_recurrent_dropout_left_on_at_validation_fires(tmp_path):
+    [f] = eval_in_train_mode(_lstm_run(tmp_path / "r", layers=2))
+    assert f.evidence["in_train_mode"] == f.evidence["evaluations"] == 8
+    assert "LSTM 'rnn' dropout=0.5" in f.message
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_single_layer_recurrent_dropout_is_quiet_in_train_mode(tmp_path):
+    # One layer: the outputs are the same in both modes, so there is nothing to flag.
+    assert eval_in_train_mode(_lstm_run(tmp_path / "r", layers=1)) == []
