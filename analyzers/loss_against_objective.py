@@ -184,8 +184,9 @@ def _actor_descends_q(run: Run, split, alpha: float) -> list[Finding]:
     within a factor 2 of +1 is `+Q`: the actor descends the values it should ascend. A
     stochastic policy's loss (`-log_prob * advantage`, PPO's clipped surrogate) is a hundredth
     of the values or less and never reads as either. The return the environment pays must say
-    the same: its median over the last half of its steps and its last value below its value at
-    the first step it was logged (the policy the run started from)."""
+    the same: its last half below its first quarter (the policy the run started from) by a
+    one-sided Mann-Whitney test, in every logged return long enough to be judged
+    (`_fallen_return`)."""
     q = q_values(run, split)
     if len(q) < 2:
         return []
@@ -227,7 +228,8 @@ def _actor_descends_q(run: Run, split, alpha: float) -> list[Finding]:
             f"{fmt(p)}), at a median {fmt(mid)} times its value. A deterministic actor "
             f"minimizes -Q(s, pi(s)), the opposite of the values; this one minimizes +Q, "
             f"the values themselves, and descends to the worst actions the critic knows. "
-            f"The return says so: {rname} went from {fmt(first)} at the start to a median "
+            f"The return says so: {rname} went from a median {fmt(first)} over its first "
+            f"quarter to a median "
             f"{fmt(last_half)} over its last half, {fmt(last)} at the end.",
             {"split": split, "metric": str(name), "same_sign": same, "points": len(ratio),
              "p_sign": p, "ratio": mid, "return": rname, "return_first": first,
@@ -238,22 +240,28 @@ def _actor_descends_q(run: Run, split, alpha: float) -> list[Finding]:
     return out
 
 
-def _fallen_return(run: Run) -> tuple[str, float, float, float] | None:
-    """A logged return (`is_return`), in any split, at 3 recorded steps or more, whose median
-    over the last half of its steps and whose last value are both below its value at its first
-    step: (name, first, last-half median, last), or None."""
+def _fallen_return(run: Run, alpha: float = 0.05) -> tuple[str, float, float, float] | None:
+    """The logged returns (`is_return`, in any split, each at 8 recorded steps or more: a first
+    quarter of two values at least) whose last half is below their first quarter by a one-sided
+    Mann-Whitney test at `alpha`: (name, first-quarter median, last-half median, last) of the
+    first, or None where none is judged or any judged return did not fall. One first value
+    is a coin flip on a run that does not learn; a return the run logs twice (train's and an
+    evaluation's) that rose in one is not said to have fallen."""
     sc = run.scalars
+    fallen = None
     for split, name in sc[["split", "name"]].drop_duplicates().itertuples(index=False):
         if not is_return(str(name)):
             continue
         v = run.scalar(str(name), str(split)).to_numpy(dtype=float, na_value=np.nan)
         v = v[np.isfinite(v)]
-        if len(v) < 3:
+        if len(v) < 8:
             continue
-        half = float(np.median(v[len(v) // 2:]))
-        if half < v[0] and v[-1] < v[0]:
-            return str(name), float(v[0]), half, float(v[-1])
-    return None
+        first, half = v[:len(v) // 4], v[len(v) // 2:]
+        if float(mannwhitneyu(half, first, alternative="less").pvalue) >= alpha:
+            return None
+        fallen = fallen or (str(name), float(np.median(first)), float(np.median(half)),
+                            float(v[-1]))
+    return fallen
 
 
 def _bonus_minimized(run: Run, split, blocks: int) -> list[Finding]:

@@ -665,3 +665,19 @@ def test_actor_losses_are_named_in_rl_s_usual_spellings():
     for name in ("loss", "critic_loss", "qf1_loss", "value_loss", "losses/qf1_values",
                  "actor_critic_loss", "g_loss", "entropy"):
         assert not is_actor_loss(name), name
+
+
+def test_a_return_is_said_to_fall_only_against_its_first_quarter_in_every_logged_return():
+    # A run that does not learn: its return's first value happened to be its highest, the rest
+    # the same noise; one value is a coin flip, its first quarter against its last half is not.
+    from tracelab.analyzers.loss_against_objective import _fallen_return
+    rng = np.random.default_rng(0)
+    flat = rng.normal(0, 1, 40)
+    flat[0] = flat.max() + 1
+    assert _fallen_return(_frames({("val", "return"): flat})) is None
+    fell = np.linspace(0, -2, 40) + rng.normal(0, 0.2, 40)
+    name, first, half, last = _fallen_return(_frames({("val", "return"): fell}))
+    assert name == "return" and half < first
+    # Two returns (train's episodic and an evaluation's): one fell, the other rose.
+    assert _fallen_return(_frames({("val", "return"): fell,
+                                   ("train", "episodic_return"): -fell})) is None
