@@ -105,6 +105,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import mannwhitneyu
 
+from tracelab.analyzers._batches import sums_over_batch
 from tracelab.analyzers._dynamics import OUTCOME, edge_len, initial, matrix_params
 from tracelab.analyzers._dynamics import fmt as _fmt
 from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL, NO_OPTIMIZER_FIX,
@@ -205,7 +206,7 @@ def learning_rate_too_high(run: Run, chains: Sequence[Chain], *, far_above: floa
         if _symptom(chain.root):
             seen += [chain.root] + [f for f in chain.explains if _symptom(f)]
     rose = _rose(run, worse)
-    if rose is not None and rose[2] < worse * _rows_spread(run):
+    if rose is not None and rose[2] < worse * _rows_spread(run, rose[1]):
         rose = None  # a loss summed over more rows than the first step's, not a worse model
     if rose is not None and rose[2] < jump and rose[2] < _loss_tail(run):
         rose = None  # within how far the loss's own steps reach above their recent level
@@ -360,23 +361,28 @@ def _loss_tail(run: Run, alpha: float = 0.05) -> float:
     return float(np.quantile(ratios, 1 - alpha)) if ratios.size >= n else 0.0
 
 
-def _rows_spread(run: Run) -> float:
-    """How many times more rows the largest profiled train batch held than the smallest (the
-    input profiles' count, the largest feature's per step), where the loss is not known to be
-    a mean (`mean_reduced`: an unknown loss, a sum): such a loss grows with the rows it sums (an
-    actor-critic's loss summed over an episode that lasts 12 steps at first and 81 later), so
-    a rise under the first updates smaller than `worse` times this says nothing of them. 1
-    where the loss is a mean, the rows are not known, or fewer than two steps were profiled."""
+def _rows_spread(run: Run, until: Optional[float] = None) -> float:
+    """How many times more rows the largest profiled train batch up to step `until` (the end
+    of the rise `_rose` measures; every step where None) held than the first profiled one
+    (the input profiles' count, the largest feature's per step), where the loss is not known
+    to be a mean (`mean_reduced`) and grows with the rows of its batch (`sums_over_batch`: a
+    sum): such a loss grows with the rows it sums (an actor-critic's loss summed over an
+    episode that lasts 12 steps at first and 81 later), so a rise under the first updates
+    smaller than `worse` times this says nothing of them. 1 where the loss is a mean or does
+    not follow its rows (a partial last batch of a mean loss whose reduction was not told),
+    the rows are not known, or fewer than two steps up to `until` were profiled."""
     try:
-        if mean_reduced(run) or not len(run.inputs):
+        if mean_reduced(run) or not len(run.inputs) or sums_over_batch(run) is None:
             return 1.0
         rows = run.inputs[run.inputs["split"] == TRAIN]
         count = pd.to_numeric(rows.groupby("step")["count"].max(), errors="coerce")
+        if until is not None:
+            count = count[np.asarray(count.index, dtype=float) <= float(until)]
         count = count.to_numpy(dtype=float, na_value=np.nan)
     except (KeyError, ValueError, TypeError, AttributeError):
         return 1.0
     count = count[np.isfinite(count) & (count > 0)]
-    return float(count.max() / count.min()) if count.size >= 2 else 1.0
+    return float(count.max() / count[0]) if count.size >= 2 else 1.0
 
 
 def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,
@@ -444,6 +450,11 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,
         votes["objective_lost"] = (f"the {lost[0]} {lost[1]} fell from {fmt(lost[2])} at its "
                                    f"first evaluations to {fmt(lost[3])} over the second half "
                                    "of the run", 1)
+        if "constant" in votes:
+            # one fact, seen twice: a model at the prediction that ignores the input (labels
+            # that carry no signal) also scores worse than its first evaluations' luck
+            votes["constant"] = (votes["constant"][0] + "; " + votes.pop("objective_lost")[0],
+                                 1)
     episodes = max((int(f.evidence.get("spikes_total", 1)) for f in spikes), default=0)
     if episodes >= 2 and "lr_rise" not in votes:
         votes["spikes"] = (f"the loss spiked {episodes} times, first at step "

@@ -686,3 +686,49 @@ def test_a_rise_within_the_loss_s_own_step_to_step_spread_casts_no_vote(tmp_path
     rose = module._rose(lstm, 2.0)
     assert rose is not None and rose[2] >= max(2.0, module._loss_tail(lstm))
     assert "worse" in learning_rate_too_high(lstm, [])[0].evidence["votes"]
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_a_mean_loss_s_partial_last_batch_does_not_raise_the_rise_bar(tmp_path):
+    """The LSTM thrown from ln 10 to 6-8 by Adam at lr 0.1, its loss's reduction not told and
+    its last profiled batch a quarter of the others (drop_last=False): its mean loss does not
+    follow its rows (no `sums_over_batch`), so the rows' spread stays 1 and the rise still
+    votes; the summed loss over lengthening batches keeps its spread (first steps only)."""
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    import importlib
+
+    import tracelab
+    module = importlib.import_module("tracelab.analyzers.learning_rate_too_high")
+    lstm = tracelab.open_run(_row_lstm(tmp_path / "lstm", 0.1))
+    meta = {k: v for k, v in lstm.meta.items() if k != "loss_fn"}
+    inputs = lstm.inputs.copy()
+    last = inputs["step"] == inputs["step"].max()
+    inputs.loc[last, "count"] = inputs.loc[last, "count"] // 4
+    untold = Run.from_frames(meta, scalars=lstm.scalars, tensors=lstm.tensors, inputs=inputs)
+    assert module._rows_spread(untold) == 1.0
+    assert "worse" in learning_rate_too_high(untold, [])[0].evidence["votes"]
+    summed = tracelab.open_run(_growing_sum(tmp_path / "sum", 1e-2))
+    rose = module._rose(summed, 2.0)
+    assert rose is not None and module._rows_spread(summed, rose[1]) > rose[2] / 2.0
+
+
+def test_labels_that_carry_no_signal_cast_one_vote_for_a_constant_and_a_lost_score():
+    """A model at the prediction that ignores the input (shuffled labels) scores worse than
+    its first evaluations' luck too: that is one fact, so beside it the rule needs another
+    primary vote, and the two appear as one."""
+    n = 40
+    steps = np.arange(n)
+    scalars = pd.concat([
+        pd.DataFrame({"step": steps, "split": "train", "name": "loss",
+                      "value": np.full(n, 2.3)}),
+        pd.DataFrame({"step": steps[::4], "split": "val", "name": "acc",
+                      "value": np.r_[[0.16, 0.15, 0.14], np.full(7, 0.02)]})])
+    run = Run.from_frames({"run_id": "shuffled"}, scalars=scalars)
+    constant = _f("target-problems", (0, n - 1),
+                  {"train_loss_late": 2.3, "constant_loss": 2.3})
+    import importlib
+    module = importlib.import_module("tracelab.analyzers.learning_rate_too_high")
+    lost = module._objective_lost(run)
+    assert lost is not None
+    votes = module._votes(run, [constant], 100.0, 10, None, 100.0, lost)
+    assert "objective_lost" not in votes and "acc fell" in votes["constant"][0]
