@@ -112,7 +112,7 @@ from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL, NO_
                                                adversarial_game, descends_per_batch,
                                                loss_grew, loss_level_uninformative, lr_known,
                                                without_optimizer)
-from tracelab.analyzers._loss_contracts import constant_loss, mean_reduced
+from tracelab.analyzers._loss_contracts import class_shares, constant_loss, mean_reduced
 from tracelab.analyzers._objectives import objective_improved, run_direction
 from tracelab.analyzers._slow_updates import per_update
 from tracelab.core import causes
@@ -483,7 +483,9 @@ def _objective_lost(run: Run, min_points: int = 8, factor: float = 1.2,
     last half (its median) is worse than every value of its first quarter (two at least) by
     `factor` or more (a score falls to 1/factor of it, an error grows `factor` times) and
     whose last half is worse than that quarter by a one-sided Mann-Whitney test at `alpha`
-    (a score at chance that moved once by a point is no fall): (split, name, the first
+    (a score at chance that moved once by a point is no fall), and, for a score, whose first
+    quarter's worst value lies above the largest class's share (`_chance`: at or under it the
+    model never beat the prediction that ignores the input): (split, name, the first
     quarter's worst value, the last half's median). Training left the model worse at what it
     is measured on than after its first steps; the steps threw it away from what they had
     found. None where no such metric was logged or the facts are malformed."""
@@ -506,12 +508,26 @@ def _objective_lost(run: Run, min_points: int = 8, factor: float = 1.2,
                 (first.max(), np.median(late))
             if sign * worst < sign * factor ** sign * level:
                 continue
+            if sign > 0 and worst <= _chance(run, str(split)) * (100 if values.max() > 1 else 1):
+                continue  # a score never above what the largest class alone scores: luck
             p = mannwhitneyu(sign * late, sign * first, alternative="less").pvalue
             if float(p) < alpha:
                 return str(split), str(name), float(worst), float(level)
     except (KeyError, ValueError, TypeError):
         return None
     return None
+
+
+def _chance(run: Run, split: str) -> float:
+    """The largest class's share of the split's recorded targets (the train split's where
+    the split's own are not recorded): what a prediction that ignores the input scores at
+    most in accuracy. 0 where the classes are not recorded."""
+    try:
+        shares = class_shares(run, split)
+        shares = class_shares(run, TRAIN) if shares is None else shares
+        return float(np.max(shares)) if shares is not None and len(shares) else 0.0
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return 0.0
 
 
 def _fastest(run: Run, early: int) -> tuple[Optional[str], Optional[float], str]:

@@ -732,3 +732,23 @@ def test_labels_that_carry_no_signal_cast_one_vote_for_a_constant_and_a_lost_sco
     assert lost is not None
     votes = module._votes(run, [constant], 100.0, 10, None, 100.0, lost)
     assert "objective_lost" not in votes and "acc fell" in votes["constant"][0]
+
+
+def test_a_score_that_never_beat_the_largest_class_loses_nothing():
+    """Accuracy falling from .16 to .02 over ten classes of about a tenth each is a lost
+    score; falling from .09 to .06 never beat the largest class (12%) alone: luck, no vote."""
+    import importlib
+    module = importlib.import_module("tracelab.analyzers.learning_rate_too_high")
+    shares = np.r_[[12], np.full(9, 11)]
+    classes = pd.DataFrame({"step": 0, "split": "train", "target": "target",
+                            "label": np.arange(10), "count": shares})
+    loss = pd.DataFrame({"step": np.arange(40), "split": "train", "name": "loss",
+                         "value": np.full(40, 2.3)})
+
+    def run(first, late):
+        acc = pd.DataFrame({"step": np.arange(0, 40, 4), "split": "val", "name": "acc",
+                            "value": np.r_[[first] * 3, [late] * 7]})
+        return Run.from_frames({"run_id": "acc"}, scalars=pd.concat([loss, acc]),
+                               classes=classes)
+    assert module._objective_lost(run(0.16, 0.02)) is not None
+    assert module._objective_lost(run(0.09, 0.06)) is None
