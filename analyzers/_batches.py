@@ -9,7 +9,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+from scipy.stats import mannwhitneyu
 
+from tracelab.analyzers._loss_contracts import mean_reduced
 from tracelab.core.rules import Unseen
 from tracelab.core.run import Run
 from tracelab.core.schema import TRAIN
@@ -142,7 +144,11 @@ def sums_over_batch(run: Run, *, min_batches: int = 4, spread: float = 2.0,
     above one half, the loss per sample varies less than the loss, and the loss is read as a
     sum over batches whose size varies (an episode's rollout, whose length grows as a policy
     learns; variable-length sequences), whose jumps follow the batch's size, recorded only on
-    profiled steps. False (None) where the sizes are steady or missing."""
+    profiled steps. False (None) where the sizes are steady or missing, and where the loss is
+    recorded as a mean (`mean_reduced`): a mean does not grow with its batch, and a small last
+    batch (drop_last=False) that happens to meet a high loss only fakes the slope."""
+    if mean_reduced(run):
+        return None
     size = batch_sizes(run)
     try:
         loss = run.loss()
@@ -162,13 +168,16 @@ def sums_over_batch(run: Run, *, min_batches: int = 4, spread: float = 2.0,
     return slope if slope >= min_slope else None
 
 
-def targets_drift(run: Run, *, factor: float = 2.0, min_batches: int = 8) -> float | None:
+def targets_drift(run: Run, *, factor: float = 2.0, min_batches: int = 16,
+                  alpha: float = 0.05) -> float | None:
     """How many times the recorded real-valued train targets' scale (per profiled batch, the
     root mean square sqrt(mean ** 2 + std ** 2), averaged over target columns) moved between
     the first and the last quarter of the profiled batches, by the ratio of their medians (the
     larger over the smaller), where that is `factor` or more over `min_batches` batches or
-    more; None otherwise (integer targets, too few batches, a steady scale). A fixed data set
-    sampled at random keeps its targets' scale from batch to batch."""
+    more and the two quarters' batches differ beyond their own noise (a one-sided Mann-Whitney
+    test, p < `alpha`, in the ratio's direction); None otherwise (integer targets, too few
+    batches, a steady scale). A fixed data set sampled at random keeps its targets' scale from
+    batch to batch: the medians of a few heavy-tailed batches can still differ twice over."""
     try:
         rows = run.targets
         rows = rows[(rows["split"] == TRAIN) & (rows["count"] > 1)]
@@ -186,4 +195,11 @@ def targets_drift(run: Run, *, factor: float = 2.0, min_batches: int = 8) -> flo
     if not (first > 0 and last > 0):
         return None
     ratio = max(first, last) / min(first, last)
-    return ratio if ratio >= factor else None
+    if ratio < factor:
+        return None
+    try:
+        p = float(mannwhitneyu(quarters[-1], quarters[0],
+                               alternative="greater" if last > first else "less").pvalue)
+    except ValueError:
+        return None
+    return ratio if p < alpha else None

@@ -27,11 +27,12 @@ def switched_on(at: int, top: float) -> Callable[[int], float]:
 
 
 def train(path, beta: Callable[[int], float], *, steps: int = 300, lr: float = 3e-3,
-          log_term: bool = True, kick_at: int | None = None, seed: int = 0):
+          log_term: bool = True, kick_at: int | None = None, seed: int = 0,
+          log_best: bool = False):
     """Train the VAE for `steps` steps of 256 samples; `log_term`: the reconstruction error
     logged as the metric `recon_loss`; `kick_at`: before that step the decoder's output layer
-    is scaled 10-fold (an update that overshot), which throws the reconstruction error up.
-    Returns the run path."""
+    is scaled 10-fold (an update that overshot), which throws the reconstruction error up;
+    `log_best`: the best loss so far logged as the metric `best_loss`. Returns the run path."""
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     x = (torch.randn(1024, 2, generator=g) @ torch.randn(2, 16, generator=g)
@@ -41,6 +42,7 @@ def train(path, beta: Callable[[int], float], *, steps: int = 300, lr: float = 3
         "enc": nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 2 * latent)),
         "dec": nn.Sequential(nn.Linear(latent, 32), nn.Tanh(), nn.Linear(32, 16))})
     opt = torch.optim.Adam(model.parameters(), lr=lr)
+    best = float("inf")
     with tracelab.Recorder(str(path), model=model, optimizer=opt) as rec:
         for step in range(steps):
             xb = x[torch.randint(len(x), (256,), generator=g)]
@@ -55,6 +57,9 @@ def train(path, beta: Callable[[int], float], *, steps: int = 300, lr: float = 3
             opt.zero_grad()
             loss.backward()
             opt.step()
-            rec.step(loss=loss, inputs=xb, targets=xb,
-                     metrics={"recon_loss": recon.item()} if log_term else None)
+            best = min(best, loss.item())
+            metrics = {"recon_loss": recon.item()} if log_term else {}
+            if log_best:
+                metrics["best_loss"] = best
+            rec.step(loss=loss, inputs=xb, targets=xb, metrics=metrics or None)
     return path

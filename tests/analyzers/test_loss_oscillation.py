@@ -371,3 +371,59 @@ def test_targets_whose_scale_drifts_move_the_objective(tmp_path, one_thread, mon
     assert module.overshoot_facts(wild)
     [f] = loss_oscillation(wild)
     assert f.evidence["progress"] < 0
+
+
+def _xor_epochs(path, *, seed: int, rows: int = 200, batch: int = 48, epochs: int = 60):
+    """XOR on a fixed set of `rows` points in shuffled batches of `batch` (the last of each
+    epoch smaller: drop_last=False), BCE declared as a mean, SGD at lr 50, every 7th batch
+    profiled."""
+    torch = pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    from torch import nn
+
+    import tracelab
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(rows, 2, generator=g)
+    y = (x[:, :1] * x[:, 1:] > 0).float()
+    model = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=50.0)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, input_every=7,
+                           loss_fn=nn.BCEWithLogitsLoss()) as rec:
+        for _ in range(epochs):
+            order = torch.randperm(rows, generator=g)
+            for i in range(0, rows, batch):
+                j = order[i:i + batch]
+                loss = nn.functional.binary_cross_entropy_with_logits(model(x[j]), y[j])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                rec.step(loss=loss, inputs=x[j], targets=y[j])
+    return tracelab.open_run(str(path))
+
+
+def test_a_mean_loss_with_a_small_last_batch_is_no_sum(tmp_path, one_thread):
+    """A loss declared as a mean does not grow with its batch: a small last batch profiled
+    next to high losses fakes a slope over the batch's size (1.4 here), but the loss is still
+    judged as recorded, and a learning rate of 50 fires."""
+    from tracelab.analyzers._batches import sums_over_batch
+
+    run = _xor_epochs(tmp_path / "xor", seed=3)  # skipped without torch
+    assert sums_over_batch(run) is None
+    [f] = loss_oscillation(run)
+    assert f.evidence["swing"] >= 0.25
+
+
+def test_a_best_so_far_loss_is_no_term_of_the_loss(tmp_path, one_thread):
+    """A VAE under cyclical KL annealing that logs only its best loss so far: that metric is
+    0 or more, never above the loss and all of it at the start, but it never rises with the
+    loss, so it is no term that carries it, and the swings fire."""
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    from _vae_training import cyclical, train
+
+    from tracelab.analyzers._loss_terms import main_term
+    from tracelab.core.run import open_run
+
+    run = open_run(train(tmp_path / "best", cyclical(100, 0.3), log_term=False, log_best=True))
+    assert main_term(run, run.loss()) is None
+    [f] = loss_oscillation(run)
+    assert f.evidence["median"] >= 1.75 * f.evidence["best_level"]

@@ -455,3 +455,16 @@ def test_a_jump_of_a_sum_s_other_term_is_no_spike_while_its_logged_fit_holds(tmp
     assert f.steps[0] == 150
     [f] = loss_spike(open_run(train(tmp_path / "kick", switched_on(150, 0.1), kick_at=270)))
     assert f.steps[0] == 270 and f.evidence["cause"] not in ("input_outlier", "lr_increase")
+
+
+def test_a_best_so_far_loss_does_not_hide_a_jump(tmp_path, one_thread):
+    """The same VAE logging only its best loss so far, which never rises: no term of the
+    loss, so the jump where the KL term is switched on fires as without any metric."""
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    from _vae_training import switched_on, train
+
+    from tracelab.core.run import open_run
+
+    [f] = loss_spike(open_run(train(tmp_path / "best", switched_on(150, 0.1), log_term=False,
+                                    log_best=True)))
+    assert f.steps[0] == 150
