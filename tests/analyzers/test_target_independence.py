@@ -332,12 +332,14 @@ def test_memorized_regression_whose_validation_never_beats_its_variance(tmp_path
 
 
 def _sparse_full_batch(path, *, shuffle: bool, n: int = 140, val_rows: int = 300,
-                       words: int = 300, classes: int = 5, steps: int = 200):
+                       words: int = 300, classes: int = 5, steps: int = 200,
+                       batch: int | None = None):
     """pygcn's recipe without the graph: sparse bag-of-words rows (a few class-dependent
     words each, row-normalized), a small training set of `n` rows read whole at every step
     (full batch) and a fixed validation set evaluated whole, with its accuracy logged;
     `shuffle`: the training rows' labels permuted among themselves. A few nonzero values per
-    column make the two sets' ranges and spreads differ by chance alone."""
+    column make the two sets' ranges and spreads differ by chance alone. `batch`: minibatches
+    of that many rows in turn instead of the full batch."""
     import tracelab
     g = np.random.default_rng(100)
     y = g.integers(0, classes, n + val_rows)
@@ -354,13 +356,15 @@ def _sparse_full_batch(path, *, shuffle: bool, n: int = 140, val_rows: int = 300
     opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
     loss_fn = nn.NLLLoss()
     with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=loss_fn) as rec:
-        for _ in range(steps):
+        for step in range(steps):
+            rows = slice(None) if batch is None else \
+                slice(step * batch % n, step * batch % n + batch)
             opt.zero_grad()
-            out = model(xt)
-            loss = loss_fn(out, yt)
+            out = model(xt[rows])
+            loss = loss_fn(out, yt[rows])
             loss.backward()
             opt.step()
-            rec.step(loss=loss, inputs=xt, targets=yt, outputs=out)
+            rec.step(loss=loss, inputs=xt[rows], targets=yt[rows], outputs=out)
             model.eval()
             with torch.no_grad():
                 out = model(xv)
@@ -385,6 +389,18 @@ def test_memorized_small_sparse_set_whose_features_differ_only_by_chance(tmp_pat
     [f] = _found(run)
     assert "memorizes train" in f.message and f.evidence["split"] == "val"
     assert f.evidence["val_acc_best"] <= f.evidence["chance_acc"] + 0.05
+
+
+def test_train_val_mismatch_s_silence_stands_for_a_match_in_full_batch_training_only(tmp_path):
+    # With minibatches, train-val-mismatch's silence may be one of its abstentions (a
+    # chronological split, a changing validation set, token ids), not a match: the fixed
+    # tolerance alone decides, and the features that fail it leave the split unjudged.
+    from tracelab.analyzers._splits import repeated_rows
+    from tracelab.analyzers.target_problems import _splits_match
+    run = _sparse_full_batch(tmp_path / "r", shuffle=True, batch=35)
+    assert repeated_rows(run.inputs, "train") is None
+    assert not _splits_match(run, "val", 0.8)
+    assert _found(run) == []
 
 
 def test_small_sparse_set_with_its_own_labels_overfits_quietly(tmp_path):
