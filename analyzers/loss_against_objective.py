@@ -241,11 +241,14 @@ def _actor_descends_q(run: Run, split, alpha: float) -> list[Finding]:
 
 
 def _fallen_return(run: Run, alpha: float = 0.05) -> tuple[str, float, float, float] | None:
-    """The logged returns (`is_return`, in any split, each at 8 recorded steps or more: a first
-    quarter of two values at least) whose last half is below their first quarter by a one-sided
-    Mann-Whitney test at `alpha`: (name, first-quarter median, last-half median, last) of the
-    first, or None where none is judged or any judged return did not fall. One first value
-    is a coin flip on a run that does not learn; a return the run logs twice (train's and an
+    """The logged returns (`is_return`, in any split, at 3 recorded steps or more) that fell:
+    with 8 values or more (a first quarter of two at least), their last half below their first
+    quarter by a one-sided Mann-Whitney test at `alpha` (and, as ever, their last half's median
+    and last value below the first); with fewer (an evaluation every few
+    thousand steps), every later value below the first (the policy the run started from).
+    (name, first-quarter median, last-half median, last) of the first, or None where none is
+    judged or any judged return did not fall. One first value against a last half's median is
+    a coin flip on a run that does not learn; a return the run logs twice (train's and an
     evaluation's) that rose in one is not said to have fallen."""
     sc = run.scalars
     fallen = None
@@ -254,10 +257,14 @@ def _fallen_return(run: Run, alpha: float = 0.05) -> tuple[str, float, float, fl
             continue
         v = run.scalar(str(name), str(split)).to_numpy(dtype=float, na_value=np.nan)
         v = v[np.isfinite(v)]
-        if len(v) < 8:
+        if len(v) < 3:
             continue
-        first, half = v[:len(v) // 4], v[len(v) // 2:]
-        if float(mannwhitneyu(half, first, alternative="less").pvalue) >= alpha:
+        first, half = v[:max(1, len(v) // 4)], v[len(v) // 2:]
+        if len(v) < 8:
+            if not (v[1:] < v[0]).all():
+                return None
+        elif float(mannwhitneyu(half, first, alternative="less").pvalue) >= alpha or \
+                not (np.median(half) < v[0] and v[-1] < v[0]):
             return None
         fallen = fallen or (str(name), float(np.median(first)), float(np.median(half)),
                             float(v[-1]))

@@ -681,3 +681,10 @@ def test_a_return_is_said_to_fall_only_against_its_first_quarter_in_every_logged
     # Two returns (train's episodic and an evaluation's): one fell, the other rose.
     assert _fallen_return(_frames({("val", "return"): fell,
                                    ("train", "episodic_return"): -fell})) is None
+
+
+def test_a_return_evaluated_a_few_times_falls_only_below_its_first_value_at_every_evaluation():
+    from tracelab.analyzers.loss_against_objective import _fallen_return
+    assert _fallen_return(_frames({("val", "return"): [-36.1, -78.9, -79.3, -79.4, -79.4]}))
+    assert _fallen_return(_frames({("val", "return"): [-36.1, -78.9, -20.0, -79.4, -79.4]})) \
+        is None
