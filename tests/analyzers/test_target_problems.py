@@ -131,7 +131,7 @@ def test_bootstrapped_targets_have_no_data_scale(tmp_path):
     assert not any("far from unit scale" in f.message for f in target_problems(moving))
 
 
-def _episodic_td(path, *, bootstrap: bool, steps: int = 300):
+def _episodic_td(path, *, bootstrap: bool, steps: int = 500):
     """A tiny Q regression with terminal transitions, as a DQN without a target network on an
     episodic task: a reward of 50 on every transition, a quarter of them terminal (target the
     reward alone), the rest reward + 0.99 * max Q(s') from the network being trained
@@ -143,7 +143,7 @@ def _episodic_td(path, *, bootstrap: bool, steps: int = 300):
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(0)
     q = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2))
-    opt = torch.optim.Adam(q.parameters(), lr=3e-2)
+    opt = torch.optim.Adam(q.parameters(), lr=3e-3)
     with tracelab.Recorder(str(path), model=q, optimizer=opt, loss_fn=nn.MSELoss()) as rec:
         for _ in range(steps):
             s, s2 = torch.randn(32, 4, generator=g), torch.randn(32, 4, generator=g)
