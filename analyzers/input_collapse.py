@@ -41,7 +41,11 @@ False positives
     reports. A split that really covers less (a validation month during
     which a month feature is constant) is still reported. A column constant at 0 everywhere
     (the dummy of a category never seen, `get_dummies(dummy_na=True)` without NaNs) and a
-    tensor's numbered columns (an image's blank border pixels) are information only.
+    tensor's numbered columns (an image's blank border pixels) are information only. A tensor
+    feature's distinct values and whole-number share are counted on a strided window of the
+    batch, which can read an image's blank border column alone: where the batch's exact range
+    varies but its window saw one value, or its randomly sampled values hold fractions, the
+    window's 100% whole numbers or single value are not the batch's.
 """
 from __future__ import annotations
 
@@ -111,7 +115,8 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
             if (not may_collapse(a.p, b.p, **limits) or rescaled(a.p, b.p, ratio=span_ratio)
                     or apart(a.p, b.p)):
                 return False
-            sym = [s for s in check_pair(a, b, **limits) if key(s) not in reported]
+            sym = [s for s in check_pair(a, b, **limits) if key(s) not in reported
+                   and not _window_refuted(s, b)]
             if held:
                 sym = [s for s in sym if _still_collapsed(s, a, b, held, factor=factor,
                                                           min_distinct=min_distinct)]
@@ -177,6 +182,32 @@ def _still_collapsed(symptom: dict, a: Side, b: Side, held: float, *, factor: fl
         f"~{fmt(expected)} expected)"))
     ev.update(sampled_distinct_expected=expected, rows_read_again=draws)
     return True
+
+
+def _window_refuted(symptom: dict, b: Side) -> bool:
+    """Whether b's recorded facts refute a symptom read off its counted window. A tensor
+    feature's n_unique and int_frac are counted on every k-th value of the batch
+    (schema.unique_stride), and a stride that is a multiple of an image's width reads one
+    column only: a blank border, 100% whole numbers and one distinct value. The batch's exact
+    range (min < max where the window saw one value) and the values sampled at random positions
+    (one with a fractional part) describe the whole batch: a window they contradict says
+    nothing about fractional parts or distinct values."""
+    if symptom["kind"] not in ("int_frac", "cardinality"):
+        return False
+    if symptom["kind"] == "int_frac":
+        values = b.samples
+        if values is not None:
+            values = np.asarray(values, dtype=float)
+            values = values[np.isfinite(values)]
+            if len(values):  # sampled over the whole batch: they decide
+                return bool(np.any(values != np.round(values)))
+    rows = b.rows
+    try:
+        return bool(len(rows["count"])) and bool(np.all(
+            (np.asarray(rows["n_unique"], dtype=float) <= 1)
+            & (np.asarray(rows["max"], dtype=float) > np.asarray(rows["min"], dtype=float))))
+    except (KeyError, TypeError, ValueError):
+        return False
 
 
 def _moved(every: list, split: str, *, min_w: float) -> set[str]:

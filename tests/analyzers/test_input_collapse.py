@@ -179,3 +179,47 @@ def test_rows_read_at_every_step_are_drawn_once(tmp_path, one_thread):
     [f] = [f for f in input_collapse(_full_batch(tmp_path / "zeroed", train, val))
            if f.subject == "feature[3]"]
     assert "collapsed in train" in f.message and f.evidence["rows_read_again"] == 140
+
+
+def _images(run_dir, *, rounded_val: bool):
+    """A tiny autoencoder on 64x64 images in [0, 1] with a blank border (digits, MNIST), 32 a
+    training batch and 128 validation images scored whole after each epoch: the validation
+    batch's counted window (every 128th value) reads column 0 alone, the blank border."""
+    torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+    import tracelab
+    from torch import nn
+    g = torch.Generator().manual_seed(0)
+    x = torch.zeros(288, 1, 64, 64)
+    x[:, :, 4:60, 4:60] = torch.rand(288, 1, 56, 56, generator=g)
+    train, val = x[:160], x[160:]
+    if rounded_val:
+        val = val.round()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 2, 4, stride=4), nn.ReLU(),
+                          nn.ConvTranspose2d(2, 1, 4, stride=4), nn.Sigmoid())
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with tracelab.Recorder(str(run_dir), model=model, optimizer=opt, flush_interval=0.2) as rec:
+        for _ in range(3):
+            for i in range(0, 160, 32):
+                xb = train[i:i + 32]
+                loss = nn.functional.binary_cross_entropy(model(xb), xb)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                rec.step(loss=loss, inputs=xb)
+            with torch.no_grad():
+                val_loss = nn.functional.binary_cross_entropy(model(val), val)
+            rec.log("val", metrics={"loss": val_loss}, inputs=val)
+    return tracelab.open_run(run_dir)
+
+
+def test_a_window_reading_the_blank_border_is_no_collapse(tmp_path, one_thread):
+    """Validation images whose counted window saw only the zero border (one distinct value,
+    100% whole) while their exact range spans [0, 1] and their random samples hold fractions:
+    nothing collapsed. The same images rounded to 0/1 did lose their fractional parts."""
+    run = _images(tmp_path / "healthy", rounded_val=False)
+    val = run.inputs[run.inputs["split"] == "val"]
+    assert (val["n_unique"] <= 1).all() and (val["max"] > val["min"]).all()
+    assert input_collapse(run) == []
+    found = input_collapse(_images(tmp_path / "rounded", rounded_val=True))
+    assert any("share of whole numbers" in f.message and "val" in f.message for f in found)
