@@ -10,7 +10,8 @@ What it detects
     by nature): the rule fires only on a loss that falls without bound, negative in the last
     quarter of the run and either still falling there as fast as in the first quarter (and
     at least as far below 0 as it started from 0), or gone more than `orders` orders of
-    magnitude below the scale of its first steps.
+    magnitude below the scale of its first steps. In a game (two or more players, each on its
+    own loss) only the second holds: see False positives.
     A two-player game (two or more optimizers) whose recorded loss is a binary cross-entropy
     and that logs exactly one other train loss (a GAN's generator loss beside its `d_loss`):
     two opponents scored on the same outputs p of the discriminator on the fakes cannot both
@@ -41,7 +42,11 @@ False positives
     run's last half to be below 0, by more than `tolerance` of the loss's largest magnitude
     in the median. Losses that may be negative (Gaussian NLL,
     Poisson NLL, a critic's Wasserstein estimate, a log-likelihood) are not in the bounded set
-    and, without `loss_fn`, only a loss falling without bound fires.
+    and, without `loss_fn`, only a loss falling without bound fires. Without `loss_fn` in a
+    game (two or more players: a GAN, an actor and a critic), the recorded loss is one
+    player's, often linear in outputs its opponent moves (a WGAN's critic score averaged over
+    the batch, negative by design; a policy-gradient surrogate): it has no floor by design and
+    falls as the opponent moves, so only a fall by more than `orders` orders of magnitude fires.
 """
 from __future__ import annotations
 
@@ -99,10 +104,15 @@ def loss_below_bound(run: Run, *, tolerance: float = 0.01, min_share: float = 0.
              "steps_judged": len(half)}, FIX)]
     if kind is not None:
         return []
+    game = several_players(run)
     quarters = [float(np.mean(q)) for q in np.array_split(values, 4)]
     drops = np.diff(quarters) * -1
     start = quarters[0]
-    steady = (drops > 0).all() and drops[-1] >= drops[0] / 2 and quarters[-1] <= -abs(start)
+    # one player's loss in a game (a WGAN critic's or generator's mean score, an actor's
+    # surrogate) is linear in outputs that an opponent moves: it has no floor by design, and a
+    # steady fall says only that the opponent moved; only an explosion tells there
+    steady = (not game and (drops > 0).all() and drops[-1] >= drops[0] / 2
+              and quarters[-1] <= -abs(start))
     scale = float(np.abs(values[:edge_len(len(values))]).max())
     lowest = float(values.min())
     exploded = lowest <= -(10 ** orders) * scale

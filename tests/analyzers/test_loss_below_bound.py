@@ -133,3 +133,55 @@ def test_two_players_that_cooperate_fire_and_opponents_stay_quiet(tmp_path):
     [f] = _gan(tmp_path / "flipped", True)
     assert f.evidence["partner"] == "d_loss" and f.evidence["median_last_half"] < 0.48
     assert _gan(tmp_path / "honest", False) == []
+
+
+
+def _mean_score(path, *, game: bool):
+    """A tiny model trained to lower the mean of its scalar scores on 2-D points, recorded
+    without loss_fn: alone (`game` False: one optimizer, nothing bounds the scores, so the loss
+    falls without bound), or as WGAN's generator against a weight-clipped critic (`game` True:
+    RMSprop for both, five critic steps per generator step, the generator's loss
+    -D(G(z)).mean() recorded: it falls a little faster in each quarter of the run, its floor
+    moved by the critic)."""
+    torch.manual_seed(0)
+    G = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+    D = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 1))
+    if not game:
+        sgd = torch.optim.SGD(D.parameters(), lr=1e-2)
+        with tracelab.Recorder(str(path), D, sgd, flush_interval=0.2) as rec:
+            for _ in range(120):
+                sgd.zero_grad()
+                loss = D(torch.randn(32, 2) + 2.0).mean()
+                loss.backward()
+                sgd.step()
+                rec.step(loss=loss)
+        return _findings(path)
+    opt_g = torch.optim.RMSprop(G.parameters(), lr=5e-4)
+    opt_d = torch.optim.RMSprop(D.parameters(), lr=5e-4)
+    model = nn.ModuleDict({"G": G, "D": D})
+    with tracelab.Recorder(str(path), model, {"G": opt_g, "D": opt_d},
+                           flush_interval=0.2) as rec:
+        for _ in range(200):
+            for _ in range(5):
+                for p in D.parameters():
+                    p.data.clamp_(-0.01, 0.01)
+                opt_d.zero_grad()
+                real = torch.randn(32, 2) * 0.5 + torch.tensor([2.0, -1.0])
+                with torch.no_grad():
+                    fake = G(torch.randn(32, 4))
+                (D(fake).mean() - D(real).mean()).backward()
+                opt_d.step()
+            opt_g.zero_grad()
+            loss = -D(G(torch.randn(32, 4))).mean()
+            loss.backward()
+            opt_g.step()
+            rec.step(loss=loss)
+    return _findings(path)
+
+
+def test_a_mean_score_falling_alone_fires_and_a_wgan_players_stays_quiet(tmp_path):
+    # the same loss, linear in the scores: minimized alone it has no floor (a flipped sign
+    # reads so); one player's in a game, the critic moves its floor (WGAN, t06)
+    [f] = _mean_score(tmp_path / "alone", game=False)
+    assert "fell without bound" in f.message
+    assert _mean_score(tmp_path / "wgan", game=True) == []
