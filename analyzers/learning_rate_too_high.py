@@ -113,6 +113,7 @@ from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL, NO_
                                                loss_grew, loss_level_uninformative, lr_known,
                                                without_optimizer)
 from tracelab.analyzers._loss_contracts import class_shares, constant_loss, mean_reduced
+from tracelab.analyzers._moving_copy import copy_level_uninformative
 from tracelab.analyzers._objectives import objective_improved, run_direction
 from tracelab.analyzers._slow_updates import per_update
 from tracelab.core import causes
@@ -399,7 +400,9 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,
     # A loss whose objective moves with the model (a game's opponent, bootstrapped targets)
     # rises and swings by design: its level casts no vote unless the optimization's own
     # facts (NaN/Inf, updates 100x the usual size) show an overshoot.
-    moving = loss_level_uninformative(run)
+    # So does one partly computed by a copy of the model that follows it without gradients
+    # (MoCo's momentum key encoder and its queue of negatives, a BYOL target network).
+    moving = loss_level_uninformative(run) or copy_level_uninformative(run)
     if rose is not None and not moving and not adversarial_game(run) \
             and not descends_per_batch(run):
         how = rose[3] if len(rose) > 3 else "median"

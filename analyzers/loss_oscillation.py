@@ -78,6 +78,7 @@ from tracelab.analyzers._learning_rate import (adversarial_game, descends_per_ba
                                                loss_level_uninformative, lr_fix,
                                                overshoot_facts)
 from tracelab.analyzers._loss_terms import main_term
+from tracelab.analyzers._moving_copy import copy_level_uninformative
 from tracelab.analyzers._objectives import objective_improved
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
@@ -133,8 +134,11 @@ def loss_oscillation(run: Run, *, min_steps: int = 50, min_swing: float = 0.25,
     # So does a regression whose recorded targets' scale moved twice over or more
     # (`targets_drift`: a DQN's bootstrapped targets r + gamma * max Q(s'), whose spread grows
     # with their level as the Q-values diverge), where no optimization fact shows an overshoot.
-    if loss_level_uninformative(run) or (targets_drift(run) is not None
-                                         and not overshoot_facts(run)):
+    # So does a loss partly computed by a copy of the model that follows it without gradients
+    # (`copy_level_uninformative`: MoCo's momentum key encoder and the queue of negatives it
+    # fills, a BYOL target network), where no optimization fact shows an overshoot.
+    if loss_level_uninformative(run) or copy_level_uninformative(run) or (
+            targets_drift(run) is not None and not overshoot_facts(run)):
         return []
     # Several steps on each batch (PPO's epochs over one rollout) that lower its loss: the
     # swings come where the batch changes, not from the steps.

@@ -752,3 +752,30 @@ def test_a_score_that_never_beat_the_largest_class_loses_nothing():
                                classes=classes)
     assert module._objective_lost(run(0.16, 0.02)) is not None
     assert module._objective_lost(run(0.09, 0.06)) is None
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_a_loss_against_keys_of_a_momentum_copy_casts_no_vote_on_its_level(tmp_path,
+                                                                          monkeypatch):
+    # MoCo: the first step's loss is against a queue of random keys, far below the level the
+    # key encoder's real keys set, and the loss swings as its momentum copy moves: its rise and
+    # swings are the objective's, not an overshoot, where no optimization fact shows one. A key
+    # encoder that never moves (m = 1) leaves a fixed objective, whose rise and swings count.
+    pytest.importorskip("torch")
+    import sys
+
+    from _moco_run import moco
+
+    def lr_findings(path):
+        return [f for f in _analyzed(path).findings if f.rule == "learning-rate-too-high"]
+
+    kw = dict(lr=0.003, batch=8, noise=2.0, queue=64)
+    moving = moco(tmp_path / "moco", m=0.99, **kw)
+    assert lr_findings(moving) == []
+    [f] = lr_findings(moco(tmp_path / "fixed", m=1.0, **kw))
+    assert "oscillation" in f.evidence["votes"]
+    # the moving copy is what quiets it: judged without that fact, the same run fires
+    for name in ("learning_rate_too_high", "loss_oscillation"):
+        monkeypatch.setattr(sys.modules[f"tracelab.analyzers.{name}"],
+                            "copy_level_uninformative", lambda run: False)
+    assert len(lr_findings(moving)) == 1
