@@ -29,7 +29,12 @@ False positives
     (unscaled targets in small units) needs a smaller threshold. A module whose output holds
     one element (an actor-critic's value head run on one state at a time) spans 0 by
     construction: the rule reads the last module whose output holds two or more (the policy
-    head beside it), and stays quiet where none does. A policy's softmax that grows near-
+    head beside it), and stays quiet where none does. One unbounded score per sample (outputs
+    (N,) or (N, 1)) that no probability loss scores (no loss_fn, or a regression or other
+    loss) has no unit of its own: a WGAN critic with weights clipped to [-0.01, 0.01] scores
+    in hundredths. Such a score is flagged only where its range also fell below `score_share`
+    of the widest it showed before the last third, or where its outputs are equal to float32
+    resolution (a dead critic, a regression head that outputs its bias). A policy's softmax that grows near-
     deterministic widens its logits' range: convergence, not collapse. A classifier on
     imbalanced classes that collapsed to its class priors keeps a wider range (its biases
     differ) and is missed; the dead or frozen layers behind it are reported by their own
@@ -41,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from tracelab.analyzers._dynamics import OUTCOME, finite_stat, fmt, tail
+from tracelab.analyzers._loss_contracts import BCE, BCE_LOGITS, CROSS_ENTROPY, NLL, loss_type
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
 from tracelab.core.rules import Plot, rule
@@ -53,7 +59,8 @@ from tracelab.core.schema import ACTIVATION, TRAIN, Needs
       links=(explains(*OUTCOME, why="outputs that no longer vary cannot fit the labels",
                       timing="overlap"),))
 def collapsed_outputs(run: Run, *, min_range: float = 0.1, window: float = 1 / 3,
-                      min_recordings: int = 4, target_share: float = 0.5) -> list[Finding]:
+                      min_recordings: int = 4, target_share: float = 0.5,
+                      score_share: float = 0.1) -> list[Finding]:
     hi, lo = finite_stat(run, ACTIVATION, "max"), finite_stat(run, ACTIVATION, "min")
     if hi.empty:
         return []
@@ -69,6 +76,15 @@ def collapsed_outputs(run: Run, *, min_range: float = 0.1, window: float = 1 / 3
     level = float(recent.median())
     if not level < min_range:
         return []
+    if _unitless_score(run, module):
+        # a score in the network's own units: only a fall from its own spread, or outputs
+        # equal to float32 resolution, is a collapse
+        magnitude = float(np.nanmax(np.abs(np.r_[hi[module].reindex(recent.index),
+                                                 lo[module].reindex(recent.index)])))
+        before = span.loc[:recent.index[0]].iloc[:-1]
+        widest = float(before.max()) if len(before) else 0.0
+        if not (level <= FLOAT32_EPS * magnitude or level < score_share * widest):
+            return []
     targets = _target_range(run, int(recent.index[0]))
     if targets is not None and not level < target_share * targets:
         return []  # the targets the outputs fit span as little: no collapse
@@ -96,6 +112,35 @@ def _final_module(run: Run, modules: list[str]) -> str | None:
         if count is None or not np.isfinite(count) or count >= 2:
             return module
     return None
+
+
+# Losses that give the outputs a unit (logits and log-probabilities in nats, probabilities),
+# and output modules bounded to a fixed interval: their ranges compare with `min_range`.
+UNIT_LOSSES = CROSS_ENTROPY | NLL | BCE_LOGITS | BCE
+BOUNDED_OUTPUTS = frozenset({"Sigmoid", "Softmax", "LogSoftmax", "Tanh", "Hardsigmoid",
+                             "Hardtanh", "Softsign"})
+FLOAT32_EPS = float(np.finfo(np.float32).eps)
+
+
+def _unitless_score(run: Run, module: str) -> bool:
+    """Whether `module` outputs one unbounded value per sample (every call recorded in
+    meta.json's module_shapes of shape (N,) or (N, 1, ...)) that no probability loss scores:
+    a critic's score, a value or a regression without recorded targets, in whatever units the
+    network took (a WGAN critic's clipped weights make them hundredths). False where the
+    shapes are not recorded."""
+    if loss_type(run) in UNIT_LOSSES or run.module_types().get(module) in BOUNDED_OUTPUTS:
+        return False
+    calls = (run.meta.get("module_shapes") or {}).get(module)
+    shapes = [c.get("output") for c in calls if isinstance(c, dict)] \
+        if isinstance(calls, list) else []
+    if not shapes:
+        return False
+    for shape in shapes:
+        if not isinstance(shape, list) or not shape or \
+                not all(isinstance(n, int) and not isinstance(n, bool) for n in shape) or \
+                int(np.prod(shape[1:])) != 1:
+            return False
+    return True
 
 
 def _target_range(run: Run, since: int) -> float | None:

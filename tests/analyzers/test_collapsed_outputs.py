@@ -127,3 +127,56 @@ def test_a_value_head_of_one_element_is_no_collapse(tmp_path):
 def test_a_policy_head_that_outputs_one_value_for_every_state_fires(tmp_path):
     [f] = collapsed_outputs(_actor_critic(tmp_path / "dead", dead_policy=True))
     assert f.subject == "action_head" and f.evidence["range"] < 0.1
+
+
+def _wgan(path, *, dead_critic: bool):
+    """A real tiny WGAN on 2-D points as martinarjovsky/WassersteinGAN trains it: the critic's
+    weights clamped to [-0.01, 0.01] before each of its five steps, RMSprop for both players,
+    no loss_fn; the critic (recorded last) outputs one score per sample, in hundredths.
+    `dead_critic`: its last layer's weight zeroed and frozen, so it scores every sample alike."""
+    import pytest
+    pytest.importorskip("torch", reason="the tiny trainings need torch (extra 'torch')")
+    import torch
+    from torch import nn
+    import tracelab
+    from tracelab.core.run import open_run
+
+    torch.manual_seed(0)
+    G = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2))
+    D = nn.Sequential(nn.Linear(2, 32), nn.ReLU(), nn.Linear(32, 1))
+    if dead_critic:
+        nn.init.zeros_(D[2].weight)
+        D[2].weight.requires_grad_(False)
+    opt_g = torch.optim.RMSprop(G.parameters(), lr=5e-4)
+    opt_d = torch.optim.RMSprop([p for p in D.parameters() if p.requires_grad], lr=5e-4)
+    g = torch.Generator().manual_seed(0)
+    with tracelab.Recorder(str(path), nn.ModuleDict({"G": G, "D": D}), {"G": opt_g, "D": opt_d},
+                           activation_every=10) as rec:
+        for _ in range(100):
+            for _ in range(5):
+                for p in D.parameters():
+                    if p.requires_grad:
+                        p.data.clamp_(-0.01, 0.01)
+                opt_d.zero_grad()
+                real = torch.randn(64, 2, generator=g) * 0.5 + torch.tensor([2.0, -1.0])
+                with torch.no_grad():
+                    fake = G(torch.randn(64, 4, generator=g))
+                (D(fake).mean() - D(real).mean()).backward()
+                opt_d.step()
+            opt_g.zero_grad()
+            loss = -D(G(torch.randn(64, 4, generator=g))).mean()
+            loss.backward()
+            opt_g.step()
+            rec.step(loss=loss)
+    return open_run(path)
+
+
+def test_a_weight_clipped_critics_small_scores_are_no_collapse(tmp_path):
+    # its scores span hundredths, far below min_range, as its clipped weights make them (t06)
+    run = _wgan(tmp_path / "wgan", dead_critic=False)
+    assert collapsed_outputs(run) == []
+
+
+def test_a_critic_that_scores_every_sample_alike_fires(tmp_path):
+    [f] = collapsed_outputs(_wgan(tmp_path / "dead", dead_critic=True))
+    assert f.subject == "D.2" and f.evidence["range"] <= 1e-6
