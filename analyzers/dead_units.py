@@ -53,8 +53,10 @@ False positives
     facts is not judged against it: there a partly dead layer is info when a logged metric
     whose name gives its direction (a reward, an accuracy: loss-against-objective's
     `direction`) kept improving over the run into its second half (learning-rate-too-high's
-    test, one-sided Mann-Whitney p < `alpha`), since units that carry no signal cannot make
-    the objective improve, and a warning otherwise (a DQN's hand-written TD loss regresses on
+    test, one-sided Mann-Whitney p < `alpha`), or the train loss was still falling in the last
+    quarter of the run (below its first and second quarters at p < `alpha`: a VAE's summed
+    loss, whose first convolution on non-negative images keeps the channels with negative
+    weights silent), since units that carry no signal cannot make the objective improve, and a warning otherwise (a DQN's hand-written TD loss regresses on
     targets that grow as its policy improves: no constant level exists). A loss divided
     for gradient accumulation reads lower, never higher, than that level. Label smoothing
     raises the constant prediction's cross-entropy and is taken into account. LeakyReLU, GELU
@@ -68,6 +70,7 @@ False positives
 from __future__ import annotations
 
 import numpy as np
+from scipy.stats import mannwhitneyu
 
 from tracelab.analyzers._learning_rate import lower_lr_fix
 from tracelab.analyzers._dynamics import OUTCOME, finite_stat, fmt, layer_of, matrix_params, \
@@ -103,7 +106,8 @@ def dead_units(run: Run, *, min_dead: float = 0.5, error_dead: float = 0.95,
     baseline = constant_loss(run)
     if not modules:
         return _from_gradients(run, window, min_recordings, baseline)
-    improved = baseline is None and objective_improved(run, alpha)
+    improved = baseline is None and (objective_improved(run, alpha)
+                                     or _loss_kept_falling(run, alpha))
     findings = []
     for module in modules:
         series = dead[module].dropna()
@@ -195,6 +199,28 @@ def _from_gradients(run: Run, window: float, min_recordings: int,
                      "use LeakyReLU/GELU."))]
 
 
+def _loss_kept_falling(run: Run, alpha: float, min_points: int = 24) -> bool:
+    """Whether the train loss, at `min_points` values or more, was still falling in the last
+    quarter of the run: below its second quarter and its first (one-sided Mann-Whitney
+    p < `alpha`), its last quarter the lowest. Units that carry no signal cannot make the loss
+    keep falling, whatever its scale (a summed loss has no constant-prediction level); a loss
+    that rises as its targets grow (a DQN's) is not judged by it."""
+    values = run.loss().to_numpy(dtype=float, na_value=np.nan)
+    values = values[np.isfinite(values)]
+    if len(values) < min_points:
+        return False
+    quarters = np.array_split(values, 4)
+    medians = [float(np.median(q)) for q in quarters]
+    if medians[-1] > min(medians):
+        return False
+    try:
+        p = max(float(mannwhitneyu(quarters[-1], q, alternative="less").pvalue)
+                for q in quarters[:2])
+    except ValueError:
+        return False
+    return p < alpha
+
+
 def _mean_loss(run: Run, span: tuple[int, int]) -> float | None:
     loss = run.loss()
     loss = loss[(loss.index >= span[0]) & (loss.index <= span[1])]
@@ -213,8 +239,8 @@ def _verdict(severity, level: float, loss: float | None, baseline: float | None,
                 "before it" if level >= 1 else "the few live units left carry all the signal "
                 "and the gradient")
     if severity is INFO and improved:
-        return ("a logged objective (a reward, an accuracy) kept improving into the second half "
-                "of the run, so the live units carry the signal")
+        return ("a logged objective (a reward, an accuracy) or the train loss kept improving "
+                "into the last quarter of the run, so the live units carry the signal")
     if baseline is None or loss is None:
         return ("the loss's constant-prediction level was not recorded (pass loss_fn= to the "
                 "Recorder and targets= to step()), so the cost of the lost units is not judged")

@@ -184,3 +184,18 @@ def test_without_a_constant_level_an_objective_that_does_not_improve_keeps_the_w
     [f] = dead_units(run)
     assert f.subject == "3" and f.severity.value == "warning"
     assert f.evidence["constant_loss"] is None and f.evidence["objective_improved"] is False
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_without_a_constant_level_a_loss_still_falling_makes_a_half_dead_layer_info(tmp_path):
+    # A hand-written regression loss and no logged objective: the loss itself, still falling in
+    # the last quarter of the run, says the live units carry the signal.
+    run = _train(tmp_path / "r", kill="half", steps=300, lr=1e-3, record_loss_fn=False)
+    [f] = dead_units(run)
+    assert f.subject == "3" and f.severity.value == "info"
+    assert f.evidence["constant_loss"] is None and f.evidence["objective_improved"] is True
+    # Targets that do not depend on the inputs, their mean found early: the loss stops falling.
+    run = _train(tmp_path / "n", kill="half", target="noise", steps=300, lr=1e-2,
+                 record_loss_fn=False)
+    [f] = dead_units(run)
+    assert f.subject == "3" and f.severity.value == "warning"
