@@ -59,7 +59,63 @@ def copy_level_uninformative(run: Run) -> bool:
     """Whether the loss's level and swings must abstain as evidence of a step too large because
     a moving copy of the model (`moving_copy`) computes part of the objective (keys, queued
     negatives, targets), and no optimization fact shows an overshoot (`overshoot_facts`:
-    NaN/Inf, updates 100x the usual size, a learning rate raised tenfold mid-run)."""
-    from tracelab.analyzers._learning_rate import overshoot_facts
+    NaN/Inf, updates 100x the usual size of the optimizer's kind, a learning rate raised
+    tenfold mid-run: `kind_overshoot`)."""
+    return bool(moving_copy(run)) and not kind_overshoot(run)
 
-    return bool(moving_copy(run)) and not overshoot_facts(run)
+
+def targets_level_uninformative(run: Run) -> bool:
+    """Whether the recorded targets move with the model (`moving_targets`: bootstrapped
+    returns or TD targets) and no optimization fact shows an overshoot, read against the
+    optimizer kind's usual step (`kind_overshoot`)."""
+    from tracelab.analyzers._learning_rate import moving_targets
+
+    return moving_targets(run) and not kind_overshoot(run)
+
+
+def kind_overshoot(run: Run) -> bool:
+    """`overshoot_facts` read against the optimizer kind's usual step. Where every optimizer
+    is a normalized one (Adam, RMSprop...: `NORMALIZED`), each step moves each weight by about
+    its learning rate whatever the gradient (RMSprop's first steps by lr / sqrt(1 - alpha),
+    10 lr), so a layer initialized small (an actor's head scaled by 1e-3) shows update ratios
+    far above 1e-3 of its norm in its first steps by design: there an update counts as an
+    overshoot only where the learning rate itself is OVERSHOOT_UPDATE of the layer's weights'
+    usual size or more (lr * sqrt(numel) against the median norm the layer held over the run).
+    NaN/Inf and a learning rate raised tenfold mid-run count as before; for other optimizers
+    (SGD, whose step scales with the gradient) this is `overshoot_facts`."""
+    from tracelab.analyzers._dynamics import matrix_params
+    from tracelab.analyzers._learning_rate import OVERSHOOT_UPDATE, lr_raised, overshoot_facts
+    from tracelab.analyzers._slow_updates import NORMALIZED
+    from tracelab.core.schema import LR_PREFIX, TRAIN, WEIGHT
+
+    import numpy as np
+
+    try:
+        opts = run.meta.get("optimizers")
+        kinds = [o.get("type") for o in opts.values()] if isinstance(opts, dict) else []
+        if not kinds or not all(k in NORMALIZED for k in kinds):
+            return overshoot_facts(run)
+        loss = run.loss().to_numpy(dtype=float, na_value=np.nan)
+        if (loss.size and not np.isfinite(loss).all()) or lr_raised(run):
+            return True
+        lrs = [float(g.get("lr")) for o in opts.values() for g in o.get("groups") or ()
+               if isinstance(g, dict) and isinstance(g.get("lr"), (int, float))]
+        sc = run.scalars
+        if len(sc):
+            rows = sc[(sc["split"] == TRAIN) & sc["name"].astype(str).str.startswith(LR_PREFIX)]
+            lrs += [float(v) for v in np.asarray(rows["value"], dtype=float) if np.isfinite(v)]
+        if not lrs:
+            return overshoot_facts(run)
+        lr = max(lrs)
+        w = run.stat(WEIGHT, "norm")
+        info = run.parameters()
+        for name in matrix_params(run, list(w.columns)):
+            shape = (info.get(name) or {}).get("shape") or ()
+            numel = float(np.prod([float(s) for s in shape])) if shape else 0.0
+            norm = float(w[name].median())
+            if numel > 0 and np.isfinite(norm) and norm > 0 and \
+                    lr * np.sqrt(numel) / norm >= OVERSHOOT_UPDATE:
+                return True
+        return False
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False

@@ -93,6 +93,12 @@ False positives
     max Q(s'), which rise as its Q-values rise) is no fixed objective: its rise, swings and
     spikes cast no vote unless the optimization itself shows an overshoot (NaN/Inf, updates
     100x the usual size, a learning rate raised tenfold mid-run: `overshoot_facts`).
+    So is a loss partly computed by a copy of the model that follows it without gradients
+    (`moving_copy`: MoCo's momentum key encoder and its queue of negatives, whose first loss
+    against random keys lies far below the level real keys set), and where the targets move
+    (bootstrapped returns) under a normalized optimizer, the update size is read against the
+    kind's usual step (`kind_overshoot`: RMSprop moves an actor's 1e-3-scaled head by 10 lr
+    per weight at first; an overshoot is a learning rate a tenth of the weights' size).
     Its fix presumes that an optimizer's learning rate moves these weights: where no optimizer
     holds any of the model's trained parameters (meta.json's optimizers), the diagnosis ranks
     below every one the recorded facts do not contradict.
@@ -113,7 +119,8 @@ from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL, NO_
                                                loss_grew, loss_level_uninformative, lr_known,
                                                without_optimizer)
 from tracelab.analyzers._loss_contracts import class_shares, constant_loss, mean_reduced
-from tracelab.analyzers._moving_copy import copy_level_uninformative
+from tracelab.analyzers._moving_copy import (copy_level_uninformative,
+                                             targets_level_uninformative)
 from tracelab.analyzers._objectives import objective_improved, run_direction
 from tracelab.analyzers._slow_updates import per_update
 from tracelab.core import causes
@@ -402,7 +409,10 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,
     # facts (NaN/Inf, updates 100x the usual size) show an overshoot.
     # So does one partly computed by a copy of the model that follows it without gradients
     # (MoCo's momentum key encoder and its queue of negatives, a BYOL target network).
-    moving = loss_level_uninformative(run) or copy_level_uninformative(run)
+    # Bootstrapped targets' overshoot is read against the optimizer kind's usual step (RMSprop
+    # moves an actor's 1e-3-scaled head by 10 lr per weight at first).
+    moving = loss_level_uninformative(run) or copy_level_uninformative(run) or \
+        targets_level_uninformative(run)
     if rose is not None and not moving and not adversarial_game(run) \
             and not descends_per_batch(run):
         how = rose[3] if len(rose) > 3 else "median"

@@ -49,6 +49,14 @@ False positives
     targets' scale moved twice over or more between the run's first and last quarter
     (`targets_drift`: bootstrapped targets whose spread grows with their level as the Q-values
     diverge, which a fixed data set sampled at random never shows).
+    So it does where a copy of the model that follows it without gradients computes part of
+    the loss (`moving_copy`: requires_grad=False weights of a trained weight's shape that moved
+    by the close, such as MoCo's momentum key encoder and the queue of negatives it fills, a
+    BYOL target network): its first loss against a queue of random keys lies far below the
+    level real keys set. With normalized optimizers (Adam, RMSprop) the update size is read
+    against the kind's usual step (`kind_overshoot`: each weight moves by about lr, so a head
+    initialized at 1e-3 scale shows huge update ratios by design): an overshoot there is a
+    learning rate a tenth of the layer's usual weight size or more.
     A stalled loss below its start whose last third still falls (Kendall's tau over its
     steps, one-sided, at `trend_alpha`: judged against the swings of those very steps) is a
     slow descent, not a loss without a downward trend: a hard task that leaves its chance
@@ -78,7 +86,8 @@ from tracelab.analyzers._learning_rate import (adversarial_game, descends_per_ba
                                                loss_level_uninformative, lr_fix,
                                                overshoot_facts)
 from tracelab.analyzers._loss_terms import main_term
-from tracelab.analyzers._moving_copy import copy_level_uninformative
+from tracelab.analyzers._moving_copy import (copy_level_uninformative,
+                                             targets_level_uninformative)
 from tracelab.analyzers._objectives import objective_improved
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
@@ -137,7 +146,10 @@ def loss_oscillation(run: Run, *, min_steps: int = 50, min_swing: float = 0.25,
     # So does a loss partly computed by a copy of the model that follows it without gradients
     # (`copy_level_uninformative`: MoCo's momentum key encoder and the queue of negatives it
     # fills, a BYOL target network), where no optimization fact shows an overshoot.
-    if loss_level_uninformative(run) or copy_level_uninformative(run) or (
+    # Update ratios are read against the optimizer kind's usual step (RMSprop moves an
+    # actor's 1e-3-scaled head by 10 lr per weight at first: `targets_level_uninformative`).
+    if loss_level_uninformative(run) or copy_level_uninformative(run) or \
+            targets_level_uninformative(run) or (
             targets_drift(run) is not None and not overshoot_facts(run)):
         return []
     # Several steps on each batch (PPO's epochs over one rollout) that lower its loss: the

@@ -779,3 +779,49 @@ def test_a_loss_against_keys_of_a_momentum_copy_casts_no_vote_on_its_level(tmp_p
         monkeypatch.setattr(sys.modules[f"tracelab.analyzers.{name}"],
                             "copy_level_uninformative", lambda run: False)
     assert len(lr_findings(moving)) == 1
+
+
+def _bootstrapped_rmsprop(path, lr):
+    """A tiny Q regression on bootstrapped targets r + 0.9 max Q(s') under RMSprop, its head
+    scaled by 1e-3 at init (DeepRL's layer_init(w_scale=1e-3))."""
+    import torch
+    import torch.nn as nn
+
+    import tracelab
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    q = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2))
+    with torch.no_grad():
+        q[2].weight.mul_(1e-3)
+        q[2].bias.zero_()
+    opt = torch.optim.RMSprop(q.parameters(), lr=lr)
+    with tracelab.Recorder(str(path), model=q, optimizer=opt, loss_fn=nn.MSELoss()) as rec:
+        for _ in range(300):
+            s, s2 = torch.randn(32, 4, generator=g), torch.randn(32, 4, generator=g)
+            with torch.no_grad():
+                target = 5.0 + 0.9 * q(s2).max(1, keepdim=True)[0]
+            out = q(s)[:, :1]
+            loss = nn.functional.mse_loss(out, target)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=s, targets=target, outputs=out)
+    return tracelab.open_run(path)
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_a_small_head_s_first_rmsprop_steps_are_no_overshoot_of_bootstrapped_targets(
+        tmp_path):
+    # RMSprop moves each weight by about lr / sqrt(1 - alpha) at first, whatever the gradient:
+    # a head initialized at 1e-3 scale shows updates far above 1e-3 of its norm by design, and
+    # the moving targets' loss level still abstains. A learning rate that is itself a tenth of
+    # the weights' usual size or more is an overshoot, and the loss's level counts again.
+    pytest.importorskip("torch")
+    from tracelab.analyzers._learning_rate import moving_targets, overshoot_facts
+    from tracelab.analyzers._moving_copy import kind_overshoot, targets_level_uninformative
+
+    small = _bootstrapped_rmsprop(tmp_path / "small", 1e-3)
+    assert moving_targets(small) and overshoot_facts(small)  # the weight-relative reading
+    assert not kind_overshoot(small) and targets_level_uninformative(small)
+    large = _bootstrapped_rmsprop(tmp_path / "large", 0.3)
+    assert kind_overshoot(large) and not targets_level_uninformative(large)

@@ -362,6 +362,7 @@ def test_targets_whose_scale_drifts_move_the_objective(tmp_path, one_thread, mon
     module = importlib.import_module("tracelab.analyzers.loss_oscillation")
     run = _q_divergence(tmp_path / "dqn", lr=1e-2)  # skipped without torch
     monkeypatch.setattr(module, "loss_level_uninformative", lambda run: False)
+    monkeypatch.setattr(module, "targets_level_uninformative", lambda run: False)
     assert module.targets_drift(run) >= 2.0
     assert loss_oscillation(run) == []
     with monkeypatch.context() as patched:
