@@ -83,7 +83,7 @@ def _bn_run(path, eval_mode: bool):
 def test_validation_in_train_mode_explains_its_accuracy_at_chance(tmp_path):
     first = _bn_run(tmp_path / "r", eval_mode=False).diagnoses[0]
     assert first.finding.rule == "eval-in-train-mode"
-    assert {"metric-stagnation", "overfitting"} <= {f.rule for f in first.explains}
+    assert "metric-stagnation" in {f.rule for f in first.explains}
 
 
 @pytest.mark.usefixtures("one_thread")

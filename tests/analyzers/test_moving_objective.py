@@ -42,5 +42,7 @@ def test_the_level_votes_abstain_on_a_moving_objective(tmp_path, monkeypatch):
                     {"p10": 1.0, "p90": 9.0})
     rose = (1, 30, 5.0, "median")
     assert module._votes(run, [swing], 100.0, 10, rose) == {}
-    monkeypatch.setattr(module, "loss_level_uninformative", lambda run: False)
+    for guard in ("loss_level_uninformative", "targets_level_uninformative",
+                  "copy_level_uninformative"):
+        monkeypatch.setattr(module, guard, lambda run: False)
     assert {"oscillation", "worse"} <= set(module._votes(run, [swing], 100.0, 10, rose))
