@@ -151,6 +151,11 @@ def test_the_skipped_rules_say_each_kind_of_missing_data_once():
     assert line == ("  skipped 4 rules (not recorded: GradScaler scale, update stats, weight "
                     "stats; disabled in tracelab.toml): a, b, c, d"), line
     assert skipped_reasons([]) == ""
+    # A kind of data whose advice holds commas stays one item, wherever it is listed.
+    rows = "rows of tabular inputs with their target (step(inputs=..., targets=...))"
+    assert skipped_reasons([f"not recorded: {rows}, target profiles (step(targets=...))",
+                            f"not recorded: class counts, {rows}"]) == (
+        f"not recorded: class counts, {rows}, target profiles (step(targets=...))")
 
 
 # -- a rule declared in one place ---------------------------------------------------------------

@@ -156,6 +156,18 @@ class Skipped:
 NOT_RECORDED = "not recorded: "
 
 
+def _top_level_items(text: str) -> list[str]:
+    """`text` split at the ", " that lie outside parentheses: an item's own advice
+    ("rows (step(inputs=..., targets=...))") stays whole."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and text.startswith(", ", i):
+            items.append(text[start:i])
+            start = i + 2
+    return items + [text[start:]]
+
+
 def skipped_reasons(reasons: Iterable[str]) -> str:
     """Why rules were skipped, as one phrase: every kind of data not recorded, once and sorted
     ("not recorded: gradient stats, input stats"), then any other reason."""
@@ -163,7 +175,7 @@ def skipped_reasons(reasons: Iterable[str]) -> str:
     other: list[str] = []
     for reason in reasons:
         if reason.startswith(NOT_RECORDED):
-            missing.update(reason[len(NOT_RECORDED):].split(", "))
+            missing.update(_top_level_items(reason[len(NOT_RECORDED):]))
         elif reason not in other:
             other.append(reason)
     return "; ".join(([NOT_RECORDED + ", ".join(sorted(missing, key=str.lower))] if missing else []) + other)
