@@ -1,12 +1,21 @@
 """Whether the model holds a copy of its own trained weights that moves without gradients: a
 momentum (EMA) key encoder (MoCo), a BYOL/DINO target network, a mean teacher, a DQN's target
 network. Its outputs (keys, a queue of negatives filled from them, targets) enter the loss, so the
-objective moves with the model. Pure functions; no rule lives here."""
+objective moves with the model; and whether an overshoot shows against the optimizer kind's usual
+step (`kind_overshoot`), which both such objectives and bootstrapped targets ask. Pure functions;
+no rule lives here."""
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from tracelab.analyzers._dynamics import matrix_params
+from tracelab.analyzers._learning_rate import (OVERSHOOT_UPDATE, lr_raised, moving_targets,
+                                               overshoot_facts)
+from tracelab.analyzers._slow_updates import NORMALIZED
 from tracelab.core.run import Run
+from tracelab.core.schema import LR_PREFIX, TRAIN, WEIGHT
 
 # Summary fields compared between the start and the close (model.parameters[*].values and
 # frozen_at_close), and the relative change that counts as moved (float32 round-off is ~1e-7).
@@ -68,8 +77,6 @@ def targets_level_uninformative(run: Run) -> bool:
     """Whether the recorded targets move with the model (`moving_targets`: bootstrapped
     returns or TD targets) and no optimization fact shows an overshoot, read against the
     optimizer kind's usual step (`kind_overshoot`)."""
-    from tracelab.analyzers._learning_rate import moving_targets
-
     return moving_targets(run) and not kind_overshoot(run)
 
 
@@ -83,13 +90,6 @@ def kind_overshoot(run: Run) -> bool:
     usual size or more (lr * sqrt(numel) against the median norm the layer held over the run).
     NaN/Inf and a learning rate raised tenfold mid-run count as before; for other optimizers
     (SGD, whose step scales with the gradient) this is `overshoot_facts`."""
-    from tracelab.analyzers._dynamics import matrix_params
-    from tracelab.analyzers._learning_rate import OVERSHOOT_UPDATE, lr_raised, overshoot_facts
-    from tracelab.analyzers._slow_updates import NORMALIZED
-    from tracelab.core.schema import LR_PREFIX, TRAIN, WEIGHT
-
-    import numpy as np
-
     try:
         opts = run.meta.get("optimizers")
         kinds = [o.get("type") for o in opts.values()] if isinstance(opts, dict) else []
