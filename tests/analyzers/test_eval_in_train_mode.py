@@ -134,29 +134,16 @@ def test_declared_dropout_quiet_in_eval_mode_or_when_nothing_drops():
     assert eval_in_train_mode(_declared()) == []
 
 
-def _functional_dropout_run(path, eval_mode: bool, config: dict):
-    """A classifier whose forward applies F.dropout(x, 0.5, training=self.training) (no
-    Dropout module: pygcn's GCN), validated on rows it never trained on every 5 steps, with
-    or without model.eval() before the validation forward."""
-    torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+def _train_validating(path, model, x, y, *, held_out: int, eval_mode: bool,
+                      config: dict | None = None):
+    """Train `model` 40 Adam steps on batches of 32 of x[:-held_out], validating on the last
+    `held_out` rows under torch.no_grad() every 5 steps, after model.eval() only where
+    `eval_mode`; the recorded run."""
+    import torch
     import tracelab
-    from _contract_runs import blobs
-    nn, F = torch.nn, torch.nn.functional
-
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.a, self.b = nn.Linear(16, 32), nn.Linear(32, 4)
-
-        def forward(self, x):
-            return self.b(F.dropout(F.relu(self.a(x)), 0.5, training=self.training))
-
-    torch.manual_seed(0)
-    x, y = blobs(640)
-    x, y, xv, yv = x[:512], y[:512], x[512:], y[512:]
-    model = Net()
+    x, y, xv, yv = x[:-held_out], y[:-held_out], x[-held_out:], y[-held_out:]
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    ce = nn.CrossEntropyLoss()
+    ce = torch.nn.CrossEntropyLoss()
     with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=ce,
                            config=config) as rec:
         for step in range(40):
@@ -175,6 +162,27 @@ def _functional_dropout_run(path, eval_mode: bool, config: dict):
                     outs = model(xv)
                 rec.log("val", metrics={"loss": ce(outs, yv)}, targets=yv)
     return tracelab.open_run(str(path))
+
+
+def _functional_dropout_run(path, eval_mode: bool, config: dict):
+    """A classifier whose forward applies F.dropout(x, 0.5, training=self.training) (no
+    Dropout module: pygcn's GCN), validated on rows it never trained on every 5 steps, with
+    or without model.eval() before the validation forward."""
+    torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+    from _contract_runs import blobs
+    nn, F = torch.nn, torch.nn.functional
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(16, 32), nn.Linear(32, 4)
+
+        def forward(self, x):
+            return self.b(F.dropout(F.relu(self.a(x)), 0.5, training=self.training))
+
+    torch.manual_seed(0)
+    x, y = blobs(640)
+    return _train_validating(path, Net(), x, y, held_out=128, eval_mode=eval_mode, config=config)
 
 
 @pytest.mark.usefixtures("one_thread")
@@ -214,7 +222,6 @@ def _lstm_run(path, layers: int):
     dropout, validated under torch.no_grad() every 5 steps without model.eval()."""
     torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
     import warnings
-    import tracelab
     nn = torch.nn
 
     class Net(nn.Module):
@@ -231,25 +238,7 @@ def _lstm_run(path, layers: int):
     torch.manual_seed(0)
     x = torch.randn(320, 6, 3)
     y = (x.sum((1, 2)) > 0).long()
-    x, y, xv, yv = x[:256], y[:256], x[256:], y[256:]
-    model = Net()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    ce = nn.CrossEntropyLoss()
-    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=ce) as rec:
-        for step in range(40):
-            i = (step * 32) % (len(x) - 31)
-            model.train()
-            opt.zero_grad()
-            out = model(x[i:i + 32])
-            loss = ce(out, y[i:i + 32])
-            loss.backward()
-            opt.step()
-            rec.step(loss=loss, inputs=x[i:i + 32], targets=y[i:i + 32], outputs=out)
-            if (step + 1) % 5 == 0:
-                with torch.no_grad():
-                    outs = model(xv)
-                rec.log("val", metrics={"loss": ce(outs, yv)}, targets=yv)
-    return tracelab.open_run(str(path))
+    return _train_validating(path, Net(), x, y, held_out=64, eval_mode=False)
 
 
 @pytest.mark.usefixtures("one_thread")
