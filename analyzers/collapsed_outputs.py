@@ -90,12 +90,16 @@ def collapsed_outputs(run: Run, *, min_range: float = 0.1, window: float = 1 / 3
         return []  # the targets the outputs fit span as little: no collapse
     return [collapsed_outputs.finding(
         WARNING, module, (int(recent.index[0]), int(recent.index[-1])),
-        f"The outputs of the final module '{module}' span only {fmt(level)} (max - min over the "
+        f"The outputs of the final module '{module}' {_spread(level)} (max - min over the "
         f"batch, median of its last {len(recent)} recordings; {fmt(start)} at the start): the "
-        "model gives nearly the same output for every input.",
+        f"model gives {'the same' if level == 0 else 'nearly the same'} output for every input.",
         {"range": level, "range_start": start, "recordings": len(recent)},
         "Look for dead, frozen or saturated layers among the other findings, and check the loss "
         "against the labels.")]
+
+
+def _spread(level: float) -> str:
+    return "do not vary at all" if level == 0 else f"span only {fmt(level)}"
 
 
 def _final_module(run: Run, modules: list[str]) -> str | None:

@@ -23,6 +23,13 @@ def test_fires_when_the_logits_collapse():
     assert "final module 'head'" in f.message
 
 
+def test_outputs_that_do_not_vary_at_all_read_in_words():
+    ranges = np.concatenate([np.linspace(2.0, 0.5, 10), np.zeros(len(STEPS) - 10)])
+    [f] = collapsed_outputs(_run(ranges))
+    assert "do not vary at all" in f.message and "the same output for every input" in f.message
+    assert "span only" not in f.message
+
+
 def test_quiet_on_spread_outputs_even_if_a_hidden_layer_is_narrow():
     assert collapsed_outputs(_run(np.full(len(STEPS), 4.0), hidden_range=0.001)) == []
 
