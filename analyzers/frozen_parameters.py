@@ -168,7 +168,12 @@ def _at_random_init(run: Run, info: dict, norms, rtol: float, z: float,
         if entry.get("requires_grad") is not False or not isinstance(start, dict) or \
                 not isinstance(stop, dict) or not _same(start, stop, rtol):
             continue  # trained, or changed all the same (an EMA teacher, a target network)
-        law = random_draw(start, init_scales(types.get(layer_of(name))), z, min_values)
+        scales = init_scales(types.get(layer_of(name)))
+        if _zero_bias(info, end, layer_of(name), rtol) and _positive(start.get("std")):
+            # Its module's bias is still exactly zero: nothing trained this layer, so a normal
+            # spread of any scale is its initialization (BERT's N(0, 0.02), a trunc_normal_).
+            scales = [*scales, float(start["std"])]
+        law = random_draw(start, scales, z, min_values)
         if law:
             drawn[name] = law
     if not drawn:
@@ -219,6 +224,31 @@ def _drawn_finding(severity, params: list[str], drawn: dict, trained: list[str],
         "Load the pretrained weights before freezing these layers, or train them: "
         "requires_grad_(True) (nn.Embedding.from_pretrained(w, freeze=False)) and the "
         "parameters in the optimizer.")
+
+
+def _zero_bias(info: dict, end: dict, module: str, rtol: float) -> bool:
+    """Whether `module`'s bias is frozen (requires_grad=False), unchanged from the start of the
+    run to its end and exactly zero in every summarized value: the constant a Linear's or a
+    convolution's bias is initialized to by the usual init functions (BERT's, timm's, a
+    zeros_ after a normal_), which any training moves, pretraining included."""
+    entry, name = info.get(module + ".bias"), module + ".bias"
+    if not isinstance(entry, dict) or entry.get("requires_grad") is not False:
+        return False
+    start, stop = entry.get("values"), end.get(name)
+    if not isinstance(start, dict) or not isinstance(stop, dict) or not _same(start, stop, rtol):
+        return False
+    try:
+        return float(start["numel"]) >= 1 and all(
+            float(start[k]) == 0 for k in ("mean", "std", "min", "max"))
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def _positive(x) -> bool:
+    try:
+        return math.isfinite(float(x)) and float(x) > 0
+    except (TypeError, ValueError):
+        return False
 
 
 def _span(run: Run, norms) -> tuple[int, int]:
