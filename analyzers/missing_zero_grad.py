@@ -29,7 +29,9 @@ False positives
     `zero_grad()`) stays quiet: only the first backward pass after an optimizer step is looked
     at, and accumulation resets the gradients before it. A run that zeroes only some
     parameters by hand, and not the watched one (the model's smallest), would be flagged; a
-    parameter that gets no gradient reads as reset. Its fix presumes that zero_grad() would
+    parameter that gets no gradient reads as reset: where its recorded gradient norm was exactly
+    0 around the step before (the units it feeds died), a zero found proves no reset and that
+    step is left out of the count. Its fix presumes that zero_grad() would
     reset the watched parameter: when no optimizer holds it (meta.json's model.parameters
     `in_optimizer`), optimizer.zero_grad() never touches its gradient, the loop may well call
     it, and the diagnosis ranks below every one the facts do not contradict.
@@ -43,6 +45,7 @@ False positives
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt
 from tracelab.analyzers._learning_rate import (groups_of, held_parameters, watched_parameter,
@@ -52,7 +55,7 @@ from tracelab.core.causes import HOLDS, Premise, Verdict, contradicted, explains
 from tracelab.core.findings import ERROR, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import GRAD_LEFTOVER, Needs
+from tracelab.core.schema import GRAD, GRAD_LEFTOVER, Needs
 
 
 def _zero_grad_resets_it(run: Run, finding: Finding) -> Verdict:
@@ -109,6 +112,7 @@ def _reset_missing_throughout(cause: Finding, effect: Finding, *,
       presumes=(ZERO_GRAD_RESETS_IT,))
 def missing_zero_grad(run: Run, *, min_share: float = 0.5, min_steps: int = 5) -> list[Finding]:
     leftover = run.signal(GRAD_LEFTOVER).iloc[1:]  # the first backward pass has nothing before
+    leftover = leftover[_informative(run, leftover)]
     values = leftover.to_numpy(dtype=float)
     if len(values) < min_steps:
         return []
@@ -131,6 +135,37 @@ def missing_zero_grad(run: Run, *, min_share: float = 0.5, min_steps: int = 5) -
         {"steps_not_reset": int(kept.sum()), "steps_observed": len(values), "share": share,
          "median_leftover": typical},
         HAND_WRITTEN_RESET if without_optimizer(run) else _owner_fix(run))]
+
+
+def _informative(run: Run, leftover: pd.Series) -> np.ndarray:
+    """Which steps' leftover can tell a reset from none: a zero found where the watched
+    parameter's previous backward pass gave it no gradient at all (its recorded gradient norm
+    exactly 0 at the recordings on both sides of the step before: every unit it feeds dead, a
+    branch the batch skipped) is what a missing reset leaves as well, so it proves nothing.
+    Steps with a nonzero leftover, and every step where that norm was not recorded, count."""
+    keep = np.ones(len(leftover), dtype=bool)
+    name = watched_parameter(run.meta)
+    if name is None or not len(leftover):
+        return keep
+    try:
+        norms = run.stat(GRAD, "norm")
+        if name not in norms.columns:
+            return keep
+        norm = norms[name].astype(float)
+        norm = norm[~norm.index.duplicated(keep="last")].dropna().sort_index()
+    except (KeyError, TypeError, ValueError):
+        return keep
+    if not len(norm):
+        return keep
+    before = leftover.index.to_numpy(dtype=float) - 1  # the previous step's backward pass
+    values = norm.to_numpy()
+    at = norm.index.to_numpy(dtype=float)
+    left = np.searchsorted(at, before, side="right") - 1  # last recording at or before
+    right = np.searchsorted(at, before, side="left")  # first recording at or after
+    known = (left >= 0) & (right < len(at))
+    silent = np.zeros(len(leftover), dtype=bool)
+    silent[known] = (values[left[known]] == 0) & (values[right[known]] == 0)
+    return keep & ~(silent & (leftover.to_numpy(dtype=float) == 0))
 
 
 def _owner_fix(run: Run) -> str:

@@ -173,3 +173,63 @@ def test_the_link_needs_the_reset_missing_from_the_start_on_nearly_every_step():
     assert not _reset_missing_throughout(cause(0.6), effect)
     assert not _reset_missing_throughout(cause(1.0, (150, 299)), effect)
     assert not _reset_missing_throughout(cause("?"), effect)
+
+
+def _gated_branch_run(path, reset_each_step):
+    """A classifier with a one-output side branch (its bias, one number, is the smallest
+    parameter: the recorder watches it) that a gate switches off after the first of three
+    epochs: from then on it gets gradients of exactly zero. zero_grad() is called once per
+    step, or once per epoch (the fault)."""
+    torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+    import tracelab
+    from _contract_runs import blobs
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.main = torch.nn.Linear(16, 4)
+            self.side = torch.nn.Linear(16, 1)
+            self.gate = 1.0
+
+        def forward(self, x):
+            return self.main(x) + self.gate * self.side(x)
+
+    x, y = blobs(640)
+    model = Net()
+    ce = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=ce) as rec:
+        for epoch in range(3):
+            model.gate = 1.0 if epoch == 0 else 0.0
+            if not reset_each_step:
+                opt.zero_grad()
+            for i in range(0, 640, 32):
+                if reset_each_step:
+                    opt.zero_grad()
+                loss = ce(model(x[i:i + 32]), y[i:i + 32])
+                loss.backward()
+                opt.step()
+                rec.step(loss=loss, inputs=x[i:i + 32], targets=y[i:i + 32])
+    from tracelab.core.run import open_run
+    return open_run(str(path))
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_zeros_found_after_passes_that_gave_no_gradient_prove_no_reset(tmp_path):
+    """zero_grad() once per epoch: the first epoch's 19 steps find the gradient left over;
+    the later ones find zeros only because the gated branch got none, which is what a missing
+    reset leaves too, so they do not outvote the first epoch."""
+    run = _gated_branch_run(tmp_path / "epoch", reset_each_step=False)
+    left = run.signal("grad_leftover").iloc[1:]
+    assert (left > 0).sum() == 19 and (left == 0).sum() > 19  # a minority left over
+    [f] = missing_zero_grad(run)
+    assert f.evidence["steps_not_reset"] == 19 and f.evidence["share"] > 0.9
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_quiet_when_each_step_resets_though_a_branch_gets_no_gradient(tmp_path):
+    run = _gated_branch_run(tmp_path / "step", reset_each_step=True)
+    assert (run.signal("grad_leftover") == 0).all()
+    assert missing_zero_grad(run) == []
