@@ -17,7 +17,9 @@ What it detects
     `frozen_at_close`), and a parameter whose summary did not change and reads as an i.i.d.
     draw centred on 0 (at least `min_values` values; mean, spread, mean absolute value and both
     extremes within `z` standard errors, or a one-in-a-million chance, of a uniform law's, or
-    of the N(0, 1) an Embedding draws by default) is a warning: a fixed random projection
+    of the N(0, 1) an Embedding draws by default, or of a normal law of any scale where the
+    module's bias, frozen too, is still exactly zero: BERT's N(0, 0.02), timm's trunc_normal_
+    with zeros_) is a warning: a fixed random projection
     learns nothing, where a layer frozen on purpose holds pretrained weights. A draw that
     keeps its input's information, with trained layers after it, is only noted at info level:
     an Embedding with no more rows than dimensions (a Linear on the one-hot token), a Linear at
@@ -46,9 +48,10 @@ False positives
     check: pretrained weights (a fine-tuned backbone, GloVe embeddings) are not a sharp-edged
     uniform draw nor N(0, 1), and frozen copies that change (an EMA teacher, an RL target
     network) are not judged. A random layer frozen on purpose (random features, a fixed random
-    classifier) is reported; a briefly pretrained layer with normally spread weights, a
-    normal init other than an Embedding's default, or a run never closed (no `frozen_at_close`)
-    is not. An info note explains no loss-plateau or metric-stagnation: where such a run fails,
+    classifier) is reported; a briefly pretrained layer with normally spread weights (training
+    moves its bias off zero too), a normal init other than an Embedding's default in a module
+    whose bias is not exactly zero (or that has none), or a run never closed (no
+    `frozen_at_close`) is not. An info note explains no loss-plateau or metric-stagnation: where such a run fails,
     a contract violation is named first. A module with no gradient at all (None) whose output
     is not what enters the loss (no recorded output shape of it equals the shape of the
     outputs given to step(): a ResNet's fc computed while BYOL reads the penultimate layer

@@ -124,3 +124,47 @@ def test_a_run_without_the_frozen_values_at_close_is_not_judged():
     meta["frozen_at_close"] = {"b.weight": values}
     assert [f.subject for f in frozen_parameters(make_run(
         meta, tensors=[tensor_rows("weight", norms)]))] == ["b"]
+
+
+def _normal_init(std=0.02):
+    """An encoder narrowing 64 -> 32 and a head, given BERT's _init_weights: Linear weights
+    N(0, std), biases zero."""
+    net = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 32),
+                              torch.nn.ReLU(), torch.nn.Linear(32, 3))
+    for m in net.modules():
+        if isinstance(m, torch.nn.Linear):
+            torch.nn.init.normal_(m.weight, 0.0, std)
+            torch.nn.init.zeros_(m.bias)
+    return net
+
+
+def test_an_encoder_frozen_at_a_small_normal_init_with_zero_biases_is_named(tmp_path):
+    # "freeze BERT, train the classifier" on a model whose weights were never loaded: the
+    # encoder still holds N(0, 0.02) weights and exactly zero biases.
+    torch.manual_seed(0)
+    net = _normal_init()
+    for p in net[:4].parameters():
+        p.requires_grad_(False)
+    [f] = [f for f in _at_init(_train(tmp_path / "r", net)) if f.severity.value == "warning"]
+    assert "2.weight" in f.message and "normal of std 0.02" in f.message
+
+
+def test_a_pretrained_encoder_from_a_small_normal_init_stays_quiet(tmp_path):
+    # The same init, pretrained before freezing: its biases left zero, so nothing is said.
+    torch.manual_seed(0)
+    net = _normal_init()
+    _train(None, net, steps=300, record=False)  # pretraining
+    for p in net[:4].parameters():
+        p.requires_grad_(False)
+    net[4] = torch.nn.Linear(32, 3)  # a new head, fine-tuned
+    assert _at_init(_train(tmp_path / "r", net)) == []
+
+
+def test_a_small_normal_init_without_a_zero_bias_is_not_judged(tmp_path):
+    torch.manual_seed(0)
+    net = _normal_init()
+    for m in net[:4]:
+        if isinstance(m, torch.nn.Linear):
+            torch.nn.init.uniform_(m.bias, -0.1, 0.1)
+        m.requires_grad_(False)
+    assert _at_init(_train(tmp_path / "r", net)) == []
