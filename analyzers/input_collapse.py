@@ -11,6 +11,9 @@ What it detects
     some step on, and, with ``--baseline``, against the same split of the baseline run. A feature
     constant in every batch of every split is reported: as a warning when it is a named column
     holding a value other than 0 (a computed feature that never varies), else as information.
+    Where every recorded feature holds one and the same value in every row of every batch of
+    every split (a noise buffer allocated and never drawn: a generator fed zeros), the whole
+    input is reported once, as an error: the model's output cannot depend on its input.
 
 Why it matters
     Nothing raises an error: an ETL step that casts a timestamp to a date turns hour-of-day
@@ -41,7 +44,9 @@ False positives
     reports. A split that really covers less (a validation month during
     which a month feature is constant) is still reported. A column constant at 0 everywhere
     (the dummy of a category never seen, `get_dummies(dummy_na=True)` without NaNs) and a
-    tensor's numbered columns (an image's blank border pixels) are information only. A tensor
+    tensor's numbered columns (an image's blank border pixels) are information only, and so
+    is a fixed input whose features hold values of their own (Deep Image Prior's one noise
+    vector fed at every step): only one value in every feature is the whole input. A tensor
     feature's distinct values and whole-number share are counted on a strided window of the
     batch, which can read an image's blank border column alone: where the batch's exact range
     varies but its window saw one value, or its randomly sampled values hold fractions, the
@@ -57,6 +62,7 @@ import numpy as np
 from tracelab.analyzers._inputs import (Batches, Side, apart, check_pair, expected_distinct,
                                         feature_profiles, fmt, may_change, may_collapse,
                                         rescaled, samples_of, spread_matches, time_changes)
+from tracelab.analyzers._dynamics import OUTCOME
 from tracelab.analyzers._reorder import reordered_between
 from tracelab.analyzers._splits import repeated_rows
 from tracelab.core.causes import explains
@@ -87,7 +93,13 @@ _FIX = {
       plot=Plot.FEATURE_SPREAD,
       links=(explains("train-val-mismatch", "unnormalized-inputs",
                       why="a collapsed feature no longer matches its own distribution elsewhere",
-                      timing="overlap", place="feature"),))
+                      timing="overlap", place="feature"),
+             explains("collapsed-outputs", "dead-units", *OUTCOME,
+                      why="an input that is one value everywhere gives every unit one value "
+                          "for every row: the outputs cannot vary with the input, a unit "
+                          "below zero is dead for the whole batch, and nothing about the "
+                          "data can be learned", timing="overlap",
+                      when=lambda cause, _: cause.evidence.get("whole_input") is True)))
 def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
                    max_int_frac: float = 0.9, chance: float = 1e-6, min_batches: int = 3,
                    span_ratio: float = 10.0, spread_tolerance: float = 0.25,
@@ -104,6 +116,8 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
     # A split whose columns arrive in another order shows other features' values under each
     # name: train-val-mismatch names the order; nothing collapsed.
     moved = lru_cache(maxsize=None)(partial(_moved, every, min_w=reorder_distance))
+    constant: dict[str, tuple[list, float]] = {}  # feature -> its batches, its one value
+    varied = False  # some feature varies (or collapsed against another split)
     for feature, by_split, pooled in feature_profiles(run.inputs):
         sides = {s: Side(s, rows, partial(samples.get, (s, feature)), pooled[s])
                  for s, rows in by_split.items()}
@@ -155,7 +169,14 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
         if not own and all(side.p.constant for side in sides.values()):
             values = {side.p.min for side in sides.values()}
             if len(values) == 1:
-                findings.append(_constant(feature, list(by_split.values()), values.pop()))
+                constant[feature] = (list(by_split.values()), values.pop())
+                continue
+        varied = True
+    whole = None if varied else _one_value(constant)
+    if whole is not None:
+        findings.append(_whole_input(list(constant), constant, whole))
+    else:
+        findings += [_constant(f, groups, value) for f, (groups, value) in constant.items()]
     return findings
 
 
@@ -227,6 +248,36 @@ def _finding(feature: str, where: str, ref: str, rows: Batches, symptoms: list[d
         f"Feature '{feature}' collapsed in {where}, compared with {ref}: "
         + "; ".join(s["text"] for s in symptoms) + ".",
         evidence, _FIX[kinds[0]].format(where=where))
+
+
+def _one_value(constant: dict[str, tuple[list, float]]) -> float | None:
+    """The one value every recorded feature holds in every batch of every split (a noise
+    buffer allocated and never filled, a blank image), or None: a single feature, or
+    features holding different values (a fixed noise input, as Deep Image Prior feeds its
+    generator at every step, or positions), are not one value everywhere."""
+    values = {value for _, value in constant.values()}
+    if len(constant) < 2 or len(values) != 1:
+        return None
+    value = values.pop()
+    return value if value == value else None
+
+
+def _whole_input(features: list[str], constant: dict[str, tuple[list, float]],
+                 value: float) -> Finding:
+    steps = np.concatenate([g["step"] for groups, _ in constant.values() for g in groups])
+    shown = ", ".join(features[:3]) + (f" and {len(features) - 3} more" if len(features) > 3
+                                       else "")
+    return input_collapse.finding(
+        ERROR, "inputs", (int(steps.min()), int(steps.max())),
+        f"Every one of the {len(features)} input features ({shown}) is {fmt(value)} in every "
+        "row of every recorded batch of every split: the model is fed one and the same input "
+        "at every step, so its output cannot depend on its input (a generator fed it "
+        "produces one sample, a classifier one prediction).",
+        {"value": value, "features": len(features), "whole_input": True,
+         "batches": int(len(np.unique(steps)))},
+        "Check where the input is filled: a noise buffer allocated but never drawn "
+        "(torch.zeros(...) or torch.empty(...) without .normal_()), a tensor overwritten by "
+        "its fill value, or a loader returning a placeholder.")
 
 
 def _constant(feature: str, groups: list[Batches], value: float) -> Finding:

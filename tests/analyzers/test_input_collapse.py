@@ -223,3 +223,39 @@ def test_a_window_reading_the_blank_border_is_no_collapse(tmp_path, one_thread):
     assert input_collapse(run) == []
     found = input_collapse(_images(tmp_path / "rounded", rounded_val=True))
     assert any("share of whole numbers" in f.message and "val" in f.message for f in found)
+
+
+def _generator(run_dir, noise: str):
+    """A tiny generator regressed on samples by MSE, fed `noise`: 'zeros' (the noise buffer
+    allocated but never drawn), 'drawn' (fresh normal noise) or 'fixed' (one random vector in
+    every row at every step, as Deep Image Prior feeds its generator)."""
+    torch = pytest.importorskip("torch", reason="the recorder needs torch (extra 'torch')")
+    import tracelab
+    from _contract_runs import regression, train
+    from torch import nn
+    g = torch.Generator().manual_seed(1)
+    z = {"zeros": torch.zeros(640, 8), "drawn": torch.randn(640, 8, generator=g),
+         "fixed": torch.randn(1, 8, generator=g).repeat(640, 1)}[noise]
+    _, y = regression(640)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+    train(run_dir, model, (z, y), lambda out, yb: nn.functional.mse_loss(out.squeeze(1), yb),
+          steps=40)
+    return tracelab.open_run(run_dir)
+
+
+def test_an_input_of_one_value_everywhere_is_an_error(tmp_path, one_thread):
+    """Zeros in every feature of every row: the model sees one input; one finding for the
+    whole input, not one note per feature."""
+    [f] = input_collapse(_generator(tmp_path / "zeros", "zeros"))
+    assert f.severity.value == "error" and f.subject == "inputs"
+    assert f.evidence["whole_input"] is True and f.evidence["features"] == 8
+    assert "one and the same input" in f.message
+
+
+def test_drawn_noise_and_one_fixed_noise_vector_are_no_constant_input(tmp_path, one_thread):
+    assert input_collapse(_generator(tmp_path / "drawn", "drawn")) == []
+    # A fixed random input (Deep Image Prior) holds a value of its own in each feature: each
+    # column is noted as constant, the input is no single value.
+    found = input_collapse(_generator(tmp_path / "fixed", "fixed"))
+    assert len(found) == 8 and {f.severity.value for f in found} == {"info"}

@@ -31,6 +31,7 @@ VARIANTS = {
                    {"dead_frac": 0.9, "dead_frac_first": 0.9}],
     "target-problems": [{}, {"cause": "targets_unaligned", "late_loss_to_constant": 1.0}],
     LR_TOO_HIGH: [{}, {"votes": ["constant", "updates"]}],
+    "input-collapse": [{}, {"whole_input": True}],
 }
 # place -> (cause subject, cause evidence, joining effect subject, differing effect subject)
 PLACES = {
