@@ -70,3 +70,58 @@ def test_an_unnamed_loss_on_a_deliberate_pairwise_grid_stays_quiet():
     assert shape_broadcast(_frames([32, 1, 8], [1, 32, 8])) == []  # pairwise distances
     assert len(shape_broadcast(_frames([32, 1], [32]))) == 1
     assert shape_broadcast(_frames([32, 1], [32], "BCEWithLogitsLoss")) == []
+
+
+def _bootstrapped(shape_bug: bool):
+    """A one-step bootstrapped target, r + 0.9 * Q(x).detach(), as a critic's: with r left
+    (N,) against the (N, 1) prediction, the target itself broadcasts to (N, N)."""
+    mse = nn.MSELoss()
+
+    def loss_of(out, y):
+        r = y if shape_bug else y.unsqueeze(1)
+        target = r + 0.9 * out.detach()
+        loss_of.targets = target
+        return mse(out, target)
+    return loss_of, mse
+
+
+def _train_bootstrapped(path, shape_bug: bool):
+    torch.manual_seed(0)
+    model, (x, y) = _mlp(), regression(2048)
+    loss_of, mse = _bootstrapped(shape_bug)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=mse) as rec:
+        for step in range(60):
+            i = (step * 32) % (len(x) - 31)
+            out = model(x[i:i + 32])
+            loss = loss_of(out, y[i:i + 32])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x[i:i + 32], targets=loss_of.targets, outputs=out)
+    return path
+
+
+def test_a_target_broadcast_before_the_loss_fires(tmp_path):
+    [f] = _findings(_train_bootstrapped(tmp_path / "r", shape_bug=True))
+    assert f.severity.value == "error" and f.evidence["outputs_expanded"]
+    assert "shape [32, 1] and targets of shape [32, 32]" in f.message
+    assert "unsqueeze(1)" in f.fix
+
+
+def test_a_bootstrapped_target_of_the_outputs_shape_stays_quiet(tmp_path):
+    assert _findings(_train_bootstrapped(tmp_path / "r", shape_bug=False)) == []
+
+
+def test_expanded_outputs_need_a_named_loss_and_one_batch_size():
+    from tracelab.analyzers.shape_broadcast import shape_broadcast
+
+    def frames(shape, targets_shape, loss_fn="MSELoss"):
+        run = _frames(shape, targets_shape, loss_fn)
+        run.signals["value"] = 0.0  # the grid is the targets' shape: the fact stays 0
+        return run
+    assert len(shape_broadcast(frames([32, 1], [32, 5]))) == 1
+    assert shape_broadcast(frames([32, 1], [32, 5], None)) == []  # unnamed loss: not judged
+    assert shape_broadcast(frames([32, 4], [32, 1])) == []  # ensemble heads, one target each
+    assert shape_broadcast(frames([1, 1], [32, 5])) == []  # not one batch
+    assert shape_broadcast(frames([32, 1], [32, 5], "CrossEntropyLoss")) == []
