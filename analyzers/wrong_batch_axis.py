@@ -8,7 +8,11 @@ What it detects
     (module_shapes, or for a module of children its first entries in module_input_shapes).
     The batch size comes from the recorded facts: config batch_size, the rows of 2-D train
     inputs when most steps hold the same, largest number, and the length of 1-D targets (one
-    label per sample; flattened per-token targets give another number). The rule fires when,
+    label per sample; flattened per-token targets give another number). A language model's
+    next-token shift (input x[:-1], target x[1:]) applied to a (batch, sequence) table never
+    transposed cuts a sample off the batch: the 2-D inputs' rows one fewer than config
+    batch_size on every step, with no column of config batch_size, are that batch less the
+    cut row (two facts). The rule fires when,
     on every recorded call, a batch size sits on the axis the layer reads as the sequence and
     not on the one it reads as the batch, and that batch size is given by two facts, or by
     the only fact recorded (config or targets). A batch as long as the sequence cannot tell;
@@ -42,7 +46,10 @@ False positives
     and sequence lengths on every recorded call (no evaluation or last batch of another size
     on a recording step) and packed sequences are not judged. A whole validation set's
     targets and outputs given to log() at once give the set's size, not a batch: an
-    evaluation whose count no train call's shape agrees with tells nothing. The attention
+    evaluation whose count no train call's shape agrees with tells nothing. Rows one fewer
+    than config batch_size are no shifted batch where the inputs' columns or the layer's
+    batch axis hold config batch_size (a sequence-first table whose sequence is as long as
+    the batch, shifted along its sequence). The attention
     inside a flagged Transformer layer is left to the layer's finding.
 """
 from __future__ import annotations
@@ -61,6 +68,11 @@ from tracelab.core.schema import META_MODULE_SHAPES, TRAIN, Needs
 
 
 ROWS = "the inputs' rows"
+CONFIG = "config batch_size"
+# The rows of 2-D inputs one fewer than config batch_size on every step, and no column that
+# many: the next-token shift of a language model (x[:-1], x[1:]) cut its row along the first
+# axis, which held the batch (a (batch, sequence) table never transposed).
+SHIFTED = "config batch_size less the row an x[:-1] shift cut from the inputs' rows"
 META_INPUT_SHAPES = "module_input_shapes"  # (activation_hooks) the recording steps' shapes
 
 
@@ -88,10 +100,13 @@ def _batch_facts(run: Run, steps: pd.DataFrame) -> dict[str, int]:
     facts = {}
     config = run.meta.get("config")
     if isinstance(config, dict) and _int(config.get("batch_size")):
-        facts["config batch_size"] = int(config["batch_size"])
+        facts[CONFIG] = int(config["batch_size"])
     rows = steps["rows"].dropna().astype(int) if len(steps) else pd.Series(dtype=int)
     if len(rows) >= 2 and (rows == rows.max()).mean() > 0.5:
         facts[ROWS] = int(rows.max())
+        if facts.get(CONFIG) == facts[ROWS] + 1 and (rows == facts[ROWS]).all() and not (
+                steps["columns"] == facts[CONFIG]).any():
+            facts[SHIFTED] = facts[ROWS]
     target = output_shapes(run).get("targets_shape")
     if isinstance(target, list) and len(target) == 1 and _int(target[0]):
         facts["1-D targets"] = int(target[0])
@@ -113,6 +128,8 @@ def _reads_batch_as_time(inputs: list[list[int]], batch_axis: int, seq_axis: int
     if not inputs or not all(s[seq_axis] == batch and s[batch_axis] != batch for s in inputs):
         return False
     giving = [k for k, v in facts.items() if v == batch]
+    if SHIFTED in giving and any(s[batch_axis] == facts[CONFIG] for s in inputs):
+        return False  # the batch before the shift sits where the layer reads the batch
     return len(giving) >= 2 or (len(facts) == 1 and giving != [ROWS])
 
 
@@ -258,10 +275,12 @@ def wrong_batch_axis(run: Run) -> list[Finding]:
             flagged.items():
         if any(path.startswith(other + ".") for other in flagged if other):
             continue  # the layer that holds it (a Transformer layer's attention) says it
+        held = (f"{batch + 1} samples, {batch} after the next-token shift (x[:-1]) cut one "
+                "along it" if SHIFTED in giving else f"{batch} samples")
         findings.append(wrong_batch_axis.finding(
             ERROR, path, run.step_range,
             f"{module.get('type')} '{path}' (batch_first={first}) read inputs of shape {shape} "
-            f"while the batch held {batch} samples: it ran over the batch as if it were "
+            f"while the batch held {held}: it ran over the batch as if it were "
             f"{shape[seq_axis]} time steps of {shape[batch_axis]} sequences.",
             {"batch_first": first, "input_shape": shape, "batch": batch, "calls": calls,
              "batch_from": giving},

@@ -255,3 +255,64 @@ def test_runs_without_the_recording_steps_shapes_analyze_as_before(tmp_path):
     del meta["module_input_shapes"]
     (path / "meta.json").write_text(json.dumps(meta))
     assert _findings(path) == []
+
+
+class NextToken(nn.Module):
+    """A sequence-first Transformer language model (pytorch-book's poetry model, shrunk):
+    token embedding, nn.TransformerEncoder(batch_first=False), a head over the vocabulary."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.embedding = nn.Embedding(12, 16)
+        layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0)
+        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = nn.Linear(16, 12)
+
+    def forward(self, tokens):
+        return self.head(self.encoder(self.embedding(tokens)))
+
+
+def _train_next_token(path, transpose: bool, batch: int = 16, length: int = 8,
+                      steps: int = 24):
+    """Predict each token's successor (x + 1 mod 12) on (batch, length) token tables; the
+    loop transposes them to (length, batch) when `transpose`, then shifts by one along the
+    first axis (input x[:-1], target x[1:]): without the transpose the shift cuts a sample."""
+    g = torch.Generator().manual_seed(0)
+    model, ce = NextToken(), nn.CrossEntropyLoss()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=ce,
+                           config={"batch_size": batch}, activation_every=6,
+                           input_every=6) as rec:
+        for _ in range(steps):
+            start = torch.randint(0, 12, (batch, 1), generator=g)
+            data = (start + torch.arange(length)) % 12
+            if transpose:
+                data = data.transpose(1, 0).contiguous()
+            x, y = data[:-1], data[1:]
+            opt.zero_grad()
+            out = model(x).flatten(0, 1)
+            loss = ce(out, y.reshape(-1))
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x, targets=y.reshape(-1), outputs=out)
+    return path
+
+
+def test_a_batch_first_table_shifted_along_its_batch_fires(tmp_path):
+    # (16, 8) tables never transposed: x[:-1] leaves 15 samples on the axis the encoder reads
+    # as the sequence, and 8 tokens where it reads the batch. 16 is on no axis; the config's
+    # 16 and the inputs' 15 rows at every step (no column of 16) tell the shift.
+    found = _findings(_train_next_token(tmp_path / "r", transpose=False))
+    assert sorted(f.subject for f in found) == ["encoder.layers.0", "encoder.layers.1"]
+    assert "read inputs of shape [15, 8, 16] while the batch held 16 samples, 15 after the " \
+        "next-token shift" in found[0].message
+
+
+@pytest.mark.parametrize("batch,length", [(16, 8), (16, 16)])
+def test_a_sequence_first_table_shifted_along_its_sequence_stays_quiet(tmp_path, batch,
+                                                                       length):
+    # Transposed first: [7, 16, 16], the batch where the encoder reads it. A sequence as long
+    # as the batch ([15, 16, 16]: rows one fewer than the config's batch size) holds that
+    # batch size on its columns, where the encoder reads the batch: no shift cut a sample.
+    assert _findings(_train_next_token(tmp_path / "r", True, batch, length)) == []
