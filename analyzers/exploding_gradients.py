@@ -70,8 +70,8 @@ from tracelab.analyzers._learning_rate import (adversarial_game, lower_lr_fix, o
                                                several_players)
 from tracelab.analyzers._loss_contracts import (BCE, BCE_LOGITS, CROSS_ENTROPY, NLL, SQUARED,
                                                 loss_fn, loss_type, mean_reduced, output_facts)
-from tracelab.analyzers._dynamics import (OUTCOME, edge_len, fmt, matrix_params, name_list,
-                                          subject_of)
+from tracelab.analyzers._dynamics import (OUTCOME, edge_len, fmt, initial, matrix_params,
+                                          name_list, subject_of)
 from tracelab.core import causes
 from tracelab.core.causes import explains
 from tracelab.core.findings import INFO, WARNING, Finding
@@ -142,6 +142,11 @@ def exploding_gradients(run: Run, *, max_norm: float = 100.0, growth: float = 10
     learning = _loss_fell(run, first, int(at)) or _loss_fell(run, first, int(norms.index[-1]))
     told = "; the loss kept falling meanwhile (grads that grow from a small start as a deep " \
         "network learns)" if learning else ""
+    if not learning and _loss_unharmed(run, smooth):
+        learning = True
+        told = ("; the loss never rose above its first steps' range and ended below it (grads "
+                "that climb from a tiny initialization as the network starts to learn, on a "
+                "loss whose floor lies far above 0)")
     # A game (a GAN's generator and discriminator): one player's gradients scale with the
     # other's progress, growth from the start has no fixed reference; judged per term of the
     # loss (the absolute bound) and by a loss that stayed finite and did not grow.
@@ -215,6 +220,28 @@ def _loss_fell(run: Run, first: int, last: int) -> bool:
     if not len(span) or start <= 0 or float(span.min()) < 0:
         return False
     return float(span.iloc[-edge_len(len(span), lo=1, hi=20):].median()) <= 0.5 * start
+
+
+def _loss_unharmed(run: Run, smooth: int) -> bool:
+    """Whether the growth did the loss no harm, judged against the run's own early noise: the
+    training loss, finite and not negative throughout, never rose (its rolling median over
+    `smooth` steps) above where it began (`initial`) by more than three times its first steps'
+    noise (the median change from one step to the next), and its last steps' median ended below the
+    lowest of its first steps. Exploding gradients make updates overshoot, which throws the
+    loss up; a loss with a high floor (a reconstruction summed over the pixels of images that
+    are not binary) may fall far less than half while its gradients climb from their
+    initialization."""
+    loss = run.loss()
+    loss = loss[~loss.index.duplicated(keep="last")]
+    values = loss.to_numpy(dtype=float)
+    if len(values) < 2 * smooth or not np.isfinite(values).all() or float(values.min()) < 0:
+        return False
+    head = values[:edge_len(len(values), lo=smooth, hi=50)]
+    noise = float(np.median(np.abs(np.diff(head))))  # a trend or one jump leaves it be
+    level = pd.Series(values).rolling(smooth, min_periods=smooth).median().dropna()
+    tail = float(np.median(values[-edge_len(len(values), lo=smooth, hi=50):]))
+    return bool(len(level)) and float(level.max()) <= initial(values) + 3 * noise and (
+        tail < float(head.min()))
 
 
 def _summed_terms(run: Run) -> float | None:
