@@ -84,6 +84,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy.stats import binom
 
 from tracelab.analyzers._batches import (INPUT_BATCH, nonfinite_batch, outlier_batch,
                                          sums_over_batch, targets_drift)
@@ -122,7 +123,7 @@ def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float =
                shift: int = 10, z_shift: float = 3.0, min_shift: float = 0.5,
                min_jump_of_start: float = 0.1, max_reported: int = 3, lr_increase: float = 1.5,
                input_ratio: float = 4.0, grad_ratio: float = 5.0, noise_quantile: float = 0.95,
-               noise_factor: float = 2.0) -> list[Finding]:
+               noise_factor: float = 2.0, alpha: float = 0.05) -> list[Finding]:
     loss = finite(run.loss())
     if len(loss) <= window + shift:
         return []
@@ -152,16 +153,26 @@ def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float =
         logs = np.log(np.where(values > 0, values, np.nan))
         log_med, log_mad = rolling_previous(logs, window)
         log_z = (logs - log_med) / (MAD_TO_STD * log_mad + 1e-12)
+    # A level shift is the median of the next `shift` batch losses: with a few rows per batch
+    # the batch loss is heavy-tailed (one hard sample of 4 is a quarter of a large loss), and
+    # a stretch where a few more batches than usual drew one lifts that median several times
+    # over the rolling one. A shift counts only where the run's own batch-to-batch
+    # distribution (the `window` losses before it) makes it improbable in every stretch of
+    # the run the scan looked at (`_chance_shift`).
+    chance = np.zeros(len(values), dtype=bool)
+    for j in np.flatnonzero(sustained):
+        chance[j] = _chance_shift(values, j, window, shift, alpha)
+    sustained &= ~chance
     # A step that only the linear test finds, within the loss's multiplicative noise on the
-    # log scale (no level shift), counts only where a recorded fact outside that noise (a bad
-    # batch, an LR rise) explains it.
-    noisy = single & ~sustained & (log_z < z)
+    # log scale (no level shift), or a shift within the batch-to-batch noise, counts only
+    # where a recorded fact outside that noise (a bad batch, an LR rise) explains it.
+    noisy = (single | chance) & ~sustained & ~(single & ~(log_z < z))
     for j in np.flatnonzero(noisy):
         kind = _cause(run, int(steps[j]), int(steps[max(j - window, 0)]), int(steps[j]),
                       lr_increase=lr_increase, input_ratio=input_ratio,
                       grad_ratio=grad_ratio)[1]
         noisy[j] = kind not in OUTSIDE_THE_GAME
-    idx = np.flatnonzero((single | sustained) & ~noisy)
+    idx = np.flatnonzero((single | sustained | chance) & ~noisy)
     if not len(idx):
         return []
     # Spiking steps close together are one episode, reported at its first high step.
@@ -236,6 +247,24 @@ def loss_spike(run: Run, *, window: int = 50, z: float = 10.0, min_jump: float =
             f"(z = {fmt(score)}); {cause}"
             f"{PASSED if passing else ''}.", evidence, _FIX[kind]))
     return findings
+
+
+def _chance_shift(values: np.ndarray, onset: int, window: int, shift: int,
+                  alpha: float) -> bool:
+    """Whether the level shift at `onset` (the median of the next `shift` losses) is within the
+    run's own batch-to-batch noise: were those losses drawn from the distribution of the
+    `window` losses before (the share at or above that median, one pseudo-count each way),
+    as many of them would reach it with probability at least `alpha` divided by the number
+    of `shift`-step stretches in the run (the scan looks at every one of them). False where
+    it cannot be judged (fewer than `window` losses before, or `shift` after)."""
+    before, ahead = values[max(onset - window, 0):onset], values[onset:onset + shift]
+    if len(before) < window or len(ahead) < shift:
+        return False
+    level = float(np.median(ahead))
+    share = (float(np.sum(before >= level)) + 1) / (len(before) + 2)
+    reached = int(np.sum(ahead >= level))
+    stretches = max(1, len(values) // shift)
+    return bool(binom.sf(reached - 1, shift, share) >= alpha / stretches)
 
 
 def _passed(run: Run, values: np.ndarray, steps: np.ndarray, onset: int, peak: int,
