@@ -46,16 +46,16 @@ def batches(n: int, batch_size: int, generator: torch.Generator, drop_last: bool
 
 
 def corpus(seed: int, n_tokens: int, vocab: int = 40, order_seed: int = 7) -> torch.Tensor:
-    """A token stream from a fixed sparse second-order Markov chain over `vocab` words (each
-    pair of words allows three next words), so a language model can learn it well below the
-    uniform log(vocab). The chain is fixed by `order_seed`; the sampled stream by `seed`."""
+    """A token stream from a fixed sparse Markov chain over `vocab` words (each word allows
+    three next words), so a language model can learn it well below the uniform log(vocab).
+    The chain is fixed by `order_seed`; the sampled stream by `seed`."""
     g = np.random.default_rng(order_seed)
-    nxt = g.integers(0, vocab, size=(vocab, vocab, 3))
-    prob = g.dirichlet(np.ones(3) * 0.7, size=(vocab, vocab))
+    nxt = g.integers(0, vocab, size=(vocab, 3))
+    prob = g.dirichlet(np.ones(3) * 0.7, size=vocab)
     r = np.random.default_rng(seed)
     out = np.empty(n_tokens, dtype=np.int64)
-    out[0], out[1] = r.integers(0, vocab, 2)
-    for i in range(2, n_tokens):
-        a, b = out[i - 2], out[i - 1]
-        out[i] = nxt[a, b, r.choice(3, p=prob[a, b])]
+    out[0] = r.integers(0, vocab)
+    for i in range(1, n_tokens):
+        a = out[i - 1]
+        out[i] = nxt[a, r.choice(3, p=prob[a])]
     return torch.from_numpy(out)
