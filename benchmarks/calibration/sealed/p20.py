@@ -1,0 +1,16 @@
+"""dataflowr collaborative filtering on synthetic ratings; faulty: one bug from the linked thread."""
+from _p_cf import SOURCE, run as _train
+
+LABEL = {
+    "family": "tabular",
+    "optimizer": "adam",
+    "loss_reduction": "mean",
+    "healthy": False,
+    "cause": "weight-decay-too-high",
+    "source": SOURCE,
+    "bug_source": "https://github.com/Joker316701882/Additive-Margin-Softmax/issues/16",
+}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    _train(run_dir, seed, bug="l2-1")
