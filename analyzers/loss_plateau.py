@@ -5,7 +5,11 @@ What it detects
     below its loss at the start (median of the first steps), nor more than `max_rise` above it
     (a rising loss is left to loss-oscillation and exploding-gradients). It then reads the
     gradients and updates to say why: gradients never computed or all zero mean `backward()`
-    was never called (or never reaches the parameters); weights that never move mean
+    was never called (or never reaches the parameters) -- unless trainable weights change
+    without any gradient recorded: torch's optimizers skip a parameter whose `.grad` is None,
+    so backward() ran and the recorder read the gradients after `zero_grad()`; the share of
+    parameter values with `requires_grad=False` is then named when it is half or more (see
+    frozen-parameters); weights that never move mean
     `optimizer.step()` never ran; most weight matrices with zero gradients point to dead
     units; early layers with vanishing gradients point to the architecture; updates tiny
     against the weights mean the learning rate is far too low, large ones that it is too high.
@@ -111,6 +115,23 @@ def loss_plateau(run: Run, *, min_steps: int = 30, min_drop: float = 0.03,
 def _hint(run: Run, low_update_ratio: float, high_update_ratio: float = 0.1) -> tuple:
     have = run.available
     grads = run.stat(GRAD, "norm") if Needs.GRADS in have else None
+    moved = _trained_moved(run) if Needs.WEIGHTS in have and (grads is None or grads.empty) \
+        else []
+    if moved:
+        # torch's optimizers skip a parameter whose .grad is None: weights that change had
+        # gradients when the optimizer stepped, so backward() runs; the recorder read them
+        # after they were reset (zero_grad() before Recorder.step(), gradient accumulation).
+        hint = (f"no gradients were recorded at step(), yet {len(moved)} trainable "
+                "parameters change, so backward() and optimizer.step() run (as when "
+                "zero_grad() comes before Recorder.step())")
+        share = _frozen_share(run)
+        if share is not None and share >= 0.5:
+            hint += (f"; {fmt(100 * share)}% of the model's parameter values have "
+                     "requires_grad=False, so only the rest can learn (see frozen-parameters)")
+        return (WARNING, hint, {"moving_parameters": len(moved), "frozen_share": share},
+                "Check that the parameters meant to train require grad and are in the "
+                "optimizer; call Recorder.step() before optimizer.zero_grad() so that "
+                "gradients are recorded.")
     if Needs.WEIGHTS in have and (grads is None or grads.empty or _all_zero(grads)):
         what = "none were recorded" if grads is None or grads.empty else "all are zero"
         return (ERROR, f"gradients: {what}, so loss.backward() was never called or never "
@@ -162,6 +183,33 @@ def _hint(run: Run, low_update_ratio: float, high_update_ratio: float = 0.1) -> 
     return (WARNING, "gradients and updates look ordinary, so check the labels' format "
             "against the loss and the inputs' scaling", {},
             "Check that labels match the loss (class indices vs one-hot) and normalize inputs.")
+
+
+def _trained_moved(run: Run) -> list[str]:
+    """Parameters not marked requires_grad=False whose recorded weights (two recordings or
+    more) or updates changed over the run; [] where none was recorded. A frozen copy that
+    changes (an EMA teacher) is not among them."""
+    info = run.parameters()
+    norms = run.stat(WEIGHT, "norm")
+    names = set(norms.columns[norms.notna().sum() >= 2]) | set(run.names(UPDATE))
+    return sorted(n for n in names if info.get(n, {}).get("requires_grad") is not False
+                  and not weights_unchanged(run, n))
+
+
+def _frozen_share(run: Run) -> float | None:
+    """The share of the model's parameter values (meta.json's shapes) with requires_grad=
+    False; None without a model summary that gives every shape."""
+    sizes = {}
+    for name, entry in run.parameters().items():
+        try:
+            sizes[name] = int(np.prod([int(d) for d in entry["shape"]]))
+        except (KeyError, TypeError, ValueError):
+            return None
+    total = sum(sizes.values())
+    if not total:
+        return None
+    return sum(n for name, n in sizes.items()
+               if run.parameters()[name].get("requires_grad") is False) / total
 
 
 def _edge_noise(values: np.ndarray, k: int) -> float:
