@@ -28,6 +28,14 @@ What it detects
     layer's forward direction of a bidirectional GRU whose code reads only `hidden[-1]`); nor
     is a bias whose weight gets gradients (it cancels, as a Siamese network's output bias in
     `out2 - out1`). The classifier is frozen-parameters' too (_unread).
+    Each finding holds, as evidence for the rules that name a cause, what the optimizer did to
+    the weights around the dead units up to the onset of their death (the first recording that
+    shows it): the largest ratio of a recorded update to its weight's norm, per optimizer step,
+    of the Linear or convolution before the ReLU (of the weights that lost their gradient, read
+    from the gradients), with its step (`update_ratio_before_onset`). A step far above the
+    usual 1e-3 just before the units died says the step size killed them
+    (learning-rate-too-high reads it); units that die after ordinary updates (a negative bias,
+    a bad initialization) are this rule's own diagnosis.
 
 Why it matters
     A dead ReLU unit passes no gradient, so it never recovers: the layer's capacity is lost for
@@ -77,12 +85,13 @@ from tracelab.analyzers._dynamics import OUTCOME, finite_stat, fmt, layer_of, ma
     name_list, subject_of, tail
 from tracelab.analyzers._loss_contracts import constant_loss
 from tracelab.analyzers._objectives import objective_improved
+from tracelab.analyzers._slow_updates import per_update
 from tracelab.analyzers._unread import unread_parameters
 from tracelab.core.causes import explains
 from tracelab.core.findings import ERROR, INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import ACTIVATION, GRAD, Needs
+from tracelab.core.schema import ACTIVATION, GRAD, UPDATE, WEIGHT, Needs
 
 RELU_TYPES = ("ReLU", "ReLU6")
 
@@ -133,7 +142,8 @@ def dead_units(run: Run, *, min_dead: float = 0.5, error_dead: float = 0.95,
             {"dead_frac": level, "dead_frac_median": float(recent.median()),
              "dead_frac_first": first, "dead_frac_max": float(series.max()),
              "recordings": len(recent), "loss_mean": loss, "constant_loss": baseline,
-             "objective_improved": improved},
+             "objective_improved": improved,
+             **_updates_before(run, _feeding(run, module), since)},
             lower_lr_fix(run, "Lower or warm up the learning rate, switch to LeakyReLU/GELU, "
                          "or add BatchNorm before this activation.")))
     return findings
@@ -193,10 +203,57 @@ def _from_gradients(run: Run, window: float, min_recordings: int,
         "recorded to show it.",
         {"parameters": len(zero), "subjects": modules, "zero_grad_parameters": zero,
          "recordings": len(steps), "grad_norm_max_elsewhere": peak, "source": "gradients",
-         "had_gradients": died, "loss_mean": loss, "constant_loss": baseline},
+         "had_gradients": died, "loss_mean": loss, "constant_loss": baseline,
+         **_updates_before(run, matrix_params(run, zero), span[0])},
         lower_lr_fix(run, "Check the bias initialization of the layer before the ReLU (a "
                      "negative bias kills every unit), lower or warm up the learning rate, or "
                      "use LeakyReLU/GELU."))]
+
+
+def _feeding(run: Run, module: str) -> list[str]:
+    """The weight matrices of the nearest module before `module` in the model's order that
+    holds any: the layer whose outputs the ReLU reads, whose weights and bias decide which of
+    its units fire. [] where there is none or the model's order is not recorded."""
+    order = list(run.module_types())
+    if module not in order:
+        return []
+    held = matrix_params(run, list(run.parameters()))
+    for before in reversed(order[:order.index(module)]):
+        weights = [n for n in held if layer_of(n) == before]
+        if weights:
+            return weights
+    return []
+
+
+def _updates_before(run: Run, weights: list[str], onset: int) -> dict:
+    """What the optimizer did to the weights around the dead units up to the onset of their
+    death (the first recording that shows it), as evidence for the rules that name a cause:
+    the largest ratio of a recorded update to its weight's norm at a recording no later than
+    `onset` (per optimizer step where a recorded update spans several: `per_update`, a lower
+    bound), its weight and its step. A step that rewrites a layer's weights (far above the
+    usual 1e-3 of their norm) moves its units' pre-activations by as much as they vary and
+    can push them below zero for every input: the death then follows the step size. {} where
+    updates or weights were not recorded, or the facts are malformed."""
+    if not weights or Needs.UPDATES not in run.available or Needs.WEIGHTS not in run.available:
+        return {}
+    try:
+        upd, w = run.stat(UPDATE, "norm"), run.stat(WEIGHT, "norm")
+        names = [n for n in weights if n in upd.columns and n in w.columns]
+        if not names:
+            return {}
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = (upd[names] / w[names].reindex(upd.index)).replace([np.inf, -np.inf],
+                                                                        np.nan)
+        ratio = per_update(run, ratio)
+        ratio = ratio[np.asarray(ratio.index, dtype=float) <= onset].astype(float)
+        peaks = ratio.max().dropna()
+        if peaks.empty:
+            return {}
+        name = str(peaks.idxmax())
+        return {"update_ratio_before_onset": float(peaks[name]), "update_ratio_weight": name,
+                "update_ratio_step": int(ratio[name].idxmax()), "onset_step": int(onset)}
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return {}
 
 
 def _loss_kept_falling(run: Run, alpha: float, min_points: int = 24) -> bool:

@@ -5,7 +5,12 @@ What it detects
     (right after the LR rose, or again and again), updates far above 1e-3 of the weights
     (`far_above` times it or more, over the run or its first `early` steps), exploding
     gradients, NaN/Inf, units that die, and a loss that stays flat as its units die or its
-    weight matrices lose every gradient. It reads those rules' findings, and the loss itself:
+    weight matrices lose every gradient. Units that die stop updating, so a median over the
+    run (or its first steps) hides the step that killed them: the step the layer before dead
+    units took up to the onset of their death (dead-units' `update_ratio_before_onset`), when
+    `far_above` times the usual 1e-3 or more and the death costs the model (a warning or an
+    error), is the update-size vote too: the order in time (the step, then the death) says
+    which is the cause. It reads those rules' findings, and the loss itself:
     one whose first updates left it `jump` (100) times or more above its first value (the
     model's before any update; the median of the first tenth's finite values, up to the first
     NaN/Inf, two at least) overshot, as a gradient descent whose step is too large diverges
@@ -70,7 +75,8 @@ False positives
     itself and that its own facts show (vanishing gradients, BatchNorm over a few samples,
     training in eval mode, weight decay that pins the weights, units dead from the start)
     ranks above this finding and explains it, unless the loss jumped right after the LR rose,
-    turned NaN/Inf or grew. Symptoms that an input cause already explains (a bad batch,
+    turned NaN/Inf or grew (and units dead from the start do not where other units died
+    right after a step that rewrote their weights: that death is the steps'). Symptoms that an input cause already explains (a bad batch,
     unnormalized inputs) do not count, nor NaN/Inf that only the evaluation's loss holds. A
     loss at the input-free prediction's level and a score that fell are no votes about the
     optimization (targets unrelated to their inputs, overfitting): they count only beside
@@ -170,11 +176,13 @@ def _flat_loss_cause(cause: Finding, effect: Finding) -> bool:
     jump right after the LR rose, no NaN/Inf, no loss that grew."""
     if cause.severity == INFO:
         return False
-    if cause.rule == "dead-units" and _died(cause):
-        return False
+    if cause.rule == "dead-units" and (_died(cause) or effect.evidence.get("burst_before_death")):
+        return False  # units that died after a step that rewrote their weights: the steps'
     votes = effect.evidence.get("votes") or ()
     return not ({"lr_rise", "nonfinite"} & set(votes) or effect.evidence.get("loss_grew"))
 
+
+_BEFORE_DEATH = "before the units it feeds died"  # the `updates` vote read from dead-units
 
 _FLAT = "keeps the loss from falling whatever the learning rate, and its symptoms are the same"
 
@@ -247,6 +255,7 @@ def learning_rate_too_high(run: Run, chains: Sequence[Chain], *, far_above: floa
         severity, "learning rate", steps, claim + "; ".join(basis) + ".",
         {"basis": basis, "confidence": confidence, "votes": sorted(votes),
          "symptoms": [f.id for f in seen], "lr_peak": peak[1] if peak else None,
+         "burst_before_death": _BEFORE_DEATH in votes.get("updates", ("",))[0],
          "update_ratio": _fastest(run, early)[1] if Needs.UPDATES in run.available else None,
          "loss_start": course.get("start"), "loss_end": course.get("end"),
          "loss_best": course.get("best"), "loss_grew": course.get("grew", False),
@@ -479,6 +488,13 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,
                                 f"norm per step ({when}), {fmt(ratio / 1e-3)}x the usual 1e-3",
                                 1)
     dead = [f for f in seen if f.rule == "dead-units" and _died(f)]
+    burst = _burst_before_death(dead)
+    if "updates" not in votes and burst is not None \
+            and burst[0] >= far_above * causes.HEALTHY_UPDATE_RATIO:
+        ratio, weight, step, onset = burst
+        votes["updates"] = (f"'{weight}' changed by {fmt(ratio)} of its norm in one step (step "
+                            f"{step}), {fmt(ratio / 1e-3)}x the usual 1e-3, {_BEFORE_DEATH} "
+                            f"(from step {onset})", 1)
     if dead:
         d = max(dead, key=lambda f: f.evidence.get("dead_frac") or 0)
         first_spike = min((f.steps[0] for f in spikes), default=None)
@@ -487,6 +503,30 @@ def _votes(run: Run, seen: Sequence[Finding], far_above: float, early: int,
         votes["dead"] = (f"{fmt(100 * (d.evidence.get('dead_frac') or 0))}% of the units of "
                          f"'{d.subject}' died{after} (from step {d.steps[0]})", 1)
     return votes
+
+
+def _burst_before_death(dead: Sequence[Finding]) -> Optional[tuple[float, str, int, int]]:
+    """The largest update, as a share of its weight's norm, that the weights around units
+    which died took up to the onset of their death (dead-units' `update_ratio_before_onset`,
+    per subject of a merged finding): (ratio, weight, step, onset). Only from a death that
+    costs the model (a warning or an error: the loss does no better than the best constant
+    prediction, or every unit died); where the live units carry the signal (information),
+    a tiny network's large first steps say nothing. Units die after the step that rewrites
+    their layer's weights and stop updating from then on, so a median over the run (as
+    `_fastest` reads it) hides that step: the order in time is the fact. None where no such
+    finding holds one."""
+    best = None
+    for f in dead:
+        if f.severity == INFO:
+            continue
+        per = f.evidence.get("per_subject")
+        for ev in (list(per.values()) if isinstance(per, dict) else []) + [f.evidence]:
+            ratio = ev.get("update_ratio_before_onset") if isinstance(ev, dict) else None
+            if isinstance(ratio, (int, float)) and np.isfinite(ratio) \
+                    and (best is None or ratio > best[0]):
+                best = (float(ratio), str(ev.get("update_ratio_weight")),
+                        int(ev.get("update_ratio_step") or 0), int(ev.get("onset_step") or 0))
+    return best
 
 
 def _objective_lost(run: Run, min_points: int = 8, factor: float = 1.2,

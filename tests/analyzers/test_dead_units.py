@@ -199,3 +199,47 @@ def test_without_a_constant_level_a_loss_still_falling_makes_a_half_dead_layer_i
                  record_loss_fn=False)
     [f] = dead_units(run)
     assert f.subject == "3" and f.severity.value == "warning"
+
+
+# -- what the optimizer did to the layer before the dead units, up to their death ---------------
+def _blob_mlp(path, *, lr, steps, bias=None):
+    """A 16-32-32-4 ReLU classifier of Gaussian blobs under plain SGD at `lr`; `bias`, if given,
+    fills the second Linear's bias (a negative one silences the ReLU after it from the start)."""
+    import torch
+    from _contract_runs import blobs, train
+    from torch import nn
+
+    from tracelab.core.run import open_run
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(),
+                          nn.Linear(32, 4))
+    if bias is not None:
+        with torch.no_grad():
+            model[2].bias.fill_(bias)
+    ce = nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    return open_run(train(path, model, blobs(2048), ce, loss_fn=ce, steps=steps, optimizer=opt))
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_units_killed_by_oversized_steps_hold_the_update_that_preceded_their_death(tmp_path):
+    # SGD at lr 2: the layer feeding ReLU '3' moves by about its own norm in a step, then every
+    # unit after it is dead and its updates stop.
+    [f] = dead_units(_blob_mlp(tmp_path / "high", lr=2.0, steps=100))
+    ev = f.evidence
+    assert f.subject == "3" and ev["dead_frac"] == 1.0 and ev["dead_frac_first"] < 0.5
+    assert ev["update_ratio_weight"] == "2.weight"  # the Linear before the ReLU
+    assert ev["update_ratio_before_onset"] >= 0.1  # 100x the usual 1e-3 or more
+    assert ev["update_ratio_step"] <= ev["onset_step"] == f.steps[0]
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_units_silenced_by_a_negative_bias_hold_ordinary_updates_and_rank_first(tmp_path):
+    import tracelab
+    run = _blob_mlp(tmp_path / "bias", lr=0.05, steps=60, bias=-3.0)
+    [f] = dead_units(run)
+    assert f.subject == "3" and f.severity.value == "error"
+    assert f.evidence["update_ratio_before_onset"] < 0.1  # no step rewrote the weights
+    diagnosis = tracelab.analyze(run)
+    assert diagnosis.diagnoses[0].finding.rule == "dead-units"
+    assert not [g for g in diagnosis.findings if g.rule == "learning-rate-too-high"]

@@ -825,3 +825,41 @@ def test_a_small_head_s_first_rmsprop_steps_are_no_overshoot_of_bootstrapped_tar
     assert not kind_overshoot(small) and targets_level_uninformative(small)
     large = _bootstrapped_rmsprop(tmp_path / "large", 0.3)
     assert kind_overshoot(large) and not targets_level_uninformative(large)
+
+
+# -- units that died right after a step that rewrote their weights ------------------------------
+def _died_after(ratio, severity=WARNING, subject="3", first=0.05):
+    """A dead-units finding whose units died at step 25 (or, `first` at 0.5 or more, were half
+    dead from step 0), holding the largest update the layer before them took up to then
+    (dead-units' `update_ratio_before_onset`)."""
+    onset = 25 if first < 0.5 else 0
+    return Finding("dead-units", "TL203", severity, subject, (onset, 299), "dead-units.",
+                   {"dead_frac": 1.0 if first < 0.5 else 0.75, "dead_frac_first": first,
+                    "update_ratio_before_onset": ratio, "update_ratio_weight": "2.weight",
+                    "update_ratio_step": 0, "onset_step": onset}, "fix it")
+
+
+def test_units_that_died_after_an_oversized_step_name_the_lr_the_median_hides():
+    """A WGAN's generator at RMSprop lr 100x its script's: its first step moves a layer by half
+    its norm, the units after it die and its updates stop, so the median over the run and over
+    its first steps is 0; the order in time (the step, then the death) is the vote."""
+    hidden = _run(updates=[0.5] + [0.0] * 49)
+    [f] = learning_rate_too_high(hidden, _alone(_died_after(0.5)))
+    assert f.evidence["votes"] == ["dead", "updates"] and f.evidence["burst_before_death"]
+    assert "'2.weight' changed by 0.5 of its norm in one step (step 0), 500x" in f.message
+    # an ordinary step before the death, or a death the live units make up for: no vote
+    assert learning_rate_too_high(hidden, _alone(_died_after(5e-3))) == []
+    from tracelab.core.findings import INFO
+    assert learning_rate_too_high(hidden, _alone(_died_after(0.5, INFO))) == []
+
+
+def test_the_step_that_killed_units_ranks_above_them_and_above_units_dead_from_the_start():
+    from tracelab.app.diagnose import diagnose
+    hidden = _run(updates=[0.5] + [0.0] * 49)
+    born = _died_after(5e-3, subject="5", first=0.5)  # half its units silent from the start
+    _, ranked = diagnose(hidden, [_died_after(0.5), born])
+    assert ranked[0].finding.rule == "learning-rate-too-high"
+    assert [f.subject for f in ranked[0].explains if f.rule == "dead-units"] == ["3"]
+    # units that died after ordinary steps: the death itself ranks first, nothing names the LR
+    _, ranked = diagnose(_run(updates=[1e-3] * 50), [_died_after(5e-3)])
+    assert [d.finding.rule for d in ranked] == ["dead-units"]
