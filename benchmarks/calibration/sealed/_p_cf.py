@@ -6,7 +6,8 @@ of 10. Data: a synthetic MovieLens-100k stand-in (400 users, 600 items, 24000 ra
 a rank-8 user / item model with biases), train_test_split(test_size=0.2, random_state=42).
 
 `bug` (None: the notebook as published):
-- "l2-1": FactorizationModel(l2=1.0): Adam's weight_decay of 1 pulls every factor and bias to 0.
+- "shuffle-apart": fit()'s shuffle draws one order for the user and item ids and another for the
+  ratings, so every epoch pairs each (user, item) with some other row's rating.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import tracelab
 
 SOURCE = ("https://github.com/dataflowr/notebooks/blob/043dff0f792a5ae67005ba147f7b9dd5fc66e2a1/"
           "Module8/sol/08_collaborative_filtering_sol.ipynb")
-BUGS = (None, "l2-1")
+BUGS = (None, "shuffle-apart")
 
 
 class ScaledEmbedding(nn.Embedding):
@@ -71,7 +72,7 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, n_iter: int = 25) -
     u_tr, u_te, i_tr, i_te, r_tr, r_te = train_test_split(users, items, r, test_size=0.2,
                                                           random_state=42)
     embedding_dim, batch_size, learning_rate = 50, 1024, 1e-3
-    l2 = 1.0 if bug == "l2-1" else 1e-9
+    l2 = 1e-9
     net = DotModel(n_users, n_items, embedding_dim)
     optimizer = optim.Adam(net.parameters(), lr=learning_rate, weight_decay=l2)
     random_state = np.random.RandomState(seed)
@@ -86,6 +87,9 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, n_iter: int = 25) -
             random_state.shuffle(order)
             users_t = torch.from_numpy(u_tr[order].astype(np.int64))
             items_t = torch.from_numpy(i_tr[order].astype(np.int64))
+            if bug == "shuffle-apart":
+                order = np.arange(len(u_tr))
+                random_state.shuffle(order)
             ratings_t = torch.from_numpy(r_tr[order])
             for i in range(0, len(users_t), batch_size):
                 batch_user, batch_item = users_t[i:i + batch_size], items_t[i:i + batch_size]

@@ -6,11 +6,11 @@ LABEL = {
     "optimizer": "adam",
     "loss_reduction": "mean",
     "healthy": False,
-    "cause": "weight-decay-too-high",
+    "cause": "label-corruption",
     "source": SOURCE,
-    "bug_source": "https://github.com/Joker316701882/Additive-Margin-Softmax/issues/16",
+    "bug_source": "https://github.com/sharajpanwar/CC-WGAN-GP/pull/10",
 }
 
 
 def run(run_dir: str, seed: int = 0) -> None:
-    _train(run_dir, seed, bug="l2-1")
+    _train(run_dir, seed, bug="shuffle-apart")
