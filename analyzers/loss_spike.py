@@ -40,7 +40,12 @@ False positives
     Runs with heavy-tailed per-batch losses (rare hard examples near convergence, a
     regression on targets of size 100 whose batch MSE swings several times over, an epoch's
     short last batch) look spiky on a linear scale: on the log scale they are noise, and
-    stay quiet unless a bad batch or an LR rise explains them. The jump must also exceed
+    stay quiet unless a bad batch or an LR rise explains them. So do batches of a few rows
+    (4 samples: one hard sample is a quarter of a large loss), where a stretch that happens
+    to draw a few more hard samples lifts the median of the next `shift` losses several
+    times over the rolling median: a level shift counts only where, were those losses drawn
+    from the `window` losses before, as many would reach their median with probability under
+    `alpha` divided by the run's number of `shift`-step stretches. The jump must also exceed
     `min_jump_of_start` of the starting loss, which keeps
     small absolute jumps near zero loss quiet, and a bump must last `shift` steps to count as
     a level shift. An objective whose per-batch values are themselves spiky (mixup's

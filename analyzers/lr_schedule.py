@@ -10,8 +10,14 @@ What it detects
       high stretch, at least `min_steps`) by more than the loss's own step-to-step noise; and
       the LR was held at half its peak or more for fewer steps than it then stays down. An
       LR that fell before `min_steps` steps were trained and stays down for half the run is
-      flagged as such. This is the signature of an epoch scheduler (StepLR, MultiStepLR,
-      ExponentialLR, a cosine sized in epochs) stepped after every batch.
+      flagged as such, and so is one whose loss had learned nothing: the medians of that
+      window and of the stretch the LR stays down both within `max_explained` of the loss of
+      the best prediction that ignores the input (the entropy of the class shares, the
+      targets' variance) or above it; a ReduceLROnPlateau, which cuts the LR because the
+      loss stalled, is not judged so. This is the signature of an epoch scheduler (StepLR,
+      MultiStepLR, ExponentialLR, a cosine sized in epochs) stepped after every batch, or of
+      a schedule sized in optimizer steps stepped on every micro-batch under gradient
+      accumulation (it runs out after 1/k of the run).
     - wrapped: a CosineAnnealingLR's LR falls to `drop` of its peak and rises back to half
       of it: the schedule anneals once over T_max steps, so it was stepped more than T_max
       times (per batch, with T_max in epochs); CosineAnnealingWarmRestarts is another class.
@@ -35,14 +41,16 @@ Example
 
 How to fix
     Step an epoch scheduler once per epoch (after the loop over batches), or give its sizes in
-    batches (step_size, milestones or T_max times the batches per epoch); make a warm-up end
-    within the run (warm-up steps a few percent of the total).
+    batches (step_size, milestones or T_max times the batches per epoch); under gradient
+    accumulation step the scheduler with the optimizer, not on every micro-batch; make a
+    warm-up end within the run (warm-up steps a few percent of the total).
 
 False positives
     Cosine or linear decay to ~0 at the end of a run is quiet: the LR is below a thousandth of
     its peak only in the last few percent of the steps, less than `min_dead_share`. A decay
     whose loss had already flattened while the LR was high is quiet (ReduceLROnPlateau cuts
-    the LR only after the loss stops improving), and so is a slow decay (ExponentialLR per
+    the LR only after the loss stops improving) unless that loss never left the constant
+    prediction's level (a model stopped before it learned anything), and so is a slow decay (ExponentialLR per
     epoch) that takes longer to go from a tenth of the peak to the floor than the run spends
     below it. A step decay stepped per epoch holds its first LR (at half the peak or more) at
     least as long as its last (torchvision's StepLR 30/30/30 epochs to 1e-2 or 1e-3 of the
@@ -61,6 +69,7 @@ import pandas as pd
 
 from tracelab.analyzers._dynamics import MAD_TO_STD, OUTCOME, fmt, name_list
 from tracelab.analyzers._learning_rate import group_of, groups_of
+from tracelab.analyzers._loss_contracts import constant_loss
 from tracelab.core import causes
 from tracelab.core.causes import explains
 from tracelab.core.findings import WARNING, Finding
@@ -69,6 +78,8 @@ from tracelab.core.run import Run
 from tracelab.core.schema import LR_PREFIX, META_SCHEDULERS, TRAIN, Needs
 
 CYCLIC = ("CosineAnnealingWarmRestarts", "CyclicLR")  # schedules that cycle by design
+# Why an LR that settled early counts (`_died`).
+FELL_WHILE_FALLING, UNTRAINED, UNLEARNED = "falling", "untrained", "unlearned"
 
 
 @rule(name="lr-schedule", code="TL210", requires=(Needs.LEARNING_RATE, Needs.LOSS),
@@ -78,16 +89,20 @@ CYCLIC = ("CosineAnnealingWarmRestarts", "CyclicLR")  # schedules that cycle by 
                       timing="overlap", when=causes.low_updates),))
 def lr_schedule(run: Run, *, floor: float = 1e-3, drop: float = 0.1,
                 min_dead_share: float = 0.2, min_steps: int = 10,
-                warm_share: float = 0.5) -> list[Finding]:
+                warm_share: float = 0.5, max_explained: float = 0.05) -> list[Finding]:
     loss = run.loss().dropna()
     loss = loss[np.isfinite(loss.to_numpy(dtype=float))]
+    # A plateau scheduler cuts the LR because the loss stopped improving: an LR it brought
+    # down to nothing beside a loss that never learned is that loss's consequence.
+    plateau = any(s.get("type") == "ReduceLROnPlateau" for s in _schedulers(run))
+    bound = None if plateau else constant_loss(run)
     died, cold, cycles = [], [], []
     for name in _lr_names(run):
         lr = run.scalar(name).dropna()
         lr = lr[np.isfinite(lr.to_numpy(dtype=float))]
         if len(lr) < min_steps:
             continue
-        found = _died(lr, loss, floor, drop, min_dead_share, min_steps)
+        found = _died(lr, loss, floor, drop, min_dead_share, min_steps, bound, max_explained)
         if found:
             died.append((name, *found))
             continue
@@ -117,11 +132,16 @@ def lr_schedule(run: Run, *, floor: float = 1e-3, drop: float = 0.1,
             "Step the scheduler once per epoch, or set T_max to the number of times it is "
             "stepped (epochs times batches per epoch when stepped per batch)."))
     if died:
-        name, lr, peak, dead_at, level, high_from, high_to, untrained = \
+        name, lr, peak, dead_at, level, high_from, high_to, why = \
             max(died, key=lambda d: -d[3])
+        untrained = why == UNTRAINED
         left = float(np.mean(lr.index >= dead_at))
         loss_text = (f"it fell before {min_steps} steps were trained, and the loss went from "
                      f"{fmt(high_from)} to {fmt(high_to)} over the run" if untrained else
+                     f"the loss never left {fmt(bound)}, the loss of the best prediction that "
+                     f"ignores the input: {fmt(high_from)} just before the LR fell, "
+                     f"{fmt(high_to)} over the steps it stayed down, so training stopped "
+                     "before the model learned anything" if why == UNLEARNED else
                      f"just before it fell the loss was still falling, from {fmt(high_from)} "
                      f"to {fmt(high_to)}{_after(loss, dead_at)}")
         findings.append(lr_schedule.finding(
@@ -135,10 +155,13 @@ def lr_schedule(run: Run, *, floor: float = 1e-3, drop: float = 0.1,
             + (f" Scheduler: {scheduler}." if scheduler else ""),
             {"kind": "died", "groups": len(died), "peak_lr": peak, "dead_step": dead_at,
              "dead_share": left, "lr_at_death": level, "loss_high_from": high_from,
-             "loss_high_to": high_to, "before_training": untrained},
+             "loss_high_to": high_to, "before_training": untrained,
+             "before_learning": why == UNLEARNED,
+             **({"constant_loss": bound} if why == UNLEARNED else {})},
             "Step an epoch scheduler once per epoch, after the loop over batches, or give its "
-            "sizes in batches (step_size, milestones, T_max times the batches per epoch), so "
-            "that the learning rate decays over the whole run."))
+            "sizes in batches (step_size, milestones, T_max times the batches per epoch); under "
+            "gradient accumulation step the scheduler with the optimizer, not on every "
+            "micro-batch; so that the learning rate decays over the whole run."))
     if cold:
         name, base, top, lr = cold[0]
         findings.append(lr_schedule.finding(
@@ -169,10 +192,12 @@ def _lr_names(run: Run) -> list[str]:
 
 
 def _died(lr: pd.Series, loss: pd.Series, floor: float, drop: float, min_dead_share: float,
-          min_steps: int):
+          min_steps: int, bound: float | None = None, max_explained: float = 0.05):
     """(lr, peak, step the LR settled at, its value there, loss at the start and end of the
-    window before its fall, whether it fell before training began) when the LR settled early
-    while the loss fell, else None."""
+    window before its fall, why it counts: FELL_WHILE_FALLING, UNTRAINED (it fell before
+    training began) or UNLEARNED (the loss was and stayed at `bound`, the constant
+    prediction's, see `_unlearned`)) when the LR settled early while the loss fell or before
+    it learned anything, else None."""
     values = lr.to_numpy(dtype=float)
     peak_at = int(np.argmax(values))
     peak = float(values[peak_at])
@@ -202,14 +227,33 @@ def _died(lr: pd.Series, loss: pd.Series, floor: float, drop: float, min_dead_sh
         if rest < 0.5 * len(values) or len(loss) < min_steps:
             return None
         return (lr, peak, int(lr.index[dead_from]), float(values[dead_from]),
-                float(loss.iloc[0]), float(loss.iloc[-min_steps:].median()), True)
+                float(loss.iloc[0]), float(loss.iloc[-min_steps:].median()), UNTRAINED)
     third = max(1, len(window) // 3)
     start, end = float(window.iloc[:third].median()), float(window.iloc[-third:].median())
     steps = np.diff(window.to_numpy(dtype=float))
     noise = MAD_TO_STD * float(np.median(np.abs(steps - np.median(steps)))) / np.sqrt(2)
-    if not start - end > noise:
-        return None
-    return lr, peak, int(lr.index[dead_from]), float(values[dead_from]), start, end, False
+    if start - end > noise:
+        return (lr, peak, int(lr.index[dead_from]), float(values[dead_from]), start, end,
+                FELL_WHILE_FALLING)
+    down = loss[loss.index >= lr.index[dead_from]]
+    if _unlearned(window, down, bound, max_explained, min_steps):
+        return (lr, peak, int(lr.index[dead_from]), float(values[dead_from]), end,
+                float(down.median()), UNLEARNED)
+    return None
+
+
+def _unlearned(before: pd.Series, down: pd.Series, bound: float | None, max_explained: float,
+               min_steps: int) -> bool:
+    """Whether the loss had learned nothing when the LR fell and learned nothing after: the
+    medians of the window before the fall (`before`) and of the stretch the LR stayed down
+    (`down`, `min_steps` losses or more) are both within `max_explained` of `bound` or above
+    it, the loss of the best prediction that ignores the input (the entropy of the class
+    shares, the targets' variance). A loss that flattened there was never trained, not
+    converged: a plateau a decay can follow is one below it."""
+    if bound is None or not bound > 0 or len(down) < min_steps or not len(before):
+        return False
+    level = (1 - max_explained) * bound
+    return float(before.median()) >= level and float(down.median()) >= level
 
 
 def _wrapped(run: Run, lr: pd.Series, drop: float, floor: float) -> tuple[int, object] | None:

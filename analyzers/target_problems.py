@@ -23,8 +23,9 @@ What it detects
       cross-entropy (label smoothing included; targets at the loss's ignore_index, a
       sequence's padding, left out), the targets' variance for MSE. An error when
       a model the optimizer demonstrably moves (no parameter frozen, every weight matrix's
-      update ratio within [`low_update`, `high_update`], `travel` of its norm or more over
-      the run -- a tenth: enough to leave the constant prediction if the inputs told
+      update ratio within [`low_update`, `high_update`], at `low_update` or more over the
+      run's last half too (an LR schedule that ran out halfway stops every update), `travel`
+      of its norm or more over the run -- a tenth: enough to leave the constant prediction if the inputs told
       anything, while a task still early in training is guarded by the loss having stopped
       falling; an embedding is held to the per-step bounds only, its rows being distinct
       features of their tokens from the start, and only the seen tokens' rows moving --,
@@ -118,7 +119,7 @@ from tracelab.core.findings import ERROR, INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
 from tracelab.core.schema import (LOSS_NAME, META_OPTIMIZERS, OTHER_CLASS, TRAIN,
-                                  TRAIN_MODE_MODEL, WEIGHT, Needs)
+                                  TRAIN_MODE_MODEL, UPDATE, WEIGHT, Needs)
 
 _ACC = re.compile(r"acc", re.IGNORECASE)
 EMBEDDINGS = frozenset({"Embedding", "EmbeddingBag"})
@@ -590,11 +591,33 @@ def _moves_freely(run: Run, low: float, high: float, travel: float,
     lookup = np.array([types.get(layer_of(n)) in EMBEDDINGS for n in trained])
     if not ((ratios >= low) & (ratios <= high) & ((ratios * steps >= travel) | lookup)).all():
         return None
+    # Still moving over the run's last half, the stretch whose settled loss is judged: the
+    # median above is of the recorded steps, which crowd at the start (every step, then every
+    # few), and an LR schedule that ran out halfway (an LR of 0 from then on) stops every
+    # update; a model stopped before it learned anything sits at the constant prediction
+    # whatever its targets (lr-schedule names that).
+    late = _late_ratios(run, trained, span[0] + steps // 2)
+    if late is not None and not (late >= low).all():
+        return None
     norms = run.stat(WEIGHT, "norm").reindex(columns=trained).dropna(how="all")
     kept = (norms.ffill().iloc[-1] / norms.bfill().iloc[0]) if len(norms) else None
     if kept is None or not (kept >= min_kept).all():
         return None  # weights decayed toward zero: the prediction goes constant by itself
     return float(ratios.median())
+
+
+def _late_ratios(run: Run, names: list[str], since: int) -> pd.Series | None:
+    """Per weight matrix in `names`, the median ||update|| / ||weight|| over the recorded steps
+    from `since` on; None where no update of them was recorded there."""
+    upd, w = run.stat(UPDATE, "norm"), run.stat(WEIGHT, "norm")
+    names = [n for n in names if n in upd.columns and n in w.columns]
+    upd = upd.loc[upd.index >= since, names]
+    if not names or upd.empty:
+        return None
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = upd / w[names].reindex(upd.index)
+    ratio = ratio.replace([np.inf, -np.inf], np.nan).median().dropna()
+    return ratio if len(ratio) else None
 
 
 def _inputs_vary(run: Run) -> bool:
