@@ -42,7 +42,11 @@ False positives
     network often grow 100x from a tiny start as it learns: while the loss, finite throughout,
     ends the span at half its start or less -- the span up to the peak, or up to the last
     recorded gradient (growth that levelled off while the loss went on falling) --, the
-    finding is information, not a warning.
+    finding is information, not a warning. So it is where the loss fell less, towards a floor
+    far above 0 (a VAE's BCE summed over grey pixels, whose gradients climb from a tiny start
+    as its encoder wakes up), but did so without harm judged against its own early noise:
+    finite and not negative, it never rose above where it began by more than three times its
+    first steps' step-to-step change, and it ended below the lowest of its first steps.
     Gradients of a regression loss scale with its targets: where real-valued targets were
     recorded (`step(targets=...)`, not class indices) for a loss that is no classification's,
     growth is judged on the norm divided by the targets' root mean square relative to its
