@@ -13,7 +13,9 @@ exact-match rate.
 `bug` (None: the script as published, run with -label_smoothing -embs_share_weight
 -proj_share_weight):
 - "no-subsequent-mask": the decoder's self-attention mask is only the padding mask, so every
-  target position sees the words after it.
+  target position sees the words after it;
+- "warmup-128000": -warmup 128000 as in the README's Multi30k command, so over the run's 250
+  steps the schedule never warms up and the learning rate stays below 1e-6.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ import tracelab
 
 SOURCE = ("https://github.com/jadore801120/attention-is-all-you-need-pytorch/blob/"
           "132907dd272e2cc92e3c10e6c4e783a87ff8893d/train.py")
-BUGS = (None, "no-subsequent-mask")
+BUGS = (None, "no-subsequent-mask", "warmup-128000")
 PAD, UNK, BOS, EOS, VOCAB = 0, 1, 2, 3, 20
 
 
@@ -237,6 +239,8 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 10) -
     src_tr, trg_tr = make_pairs(rng, 800)
     src_va, trg_va = make_pairs(rng, 200)
     d_model, n_warmup_steps, lr_mul, batch_size = 32, 100, 0.5, 32
+    if bug == "warmup-128000":
+        n_warmup_steps = 128000
     model = Transformer(VOCAB, PAD, d_model=d_model, causal=bug != "no-subsequent-mask")
     adam = optim.Adam(model.parameters(), betas=(0.9, 0.98), eps=1e-09)
     optimizer = ScheduledOptim(adam, lr_mul, d_model, n_warmup_steps)
