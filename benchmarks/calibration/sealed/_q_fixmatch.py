@@ -1,6 +1,7 @@
 """kekmodel/FixMatch-pytorch train.py with models/wideresnet.py and models/ema.py, shrunk: a
-WideResNet (pre-activation BasicBlocks: BatchNorm2d + LeakyReLU(0.1) + conv3x3, dropout 0), each step a labeled batch and mu times as many unlabeled images in a weak and a
-strong augmentation, interleaved through one forward; Lx = cross_entropy on the labeled logits,
+WideResNet (pre-activation BasicBlocks: BatchNorm2d + LeakyReLU(0.1) + conv3x3, dropout 0),
+each step a labeled batch and mu times as many unlabeled images in a weak and a strong
+augmentation, interleaved through one forward; Lx = cross_entropy on the labeled logits,
 pseudo-labels from softmax(weak logits / T) kept where their max probability >= threshold 0.95,
 Lu = masked cross_entropy on the strong logits, loss = Lx + lambda_u * Lu; SGD(lr=0.03,
 momentum=0.9, nesterov=True) with weight decay 5e-4 on every parameter but biases and
