@@ -148,9 +148,9 @@ def exploding_gradients(run: Run, *, max_norm: float = 100.0, growth: float = 10
         "network learns)" if learning else ""
     if not learning and _loss_unharmed(run, smooth):
         learning = True
-        told = ("; the loss never rose above its first steps' range and ended below it (grads "
-                "that climb from a tiny initialization as the network starts to learn, on a "
-                "loss whose floor lies far above 0)")
+        told = ("; the loss never rose above where it began (beyond its early noise) and "
+                "ended below its first steps (grads that climb from a tiny initialization as "
+                "the network starts to learn, on a loss whose floor lies far above 0)")
     # A game (a GAN's generator and discriminator): one player's gradients scale with the
     # other's progress, growth from the start has no fixed reference; judged per term of the
     # loss (the absolute bound) and by a loss that stayed finite and did not grow.
