@@ -22,6 +22,8 @@ scikit-learn's raw diabetes table, the airfoil table by the same table standardi
 `bug` plants one fault (None: the notebook as published):
 - run_mlp "zero-grad-per-epoch": optimizer.zero_grad() called once per epoch, before the batch
   loop, instead of before every backward;
+- run_mlp "shuffle-apart": the training images and their labels shuffled once before training,
+  each by its own permutation, so the labels no longer belong to their images;
 - run_house "raw-features": the numeric features left in their raw units (no standardization);
 - run_lenet_bn "no-train-back": evaluate_accuracy switches net.eval() and never net.train()
   back, so every epoch after the first trains in eval mode;
@@ -65,11 +67,14 @@ def evaluate_accuracy(images, labels, net, switch_back=True):
 
 
 def run_mlp(run_dir: str, seed: int = 0, bug: str | None = None, num_epochs: int = 8) -> None:
-    assert bug in (None, "zero-grad-per-epoch"), bug
+    assert bug in (None, "zero-grad-per-epoch", "shuffle-apart"), bug
     torch.set_num_threads(1)
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     x_train, y_train, x_test, y_test = digits(seed)
+    if bug == "shuffle-apart":
+        x_train = x_train[torch.randperm(len(x_train), generator=gen)]
+        y_train = y_train[torch.randperm(len(y_train), generator=gen)]
     x_train, x_test = to_tensor(x_train), to_tensor(x_test)
     num_inputs, num_outputs, num_hiddens = 64, 10, 256
     net = nn.Sequential(FlattenLayer(), nn.Linear(num_inputs, num_hiddens), nn.ReLU(),
