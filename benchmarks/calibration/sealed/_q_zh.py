@@ -25,6 +25,8 @@ scikit-learn's raw diabetes table, the airfoil table by the same table standardi
 - run_mlp "shuffle-apart": the training images and their labels shuffled once before training,
   each by its own permutation, so the labels no longer belong to their images;
 - run_house "raw-features": the numeric features left in their raw units (no standardization);
+- run_house "val-raw": the features standardized for the training rows only (their own mean and
+  std), the held-out fold fed in raw units;
 - run_lenet_bn "no-train-back": evaluate_accuracy switches net.eval() and never net.train()
   back, so every epoch after the first trains in eval mode;
 - run_rmsprop "no-view": the prediction's .view(-1) left out, an (N, 1) column against (N,)
@@ -107,16 +109,21 @@ def run_mlp(run_dir: str, seed: int = 0, bug: str | None = None, num_epochs: int
 
 
 def run_house(run_dir: str, seed: int = 0, bug: str | None = None, num_epochs: int = 60) -> None:
-    assert bug in (None, "raw-features"), bug
+    assert bug in (None, "raw-features", "val-raw"), bug
     torch.set_num_threads(1)
     torch.manual_seed(seed)
     np.random.seed(seed)
     gen = torch.Generator().manual_seed(seed)
     features, target = diabetes_raw()
-    if bug != "raw-features":
+    order = np.random.default_rng(seed).permutation(len(target))
+    if bug == "val-raw":
+        rows = order[len(target) // 5:]
+        mean, std = features[rows].mean(axis=0), features[rows].std(axis=0, ddof=1)
+        features = features.copy()
+        features[rows] = (features[rows] - mean) / std
+    elif bug != "raw-features":
         features = (features - features.mean(axis=0)) / features.std(axis=0, ddof=1)
     features = np.nan_to_num(features)
-    order = np.random.default_rng(seed).permutation(len(target))
     X = torch.tensor(features[order], dtype=torch.float)
     y = torch.tensor(target[order], dtype=torch.float).view(-1, 1)
     k, fold = 5, len(y) // 5
