@@ -9,7 +9,7 @@ LABEL = {
     "healthy": False,
     "cause": "train-in-eval-mode",
     "source": SOURCE,
-    "bug_source": "https://github.com/asyml/texar-pytorch/issues/310",
+    "bug_source": "https://github.com/pytorch/tutorials/pull/1602",
 }
 
 

@@ -9,7 +9,7 @@ LABEL = {
     "healthy": False,
     "cause": "train-val-preprocessing-mismatch",
     "source": SOURCE,
-    "bug_source": "https://github.com/mlpack/examples/pull/213",
+    "bug_source": "https://github.com/tflearn/tflearn/issues/832",
 }
 
 
