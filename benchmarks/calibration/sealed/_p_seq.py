@@ -7,7 +7,9 @@ calls model.eval() under no_grad.
 
 `bug` (None: the notebook as published):
 - "seq-first": the LSTM built without batch_first=True while the batches stay (batch, time,
-  symbol), so it runs over the batch axis and output[:, -1] reads the last sequence's states.
+  symbol), so it runs over the batch axis and output[:, -1] reads the last sequence's states;
+- "lstm-only-in-optimizer": the optimizer is built on model.lstm.parameters() only, so the
+  Linear head keeps its initial weights.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import tracelab
 
 SOURCE = ("https://github.com/Atcold/NYU-DLSP20/blob/3049c83260ba05700e2ab9b7ed13cdbe5ddba0fd/"
           "08-seq_classification.ipynb")
-BUGS = (None, "seq-first")
+BUGS = (None, "seq-first", "lstm-only-in-optimizer")
 
 CLASSES, RELEVANT, DISTRACT = ["Q", "R", "S", "U"], ["X", "Y"], ["a", "b", "c", "d"]
 SYMBOLS = RELEVANT + DISTRACT + ["B", "E"]
@@ -76,7 +78,8 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, max_epochs: int = 1
     train_data_gen, test_data_gen = TemporalOrder(rng), TemporalOrder(rng)
     model = SimpleLSTM(len(SYMBOLS), 4, len(CLASSES), batch_first=bug != "seq-first")
     criterion = torch.nn.CrossEntropyLoss()
-    optimizer = torch.optim.RMSprop(model.parameters(), lr=0.001)
+    params = model.lstm.parameters() if bug == "lstm-only-in-optimizer" else model.parameters()
+    optimizer = torch.optim.RMSprop(params, lr=0.001)
     with tracelab.Recorder(run_dir, model=model, optimizer=optimizer, loss_fn=criterion,
                            config={"lr": 0.001, "batch_size": 32, "hidden_size": 4}) as rec:
         for epoch in range(max_epochs):
