@@ -43,7 +43,10 @@ False positives
     and never grew learns at that step size (a large SGD learning rate held in check by
     gradient clipping, as in the PyTorch transformer tutorial's lr 5.0), and stays quiet on
     that side; without 30 finite losses the ratio alone is judged; a converged run's updates shrink at the end, hence the 90th percentile for the
-    low side. Biases and normalization scales are not judged. The reach per step is judged
+    low side, read over the recordings where the layer moved at all: an update of exactly zero
+    is no small step but none (a float32 weight moves for any step above 6e-8 of it), as when
+    its units died after its first steps or it was frozen mid-run (dead-units and
+    frozen-parameters say why). Biases and normalization scales are not judged. The reach per step is judged
     only in a run whose loss does not fall (a fine-tuning run with a small learning rate
     whose loss falls is healthy), at the largest learning rate the run used (a schedule's
     late, small steps say nothing of it), and never for LBFGS, Adadelta or Rprop, whose lr
@@ -113,7 +116,7 @@ def update_ratio(run: Run, *, high: float = 0.1, low: float = 1e-5,
     if not moving:
         return []
     ratio = ratio[moving]
-    median, upper = per_update(run, ratio).median(), ratio.quantile(0.9)
+    median, upper = per_update(run, ratio).median(), _steps_taken(ratio).quantile(0.9)
     steps = (int(upd.index[0]), int(upd.index[-1]))
     findings = []
     for side, layers in (("high", median[median > high]), ("low", upper[upper < low])):
@@ -144,6 +147,16 @@ def update_ratio(run: Run, *, high: float = 0.1, low: float = 1e-5,
     if not any(causes.update_side(f) == "low" for f in findings):
         findings += _too_small_to_move(run, ratio, w, steps)
     return findings
+
+
+def _steps_taken(ratio: pd.DataFrame) -> pd.DataFrame:
+    """`ratio` without the recordings where its layer did not move at all (an update of
+    exactly zero): no learning rate, however small, leaves every weight of a layer where it
+    was while its gradient is not zero (a float32 weight moves for any step above 6e-8 of it),
+    so a layer that stopped there -- its units died, its gradient was cut, its optimizer did
+    not step -- took no step, not a small one, and dead-units, frozen-parameters or
+    optimizer-step-missing say why. A layer that never moved is frozen-parameters' alone."""
+    return ratio.where(ratio != 0)
 
 
 def _steps_pay_off(run: Run, min_fall: float) -> bool:

@@ -131,3 +131,32 @@ def test_without_the_constant_predictions_loss_a_stall_is_not_judged(tmp_path):
     # No loss function recorded: a finished model cannot be told from a starved one.
     path = _trained(tmp_path, lambda p: torch.optim.Adam(p, lr=3e-5), known=False)
     assert _stalled(_analyze(path)) == []
+
+
+def _frozen_after(path, lr, first_steps, steps=100):
+    """The MLP under Adam at `lr`, its first layer frozen (requires_grad_(False)) after
+    `first_steps` steps; every step recorded."""
+    model = _mlp()
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    x, y = _data()
+    ce = nn.CrossEntropyLoss()
+    with tracelab.Recorder(str(path), model=model, optimizer=opt, loss_fn=ce) as rec:
+        for step in range(steps):
+            if step == first_steps:
+                model[0].requires_grad_(False)
+            i = (step * 32) % (len(x) - 32)
+            opt.zero_grad()
+            loss = ce(model(x[i:i + 32]), y[i:i + 32])
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, targets=y[i:i + 32])
+    return path
+
+
+def test_a_layer_that_stopped_moving_took_no_small_steps(tmp_path):
+    """A layer frozen after its first step (or whose units died after it) has updates of
+    exactly zero from then on: no step, not a small one; its one step was of the usual size."""
+    assert _mine(_analyze(_frozen_after(tmp_path / "frozen", 1e-3, 1))) == []
+    # the same loop at a learning rate that moves nothing: its tiny steps are named
+    [f] = _mine(_analyze(_frozen_after(tmp_path / "tiny", 1e-7, 1000)))
+    assert "too small" in f.message and f.evidence["worst_ratio"] < 1e-5
