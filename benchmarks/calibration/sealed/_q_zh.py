@@ -7,6 +7,11 @@ scikit-learn's raw diabetes table, the airfoil table by the same table standardi
   parameter init.normal_(std=0.01), CrossEntropyLoss, SGD(lr=0.5), train_ch3's loop
   (zero_grad, backward, step per batch; evaluate_accuracy after each epoch); batches of 64
   instead of 256 and 8 epochs instead of 5 (a smaller training set).
+- `run_dropout`, 3.13 dropout (the concise version): FlattenLayer + Linear(64, 256) + ReLU +
+  Dropout(0.2) + Linear(256, 256) + ReLU + Dropout(0.5) + Linear(256, 10), init.normal_(std=0.01),
+  CrossEntropyLoss, SGD(lr=0.5), train_ch3 with evaluate_accuracy (net.eval() for the test set,
+  net.train() back); batches of 64 instead of 256 and 15 epochs instead of 5 (a smaller
+  training set).
 - `run_house`, 3.16 kaggle-house-price: numeric features standardized over train and test rows
   ((x - mean) / std, NaN -> 0), get_net's Linear(d, 1) with normal(0, 0.01) init, MSELoss,
   Adam(lr=5, weight_decay=0), batch 64, log_rmse on the held-out fold each epoch; one fold of
@@ -45,6 +50,7 @@ from _q_data import batches, diabetes_raw, digits, to_tensor
 COMMIT = "09c8bacc08599eb86236551454ba43b82cb91498"
 BASE = f"https://github.com/ShusenTang/Dive-into-DL-PyTorch/blob/{COMMIT}/code/"
 SOURCE_MLP = BASE + "chapter03_DL-basics/3.10_mlp-pytorch.ipynb"
+SOURCE_DROPOUT = BASE + "chapter03_DL-basics/3.13_dropout.ipynb"
 SOURCE_HOUSE = BASE + "chapter03_DL-basics/3.16_kaggle-house-price.ipynb"
 SOURCE_BN = BASE + "chapter05_CNN/5.10_batch-norm.ipynb"
 SOURCE_RMSPROP = BASE + "chapter07_optimization/7.6_rmsprop.ipynb"
@@ -105,6 +111,45 @@ def run_mlp(run_dir: str, seed: int = 0, bug: str | None = None, num_epochs: int
                 out = net(x_test)
             rec.log("val", metrics={"acc": evaluate_accuracy(x_test, y_test, net),
                                     "loss": loss(out, y_test).item()},
+                    inputs=x_test, targets=y_test, outputs=out)
+
+
+def run_dropout(run_dir: str, seed: int = 0, bug: str | None = None,
+                num_epochs: int = 15) -> None:
+    assert bug is None, bug
+    torch.set_num_threads(1)
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    x_train, y_train, x_test, y_test = digits(seed)
+    x_train, x_test = to_tensor(x_train), to_tensor(x_test)
+    num_inputs, num_outputs, num_hiddens1, num_hiddens2 = 64, 10, 256, 256
+    drop_prob1, drop_prob2 = 0.2, 0.5
+    net = nn.Sequential(FlattenLayer(), nn.Linear(num_inputs, num_hiddens1), nn.ReLU(),
+                        nn.Dropout(drop_prob1), nn.Linear(num_hiddens1, num_hiddens2), nn.ReLU(),
+                        nn.Dropout(drop_prob2), nn.Linear(num_hiddens2, num_outputs))
+    for param in net.parameters():
+        nn.init.normal_(param, mean=0, std=0.01)
+    batch_size = 64
+    loss = torch.nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.5)
+    with tracelab.Recorder(run_dir, model=net, optimizer=optimizer, loss_fn=loss,
+                           config={"lr": 0.5, "batch_size": batch_size, "drop_prob1": drop_prob1,
+                                   "drop_prob2": drop_prob2, "num_epochs": num_epochs}) as rec:
+        for _ in range(num_epochs):
+            for idx in batches(len(x_train), batch_size, gen):
+                X, y = x_train[idx], y_train[idx]
+                y_hat = net(X)
+                l = loss(y_hat, y).sum()
+                optimizer.zero_grad()
+                l.backward()
+                optimizer.step()
+                rec.step(loss=l, inputs=X, targets=y, outputs=y_hat)
+            acc = evaluate_accuracy(x_test, y_test, net)
+            net.eval()
+            with torch.no_grad():
+                out = net(x_test)
+            net.train()
+            rec.log("val", metrics={"acc": acc, "loss": loss(out, y_test).item()},
                     inputs=x_test, targets=y_test, outputs=out)
 
 
