@@ -2,7 +2,8 @@
 VectorQuantizedVAE (conv encoder with BatchNorm and two ResBlocks, VQEmbedding codebook with the
 straight-through VectorQuantizationStraightThrough function, ResBlock / ConvTranspose2d decoder
 ending in Tanh, xavier init of the convolutions), the loss mse(x_tilde, x) + mse(z_q, sg(z_e)) +
-beta * mse(z_e, sg(z_q)) with beta 1.0, Adam(lr=2e-4), batch 128 (unshuffled, as the
+beta * mse(z_e, sg(z_q)) with beta 1.0, Adam(lr=1e-3; --lr, the default 2e-4 leaves the codebook far
+behind the encoder in a run this short), batch 128 (unshuffled, as the
 script's loader), train() / test() as published (test() under no_grad without model.eval(), as
 in the script). Sizes: hidden_size 32 and K 64 (instead of 256 and 512); the data is
 scikit-learn's 8x8 digits upsampled to 16x16, ToTensor() + Normalize((0.5,), (0.5,)) as the
@@ -128,7 +129,7 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, num_epochs: int = 1
     torch.manual_seed(seed)
     x_tr, _, x_va, _ = digits(seed)
     x_tr, x_va = _prep(x_tr), _prep(x_va)
-    lr, beta, batch_size, hidden_size, k = 2e-4, 1.0, 128, 32, 64
+    lr, beta, batch_size, hidden_size, k = 1e-3, 1.0, 128, 32, 64
     model = VectorQuantizedVAE(1, hidden_size, k)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     with tracelab.Recorder(run_dir, model=model, optimizer=optimizer,
