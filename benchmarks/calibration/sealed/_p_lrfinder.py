@@ -8,7 +8,9 @@ to 28x28 (so fc1 keeps its 320 inputs), 300 held out.
 
 `bug` (None: the learning rate read as the README says):
 - "lr-at-divergence": the learning rate set to 1.5, the end of the notebook's second range test,
-  where the loss already blows up.
+  where the loss already blows up;
+- "raw-pixels": the transform skips ToTensor()'s division by 255, so Normalize((0.1307,),
+  (0.3081,)) is applied to 0-255 pixels.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from _p_data import digits
 
 SOURCE = ("https://github.com/davidtvs/pytorch-lr-finder/blob/"
           "76df3050c5554d698cb618e792957873bc878b30/examples/lrfinder_mnist.ipynb")
-BUGS = (None, "lr-at-divergence")
+BUGS = (None, "lr-at-divergence", "raw-pixels")
 
 
 class Net(nn.Module):
@@ -44,8 +46,8 @@ class Net(nn.Module):
         return F.log_softmax(x, dim=1)
 
 
-def _prep(images):
-    x = F.interpolate(images.float() / 255.0, size=(28, 28), mode="bilinear",
+def _prep(images, raw=False):
+    x = F.interpolate(images.float() / (1.0 if raw else 255.0), size=(28, 28), mode="bilinear",
                       align_corners=False)
     return (x - 0.1307) / 0.3081
 
@@ -55,7 +57,7 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 12) -
     torch.set_num_threads(1)
     torch.manual_seed(seed)
     x_tr, y_tr, x_va, y_va = digits(seed)
-    x_tr, x_va = _prep(x_tr), _prep(x_va)
+    x_tr, x_va = _prep(x_tr, bug == "raw-pixels"), _prep(x_va, bug == "raw-pixels")
     lr = 1.5 if bug == "lr-at-divergence" else 0.05
     model = Net()
     criterion = nn.NLLLoss()
