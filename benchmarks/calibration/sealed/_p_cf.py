@@ -7,7 +7,8 @@ a rank-8 user / item model with biases), train_test_split(test_size=0.2, random_
 
 `bug` (None: the notebook as published):
 - "shuffle-apart": fit()'s shuffle draws one order for the user and item ids and another for the
-  ratings, so every epoch pairs each (user, item) with some other row's rating.
+  ratings, so every epoch pairs each (user, item) with some other row's rating;
+- "nan-ratings": 1 % of the ratings are missing and read as NaN (kept in both splits).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import tracelab
 
 SOURCE = ("https://github.com/dataflowr/notebooks/blob/043dff0f792a5ae67005ba147f7b9dd5fc66e2a1/"
           "Module8/sol/08_collaborative_filtering_sol.ipynb")
-BUGS = (None, "shuffle-apart")
+BUGS = (None, "shuffle-apart", "nan-ratings")
 
 
 class ScaledEmbedding(nn.Embedding):
@@ -69,6 +70,9 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, n_iter: int = 25) -
     torch.set_num_threads(1)
     torch.manual_seed(seed)
     users, items, r, n_users, n_items = ratings(seed)
+    if bug == "nan-ratings":
+        r = r.copy()
+        r[np.random.default_rng(seed + 7).random(len(r)) < 0.01] = np.nan
     u_tr, u_te, i_tr, i_te, r_tr, r_te = train_test_split(users, items, r, test_size=0.2,
                                                           random_state=42)
     embedding_dim, batch_size, learning_rate = 50, 1024, 1e-3

@@ -1,0 +1,16 @@
+"""dataflowr collaborative filtering on synthetic ratings; faulty: one bug from the linked thread."""
+from _p_cf import SOURCE, run as _train
+
+LABEL = {
+    "family": "tabular",
+    "optimizer": "adam",
+    "loss_reduction": "mean",
+    "healthy": False,
+    "cause": "nonfinite-values",
+    "source": SOURCE,
+    "bug_source": "https://github.com/Nixtla/neuralforecast/issues/186",
+}
+
+
+def run(run_dir: str, seed: int = 0) -> None:
+    _train(run_dir, seed, bug="nan-ratings")
