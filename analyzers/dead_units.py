@@ -214,10 +214,13 @@ def _feeding(run: Run, module: str) -> list[str]:
     """The weight matrices of the nearest module before `module` in the model's order that
     holds any: the layer whose outputs the ReLU reads, whose weights and bias decide which of
     its units fire. [] where there is none or the model's order is not recorded."""
-    order = list(run.module_types())
-    if module not in order:
+    try:
+        order = list(run.module_types())
+        if module not in order:
+            return []
+        held = matrix_params(run, list(run.parameters()))
+    except (KeyError, TypeError, ValueError, AttributeError):  # a malformed model summary
         return []
-    held = matrix_params(run, list(run.parameters()))
     for before in reversed(order[:order.index(module)]):
         weights = [n for n in held if layer_of(n) == before]
         if weights:

@@ -522,10 +522,13 @@ def _burst_before_death(dead: Sequence[Finding]) -> Optional[tuple[float, str, i
         per = f.evidence.get("per_subject")
         for ev in (list(per.values()) if isinstance(per, dict) else []) + [f.evidence]:
             ratio = ev.get("update_ratio_before_onset") if isinstance(ev, dict) else None
+            steps = (ev.get("update_ratio_step"), ev.get("onset_step")) \
+                if isinstance(ev, dict) else ()
             if isinstance(ratio, (int, float)) and np.isfinite(ratio) \
+                    and all(isinstance(s, (int, np.integer)) for s in steps) \
                     and (best is None or ratio > best[0]):
-                best = (float(ratio), str(ev.get("update_ratio_weight")),
-                        int(ev.get("update_ratio_step") or 0), int(ev.get("onset_step") or 0))
+                best = (float(ratio), str(ev.get("update_ratio_weight")), int(steps[0]),
+                        int(steps[1]))
     return best
 
 
