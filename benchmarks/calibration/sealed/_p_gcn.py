@@ -10,7 +10,8 @@ class, 150 validation, the rest test.
 
 `bug` (None: the example as published):
 - "no-eval": test() runs without model.eval(), so both dropouts stay active when the
-  validation and test accuracies are computed.
+  validation and test accuracies are computed;
+- "lr-1e-5": Adam(lr=1e-5) (--lr 1e-5) instead of the example's 0.01.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import tracelab
 
 SOURCE = ("https://github.com/pyg-team/pytorch_geometric/blob/"
           "0116e7f06d4be3fbaf2b6c1b40b237157a730bfb/examples/gcn.py")
-BUGS = (None, "no-eval")
+BUGS = (None, "no-eval", "lr-1e-5")
 
 
 class GCNConv(torch.nn.Module):
@@ -80,10 +81,11 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 200) 
     model = GCN(x.size(1), 16, int(y.max()) + 1)
     optimizer = torch.optim.Adam([dict(params=model.conv1.parameters(), weight_decay=5e-4),
                                   dict(params=model.conv2.parameters(), weight_decay=0)],
-                                 lr=0.01)
+                                 lr=1e-5 if bug == "lr-1e-5" else 0.01)
     best_val_acc = test_acc = 0
     with tracelab.Recorder(run_dir, model=model, optimizer=optimizer,
-                           config={"hidden_channels": 16, "lr": 0.01, "epochs": epochs}) as rec:
+                           config={"hidden_channels": 16, "epochs": epochs,
+                                   "lr": 1e-5 if bug == "lr-1e-5" else 0.01}) as rec:
         for epoch in range(1, epochs + 1):
             model.train()
             optimizer.zero_grad()
