@@ -10,7 +10,8 @@ to 28x28 (so fc1 keeps its 320 inputs), 300 held out.
 - "lr-at-divergence": the learning rate set to 1.5, the end of the notebook's second range test,
   where the loss already blows up;
 - "raw-pixels": the transform skips ToTensor()'s division by 255, so Normalize((0.1307,),
-  (0.3081,)) is applied to 0-255 pixels.
+  (0.3081,)) is applied to 0-255 pixels;
+- "wd-0.5": SGD(..., weight_decay=0.5) added to the optimizer.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from _p_data import digits
 
 SOURCE = ("https://github.com/davidtvs/pytorch-lr-finder/blob/"
           "76df3050c5554d698cb618e792957873bc878b30/examples/lrfinder_mnist.ipynb")
-BUGS = (None, "lr-at-divergence", "raw-pixels")
+BUGS = (None, "lr-at-divergence", "raw-pixels", "wd-0.5")
 
 
 class Net(nn.Module):
@@ -61,10 +62,12 @@ def run(run_dir: str, seed: int = 0, bug: str | None = None, epochs: int = 12) -
     lr = 1.5 if bug == "lr-at-divergence" else 0.05
     model = Net()
     criterion = nn.NLLLoss()
-    optimizer = optim.SGD(model.parameters(), lr=lr, momentum=0.5)
+    weight_decay = 0.5 if bug == "wd-0.5" else 0.0
+    optimizer = optim.SGD(model.parameters(), lr=lr, momentum=0.5, weight_decay=weight_decay)
     gen = torch.Generator().manual_seed(seed)
     with tracelab.Recorder(run_dir, model=model, optimizer=optimizer, loss_fn=criterion,
-                           config={"lr": lr, "momentum": 0.5, "batch_size": 256}) as rec:
+                           config={"lr": lr, "momentum": 0.5, "batch_size": 256,
+                                   "weight_decay": weight_decay}) as rec:
         for epoch in range(epochs):
             model.train()
             for idx in torch.randperm(len(x_tr), generator=gen).split(256):
