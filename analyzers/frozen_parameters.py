@@ -6,7 +6,10 @@ What it detects
     updates are all zero), while other parameters do change. The cause is named: the parameter
     is missing from the optimizer's param groups, or its gradients are None or zero (detached,
     unused in the forward pass, or dead units downstream), or its group's learning rate is
-    zero. Parameters with the same cause make one finding naming their modules; parameters
+    zero. Where its optimizer's step pre-hook recorded a grad norm of 0 on every one of its
+    steps (`grad_norm/step`), the loss that optimizer steps on does not reach it (a
+    generator's samples detached in its own step), even where other players' backward passes
+    left gradients on it. Parameters with the same cause make one finding naming their modules; parameters
     whose gradients are negligible against their weights (a bias before BatchNorm) are only
     noted at info level, and so are those the loss is invariant to (an exactly zero gradient
     on a whole sub-layer while the rest of its module trains, or on a bias while its weight
@@ -101,7 +104,7 @@ from tracelab.core.causes import cause_is_stated, explains
 from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import GRAD, WEIGHT, Needs
+from tracelab.core.schema import GRAD, GRAD_NORM_STEP, WEIGHT, Needs
 
 
 @rule(name="frozen-parameters", code="TL205", requires=(Needs.WEIGHTS,), merge="module group",
@@ -141,7 +144,8 @@ def frozen_parameters(run: Run, *, rtol: float = 1e-7, negligible: float = 1e-6,
         own_lr = _own_lr(run, name, still) if players >= 2 else None
         unread = learns and off_the_loss(run, layer_of(name))
         by_cause.setdefault(_cause(name, info, grads, scale, negligible, own_lr,
-                                   name in invariant, backbone, unread),
+                                   name in invariant, backbone, unread,
+                                   _stepped_on_nothing(run, name)),
                             []).append(name)
     for (severity, cause, fix), params in by_cause.items():
         modules = list(dict.fromkeys(layer_of(p) for p in params))
@@ -268,6 +272,26 @@ def _same(a: dict, b: dict, rtol: float) -> bool:
         return False
 
 
+def _stepped_on_nothing(run: Run, name: str) -> tuple[str, int] | None:
+    """("optimizer 'K'" or "the optimizer", its recorded steps) where the optimizer holding
+    `name` recorded its step pre-hook's grad norm (`grad_norm/step`) at least twice and 0
+    every time: every step it took used no gradient. None otherwise, or where no recorded
+    optimizer lists `name`."""
+    optimizers = run.optimizers()
+    for key, summary in optimizers.items():
+        held = {str(p) for g in groups_of(summary) for p in (g.get("params") or ())}
+        if name not in held:
+            continue
+        signal = GRAD_NORM_STEP if len(optimizers) == 1 else f"{GRAD_NORM_STEP}/{key}"
+        used = run.signal(signal).to_numpy(dtype=float, na_value=np.nan)
+        used = used[~np.isnan(used)]
+        if len(used) >= 2 and not (used != 0).any():
+            return ("the optimizer" if len(optimizers) == 1 else f"optimizer '{key}'",
+                    len(used))
+        return None
+    return None
+
+
 def _grad_max(grads, params) -> float:
     """The largest recorded gradient norm of `params` (NaN when none was recorded)."""
     cols = [p for p in params if p in grads.columns]
@@ -305,12 +329,15 @@ def _own_lr(run: Run, name: str, still: list[str]) -> float | None:
 
 def _cause(name: str, info: dict, grads, scale: float, negligible: float,
            own_lr: float | None = None, invariant: bool = False,
-           backbone: bool = False, unread: bool = False) -> tuple:
+           backbone: bool = False, unread: bool = False,
+           no_gradient: tuple[str, int] | None = None) -> tuple:
     """(severity, cause, fix) of one parameter that never changed; `own_lr` is its param
     group's smallest learning rate where the run has several optimizers (None otherwise);
     `invariant`: the loss does not depend on it (_unread); `backbone`: those no optimizer
     holds are most of the model, all run before the optimized ones and are no fresh draw;
-    `unread`: the run learns and its module's output is not what enters the loss."""
+    `unread`: the run learns and its module's output is not what enters the loss;
+    `no_gradient`: (its optimizer, its recorded steps) where that optimizer's every recorded
+    step ran on no gradient at all (_stepped_on_nothing)."""
     if info.get(name, {}).get("in_optimizer") is False and backbone:
         return (INFO, "the optimizer's param groups do not hold them, and they are most of "
                 "the model and all run before the optimized parameters, as a backbone frozen "
@@ -341,6 +368,16 @@ def _cause(name: str, info: dict, grads, scale: float, negligible: float,
                 "loss, a layer kept from the original model) costs the run nothing",
                 "Nothing to fix if the module is not meant to be trained (drop it from the "
                 "model or the optimizer); otherwise feed its output to the loss.")
+    if no_gradient is not None:
+        which, steps = no_gradient
+        return (WARNING, f"{which} stepped with no gradient at all on each of its {steps} "
+                "recorded steps (total grad norm 0 in its step pre-hook): the loss it steps "
+                "on does not reach them, as when a .detach(), .data or torch.no_grad() cuts "
+                "their path to it (a generator's samples detached in its own step)"
+                + (", though other backward passes gave them gradients" if peak > 0 else ""),
+                f"Keep the path from these parameters to the loss of {which} in the graph: "
+                "remove the .detach() (or no_grad) in its step; detach only in the other "
+                "player's step, where these parameters must not train.")
     if not peak > 0:
         what = "zero" if peak == 0 else "never recorded (None)"
         last = "dead units block the gradient downstream"

@@ -30,7 +30,10 @@ How to fix
     `backward()` or after `step()`, never between them.
 
 False positives
-    A run without an optimizer object (meta.json `optimizers: {}`) is not judged; a step that
+    A run without an optimizer object (meta.json `optimizers: {}`) is not judged; nor is an
+    optimizer whose step ran on no gradient at all (`grad_norm/step` 0) where no backward pass
+    of its own gave one: its loss does not reach its parameters (a generator's samples
+    detached in its own step), which frozen-parameters names; a step that
     an AMP GradScaler skips for Inf/NaN gradients is left to amp-overflow; a model whose
     parameters no optimizer holds is left to param-not-in-optimizer, unless the optimizers
     hold none of the model's parameters but others (the case above). Parameters frozen with
@@ -176,6 +179,10 @@ def _judge(run: Run, norms: pd.DataFrame, key: str, held: list[str], count: int,
     if not (peak > 0 or (backward > 0).any()):
         return None  # no gradient reached the weights: vanishing-gradients, frozen-parameters
     used = run.signal(GRAD_NORM_STEP if count == 1 else f"{GRAD_NORM_STEP}/{key}").dropna()
+    if len(used) and not (used > 0).any() and not (backward > 0).any():
+        # Its step ran, on no gradient, and no pass of its own left one: its loss does not
+        # reach its parameters (a detach() on their path), which frozen-parameters names.
+        return None
     # the step pre-hook records the grads' norm, and with one optimizer the update snapshot
     ran = not used.empty or (count == 1 and not upd.dropna(how="all").empty)
     steps = (int(norms.index[0]), int(norms.index[-1]))

@@ -453,12 +453,14 @@ class GradNorms:
                        f"the end of backward failed ({type(exc).__name__}: {exc}); warned once")
 
     def stepped(self, name: str, optimizer: Any) -> None:
-        """In `optimizer`'s step pre-hook: the norm of the grads it is about to use."""
+        """In `optimizer`'s step pre-hook: the norm of the grads it is about to use; 0 where
+        none of its parameters holds a grad (None): the step ran, on no gradient at all (its
+        loss does not reach them, or zero_grad() ran between backward and step), which an
+        absent norm would read as a step that never ran."""
         with torch.no_grad():
             norm = total_norm([local(p.grad) for g in optimizer.param_groups
                                for p in g["params"] if p.grad is not None])
-        if norm is not None:
-            self._step[name] = norm
+        self._step[name] = 0.0 if norm is None else norm
 
     def take(self, single: bool) -> list[tuple[str, Any]]:
         """The step's norms as signals; `single`: one optimizer, named GRAD_NORM_STEP alone."""

@@ -82,7 +82,8 @@ def train_gan(run_dir: Path, *, steps: int = 60, skip: Optional[str] = None,
               seed: int = 0) -> Path:
     """A tiny GAN on 2-D points, one Adam per network given to the Recorder as a list;
     `skip`: "d" leaves out the discriminator's step, "g" steps the discriminator's optimizer
-    in the generator's update instead of the generator's."""
+    in the generator's update instead of the generator's, "detach" detaches the generator's
+    samples in its own update (its optimizer steps on no gradient)."""
     torch.manual_seed(seed)
     gan = nn.ModuleDict({"g": nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2)),
                          "d": nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 1))})
@@ -101,7 +102,8 @@ def train_gan(run_dir: Path, *, steps: int = 60, skip: Optional[str] = None,
             if skip != "d":
                 opt_d.step()
             opt_g.zero_grad()
-            loss_g = bce(gan["d"](fake), torch.ones(32, 1))
+            loss_g = bce(gan["d"](fake.detach() if skip == "detach" else fake),
+                         torch.ones(32, 1))
             loss_g.backward()  # also leaves grads in D, which its next zero_grad resets
             (opt_d if skip == "g" else opt_g).step()
             rec.step(loss=loss_g, metrics={"loss_d": loss_d})

@@ -136,3 +136,19 @@ def test_a_part_of_the_model_left_out_is_not_another_model(tmp_path):
     assert "param-not-in-optimizer" in rules
     assert all(f.evidence.get("cause") != "other_model" for f in diagnosis.findings
                if f.rule == "optimizer-step-missing")
+
+
+def test_a_generator_detached_in_its_own_step_is_frozen_not_a_step_never_called(tmp_path):
+    # Its optimizer's step runs on no gradient (grad_norm/step/0 is 0): the step was called,
+    # and the loss it steps on does not reach the generator.
+    diagnosis = _diagnosis(train_gan(tmp_path / "r", skip="detach"))
+    assert "optimizer-step-missing" not in {f.rule for f in diagnosis.findings}
+    first = diagnosis.diagnoses[0].finding
+    assert first.rule == "frozen-parameters" and first.subject.startswith("g.")
+    assert "optimizer '0' stepped with no gradient at all" in first.message
+    assert ".detach()" in first.fix
+
+
+def test_a_healthy_gan_has_no_frozen_or_missing_step(tmp_path):
+    found = {f.rule for f in _diagnosis(train_gan(tmp_path / "r")).findings}
+    assert not found & {"frozen-parameters", "optimizer-step-missing"}

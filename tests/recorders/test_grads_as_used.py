@@ -73,3 +73,19 @@ def test_accumulated_passes_give_the_norm_of_the_sum(tmp_path):
     run, totals = _train(tmp_path / "run", clip=None, passes=3)
     assert run.signal(GRAD_NORM_BACKWARD).tolist() == pytest.approx(totals, rel=1e-6)
     assert run.signal(GRAD_NORM_STEP).tolist() == pytest.approx(totals, rel=1e-6)
+
+
+def test_a_step_on_no_gradient_records_a_norm_of_0_not_nothing(tmp_path):
+    # zero_grad() (set_to_none) between backward and step: the step runs with every grad None.
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tracelab.Recorder(str(tmp_path / "run"), model=model, optimizer=opt) as rec:
+        for _ in range(4):
+            torch.nn.functional.mse_loss(model(torch.randn(8, 6)), torch.randn(8, 2)).backward()
+            opt.zero_grad()
+            assert all(p.grad is None for p in model.parameters())
+            opt.step()
+            rec.step(loss=1.0)
+    run = open_run(tmp_path / "run")
+    assert run.signal(GRAD_NORM_STEP).tolist() == [0.0] * 4
+    assert (run.signal(GRAD_NORM_BACKWARD) > 0).all()

@@ -150,7 +150,8 @@ AMP_SCALE = "amp/scale"  # the GradScaler's scale after the step
 AMP_SKIPPED = "amp/skipped"  # 1 when the step's optimizer.step() did not run (Inf/NaN grads)
 # The total norm of the tracked parameters' grads at the end of the step's last backward pass,
 # and of each optimizer's grads in its step pre-hook (the grads it used): GRAD_NORM_STEP for a
-# single optimizer, GRAD_NORM_STEP + "/" + its name for several. A clip between backward and
+# single optimizer, GRAD_NORM_STEP + "/" + its name for several (0 where none of its parameters
+# held a grad: the step ran on no gradient). A clip between backward and
 # step shows as step < backward; a clip after the step as recorded grad norms != step.
 GRAD_NORM_BACKWARD = "grad_norm/backward"
 GRAD_NORM_STEP = "grad_norm/step"
