@@ -60,14 +60,19 @@ def _hang(run_dir, steps: int, flush_interval: float) -> subprocess.Popen:
     return proc
 
 
-def _kill_when_on_disk(proc: subprocess.Popen, run_dir, steps: int) -> None:
-    """Wait until the hung loop's recorder has `steps` steps on disk, with no step() call
-    after the last, then SIGKILL it. The deadline only keeps a broken writer from hanging the
-    test; both loops' timed flushes are further away."""
+def _kill_when_on_disk(proc: subprocess.Popen, run_dir, steps: int, grads: int = 0) -> None:
+    """Wait until the hung loop's recorder has `steps` steps of loss and `grads` grad rows on
+    disk, with no step() call after the last, then SIGKILL it: a flush writes its tables one
+    after the other, so the loss's table alone can be on disk before the grads' of the same
+    flush. The deadline only keeps a broken writer from hanging the test; both loops' timed
+    flushes are further away."""
     try:
         assert "HANG\n" in proc.stdout, "the recorded loop ended before it hung"
         deadline = time.monotonic() + 60
-        while len(tracelab.open_run(run_dir).loss()) < steps:
+        while True:
+            run = tracelab.open_run(run_dir)
+            if len(run.loss()) >= steps and len(run.tensors[run.tensors.kind == "grad"]) >= grads:
+                break
             assert time.monotonic() < deadline, "the hung loop's steps never reached the disk"
             time.sleep(0.1)
     finally:
@@ -78,7 +83,7 @@ def _kill_when_on_disk(proc: subprocess.Popen, run_dir, steps: int) -> None:
 @pytest.mark.slow
 def test_sigkill_while_hung_leaves_every_step_readable(tmp_path):
     run_dir = tmp_path / "run"
-    _kill_when_on_disk(_hang(run_dir, 150, flush_interval=0.2), run_dir, 150)
+    _kill_when_on_disk(_hang(run_dir, 150, flush_interval=0.2), run_dir, 150, grads=150 * 2)
     run = tracelab.open_run(run_dir)
     assert run.status["state"] == "killed"
     assert run.status["last_step"] == 149
