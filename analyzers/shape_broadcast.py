@@ -14,12 +14,13 @@ What it detects
     is judged on its shapes alone, and only when they differ by one dimension of 1 (a
     warning).
     Outputs expanded along the targets' shape are the same mistake one step earlier: an
-    `(N, 1)` prediction against `(N, K)` targets, same rank and batch size, every output
-    dimension the targets' or 1 (a reward of shape `(N,)` added to an `(N, 1)` bootstrap
-    gives an `(N, N)` target). The grid is then the targets' own shape, so the per-step fact
-    stays 0; meta.json's output layout says it, on the profiled steps since it appeared, and
-    a named element-wise loss is required. No variance floor applies (the bound is the
-    variance within each sample's targets, not recorded).
+    `(N, 1)` prediction against `(N, N)` targets, same rank and batch size, every output
+    dimension the targets' or 1, and the targets' expanded dimension the batch size (a
+    reward of shape `(N,)` added to an `(N, 1)` bootstrap gives an `(N, N)` target). The grid
+    is then the targets' own shape, so the per-step fact stays 0; meta.json's output layout
+    says it, on the profiled steps since it appeared, and a named element-wise loss is
+    required. No variance floor applies (the bound is the variance within each sample's
+    targets, not recorded).
 
 Why it matters
     torch broadcasts silently (MSE and L1 only warn once). Every prediction is pulled towards
@@ -42,7 +43,9 @@ False positives
     but records it unsqueezed is flagged. Checked against regression with matching shapes.
     Outputs wider than their targets (K ensemble heads against one `(N, 1)` target) compare
     each prediction with one target and stay quiet; an expanded layout with an unnamed loss
-    is not judged.
+    is not judged. An `(N, 1)` prediction against `(N, K)` targets with K not the batch size
+    (K sampled returns or K annotators of one quantity) stays quiet: the broadcast MSE has
+    the gradient of the MSE against each sample's mean target, a deliberate shortcut.
 """
 from __future__ import annotations
 
@@ -74,19 +77,22 @@ def _singleton_apart(a: list[int], b: list[int]) -> bool:
 
 
 def _outputs_expanded(a: list[int], b: list[int]) -> bool:
-    """Whether outputs of shape `a` are expanded along a dimension of the targets' shape `b`:
-    both of one rank with the same batch size (first dimension, above 1), every dimension of
-    `a` either `b`'s or 1, and some 1 where `b` has more. An (N, 1) prediction against (N, K)
-    targets (r of shape (N,) added to an (N, 1) bootstrap broadcasts the target to (N, N)):
-    each prediction meets K targets and can fit only their mean. Outputs wider than their
-    targets (K ensemble heads against one (N, 1) target) are each compared with one target."""
+    """Whether outputs of shape `a` are expanded along a batch-sized dimension of the targets'
+    shape `b`: both of one rank with the same batch size N (first dimension, above 1), every
+    dimension of `a` either `b`'s or 1, and some 1 where `b` has N. An (N, 1) prediction
+    against (N, N) targets (r of shape (N,) added to an (N, 1) bootstrap broadcasts the
+    target to (N, N)): each prediction meets every sample's target and can fit only their
+    mean. (N, K) targets with K not N are K samples of one quantity (sampled returns,
+    annotators): the broadcast MSE has the gradient of the MSE against their mean. Outputs
+    wider than their targets (K ensemble heads against one (N, 1) target) are each compared
+    with one target."""
     try:
         a, b = [int(d) for d in a], [int(d) for d in b]
     except (TypeError, ValueError):
         return False
     return len(a) == len(b) >= 2 and a[0] == b[0] > 1 and \
         all(x == y or x == 1 for x, y in zip(a, b)) and \
-        any(x == 1 < y for x, y in zip(a[1:], b[1:]))
+        any(x == 1 and y == b[0] for x, y in zip(a[1:], b[1:]))
 
 
 def _since_layout(run: Run, facts: pd.Series, step) -> pd.Index:
@@ -158,12 +164,10 @@ def shape_broadcast(run: Run, *, min_share: float = 0.9,
     fix = ("Make the shapes equal before the loss: out.squeeze(-1) (or targets.unsqueeze(-1), "
            "targets.view_as(out)).")
     if expanded:
-        # A dimension the size of the batch where the outputs have 1: a (N,) term met an
-        # (N, 1) one while the targets were computed.
-        batch = any(x == 1 and y == target[0] for x, y in zip(shape[1:], target[1:]))
+        # The expanded dimension is the batch's: a (N,) term met an (N, 1) one while the
+        # targets were computed.
         variance = (" The targets were themselves broadcast before the loss: a term of shape "
-                    f"({target[0]},) meeting one of shape {shape} gives {target}."
-                    if batch else "")
+                    f"({target[0]},) meeting one of shape {shape} gives {target}.")
         fix = ("Give every term of the target the outputs' shape before combining them "
                "(reward.unsqueeze(1) before adding mask * gamma * next_q of shape (N, 1)); "
                "assert target.shape == out.shape before the loss.")

@@ -120,8 +120,31 @@ def test_expanded_outputs_need_a_named_loss_and_one_batch_size():
         run = _frames(shape, targets_shape, loss_fn)
         run.signals["value"] = 0.0  # the grid is the targets' shape: the fact stays 0
         return run
-    assert len(shape_broadcast(frames([32, 1], [32, 5]))) == 1
-    assert shape_broadcast(frames([32, 1], [32, 5], None)) == []  # unnamed loss: not judged
+    assert len(shape_broadcast(frames([32, 1], [32, 32]))) == 1
+    assert shape_broadcast(frames([32, 1], [32, 32], None)) == []  # unnamed loss: not judged
+    assert shape_broadcast(frames([32, 1], [32, 5])) == []  # 5 samples of each target
     assert shape_broadcast(frames([32, 4], [32, 1])) == []  # ensemble heads, one target each
     assert shape_broadcast(frames([1, 1], [32, 5])) == []  # not one batch
     assert shape_broadcast(frames([32, 1], [32, 5], "CrossEntropyLoss")) == []
+
+
+def test_k_sampled_returns_per_state_stay_quiet(tmp_path):
+    # A value net (N, 1) regressed with MSELoss onto K=8 sampled returns per state (N, 8): the
+    # broadcast MSE has the gradient of the MSE against each state's mean return.
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(8, generator=g)
+    model = nn.Sequential(nn.Linear(8, 64), nn.Tanh(), nn.Linear(64, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    mse = nn.MSELoss()
+    with tracelab.Recorder(str(tmp_path / "r"), model=model, optimizer=opt, loss_fn=mse) as rec:
+        for _ in range(80):
+            s = torch.randn(64, 8, generator=g)
+            returns = (s @ w).unsqueeze(1) + 0.5 * torch.randn(64, 8, generator=g)
+            out = model(s)
+            loss = mse(out, returns)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=s, targets=returns, outputs=out)
+    assert _findings(tmp_path / "r") == []
