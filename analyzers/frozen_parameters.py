@@ -20,9 +20,10 @@ What it detects
     `frozen_at_close`), and a parameter whose summary did not change and reads as an i.i.d.
     draw centred on 0 (at least `min_values` values; mean, spread, mean absolute value and both
     extremes within `z` standard errors, or a one-in-a-million chance, of a uniform law's, or
-    of the N(0, 1) an Embedding draws by default, or of a normal law of any scale where the
-    module's bias, frozen too, is still exactly zero: BERT's N(0, 0.02), timm's trunc_normal_
-    with zeros_) is a warning: a fixed random projection
+    of the N(0, 1) an Embedding draws by default, or of a normal law of a named init scale --
+    0.02, the run config's initializer_range, 1/sqrt(fan_in) -- where the module's bias, frozen
+    too, is still exactly zero: BERT's N(0, 0.02), timm's trunc_normal_ with zeros_) is a
+    warning: a fixed random projection
     learns nothing, where a layer frozen on purpose holds pretrained weights. A draw that
     keeps its input's information, with trained layers after it, is only noted at info level:
     an Embedding with no more rows than dimensions (a Linear on the one-hot token), a Linear at
@@ -50,7 +51,10 @@ False positives
     Parameters frozen with `requires_grad=False` are judged only by the random-initialization
     check: pretrained weights (a fine-tuned backbone, GloVe embeddings) are not a sharp-edged
     uniform draw nor N(0, 1), and frozen copies that change (an EMA teacher, an RL target
-    network) are not judged. A random layer frozen on purpose (random features, a fixed random
+    network) are not judged, nor is a frozen network whose output is the recorded targets
+    (Random Network Distillation's random target, orthogonal with zero biases: one of its
+    modules' activation minimum and maximum equal the targets' at every common recorded step).
+    A random layer frozen on purpose (random features, a fixed random
     classifier) is reported; a briefly pretrained layer with normally spread weights (training
     moves its bias off zero too), a normal init other than an Embedding's default in a module
     whose bias is not exactly zero (or that has none), or a run never closed (no
@@ -91,6 +95,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
 from tracelab.analyzers._dynamics import OUTCOME, fmt, layer_of, name_list, \
     subject_of, weights_unchanged
@@ -104,7 +109,7 @@ from tracelab.core.causes import cause_is_stated, explains
 from tracelab.core.findings import INFO, WARNING, Finding
 from tracelab.core.rules import Plot, rule
 from tracelab.core.run import Run
-from tracelab.core.schema import GRAD, GRAD_NORM_STEP, WEIGHT, Needs
+from tracelab.core.schema import ACTIVATION, GRAD, GRAD_NORM_STEP, WEIGHT, Needs
 
 
 @rule(name="frozen-parameters", code="TL205", requires=(Needs.WEIGHTS,), merge="module group",
@@ -170,16 +175,21 @@ def _at_random_init(run: Run, info: dict, norms, rtol: float, z: float,
     if not isinstance(end, dict):
         return []
     drawn, types = {}, run.module_types()
+    makers = _target_makers(run, info)
     for name, entry in info.items():
         start, stop = entry.get("values"), end.get(name)
         if entry.get("requires_grad") is not False or not isinstance(start, dict) or \
                 not isinstance(stop, dict) or not _same(start, stop, rtol):
             continue  # trained, or changed all the same (an EMA teacher, a target network)
+        if name in makers:
+            continue  # a target network frozen on purpose: its output is the targets (RND)
         scales = init_scales(types.get(layer_of(name)))
-        if _zero_bias(info, end, layer_of(name), rtol) and _positive(start.get("std")):
+        if _zero_bias(info, end, layer_of(name), rtol):
             # Its module's bias is still exactly zero: nothing trained this layer, so a normal
-            # spread of any scale is its initialization (BERT's N(0, 0.02), a trunc_normal_).
-            scales = [*scales, float(start["std"])]
+            # spread of a named init scale is its initialization (BERT's N(0, 0.02), timm's
+            # trunc_normal_(std=.02), LeCun's 1/sqrt(fan_in)); not the tensor's own spread,
+            # which any normal-looking layer (an orthogonal init) would match.
+            scales = [*scales, *_named_scales(run, entry.get("shape"))]
         law = random_draw(start, scales, z, min_values)
         if law:
             drawn[name] = law
@@ -249,6 +259,60 @@ def _zero_bias(info: dict, end: dict, module: str, rtol: float) -> bool:
             float(start[k]) == 0 for k in ("mean", "std", "min", "max"))
     except (KeyError, TypeError, ValueError):
         return False
+
+
+def _named_scales(run: Run, shape) -> list[float]:
+    """The standard deviations a normal initialization of a weight of this shape is drawn
+    with by name: 0.02 (BERT's and GPT-2's initializer_range, timm's trunc_normal_), the run
+    config's `initializer_range`, and 1/sqrt(fan_in) (LeCun's normal)."""
+    scales = [0.02]
+    config = run.meta.get("config")
+    if isinstance(config, dict) and _positive(config.get("initializer_range")):
+        scales.append(float(config["initializer_range"]))
+    try:
+        dims = [int(d) for d in shape]
+    except (TypeError, ValueError):
+        return scales
+    fan_in = math.prod(dims[1:]) if len(dims) >= 2 else 0
+    return [*scales, 1 / math.sqrt(fan_in)] if fan_in >= 1 else scales
+
+
+def _target_makers(run: Run, info: dict, rtol: float = 1e-6) -> set[str]:
+    """The frozen parameters of a network whose output is the recorded targets (Random Network
+    Distillation's fixed random target, a frozen teacher whose output is regressed onto): a
+    module whose recorded activation minimum and maximum equal those of a target tensor given
+    to step() at every one of at least 2 common steps makes the targets, and the parameters of
+    its largest enclosing module that trains none are that network's. Empty where the facts
+    are missing; never raises."""
+    try:
+        batches = run.batches
+        rows = batches[(batches["role"] == "target") & (batches["split"] == "train")]
+        if rows.empty:
+            return set()
+        lows, highs = run.stat(ACTIVATION, "min"), run.stat(ACTIVATION, "max")
+        makers = set()
+        for _, target in rows.groupby("name"):
+            target = target.drop_duplicates("step", keep="last").set_index("step")
+            for module in lows.columns:
+                if module not in highs.columns:
+                    continue
+                both = target.join(pd.DataFrame({"lo": lows[module], "hi": highs[module]}),
+                                   how="inner").dropna(subset=["lo", "hi", "min", "max"])
+                if len(both) >= 2 and np.allclose(both["lo"], both["min"], rtol=rtol, atol=0) \
+                        and np.allclose(both["hi"], both["max"], rtol=rtol, atol=0):
+                    makers.add(str(module))
+        frozen = set()
+        for module in makers:
+            parts = str(module).split(".")
+            for depth in range(1, len(parts) + 1):  # the largest enclosing module first
+                prefix = ".".join(parts[:depth]) + "."
+                held = [n for n in info if n.startswith(prefix)]
+                if held and all(info[n].get("requires_grad") is False for n in held):
+                    frozen.update(held)
+                    break
+        return frozen
+    except Exception:  # malformed trace: nothing to say
+        return set()
 
 
 def _positive(x) -> bool:

@@ -168,3 +168,51 @@ def test_a_small_normal_init_without_a_zero_bias_is_not_judged(tmp_path):
             torch.nn.init.uniform_(m.bias, -0.1, 0.1)
         m.requires_grad_(False)
     assert _at_init(_train(tmp_path / "r", net)) == []
+
+
+def _rnd(run_dir, gain):
+    """Random Network Distillation (CleanRL's layer_init: orthogonal weights, zero biases): a
+    target network frozen on purpose and a predictor regressing onto its output, the targets."""
+    def layer(i, o):
+        lin = torch.nn.Linear(i, o)
+        torch.nn.init.orthogonal_(lin.weight, gain)
+        torch.nn.init.constant_(lin.bias, 0.0)
+        return lin
+
+    torch.manual_seed(0)
+    model = torch.nn.ModuleDict({
+        "target": torch.nn.Sequential(layer(16, 64), torch.nn.ReLU(), layer(64, 64)),
+        "predictor": torch.nn.Sequential(layer(16, 64), torch.nn.ReLU(), layer(64, 64))})
+    model["target"].requires_grad_(False)
+    opt = torch.optim.Adam(model["predictor"].parameters(), lr=1e-3)
+    g = torch.Generator().manual_seed(0)
+    with tracelab.Recorder(str(run_dir), model=model, optimizer=opt,
+                           loss_fn=torch.nn.MSELoss()) as rec:
+        for _ in range(60):
+            x = torch.randn(64, 16, generator=g)
+            pred, target = model["predictor"](x), model["target"](x)
+            loss = torch.nn.functional.mse_loss(pred, target)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=x, targets=target, outputs=pred)
+    return tracelab.open_run(str(run_dir))
+
+
+@pytest.mark.parametrize("gain", [2 ** 0.5, 1.0])
+def test_a_random_target_network_frozen_on_purpose_stays_quiet(tmp_path, gain):
+    # Its weights look normal and its biases are zero, but no named scale fits gain sqrt(2)
+    # and, whatever the gain, its output is the recorded targets: a target network.
+    assert _at_init(_rnd(tmp_path / "r", gain)) == []
+
+
+def test_a_bottleneck_frozen_at_lecun_normal_with_zero_biases_is_named(tmp_path):
+    # N(0, 1/fan_in) weights and zero biases: a named init scale, not an output's targets.
+    torch.manual_seed(0)
+    net = _normal_init()
+    for m in net[:4]:
+        if isinstance(m, torch.nn.Linear):
+            torch.nn.init.normal_(m.weight, 0.0, m.in_features ** -0.5)
+        m.requires_grad_(False)
+    [f] = [f for f in _at_init(_train(tmp_path / "r", net)) if f.severity.value == "warning"]
+    assert "2.weight" in f.message
