@@ -12,7 +12,8 @@ What it detects
     constant in every batch of every split is reported: as a warning when it is a named column
     holding a value other than 0 (a computed feature that never varies), else as information.
     Where every recorded feature holds one and the same value in every row of every batch of
-    every split (a noise buffer allocated and never drawn: a generator fed zeros), the whole
+    every split (a noise buffer allocated and never drawn: a generator fed zeros), and no
+    logged metric that names its direction (a reward, an accuracy) kept improving, the whole
     input is reported once, as an error: the model's output cannot depend on its input.
 
 Why it matters
@@ -46,7 +47,11 @@ False positives
     (the dummy of a category never seen, `get_dummies(dummy_na=True)` without NaNs) and a
     tensor's numbered columns (an image's blank border pixels) are information only, and so
     is a fixed input whose features hold values of their own (Deep Image Prior's one noise
-    vector fed at every step): only one value in every feature is the whole input. A tensor
+    vector fed at every step): only one value in every feature is the whole input. One value
+    everywhere is a note per feature too where the objective kept improving (a logged reward
+    or accuracy whose last quarter beats its first eighth, one-sided Mann-Whitney p <
+    `alpha`; in a game of several players, a reward only): a contextless bandit's policy is fed one constant state by design and learns its
+    best arm. A tensor
     feature's distinct values and whole-number share are counted on a strided window of the
     batch, which can read an image's blank border column alone: where the batch's exact range
     varies but its window saw one value, or its randomly sampled values hold fractions, the
@@ -58,11 +63,14 @@ import re
 from functools import lru_cache, partial
 
 import numpy as np
+from scipy.stats import mannwhitneyu
 
 from tracelab.analyzers._inputs import (Batches, Side, apart, check_pair, expected_distinct,
                                         feature_profiles, fmt, may_change, may_collapse,
                                         rescaled, samples_of, spread_matches, time_changes)
 from tracelab.analyzers._dynamics import OUTCOME
+from tracelab.analyzers._learning_rate import several_players
+from tracelab.analyzers._objectives import is_return, run_direction
 from tracelab.analyzers._reorder import reordered_between
 from tracelab.analyzers._splits import repeated_rows
 from tracelab.core.causes import explains
@@ -103,7 +111,7 @@ _FIX = {
 def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
                    max_int_frac: float = 0.9, chance: float = 1e-6, min_batches: int = 3,
                    span_ratio: float = 10.0, spread_tolerance: float = 0.25,
-                   reorder_distance: float = 0.3,
+                   reorder_distance: float = 0.3, alpha: float = 1e-3,
                    baseline: Run | None = None) -> list[Finding]:
     limits = dict(factor=factor, min_distinct=min_distinct, max_int_frac=max_int_frac,
                   chance=chance)
@@ -173,7 +181,9 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
                 continue
         varied = True
     whole = None if varied else _one_value(constant)
-    if whole is not None:
+    # One input everywhere explains nothing where the objective kept improving: an input with
+    # nothing to tell (a contextless bandit's one state) is fed so by design.
+    if whole is not None and not _objective_gained(run, alpha):
         findings.append(_whole_input(list(constant), constant, whole))
     else:
         findings += [_constant(f, groups, value) for f, (groups, value) in constant.items()]
@@ -248,6 +258,42 @@ def _finding(feature: str, where: str, ref: str, rows: Batches, symptoms: list[d
         f"Feature '{feature}' collapsed in {where}, compared with {ref}: "
         + "; ".join(s["text"] for s in symptoms) + ".",
         evidence, _FIX[kinds[0]].format(where=where))
+
+
+def _objective_gained(run: Run, alpha: float, min_points: int = 24) -> bool:
+    """Whether a logged metric whose name gives its direction (a reward, an accuracy, an
+    error), at `min_points` values or more, ended better than it started: its last quarter
+    above its first eighth (one-sided Mann-Whitney p < `alpha`, in its better direction). A
+    gain made early and held (a bandit's policy converged on its best arm in a few dozen
+    steps) counts: a model fed nothing to learn from by mistake leaves its objective where it
+    started. In a game (`several_players`: a GAN's generator and discriminator) a player's
+    own error or accuracy (a WGAN's `errD_fake`) moves as the other player learns, whatever
+    the input: only a return an environment pays (`is_return`) speaks for the objective."""
+    try:
+        sc = run.scalars
+        if not {"split", "name"} <= set(sc.columns):
+            return False
+        game = None
+        for split, name in sc[["split", "name"]].drop_duplicates().itertuples(index=False):
+            sign = run_direction(run, str(split), str(name))
+            if not sign:
+                continue
+            if not is_return(str(name)):
+                game = several_players(run) if game is None else game
+                if game:
+                    continue
+            values = run.scalar(str(name), str(split)).to_numpy(dtype=float, na_value=np.nan)
+            values = sign * values[np.isfinite(values)]
+            if len(values) < min_points:
+                continue
+            last, start = np.array_split(values, 4)[-1], values[:max(len(values) // 8, 3)]
+            if np.median(last) <= np.median(start):
+                continue
+            if float(mannwhitneyu(last, start, alternative="greater").pvalue) < alpha:
+                return True
+    except (KeyError, TypeError, ValueError):
+        return False
+    return False
 
 
 def _one_value(constant: dict[str, tuple[list, float]]) -> float | None:
