@@ -32,10 +32,13 @@ What it detects
     the weights around the dead units up to the onset of their death (the first recording that
     shows it): the largest ratio of a recorded update to its weight's norm, per optimizer step,
     of the Linear or convolution before the ReLU (of the weights that lost their gradient, read
-    from the gradients), with its step (`update_ratio_before_onset`). A step far above the
-    usual 1e-3 just before the units died says the step size killed them
-    (learning-rate-too-high reads it); units that die after ordinary updates (a negative bias,
-    a bad initialization) are this rule's own diagnosis.
+    from the gradients), with its step (`update_ratio_before_onset`) and the median of the
+    same weight's ratios up to then (`update_ratio_median_before_onset`). A step far above the
+    usual 1e-3, and `BURST_OVER_MEDIAN` times the layer's median or more, just before the
+    units died says the step size killed them (learning-rate-too-high reads it); units that
+    die after ordinary updates (a negative bias, a bad initialization, a layer initialized
+    so small that Adam's steps are large for its norm from the start) are this rule's own
+    diagnosis.
 
 Why it matters
     A dead ReLU unit passes no gradient, so it never recovers: the layer's capacity is lost for
@@ -94,6 +97,10 @@ from tracelab.core.run import Run
 from tracelab.core.schema import ACTIVATION, GRAD, UPDATE, WEIGHT, Needs
 
 RELU_TYPES = ("ReLU", "ReLU6")
+
+# A step counts as a burst that rewrote its layer's weights at this many times the median of
+# the same layer's update ratios over its recordings up to the death, or more.
+BURST_OVER_MEDIAN = 10.0
 
 
 @rule(name="dead-units", code="TL203", requires=(Needs.MODEL,), merge="layer",
@@ -233,10 +240,15 @@ def _updates_before(run: Run, weights: list[str], onset: int) -> dict:
     death (the first recording that shows it), as evidence for the rules that name a cause:
     the largest ratio of a recorded update to its weight's norm at a recording no later than
     `onset` (per optimizer step where a recorded update spans several: `per_update`, a lower
-    bound), its weight and its step. A step that rewrites a layer's weights (far above the
-    usual 1e-3 of their norm) moves its units' pre-activations by as much as they vary and
-    can push them below zero for every input: the death then follows the step size. {} where
-    updates or weights were not recorded, or the facts are malformed."""
+    bound), its weight, its step and the median of that weight's ratios over the same
+    recordings (the weight whose peak is `BURST_OVER_MEDIAN` times its median or more, where
+    one is). A step that rewrites a layer's weights (far above the usual 1e-3 of their norm,
+    and far above the layer's other steps) moves its units' pre-activations by as much as
+    they vary and can push them below zero for every input: the death then follows the step
+    size. Ratios that are large at every step (Adam moves each weight by about lr per step,
+    so a layer initialized small shows a large ratio from step 0 on, falling smoothly as it
+    grows) are no burst. {} where updates or weights were not recorded, or the facts are
+    malformed."""
     if not weights or Needs.UPDATES not in run.available or Needs.WEIGHTS not in run.available:
         return {}
     try:
@@ -249,12 +261,16 @@ def _updates_before(run: Run, weights: list[str], onset: int) -> dict:
                                                                         np.nan)
         ratio = per_update(run, ratio)
         ratio = ratio[np.asarray(ratio.index, dtype=float) <= onset].astype(float)
-        peaks = ratio.max().dropna()
+        peaks, usual = ratio.max().dropna(), ratio.median()
         if peaks.empty:
             return {}
-        name = str(peaks.idxmax())
+        # A burst stands out of its own layer's steps; a layer whose steps are all large for
+        # its norm (Adam moves each weight by about lr per step: a small init) holds none.
+        bursts = peaks[peaks >= BURST_OVER_MEDIAN * usual.reindex(peaks.index)]
+        name = str((bursts if not bursts.empty else peaks).idxmax())
         return {"update_ratio_before_onset": float(peaks[name]), "update_ratio_weight": name,
-                "update_ratio_step": int(ratio[name].idxmax()), "onset_step": int(onset)}
+                "update_ratio_step": int(ratio[name].idxmax()), "onset_step": int(onset),
+                "update_ratio_median_before_onset": float(usual[name])}
     except (KeyError, TypeError, ValueError, AttributeError):
         return {}
 

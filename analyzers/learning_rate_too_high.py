@@ -118,6 +118,7 @@ import pandas as pd
 from scipy.stats import mannwhitneyu
 
 from tracelab.analyzers._batches import sums_over_batch
+from tracelab.analyzers.dead_units import BURST_OVER_MEDIAN
 from tracelab.analyzers._dynamics import OUTCOME, edge_len, initial, matrix_params
 from tracelab.analyzers._dynamics import fmt as _fmt
 from tracelab.analyzers._learning_rate import (LR_KNOWN, LR_MOVES_THE_MODEL, NO_OPTIMIZER_FIX,
@@ -514,7 +515,9 @@ def _burst_before_death(dead: Sequence[Finding]) -> Optional[tuple[float, str, i
     a tiny network's large first steps say nothing. Units die after the step that rewrites
     their layer's weights and stop updating from then on, so a median over the run (as
     `_fastest` reads it) hides that step: the order in time is the fact. None where no such
-    finding holds one."""
+    finding holds one. A step counts only at `BURST_OVER_MEDIAN` times the median of the same
+    weight's ratios up to the death or more: Adam moves each weight by about lr per step, so a
+    layer initialized small shows a large ratio at every step, with no burst among them."""
     best = None
     for f in dead:
         if f.severity == INFO:
@@ -522,9 +525,12 @@ def _burst_before_death(dead: Sequence[Finding]) -> Optional[tuple[float, str, i
         per = f.evidence.get("per_subject")
         for ev in (list(per.values()) if isinstance(per, dict) else []) + [f.evidence]:
             ratio = ev.get("update_ratio_before_onset") if isinstance(ev, dict) else None
+            usual = ev.get("update_ratio_median_before_onset") if isinstance(ev, dict) else None
             steps = (ev.get("update_ratio_step"), ev.get("onset_step")) \
                 if isinstance(ev, dict) else ()
             if isinstance(ratio, (int, float)) and np.isfinite(ratio) \
+                    and isinstance(usual, (int, float)) and np.isfinite(usual) \
+                    and ratio >= BURST_OVER_MEDIAN * usual \
                     and all(isinstance(s, (int, np.integer)) for s in steps) \
                     and (best is None or ratio > best[0]):
                 best = (float(ratio), str(ev.get("update_ratio_weight")), int(steps[0]),

@@ -230,6 +230,7 @@ def test_units_killed_by_oversized_steps_hold_the_update_that_preceded_their_dea
     assert f.subject == "3" and ev["dead_frac"] == 1.0 and ev["dead_frac_first"] < 0.5
     assert ev["update_ratio_weight"] == "2.weight"  # the Linear before the ReLU
     assert ev["update_ratio_before_onset"] >= 0.1  # 100x the usual 1e-3 or more
+    assert 0 < ev["update_ratio_median_before_onset"] <= ev["update_ratio_before_onset"]
     assert ev["update_ratio_step"] <= ev["onset_step"] == f.steps[0]
 
 
@@ -243,3 +244,47 @@ def test_units_silenced_by_a_negative_bias_hold_ordinary_updates_and_rank_first(
     diagnosis = tracelab.analyze(run)
     assert diagnosis.diagnoses[0].finding.rule == "dead-units"
     assert not [g for g in diagnosis.findings if g.rule == "learning-rate-too-high"]
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_units_killed_by_an_unreachable_output_range_under_adam_on_a_small_init_rank_first(
+        tmp_path):
+    # Mostly negative regression targets and a ReLU after the output layer (the cause), with a
+    # N(0, 0.01) init under Adam at 1e-3: Adam moves each weight by about lr per step, so the
+    # small output layer changes by a tenth of its norm at step 0 and by a little less at each
+    # step after; no step stands out of the others, and no step size killed the units.
+    torch = pytest.importorskip("torch")
+    import tracelab
+    from torch import nn
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2048, 8, generator=g)
+    y = (x @ torch.randn(8, generator=g) * 0.5 - 2.0).unsqueeze(1)
+    model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
+                          nn.Linear(64, 1), nn.ReLU())
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            nn.init.normal_(layer.weight, 0, 0.01)
+            nn.init.constant_(layer.bias, 0.1)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with tracelab.Recorder(str(tmp_path / "r"), model=model, optimizer=opt,
+                           loss_fn=nn.MSELoss()) as rec:
+        for step in range(300):
+            i = (step * 32) % (2048 - 32)
+            xb, yb = x[i:i + 32], y[i:i + 32]
+            out = model(xb)
+            loss = nn.functional.mse_loss(out, yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss=loss, inputs=xb, targets=yb, outputs=out)
+    run = tracelab.open_run(str(tmp_path / "r"))
+    [f] = [f for f in dead_units(run) if f.subject == "5"]
+    ev = f.evidence
+    assert f.severity.value == "error" and ev["update_ratio_weight"] == "4.weight"
+    assert ev["update_ratio_before_onset"] >= 0.01  # 10x the usual 1e-3 or more ...
+    assert ev["update_ratio_before_onset"] < 10 * ev["update_ratio_median_before_onset"]
+    diagnosis = tracelab.analyze(run)  # ... but no burst: the death ranks first
+    assert diagnosis.diagnoses[0].finding.rule == "dead-units"
+    assert not [g for g in diagnosis.findings if g.rule == "learning-rate-too-high"
+                and g.evidence.get("burst_before_death")]

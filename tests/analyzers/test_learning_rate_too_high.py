@@ -828,15 +828,17 @@ def test_a_small_head_s_first_rmsprop_steps_are_no_overshoot_of_bootstrapped_tar
 
 
 # -- units that died right after a step that rewrote their weights ------------------------------
-def _died_after(ratio, severity=WARNING, subject="3", first=0.05):
+def _died_after(ratio, severity=WARNING, subject="3", first=0.05, usual=1e-3):
     """A dead-units finding whose units died at step 25 (or, `first` at 0.5 or more, were half
-    dead from step 0), holding the largest update the layer before them took up to then
-    (dead-units' `update_ratio_before_onset`)."""
+    dead from step 0), holding the largest update the layer before them took up to then and
+    the median of that layer's updates over the same steps (dead-units'
+    `update_ratio_before_onset`, `update_ratio_median_before_onset`)."""
     onset = 25 if first < 0.5 else 0
     return Finding("dead-units", "TL203", severity, subject, (onset, 299), "dead-units.",
                    {"dead_frac": 1.0 if first < 0.5 else 0.75, "dead_frac_first": first,
                     "update_ratio_before_onset": ratio, "update_ratio_weight": "2.weight",
-                    "update_ratio_step": 0, "onset_step": onset}, "fix it")
+                    "update_ratio_step": 0, "onset_step": onset,
+                    "update_ratio_median_before_onset": usual}, "fix it")
 
 
 def test_units_that_died_after_an_oversized_step_name_the_lr_the_median_hides():
@@ -851,6 +853,19 @@ def test_units_that_died_after_an_oversized_step_name_the_lr_the_median_hides():
     assert learning_rate_too_high(hidden, _alone(_died_after(5e-3))) == []
     from tracelab.core.findings import INFO
     assert learning_rate_too_high(hidden, _alone(_died_after(0.5, INFO))) == []
+
+
+def test_a_layer_whose_every_step_is_large_for_its_norm_holds_no_burst_before_a_death():
+    """Adam moves each weight by about lr per step, so a layer initialized at N(0, 0.01) shows
+    updates far above 1e-3 of its norm from step 0 on, falling smoothly (0.114 to 0.047) as
+    it grows: its largest step is no burst unless 10x its median up to the death or more."""
+    hidden = _run(updates=[0.5] + [0.0] * 49)
+    assert learning_rate_too_high(hidden, _alone(_died_after(0.114, usual=0.047))) == []
+    [f] = learning_rate_too_high(hidden, _alone(_died_after(0.5, usual=0.047)))
+    assert f.evidence["burst_before_death"]
+    # no median recorded (or a malformed one): no vote
+    for usual in (None, float("nan"), "0.01"):
+        assert learning_rate_too_high(hidden, _alone(_died_after(0.5, usual=usual))) == []
 
 
 def test_the_step_that_killed_units_ranks_above_them_and_above_units_dead_from_the_start():
