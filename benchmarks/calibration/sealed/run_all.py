@@ -20,7 +20,7 @@ sys.path.insert(0, str(HERE))
 
 
 def names() -> list[str]:
-    return sorted(p.stem for p in HERE.glob("[pq][0-9][0-9].py"))
+    return sorted(p.stem for p in HERE.glob("[mn][0-9][0-9].py"))
 
 
 def losses(run_dir: Path) -> str:
