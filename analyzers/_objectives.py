@@ -109,23 +109,30 @@ def run_direction(run: Run, split, name) -> int:
     return sign
 
 
-def objective_improved(run: Run, alpha: float, min_points: int = 24) -> bool:
-    """Whether a logged metric whose name gives its direction (`direction`: a reward, an
-    accuracy, an error), at `min_points` values or more, kept improving over the run: its
-    last quarter better than its first and its second (one-sided Mann-Whitney p < `alpha`),
-    the best of its four quarters (no late divergence gave the gain back), with at least half
-    of its gain made in the second half (not a transient of the start that settled)."""
+def directed_metrics(run: Run, min_points: int = 24):
+    """(split, name, values) of each logged metric whose name gives its direction
+    (`run_direction`), at `min_points` finite values or more, its values signed so that
+    larger is better."""
     sc = run.scalars
     if not {"split", "name"} <= set(sc.columns):
-        return False
+        return
     for split, name in sc[["split", "name"]].drop_duplicates().itertuples(index=False):
         sign = run_direction(run, str(split), str(name))
         if not sign:
             continue
         values = run.scalar(str(name), str(split)).to_numpy(dtype=float, na_value=np.nan)
         values = sign * values[np.isfinite(values)]
-        if len(values) < min_points:
-            continue
+        if len(values) >= min_points:
+            yield str(split), str(name), values
+
+
+def objective_improved(run: Run, alpha: float, min_points: int = 24) -> bool:
+    """Whether a logged metric whose name gives its direction (`direction`: a reward, an
+    accuracy, an error), at `min_points` values or more, kept improving over the run: its
+    last quarter better than its first and its second (one-sided Mann-Whitney p < `alpha`),
+    the best of its four quarters (no late divergence gave the gain back), with at least half
+    of its gain made in the second half (not a transient of the start that settled)."""
+    for _, _, values in directed_metrics(run, min_points):
         quarters = np.array_split(values, 4)
         medians = [float(np.median(q)) for q in quarters]
         if medians[-1] < max(medians) or medians[-1] <= medians[0] or \
@@ -138,6 +145,28 @@ def objective_improved(run: Run, alpha: float, min_points: int = 24) -> bool:
             continue
         if p < alpha:
             return True
+    return False
+
+
+def objective_gained(run: Run, alpha: float, min_points: int = 24,
+                     returns_only: bool = False) -> bool:
+    """Whether a logged metric whose name gives its direction, at `min_points` values or
+    more, ended better than it started: its last quarter above its first eighth (one-sided
+    Mann-Whitney p < `alpha`). Unlike `objective_improved`, a gain made early and held counts
+    (a bandit's policy converged on its best arm in a few dozen steps). `returns_only`: only a
+    return an environment pays (`is_return`) counts, as in a game, where one player's own
+    error or accuracy moves as the other player learns."""
+    for _, name, values in directed_metrics(run, min_points):
+        if returns_only and not is_return(name):
+            continue
+        last, start = np.array_split(values, 4)[-1], values[:max(len(values) // 8, 3)]
+        if np.median(last) <= np.median(start):
+            continue
+        try:
+            if float(mannwhitneyu(last, start, alternative="greater").pvalue) < alpha:
+                return True
+        except ValueError:
+            continue
     return False
 
 

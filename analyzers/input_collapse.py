@@ -63,14 +63,13 @@ import re
 from functools import lru_cache, partial
 
 import numpy as np
-from scipy.stats import mannwhitneyu
 
 from tracelab.analyzers._inputs import (Batches, Side, apart, check_pair, expected_distinct,
                                         feature_profiles, fmt, may_change, may_collapse,
                                         rescaled, samples_of, spread_matches, time_changes)
 from tracelab.analyzers._dynamics import OUTCOME
 from tracelab.analyzers._learning_rate import several_players
-from tracelab.analyzers._objectives import is_return, run_direction
+from tracelab.analyzers._objectives import objective_gained
 from tracelab.analyzers._reorder import reordered_between
 from tracelab.analyzers._splits import repeated_rows
 from tracelab.core.causes import explains
@@ -183,7 +182,10 @@ def input_collapse(run: Run, *, factor: float = 6.0, min_distinct: float = 5.0,
     whole = None if varied else _one_value(constant)
     # One input everywhere explains nothing where the objective kept improving: an input with
     # nothing to tell (a contextless bandit's one state) is fed so by design.
-    if whole is not None and not _objective_gained(run, alpha):
+    # In a game (a GAN's generator and discriminator) a player's own error or accuracy
+    # moves as the other player learns, whatever the input: only a return speaks.
+    if whole is not None and not objective_gained(run, alpha,
+                                                  returns_only=several_players(run)):
         findings.append(_whole_input(list(constant), constant, whole))
     else:
         findings += [_constant(f, groups, value) for f, (groups, value) in constant.items()]
@@ -258,42 +260,6 @@ def _finding(feature: str, where: str, ref: str, rows: Batches, symptoms: list[d
         f"Feature '{feature}' collapsed in {where}, compared with {ref}: "
         + "; ".join(s["text"] for s in symptoms) + ".",
         evidence, _FIX[kinds[0]].format(where=where))
-
-
-def _objective_gained(run: Run, alpha: float, min_points: int = 24) -> bool:
-    """Whether a logged metric whose name gives its direction (a reward, an accuracy, an
-    error), at `min_points` values or more, ended better than it started: its last quarter
-    above its first eighth (one-sided Mann-Whitney p < `alpha`, in its better direction). A
-    gain made early and held (a bandit's policy converged on its best arm in a few dozen
-    steps) counts: a model fed nothing to learn from by mistake leaves its objective where it
-    started. In a game (`several_players`: a GAN's generator and discriminator) a player's
-    own error or accuracy (a WGAN's `errD_fake`) moves as the other player learns, whatever
-    the input: only a return an environment pays (`is_return`) speaks for the objective."""
-    try:
-        sc = run.scalars
-        if not {"split", "name"} <= set(sc.columns):
-            return False
-        game = None
-        for split, name in sc[["split", "name"]].drop_duplicates().itertuples(index=False):
-            sign = run_direction(run, str(split), str(name))
-            if not sign:
-                continue
-            if not is_return(str(name)):
-                game = several_players(run) if game is None else game
-                if game:
-                    continue
-            values = run.scalar(str(name), str(split)).to_numpy(dtype=float, na_value=np.nan)
-            values = sign * values[np.isfinite(values)]
-            if len(values) < min_points:
-                continue
-            last, start = np.array_split(values, 4)[-1], values[:max(len(values) // 8, 3)]
-            if np.median(last) <= np.median(start):
-                continue
-            if float(mannwhitneyu(last, start, alternative="greater").pvalue) < alpha:
-                return True
-    except (KeyError, TypeError, ValueError):
-        return False
-    return False
 
 
 def _one_value(constant: dict[str, tuple[list, float]]) -> float | None:
